@@ -1,0 +1,998 @@
+/*
+ * btree.c — the copy-on-write B+tree over pages, and its cursors.
+ *
+ * Node format: see engine.h. Keys are compared with memcmp, shorter first.
+ * Writes copy every node on the path from the root (in the txn's private
+ * slot) down to the leaf before changing it (mote__page_write), so the base
+ * commit stays intact. Each branch pointer carries the number of entries
+ * below it, which makes count and rank O(log n).
+ *
+ * Inserting into a full node splits it by bytes; when the new key goes to
+ * the end of the node (ascending ids), the old cells stay together and the
+ * new one starts the right node, so sequential inserts fill pages. When
+ * the root overflows, its cells move into two new pages and the root
+ * becomes a branch above them. Deleting merges a node that is less than a
+ * quarter full into a sibling when both fit into one page; empty nodes are
+ * removed; a root with one child takes the child's cells if they fit.
+ *
+ * Every node read from disk is validated (mote__node_validate) before use,
+ * so the search code may trust offsets and lengths.
+ */
+#include <stdlib.h>
+
+#include "engine.h"
+
+/* ---- varints and cells -------------------------------------------------- */
+
+unsigned mote__varint_get(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned i = 0; i < 10 && p + i < end; i++) {
+        x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (!(p[i] & 0x80)) {
+            *v = x;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+unsigned mote__varint_put(uint8_t *p, uint64_t v)
+{
+    unsigned n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+static inline uint32_t node_cap(const mote_txn *t, int is_root)
+{
+    return is_root ? root_cap(t->s) : t->s->P;
+}
+
+void mote__node_init(uint8_t *n, uint32_t cap, int type, int level)
+{
+    (void)cap;
+    n[0] = (uint8_t)type;
+    n[1] = (uint8_t)level;
+    wr16(n + 2, 0);
+    wr16(n + 16, 0);
+    wr16(n + 18, 0);
+}
+
+/* Parse cell i with full bounds checks. */
+int mote__cell(const uint8_t *n, uint32_t cap, unsigned i, cell *c)
+{
+    uint32_t off = n_off(n, i);
+    const uint8_t *end = n + cap, *p = n + off;
+    uint64_t kl, vf;
+    unsigned a, b;
+    if (off < NH + 2u * n_nkeys(n) || off >= cap)
+        return CORRUPT("cell %u at offset %u outside its node", i, off);
+    memset(c, 0, sizeof *c);
+    if (n_type(n) == NODE_BRANCH) {
+        if (off + CHILD >= cap)
+            return CORRUPT("branch cell %u truncated", i);
+        c->ptr = p;
+        if (!(a = mote__varint_get(p + CHILD, end, &kl)) || kl > MAX_IKEY ||
+            p + CHILD + a + kl > end)
+            return CORRUPT("branch cell %u: bad key length", i);
+        c->key = p + CHILD + a;
+        c->klen = (uint32_t)kl;
+        c->size = CHILD + a + (uint32_t)kl;
+        return MOTE_OK;
+    }
+    if (!(a = mote__varint_get(p, end, &kl)) || kl > MAX_IKEY ||
+        !(b = mote__varint_get(p + a, end, &vf)) || (vf >> 1) > MOTE_MAX_VALUE)
+        return CORRUPT("leaf cell %u: bad lengths", i);
+    c->key = p + a + b;
+    c->klen = (uint32_t)kl;
+    c->ovf = (int)(vf & 1);
+    c->vlen = vf >> 1;
+    uint64_t vbytes = c->ovf ? PTR12 : c->vlen;
+    if (p + a + b + kl + vbytes > end)
+        return CORRUPT("leaf cell %u overruns its node", i);
+    c->val = c->key + kl;
+    c->size = (uint32_t)(a + b + kl + vbytes);
+    return MOTE_OK;
+}
+
+/* Fast accessors for validated nodes. */
+static inline const uint8_t *lcell_key(const uint8_t *p, uint32_t *kl)
+{
+    uint32_t k = p[0];
+    if (k < 0x80) {
+        p++;
+    } else {
+        k = (k & 0x7f) | ((uint32_t)p[1] << 7);
+        p += 2;
+    }
+    while (*p & 0x80) /* skip the value-length varint */
+        p++;
+    *kl = k;
+    return p + 1;
+}
+
+static inline const uint8_t *leaf_key(const uint8_t *n, unsigned i, uint32_t *kl)
+{
+    return lcell_key(n + n_off(n, i), kl);
+}
+
+static inline const uint8_t *bcell_key(const uint8_t *p, uint32_t *kl)
+{
+    p += CHILD;
+    uint32_t k = p[0];
+    if (k < 0x80) {
+        *kl = k;
+        return p + 1;
+    }
+    *kl = (k & 0x7f) | ((uint32_t)p[1] << 7);
+    return p + 2;
+}
+
+static inline const uint8_t *branch_key(const uint8_t *n, unsigned i, uint32_t *kl)
+{
+    return bcell_key(n + n_off(n, i), kl);
+}
+
+static inline uint8_t *branch_ptr(uint8_t *n, unsigned i) { return n + n_off(n, i); }
+
+static inline int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+    uint32_t m = al < bl ? al : bl;
+    int r = m ? memcmp(a, b, m) : 0;
+    return r ? r : (al > bl) - (al < bl);
+}
+
+/* First index with key >= k; *found if equal. */
+static unsigned leaf_search(const uint8_t *n, const uint8_t *k, uint32_t kl, int *found)
+{
+    unsigned lo = 0, hi = n_nkeys(n);
+    *found = 0;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        uint32_t ml;
+        const uint8_t *mk = leaf_key(n, mid, &ml);
+        int c = keycmp(mk, ml, k, kl);
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            if (c == 0)
+                *found = 1;
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* Largest index i with key_i <= k (key_0 is minus infinity). */
+static unsigned branch_search(const uint8_t *n, const uint8_t *k, uint32_t kl)
+{
+    unsigned lo = 1, hi = n_nkeys(n);
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        uint32_t ml;
+        const uint8_t *mk = branch_key(n, mid, &ml);
+        if (keycmp(mk, ml, k, kl) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - 1;
+}
+
+uint64_t mote__node_count(const uint8_t *n)
+{
+    if (n_type(n) == NODE_LEAF)
+        return n_nkeys(n);
+    uint64_t sum = 0;
+    for (unsigned i = 0, nk = n_nkeys(n); i < nk; i++)
+        sum += ptr_count(n + n_off(n, i));
+    return sum;
+}
+
+int mote__node_validate(const uint8_t *n, uint32_t cap, int level, uint32_t pgno)
+{
+    unsigned nk = n_nkeys(n), type = n_type(n);
+    if (type != (level == 0 ? NODE_LEAF : NODE_BRANCH))
+        return CORRUPT("page %u: node type %u at level %d", pgno, type, level);
+    if ((int)n_level(n) != level)
+        return CORRUPT("page %u: level %u, expected %d", pgno, n_level(n), level);
+    uint32_t area = n_area(n), holes = n_holes(n);
+    if (NH + 2u * nk + area > cap || holes > area)
+        return CORRUPT("page %u: %u cells and %u bytes do not fit", pgno, nk, area);
+    if (type == NODE_BRANCH && nk < 1)
+        return CORRUPT("page %u: empty branch", pgno);
+    uint32_t live = 0;
+    const uint8_t *pk = NULL;
+    uint32_t pkl = 0;
+    for (unsigned i = 0; i < nk; i++) {
+        cell c;
+        int rc = mote__cell(n, cap, i, &c);
+        if (rc)
+            return rc;
+        if (n_off(n, i) < cap - area)
+            return CORRUPT("page %u: cell %u outside the cell area", pgno, i);
+        live += c.size;
+        if (type == NODE_BRANCH) {
+            if (i == 0 && c.klen != 0)
+                return CORRUPT("page %u: first branch key not empty", pgno);
+            if (ptr_pgno(c.ptr) < 2)
+                return CORRUPT("page %u: child pointer to page %u", pgno, ptr_pgno(c.ptr));
+        } else if (c.ovf && ptr_pgno(c.val) < 2) {
+            return CORRUPT("page %u: overflow pointer to page %u", pgno, ptr_pgno(c.val));
+        }
+        if (i > (type == NODE_BRANCH ? 1u : 0u) && keycmp(pk, pkl, c.key, c.klen) >= 0)
+            return CORRUPT("page %u: keys out of order at cell %u", pgno, i);
+        pk = c.key;
+        pkl = c.klen;
+    }
+    if (live + holes != area)
+        return CORRUPT("page %u: cell bytes %u + holes %u != area %u", pgno, live,
+                       holes, area);
+    return MOTE_OK;
+}
+
+/* ---- node editing ------------------------------------------------------ */
+
+typedef struct cref {
+    const uint8_t *p;
+    uint32_t size;
+} cref;
+
+static uint32_t cell_size(const uint8_t *n, uint32_t cap, unsigned i)
+{
+    cell c;
+    mote__cell(n, cap, i, &c); /* validated node: cannot fail */
+    return c.size;
+}
+
+static uint32_t node_used(const uint8_t *n)
+{
+    return NH + 2u * n_nkeys(n) + n_area(n) - n_holes(n);
+}
+
+/* Rebuild n (type/level kept) from a list of cells. */
+static void node_build(uint8_t *n, uint32_t cap, const cref *cells, unsigned cnt)
+{
+    uint32_t upper = cap;
+    for (unsigned i = 0; i < cnt; i++) {
+        upper -= cells[i].size;
+        memcpy(n + upper, cells[i].p, cells[i].size);
+        wr16(n + NH + 2 * i, (uint16_t)upper);
+    }
+    wr16(n + 2, (uint16_t)cnt);
+    wr16(n + 16, (uint16_t)(cap - upper));
+    wr16(n + 18, 0);
+}
+
+/* Collect a node's cells (pointing into `src`) into cells[]. */
+static unsigned node_cells(const uint8_t *src, uint32_t cap, cref *cells)
+{
+    unsigned nk = n_nkeys(src);
+    for (unsigned i = 0; i < nk; i++) {
+        cells[i].p = src + n_off(src, i);
+        cells[i].size = cell_size(src, cap, i);
+    }
+    return nk;
+}
+
+static void node_compact(mote_txn *t, uint8_t *n, uint32_t cap)
+{
+    uint8_t *tmp = t->scratch;
+    memcpy(tmp, n, cap);
+    cref stackv[64], *cells = stackv;
+    unsigned nk = n_nkeys(n);
+    if (nk > 64 && !(cells = mote__malloc(nk * sizeof *cells))) {
+        return; /* no memory: leave the holes (the caller rechecks space) */
+    }
+    node_cells(tmp, cap, cells);
+    node_build(n, cap, cells, nk);
+    if (cells != stackv)
+        mote__free(cells);
+}
+
+/* Insert a cell at idx if it fits (compacting if needed); 1 if no room. */
+static int node_try_insert(mote_txn *t, uint8_t *n, uint32_t cap, unsigned idx,
+                           const uint8_t *cb, uint32_t csize)
+{
+    unsigned nk = n_nkeys(n);
+    if (node_used(n) + 2 + csize > cap)
+        return 1;
+    uint32_t upper = cap - n_area(n);
+    if (upper < NH + 2u * (nk + 1) + csize) {
+        node_compact(t, n, cap);
+        upper = cap - n_area(n);
+        if (upper < NH + 2u * (nk + 1) + csize)
+            return 1;
+    }
+    upper -= csize;
+    memcpy(n + upper, cb, csize);
+    uint8_t *offs = n + NH;
+    memmove(offs + 2 * (idx + 1), offs + 2 * idx, 2 * (nk - idx));
+    wr16(offs + 2 * idx, (uint16_t)upper);
+    wr16(n + 2, (uint16_t)(nk + 1));
+    wr16(n + 16, (uint16_t)(cap - upper));
+    return 0;
+}
+
+static void node_remove(uint8_t *n, uint32_t cap, unsigned idx)
+{
+    unsigned nk = n_nkeys(n);
+    uint32_t sz = cell_size(n, cap, idx);
+    uint8_t *offs = n + NH;
+    memmove(offs + 2 * idx, offs + 2 * (idx + 1), 2 * (nk - idx - 1));
+    wr16(n + 2, (uint16_t)(nk - 1));
+    if (nk == 1) {
+        wr16(n + 16, 0);
+        wr16(n + 18, 0);
+        return;
+    }
+    wr16(n + 18, (uint16_t)(n_holes(n) + sz));
+}
+
+static uint32_t make_leaf_cell(uint8_t *out, const uint8_t *k, uint32_t kl,
+                               const void *v, size_t vl, int ovf)
+{
+    uint32_t a = mote__varint_put(out, kl);
+    a += mote__varint_put(out + a, ((uint64_t)vl << 1) | (unsigned)ovf);
+    if (kl)
+        memcpy(out + a, k, kl);
+    if (ovf || vl)
+        memcpy(out + a + kl, v, ovf ? PTR12 : vl);
+    return a + kl + (uint32_t)(ovf ? PTR12 : vl);
+}
+
+static uint32_t make_branch_cell(uint8_t *out, const uint8_t *ptr, const uint8_t *k,
+                                 uint32_t kl)
+{
+    memcpy(out, ptr, CHILD);
+    uint32_t a = mote__varint_put(out + CHILD, kl);
+    if (kl)
+        memcpy(out + CHILD + a, k, kl);
+    return CHILD + a + kl;
+}
+
+static void set_ptr(uint8_t *ptr, const mpage *pg, uint64_t count)
+{
+    wr32(ptr, pg->pgno);
+    wr32(ptr + 4, (uint32_t)pg->birth);
+    wr32(ptr + 8, 0);
+    wr64(ptr + 12, count);
+}
+
+/* Result of an insert one level down: the node split, and this is the new
+ * right sibling with its separator key. */
+typedef struct split {
+    int happened;
+    uint8_t ptr[CHILD];
+    uint8_t sep[MAX_IKEY];
+    uint32_t seplen;
+} split;
+
+/*
+ * Insert cell cb at idx into writable node n; split n if it is full. For the
+ * root, both halves move to new pages and the root becomes their parent.
+ */
+static int node_put(mote_txn *t, uint8_t *n, int is_root, unsigned idx,
+                    const uint8_t *cb, uint32_t csize, split *sp)
+{
+    uint32_t cap = node_cap(t, is_root), P = t->s->P;
+    if (!node_try_insert(t, n, cap, idx, cb, csize))
+        return MOTE_OK;
+    unsigned nk = n_nkeys(n), total = nk + 1;
+    int type = (int)n_type(n), level = (int)n_level(n);
+    uint8_t *tmp = t->scratch;
+    memcpy(tmp, n, cap);
+    cref *cells = mote__malloc(total * sizeof *cells);
+    if (!cells)
+        return mote__err(MOTE_NOMEM, "out of memory splitting a node");
+    node_cells(tmp, cap, cells);
+    memmove(cells + idx + 1, cells + idx, (nk - idx) * sizeof *cells);
+    cells[idx].p = cb;
+    cells[idx].size = csize;
+
+    /* split point m: cells [0,m) left, [m,total) right */
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < total; i++)
+        bytes += cells[i].size + 2;
+    unsigned m;
+    if (idx == nk && type == NODE_LEAF) {
+        m = nk; /* appending: keep the full node, start a new one */
+    } else {
+        uint64_t acc = 0;
+        for (m = 0; m < total - 1 && acc + cells[m].size + 2 <= bytes / 2; m++)
+            acc += cells[m].size + 2;
+        if (m == 0)
+            m = 1;
+    }
+    /* the right node's first key becomes the separator; in a branch it is
+     * replaced by the empty key */
+    uint8_t sepbuf[MAX_IKEY], first[CHILD + 1];
+    uint32_t seplen;
+    const uint8_t *sk = type == NODE_BRANCH ? bcell_key(cells[m].p, &seplen)
+                                            : lcell_key(cells[m].p, &seplen);
+    memcpy(sepbuf, sk, seplen);
+    if (type == NODE_BRANCH) {
+        cells[m].size = make_branch_cell(first, cells[m].p, NULL, 0);
+        cells[m].p = first;
+    }
+    mpage *right = NULL, *left = NULL;
+    int rc = mote__page_new(t, &right);
+    if (!rc && is_root)
+        rc = mote__page_new(t, &left);
+    if (rc) {
+        if (right)
+            mote__page_free(t, right->pgno, (uint32_t)right->birth);
+        mote__free(cells);
+        return rc;
+    }
+    mote__node_init(right->data, P, type, level);
+    node_build(right->data, P, cells + m, total - m);
+    if (is_root) {
+        mote__node_init(left->data, P, type, level);
+        node_build(left->data, P, cells, m);
+        mote__node_init(n, cap, NODE_BRANCH, level + 1);
+        uint8_t lc[CHILD + 1], rcb[CHILD + 4 + MAX_IKEY], lp[CHILD], rp[CHILD];
+        set_ptr(lp, left, mote__node_count(left->data));
+        set_ptr(rp, right, mote__node_count(right->data));
+        cref rootc[2];
+        rootc[0].p = lc;
+        rootc[0].size = make_branch_cell(lc, lp, NULL, 0);
+        rootc[1].p = rcb;
+        rootc[1].size = make_branch_cell(rcb, rp, sepbuf, seplen);
+        node_build(n, cap, rootc, 2);
+    } else {
+        node_build(n, cap, cells, m);
+        sp->happened = 1;
+        set_ptr(sp->ptr, right, mote__node_count(right->data));
+        memcpy(sp->sep, sepbuf, seplen);
+        sp->seplen = seplen;
+    }
+    mote__free(cells);
+    return MOTE_OK;
+}
+
+/* ---- get / put / delete ---------------------------------------------------- */
+
+int mote__bt_get(mote_txn *t, const uint8_t *k, size_t kl, mote_val *v)
+{
+    const uint8_t *n = txn_root(t);
+    mpage *pg = NULL;
+    mote__txn_release_held(t);
+    while (n_type(n) == NODE_BRANCH) {
+        unsigned i = branch_search(n, k, (uint32_t)kl);
+        mpage *child;
+        int rc = mote__page_get(t, n + n_off(n, i), (int)n_level(n) - 1, &child);
+        mote__page_put(t->s, pg);
+        if (rc)
+            return rc;
+        pg = child;
+        n = pg->data;
+    }
+    int found;
+    unsigned i = leaf_search(n, k, (uint32_t)kl, &found);
+    int rc = MOTE_NOTFOUND;
+    if (found) {
+        rc = MOTE_OK;
+        if (v) {
+            cell c;
+            mote__cell(n, pg ? t->s->P : root_cap(t->s), i, &c);
+            if (c.ovf) {
+                rc = mote__ovf_read(t, c.val, c.vlen, v);
+            } else {
+                v->data = c.val;
+                v->size = c.vlen;
+            }
+        }
+    }
+    if (rc == MOTE_OK && pg && !pg->dirty)
+        t->held = pg; /* keep the value's page pinned until the next call */
+    else
+        mote__page_put(t->s, pg);
+    return rc;
+}
+
+static int put_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k,
+                   uint32_t kl, const uint8_t *cb, uint32_t csize, unsigned flags,
+                   int *delta, split *sp)
+{
+    uint32_t cap = node_cap(t, is_root);
+    if (n_type(n) == NODE_LEAF) {
+        int found;
+        unsigned idx = leaf_search(n, k, kl, &found);
+        *delta = 1;
+        if (found) {
+            if (flags & MOTE_NOOVERWRITE)
+                return MOTE_EXISTS;
+            cell c;
+            mote__cell(n, cap, idx, &c);
+            if (c.ovf) {
+                int rc = mote__ovf_free(t, c.val, c.vlen);
+                if (rc)
+                    return rc;
+            }
+            node_remove(n, cap, idx);
+            *delta = 0;
+        }
+        return node_put(t, n, is_root, idx, cb, csize, sp);
+    }
+    unsigned idx = branch_search(n, k, kl);
+    uint8_t *ptr = branch_ptr(n, idx);
+    mpage *child;
+    int rc = mote__page_write(t, ptr, (int)n_level(n) - 1, &child);
+    if (rc)
+        return rc;
+    split csp;
+    csp.happened = 0;
+    rc = put_rec(t, child->data, 0, k, kl, cb, csize, flags, delta, &csp);
+    if (rc)
+        return rc;
+    if (!csp.happened) {
+        wr64(ptr + 12, ptr_count(ptr) + (uint64_t)*delta);
+        return MOTE_OK;
+    }
+    wr64(ptr + 12, mote__node_count(child->data));
+    uint8_t ncell[CHILD + 4 + MAX_IKEY];
+    uint32_t nsz = make_branch_cell(ncell, csp.ptr, csp.sep, csp.seplen);
+    return node_put(t, n, is_root, idx + 1, ncell, nsz, sp);
+}
+
+int mote__bt_put(mote_txn *t, const uint8_t *k, size_t kl, const void *v, size_t vl,
+                 unsigned flags)
+{
+    uint32_t P = t->s->P;
+    uint8_t cb[CHILD + 16 + MAX_IKEY + 1024];
+    uint8_t optr[PTR12];
+    int ovf = kl + vl + 8 > P / 4 || kl + vl + 8 > sizeof cb;
+    int rc;
+    mote__txn_release_held(t);
+    if (ovf) {
+        if (flags & MOTE_NOOVERWRITE) { /* don't write a chain for nothing */
+            rc = mote__bt_get(t, k, kl, NULL);
+            mote__txn_release_held(t);
+            if (rc != MOTE_NOTFOUND)
+                return rc ? rc : MOTE_EXISTS;
+        }
+        if ((rc = mote__ovf_write(t, v, vl, optr)))
+            return rc;
+    }
+    uint32_t csize = make_leaf_cell(cb, k, (uint32_t)kl, ovf ? optr : v, vl, ovf);
+    int delta = 0;
+    split sp;
+    sp.happened = 0;
+    rc = put_rec(t, txn_root(t), 1, k, (uint32_t)kl, cb, csize, flags, &delta, &sp);
+    if (rc && ovf)
+        mote__ovf_free(t, optr, vl);
+    return rc;
+}
+
+static int node_underfull(const uint8_t *n, uint32_t cap)
+{
+    return node_used(n) < cap / 4;
+}
+
+/* Merge child idx+1 into child idx of n (both writable) if they fit. */
+static int try_merge(mote_txn *t, uint8_t *n, int is_root, unsigned idx, int *merged)
+{
+    uint32_t P = t->s->P;
+    uint8_t *lp = branch_ptr(n, idx), *rp;
+    mpage *L, *R;
+    int level = (int)n_level(n) - 1;
+    int rc = mote__page_write(t, lp, level, &L);
+    if (rc)
+        return rc;
+    rp = branch_ptr(n, idx + 1);
+    rc = mote__page_write(t, rp, level, &R);
+    if (rc)
+        return rc;
+    lp = branch_ptr(n, idx);
+    uint32_t sepl;
+    const uint8_t *sep = branch_key(n, idx + 1, &sepl);
+    uint32_t extra = n_type(L->data) == NODE_BRANCH ? sepl + 2 : 0;
+    if (node_used(L->data) + node_used(R->data) - NH + extra > P) {
+        *merged = 0;
+        return MOTE_OK;
+    }
+    unsigned nl = n_nkeys(L->data), nr = n_nkeys(R->data);
+    cref *cells = mote__malloc((nl + nr) * sizeof *cells);
+    uint8_t *tmpL = mote__malloc(P);
+    if (!cells || !tmpL) {
+        mote__free(cells);
+        mote__free(tmpL);
+        return mote__err(MOTE_NOMEM, "out of memory merging nodes");
+    }
+    memcpy(tmpL, L->data, P);
+    node_cells(tmpL, P, cells);
+    node_cells(R->data, P, cells + nl);
+    uint8_t first[CHILD + 4 + MAX_IKEY];
+    if (n_type(L->data) == NODE_BRANCH) { /* R's empty first key gets the separator */
+        cells[nl].size = make_branch_cell(first, cells[nl].p, sep, sepl);
+        cells[nl].p = first;
+    }
+    node_build(L->data, P, cells, nl + nr);
+    mote__free(cells);
+    mote__free(tmpL);
+    wr64(lp + 12, mote__node_count(L->data));
+    rc = mote__page_free(t, R->pgno, (uint32_t)R->birth);
+    if (rc)
+        return rc;
+    node_remove(n, node_cap(t, is_root), idx + 1);
+    *merged = 1;
+    return MOTE_OK;
+}
+
+/* Give cell 0 of a branch the empty key (after its first child went away). */
+static int branch_fix_first(mote_txn *t, uint8_t *n, int is_root)
+{
+    uint32_t kl;
+    branch_key(n, 0, &kl);
+    if (kl == 0)
+        return MOTE_OK;
+    uint8_t cb[CHILD + 1];
+    uint32_t sz = make_branch_cell(cb, branch_ptr(n, 0), NULL, 0);
+    node_remove(n, node_cap(t, is_root), 0);
+    return node_try_insert(t, n, node_cap(t, is_root), 0, cb, sz)
+               ? mote__err(MOTE_CORRUPT, "internal: no room for a shorter key")
+               : MOTE_OK;
+}
+
+static int del_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k, uint32_t kl)
+{
+    uint32_t cap = node_cap(t, is_root);
+    if (n_type(n) == NODE_LEAF) {
+        int found;
+        unsigned idx = leaf_search(n, k, kl, &found);
+        if (!found)
+            return MOTE_NOTFOUND;
+        cell c;
+        mote__cell(n, cap, idx, &c);
+        if (c.ovf) {
+            int rc = mote__ovf_free(t, c.val, c.vlen);
+            if (rc)
+                return rc;
+        }
+        node_remove(n, cap, idx);
+        return MOTE_OK;
+    }
+    unsigned idx = branch_search(n, k, kl);
+    uint8_t *ptr = branch_ptr(n, idx);
+    mpage *child;
+    int rc = mote__page_write(t, ptr, (int)n_level(n) - 1, &child);
+    if (rc)
+        return rc;
+    rc = del_rec(t, child->data, 0, k, kl);
+    if (rc)
+        return rc;
+    ptr = branch_ptr(n, idx);
+    wr64(ptr + 12, ptr_count(ptr) - 1);
+    unsigned nk = n_nkeys(n);
+    if (n_nkeys(child->data) == 0) {
+        if ((rc = mote__page_free(t, child->pgno, (uint32_t)child->birth)))
+            return rc;
+        node_remove(n, cap, idx);
+        if (idx == 0 && nk > 1 && (rc = branch_fix_first(t, n, is_root)))
+            return rc;
+    } else if (node_underfull(child->data, t->s->P) && nk > 1) {
+        int merged;
+        rc = try_merge(t, n, is_root, idx + 1 < nk ? idx : idx - 1, &merged);
+        if (rc)
+            return rc;
+    }
+    return MOTE_OK;
+}
+
+int mote__bt_del(mote_txn *t, const uint8_t *k, size_t kl)
+{
+    mote__txn_release_held(t);
+    int rc = mote__bt_get(t, k, kl, NULL); /* don't copy pages for nothing */
+    mote__txn_release_held(t);
+    if (rc)
+        return rc;
+    uint8_t *root = txn_root(t);
+    rc = del_rec(t, root, 1, k, (uint32_t)kl);
+    if (rc)
+        return rc;
+    /* a root with one child takes over the child's cells if they fit */
+    while (n_type(root) == NODE_BRANCH && n_nkeys(root) == 1) {
+        mpage *child;
+        uint8_t *ptr = branch_ptr(root, 0);
+        if ((rc = mote__page_write(t, ptr, (int)n_level(root) - 1, &child)))
+            return rc;
+        uint8_t *cd = child->data;
+        if (node_used(cd) > root_cap(t->s))
+            break;
+        cref *cells = mote__malloc((n_nkeys(cd) + 1) * sizeof *cells);
+        if (!cells)
+            return mote__err(MOTE_NOMEM, "out of memory shrinking the tree");
+        unsigned cnt = node_cells(cd, t->s->P, cells);
+        mote__node_init(root, root_cap(t->s), (int)n_type(cd), (int)n_level(cd));
+        node_build(root, root_cap(t->s), cells, cnt);
+        mote__free(cells);
+        if ((rc = mote__page_free(t, child->pgno, (uint32_t)child->birth)))
+            return rc;
+    }
+    return MOTE_OK;
+}
+
+int mote__bt_rank(mote_txn *t, const uint8_t *k, size_t kl, uint64_t *rank)
+{
+    const uint8_t *n = txn_root(t);
+    mpage *pg = NULL;
+    uint64_t r = 0;
+    mote__txn_release_held(t);
+    while (n_type(n) == NODE_BRANCH) {
+        unsigned i = k ? branch_search(n, k, (uint32_t)kl) : n_nkeys(n);
+        for (unsigned j = 0; j < i; j++)
+            r += ptr_count(n + n_off(n, j));
+        if (!k)
+            break;
+        mpage *child;
+        int rc = mote__page_get(t, n + n_off(n, i), (int)n_level(n) - 1, &child);
+        mote__page_put(t->s, pg);
+        if (rc)
+            return rc;
+        pg = child;
+        n = pg->data;
+    }
+    if (n_type(n) == NODE_LEAF) {
+        int found;
+        r += k ? leaf_search(n, k, (uint32_t)kl, &found) : n_nkeys(n);
+    }
+    mote__page_put(t->s, pg);
+    *rank = r;
+    return MOTE_OK;
+}
+
+/* ---- cursors --------------------------------------------------------------- */
+
+static inline const uint8_t *cur_node(const mote_cursor *c, int d)
+{
+    return d == 0 ? txn_root(c->t) : c->pg[d]->data;
+}
+
+void mote__cur_reset(mote_cursor *c)
+{
+    /* pages of an outdated stack may be dirty pages freed since: only cache
+     * pages (pinned, so still alive) are touched */
+    for (int d = 1; d < c->depth; d++)
+        if (c->pg[d] && !c->dirty[d])
+            mote__page_put(c->t->s, c->pg[d]);
+    c->depth = 0;
+}
+
+/* Load the child at c->idx[d] of level d into level d+1. */
+static int cur_down(mote_cursor *c, int d)
+{
+    const uint8_t *n = cur_node(c, d);
+    mpage *child;
+    int rc = mote__page_get(c->t, n + n_off(n, c->idx[d]), (int)n_level(n) - 1, &child);
+    if (rc)
+        return rc;
+    c->pg[d + 1] = child;
+    c->dirty[d + 1] = child->dirty;
+    c->depth = d + 2;
+    return MOTE_OK;
+}
+
+static int cur_remember(mote_cursor *c)
+{
+    const uint8_t *n = cur_node(c, c->depth - 1);
+    uint32_t kl;
+    const uint8_t *k = leaf_key(n, c->idx[c->depth - 1], &kl);
+    memcpy(c->key, k, kl);
+    c->klen = kl;
+    c->gen = c->t->gen;
+    return MOTE_OK;
+}
+
+static int in_bounds(const mote_cursor *c)
+{
+    if (keycmp(c->key, c->klen, c->lo, c->lolen) < 0)
+        return 0;
+    return !c->hilen || keycmp(c->key, c->klen, c->hi, c->hilen) < 0;
+}
+
+static int cur_finish(mote_cursor *c)
+{
+    cur_remember(c);
+    if (!in_bounds(c)) {
+        mote__cur_reset(c);
+        return MOTE_NOTFOUND;
+    }
+    return MOTE_OK;
+}
+
+/* Descend to the leaf for k (NULL: leftmost, or rightmost if `last`). */
+static int cur_descend(mote_cursor *c, const uint8_t *k, uint32_t kl, int last)
+{
+    mote__cur_reset(c);
+    mote__txn_release_held(c->t);
+    c->depth = 1;
+    c->pg[0] = NULL;
+    for (int d = 0;; d++) {
+        const uint8_t *n = cur_node(c, d);
+        if (d >= MAX_DEPTH - 1)
+            return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
+        if (n_type(n) == NODE_LEAF) {
+            int found;
+            c->idx[d] = k ? leaf_search(n, k, kl, &found) : last ? n_nkeys(n) : 0;
+            return MOTE_OK;
+        }
+        c->idx[d] = k ? branch_search(n, k, kl) : last ? n_nkeys(n) - 1 : 0;
+        int rc = cur_down(c, d);
+        if (rc)
+            return rc;
+    }
+}
+
+/* Move to the next (dir > 0) or previous leaf entry across leaves. On
+ * entry the leaf index may be one past the end (forward) or 0 (backward). */
+static int cur_move(mote_cursor *c, int dir)
+{
+    int d = c->depth - 1;
+    const uint8_t *n = cur_node(c, d);
+    if (dir > 0 && c->idx[d] < n_nkeys(n))
+        return MOTE_OK;
+    if (dir < 0 && c->idx[d] > 0) {
+        c->idx[d]--;
+        return MOTE_OK;
+    }
+    /* climb to a level with a sibling in that direction */
+    int up = d - 1;
+    while (up >= 0) {
+        const uint8_t *un = cur_node(c, up);
+        if (dir > 0 ? c->idx[up] + 1 < n_nkeys(un) : c->idx[up] > 0)
+            break;
+        up--;
+    }
+    if (up < 0)
+        return MOTE_NOTFOUND;
+    for (int x = up + 1; x < c->depth; x++)
+        if (!c->dirty[x])
+            mote__page_put(c->t->s, c->pg[x]);
+    c->depth = up + 1;
+    c->idx[up] += dir > 0 ? 1 : (unsigned)-1;
+    for (int x = up;; x++) {
+        int rc = cur_down(c, x);
+        if (rc)
+            return rc;
+        const uint8_t *cn = cur_node(c, x + 1);
+        unsigned nk = n_nkeys(cn);
+        c->idx[x + 1] = dir > 0 ? 0 : nk - 1;
+        if (n_type(cn) == NODE_LEAF) {
+            if (nk == 0)
+                return CORRUPT("empty leaf below a branch");
+            return MOTE_OK;
+        }
+    }
+}
+
+int mote__cur_seek(mote_cursor *c, const uint8_t *k, size_t kl, int mode)
+{
+    int rc = cur_descend(c, k, (uint32_t)kl, 0);
+    if (!rc)
+        rc = cur_move(c, 1); /* leaf index may be past the end */
+    if (!rc && (mode == MOTE_SEEK_GT || mode == MOTE_SEEK_LE)) {
+        uint32_t ckl;
+        const uint8_t *ck = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &ckl);
+        if (keycmp(ck, ckl, k, (uint32_t)kl) == 0) {
+            c->idx[c->depth - 1]++;
+            rc = cur_move(c, 1);
+        }
+    }
+    if (mode == MOTE_SEEK_LE || mode == MOTE_SEEK_LT) {
+        if (rc == MOTE_NOTFOUND) { /* nothing >= k: the answer is the last key */
+            rc = cur_descend(c, NULL, 0, 1);
+            if (!rc)
+                rc = cur_move(c, -1);
+        } else if (!rc) {
+            rc = cur_move(c, -1);
+        }
+    }
+    if (rc) {
+        mote__cur_reset(c);
+        return rc;
+    }
+    return cur_finish(c);
+}
+
+int mote__cur_step(mote_cursor *c, int dir)
+{
+    if (c->depth == 0)
+        return MOTE_NOTFOUND;
+    if (c->gen != c->t->gen) { /* the txn changed the tree: re-find by key */
+        uint8_t k[MAX_IKEY];
+        uint32_t kl = c->klen;
+        memcpy(k, c->key, kl);
+        return mote__cur_seek(c, k, kl, dir > 0 ? MOTE_SEEK_GT : MOTE_SEEK_LT);
+    }
+    mote__txn_release_held(c->t);
+    int rc;
+    if (dir > 0) {
+        c->idx[c->depth - 1]++;
+        rc = cur_move(c, 1);
+    } else {
+        rc = cur_move(c, -1);
+    }
+    if (rc) {
+        mote__cur_reset(c);
+        return rc;
+    }
+    return cur_finish(c);
+}
+
+int mote__cur_select(mote_cursor *c, uint64_t n)
+{
+    mote__cur_reset(c);
+    mote__txn_release_held(c->t);
+    c->depth = 1;
+    c->pg[0] = NULL;
+    for (int d = 0;; d++) {
+        const uint8_t *nd = cur_node(c, d);
+        unsigned nk = n_nkeys(nd);
+        if (n_type(nd) == NODE_LEAF) {
+            if (n >= nk) {
+                mote__cur_reset(c);
+                return MOTE_NOTFOUND;
+            }
+            c->idx[d] = (unsigned)n;
+            return cur_finish(c);
+        }
+        if (d >= MAX_DEPTH - 1)
+            return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
+        unsigned i = 0;
+        for (; i < nk; i++) {
+            uint64_t cnt = ptr_count(nd + n_off(nd, i));
+            if (n < cnt)
+                break;
+            n -= cnt;
+        }
+        if (i == nk) {
+            mote__cur_reset(c);
+            return MOTE_NOTFOUND;
+        }
+        c->idx[d] = i;
+        int rc = cur_down(c, d);
+        if (rc) {
+            mote__cur_reset(c);
+            return rc;
+        }
+    }
+}
+
+int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v)
+{
+    if (c->depth == 0)
+        return MOTE_NOTFOUND;
+    if (c->gen != c->t->gen) { /* re-find the current key after changes */
+        uint8_t key[MAX_IKEY];
+        uint32_t kl = c->klen;
+        memcpy(key, c->key, kl);
+        int rc = mote__cur_seek(c, key, kl, MOTE_SEEK_GE);
+        if (rc)
+            return rc;
+        if (keycmp(c->key, c->klen, key, kl) != 0)
+            return MOTE_NOTFOUND; /* deleted meanwhile; the cursor moved on */
+    }
+    int d = c->depth - 1;
+    const uint8_t *n = cur_node(c, d);
+    cell cl;
+    int rc = mote__cell(n, d ? c->t->s->P : root_cap(c->t->s), c->idx[d], &cl);
+    if (rc)
+        return rc;
+    if (k) {
+        k->data = cl.key;
+        k->size = cl.klen;
+    }
+    if (v) {
+        if (cl.ovf)
+            return mote__ovf_read(c->t, cl.val, cl.vlen, v);
+        v->data = cl.val;
+        v->size = cl.vlen;
+    }
+    return MOTE_OK;
+}

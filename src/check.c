@@ -1,0 +1,311 @@
+/*
+ * check.c — full consistency check (fsck) and compaction.
+ *
+ * mote_check reads every page of the latest commit from disk (not from the
+ * cache) and verifies: each pointer's crc32c, page number and birth; node
+ * structure; keys in order across the whole tree (each child's keys within
+ * its parent's separators); the entry count in every pointer; every page
+ * reachable exactly once; the allocation bitmap equal to the reachable set;
+ * every key's tree id present in the catalog, which sorts first.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine.h"
+
+typedef struct ck {
+    mote_store *s;
+    void (*report)(void *, const char *);
+    void *ctx;
+    unsigned problems;
+    uint8_t *seen;   /* reachable pages */
+    uint32_t npages;
+    uint64_t txnid;
+    uint8_t *ids;    /* tree ids present in the catalog */
+    uint32_t next_tree;
+} ck;
+
+__attribute__((format(printf, 2, 3))) static void problem(ck *k, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    k->problems++;
+    if (k->report && k->problems <= 1000)
+        k->report(k->ctx, msg);
+}
+
+static int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+    uint32_t m = al < bl ? al : bl;
+    int r = m ? memcmp(a, b, m) : 0;
+    return r ? r : (al > bl) - (al < bl);
+}
+
+/* Mark a page reachable; 0 if it was already (or is out of range). */
+static int mark(ck *k, uint32_t pgno, const char *what)
+{
+    if (pgno < 2 || pgno >= k->npages) {
+        problem(k, "%s pointer to page %u outside the file (%u pages)", what, pgno,
+                k->npages);
+        return 0;
+    }
+    if (k->seen[pgno >> 3] & (1u << (pgno & 7))) {
+        problem(k, "page %u is reachable twice (%s)", pgno, what);
+        return 0;
+    }
+    k->seen[pgno >> 3] |= (uint8_t)(1u << (pgno & 7));
+    return 1;
+}
+
+/* Read a page from disk and check it against its pointer. */
+static int load(ck *k, const uint8_t *ptr, uint8_t *buf, const char *what)
+{
+    if (!mark(k, ptr_pgno(ptr), what))
+        return 0;
+    if (ptr_birth(ptr) > (uint32_t)k->txnid && k->txnid < 0xFFFFFFFFull)
+        problem(k, "page %u: born in txn %u, after the commit (%llu)", ptr_pgno(ptr),
+                ptr_birth(ptr), (unsigned long long)k->txnid);
+    if (mote__read_page_raw(k->s, ptr_pgno(ptr), buf) ||
+        mote__verify_page(k->s, buf, ptr, what)) {
+        problem(k, "%s", mote_errmsg(k->s));
+        return 0;
+    }
+    return 1;
+}
+
+static void check_ovf(ck *k, const uint8_t *ptr12, uint64_t vlen, uint8_t *buf)
+{
+    uint8_t ptr[CHILD] = {0};
+    memcpy(ptr, ptr12, PTR12);
+    uint64_t have = 0, chunk = k->s->P - OVF_HDR;
+    while (ptr_pgno(ptr)) {
+        if (!load(k, ptr, buf, "overflow"))
+            return;
+        if (buf[0] != PAGE_OVERFLOW) {
+            problem(k, "page %u: type %u in an overflow chain", ptr_pgno(ptr), buf[0]);
+            return;
+        }
+        have += chunk;
+        memcpy(ptr, buf + NH, PTR12);
+    }
+    if (have < vlen || have >= vlen + chunk)
+        problem(k, "overflow chain of %llu bytes holds a %llu-byte value",
+                (unsigned long long)have, (unsigned long long)vlen);
+}
+
+static void check_key_tree(ck *k, const uint8_t *key, uint32_t kl, int is_leaf)
+{
+    if (kl == 0) {
+        problem(k, "empty internal key");
+        return;
+    }
+    uint32_t id = key[0] < 0x80 ? key[0] : kl >= 2 ? ((key[0] & 0x7fu) << 8 | key[1]) : 0xFFFFFFFF;
+    if (id == 0 || id == 0xFFFFFFFF) {
+        if (id == 0 && is_leaf && kl >= 1) {
+            /* a catalog entry: remember its id */
+            return;
+        }
+        problem(k, "key with a malformed tree prefix");
+        return;
+    }
+    if (id >= k->next_tree || !(k->ids[id >> 3] & (1u << (id & 7))))
+        problem(k, "key of tree %u, which is not in the catalog", id);
+}
+
+/* Returns the number of entries below the node. lo/hi bound its keys. */
+static uint64_t check_node(ck *k, const uint8_t *n, uint32_t cap, int depth,
+                           const uint8_t *lo, uint32_t lol, const uint8_t *hi,
+                           uint32_t hil, int has_hi)
+{
+    uint64_t total = 0;
+    unsigned nk = n_nkeys(n);
+    uint8_t *buf = NULL;
+    if (depth >= MAX_DEPTH) {
+        problem(k, "tree deeper than %d levels", MAX_DEPTH);
+        return 0;
+    }
+    for (unsigned i = 0; i < nk; i++) {
+        cell c;
+        if (mote__cell(n, cap, i, &c)) {
+            problem(k, "%s", mote_errmsg(k->s));
+            break;
+        }
+        int is_first_branch = n_type(n) == NODE_BRANCH && i == 0;
+        if (!is_first_branch) {
+            if (lo && keycmp(c.key, c.klen, lo, lol) < 0)
+                problem(k, "key below its parent's separator (level %u)", n_level(n));
+            if (has_hi && keycmp(c.key, c.klen, hi, hil) >= 0)
+                problem(k, "key at or above the next separator (level %u)", n_level(n));
+        }
+        if (n_type(n) == NODE_LEAF) {
+            total++;
+            check_key_tree(k, c.key, c.klen, 1);
+            if (c.klen >= 1 && c.key[0] == 0) { /* catalog entry */
+                if (c.vlen != 4 || c.ovf) {
+                    problem(k, "catalog entry with a %llu-byte value",
+                            (unsigned long long)c.vlen);
+                } else {
+                    uint32_t id = rd32(c.val);
+                    if (id < 1 || id >= k->next_tree)
+                        problem(k, "catalog names tree id %u (next id %u)", id,
+                                k->next_tree);
+                    else if (k->ids[id >> 3] & (1u << (id & 7)))
+                        problem(k, "tree id %u named twice in the catalog", id);
+                    else
+                        k->ids[id >> 3] |= (uint8_t)(1u << (id & 7));
+                }
+            }
+            if (c.ovf) {
+                if (!buf && !(buf = mote__malloc(k->s->P)))
+                    break;
+                check_ovf(k, c.val, c.vlen, buf);
+            }
+            continue;
+        }
+        /* branch: bounds of child i are [key i, key i+1) */
+        const uint8_t *clo = is_first_branch ? lo : c.key;
+        uint32_t clol = is_first_branch ? lol : c.klen;
+        const uint8_t *chi = hi;
+        uint32_t chil = hil;
+        int chas = has_hi;
+        cell nx;
+        if (i + 1 < nk && !mote__cell(n, cap, i + 1, &nx)) {
+            chi = nx.key;
+            chil = nx.klen;
+            chas = 1;
+        }
+        if (!buf && !(buf = mote__malloc(k->s->P)))
+            break;
+        if (!load(k, c.ptr, buf, "tree"))
+            continue;
+        if (mote__node_validate(buf, k->s->P, (int)n_level(n) - 1, ptr_pgno(c.ptr))) {
+            problem(k, "%s", mote_errmsg(k->s));
+            continue;
+        }
+        uint64_t below = check_node(k, buf, k->s->P, depth + 1, clo, clol, chi, chil, chas);
+        if (below != ptr_count(c.ptr))
+            problem(k, "page %u: pointer says %llu entries, found %llu", ptr_pgno(c.ptr),
+                    (unsigned long long)ptr_count(c.ptr), (unsigned long long)below);
+        if (n_nkeys(buf) == 0)
+            problem(k, "page %u: empty node below a branch", ptr_pgno(c.ptr));
+        total += below;
+    }
+    mote__free(buf);
+    return total;
+}
+
+int mote_check(mote_store *s, void (*report)(void *, const char *), void *ctx)
+{
+    if (!s)
+        return mote__err(MOTE_INVALID, "mote_check: store is NULL");
+    mote_txn *t;
+    int rc = mote__txn_begin(s, 0, &t);
+    if (rc)
+        return rc;
+    const uint8_t *slot = t->root->data;
+    ck k;
+    memset(&k, 0, sizeof k);
+    k.s = s;
+    k.report = report;
+    k.ctx = ctx;
+    k.npages = rd32(slot + 32);
+    k.txnid = t->txnid;
+    k.next_tree = rd32(slot + 36);
+    k.seen = mote__calloc(k.npages / 8 + 1, 1);
+    k.ids = mote__calloc(k.next_tree / 8 + 1, 1);
+    uint32_t nb = rd32(slot + 40), bpp = s->P - OVF_HDR;
+    uint8_t *bm = mote__calloc(SLOT_INLINE_BM + (size_t)nb * bpp, 1);
+    uint8_t *buf = mote__malloc(s->P);
+    if (!k.seen || !k.ids || !bm || !buf) {
+        rc = mote__err(MOTE_NOMEM, "out of memory checking %s", s->path);
+        goto out;
+    }
+    k.seen[0] |= 3;
+    memcpy(bm, slot + SLOT_INLINE_OFF, SLOT_INLINE_BM);
+    for (uint32_t i = 0; i < nb; i++) {
+        uint8_t ptr[CHILD] = {0};
+        memcpy(ptr, slot + SLOT_BMP_OFF + i * PTR12, PTR12);
+        if (load(&k, ptr, buf, "bitmap")) {
+            if (buf[0] != PAGE_BITMAP)
+                problem(&k, "bitmap page %u has type %u", ptr_pgno(ptr), buf[0]);
+            memcpy(bm + SLOT_INLINE_BM + (size_t)i * bpp, buf + OVF_HDR, bpp);
+        }
+    }
+    const uint8_t *root = slot + SLOT_ROOT_OFF;
+    check_node(&k, root, s->P - 8 - SLOT_ROOT_OFF, 0, NULL, 0, NULL, 0, 0);
+    for (uint32_t p = 0; p < k.npages; p++) {
+        int used = (bm[p >> 3] >> (p & 7)) & 1, reach = (k.seen[p >> 3] >> (p & 7)) & 1;
+        if (used && !reach)
+            problem(&k, "page %u is marked in use but nothing refers to it (leak)", p);
+        else if (!used && reach)
+            problem(&k, "page %u is in use but marked free", p);
+    }
+    rc = k.problems ? mote__err(MOTE_CORRUPT, "%s: %u problem(s) found", s->path,
+                                k.problems)
+                    : MOTE_OK;
+out:
+    mote__free(k.seen);
+    mote__free(k.ids);
+    mote__free(bm);
+    mote__free(buf);
+    mote__txn_abort(t);
+    return rc;
+}
+
+/* ---- compaction -------------------------------------------------------------- */
+
+int mote_compact(mote_store *s, const char *out_path)
+{
+    if (!s || !out_path)
+        return mote__err(MOTE_INVALID, "mote_compact: NULL argument");
+    int fd = s->io->open(s->io->ctx, out_path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    if (fd < 0)
+        return fd == -EEXIST ? mote__err(MOTE_EXISTS, "%s already exists", out_path)
+                             : mote__ioerr(fd, "create", out_path);
+    s->io->close(s->io->ctx, fd);
+    mote_options o = {MOTE_CREATE, s->P, 0, s->io};
+    mote_store *d = NULL;
+    mote_txn *rt = NULL, *wt = NULL;
+    int rc = mote_open(out_path, &o, &d);
+    if (!rc)
+        rc = mote__txn_begin(s, 0, &rt);
+    if (!rc)
+        rc = mote__txn_begin(d, 1, &wt);
+    if (rc)
+        goto out;
+    mote_cursor c;
+    memset(&c, 0, sizeof c);
+    c.t = rt;
+    uint8_t zero = 0;
+    for (rc = mote__cur_seek(&c, &zero, 0, MOTE_SEEK_GE); rc == MOTE_OK;
+         rc = mote__cur_step(&c, 1)) {
+        mote_val k, v;
+        if ((rc = mote__cur_entry(&c, &k, &v)))
+            break;
+        if ((rc = mote__bt_put(wt, k.data, k.size, v.data, v.size, 0)))
+            break;
+        wt->changed = 1;
+    }
+    mote__cur_reset(&c);
+    if (rc == MOTE_NOTFOUND)
+        rc = MOTE_OK;
+    if (!rc) {
+        wt->next_tree = rd32(rt->root->data + 36);
+        wt->changed = 1;
+        rc = mote__txn_commit(wt);
+        wt = NULL;
+    }
+out:
+    if (wt)
+        mote__txn_abort(wt);
+    if (rt)
+        mote__txn_abort(rt);
+    if (d)
+        mote_close(d);
+    return rc;
+}

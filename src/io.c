@@ -1,0 +1,171 @@
+/*
+ * io.c — the real POSIX implementation of the I/O shim (see io.h).
+ * Retries EINTR; loops over partial transfers so callers see all-or-error.
+ */
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int px_open(void *ctx, const char *path, int flags, int mode)
+{
+    (void)ctx;
+    int fd;
+    do {
+        fd = open(path, flags | O_CLOEXEC, mode);
+    } while (fd < 0 && errno == EINTR);
+    return fd < 0 ? -errno : fd;
+}
+
+static int px_close(void *ctx, int fd)
+{
+    (void)ctx;
+    return close(fd) < 0 ? -errno : 0;
+}
+
+static ssize_t px_pread(void *ctx, int fd, void *buf, size_t n, uint64_t off)
+{
+    (void)ctx;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)(off + done));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        done += (size_t)r;
+    }
+    return (ssize_t)done;
+}
+
+static ssize_t px_pwrite(void *ctx, int fd, const void *buf, size_t n,
+                         uint64_t off)
+{
+    (void)ctx;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = pwrite(fd, (const char *)buf + done, n - done,
+                           (off_t)(off + done));
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            return -EIO;
+        done += (size_t)r;
+    }
+    return (ssize_t)done;
+}
+
+static ssize_t px_pwritev(void *ctx, int fd, const struct iovec *iov, int cnt,
+                          uint64_t off)
+{
+    size_t total = 0;
+    for (int i = 0; i < cnt; i++)
+        total += iov[i].iov_len;
+    ssize_t r;
+    do {
+        r = pwritev(fd, iov, cnt > IOV_MAX ? IOV_MAX : cnt, (off_t)off);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    if ((size_t)r == total)
+        return r;
+    /* partial: finish element by element */
+    size_t skip = (size_t)r, done = (size_t)r;
+    for (int i = 0; i < cnt; i++) {
+        if (skip >= iov[i].iov_len) {
+            skip -= iov[i].iov_len;
+            continue;
+        }
+        ssize_t w = px_pwrite(ctx, fd, (const char *)iov[i].iov_base + skip,
+                              iov[i].iov_len - skip, off + done);
+        if (w < 0)
+            return w;
+        done += (size_t)w;
+        skip = 0;
+    }
+    return (ssize_t)done;
+}
+
+static int px_fdatasync(void *ctx, int fd)
+{
+    (void)ctx;
+    int r;
+    do {
+        r = fdatasync(fd);
+    } while (r < 0 && errno == EINTR);
+    return r < 0 ? -errno : 0;
+}
+
+static int px_fsync_dir(void *ctx, const char *file_path)
+{
+    (void)ctx;
+    size_t n = strlen(file_path);
+    char *dir = malloc(n + 2);
+    if (!dir)
+        return -ENOMEM;
+    memcpy(dir, file_path, n + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0)
+        return -errno;
+    int r = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return r;
+}
+
+static int px_flock(void *ctx, int fd, int op)
+{
+    (void)ctx;
+    int r;
+    do {
+        r = flock(fd, op);
+    } while (r < 0 && errno == EINTR);
+    return r < 0 ? -errno : 0;
+}
+
+static int px_fstat(void *ctx, int fd, uint64_t *size, uint64_t *dev,
+                    uint64_t *ino)
+{
+    (void)ctx;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    *size = (uint64_t)st.st_size;
+    *dev = (uint64_t)st.st_dev;
+    *ino = (uint64_t)st.st_ino;
+    return 0;
+}
+
+static int px_ftruncate(void *ctx, int fd, uint64_t size)
+{
+    (void)ctx;
+    int r;
+    do {
+        r = ftruncate(fd, (off_t)size);
+    } while (r < 0 && errno == EINTR);
+    return r < 0 ? -errno : 0;
+}
+
+const mote_io mote_io_posix = {
+    NULL,        px_open,  px_close, px_pread,  px_pwrite,    px_pwritev,
+    px_fdatasync, px_fsync_dir, px_flock, px_fstat, px_ftruncate,
+};

@@ -1,0 +1,42 @@
+/*
+ * io.h — the I/O shim. Every file operation of the engine goes through a
+ * struct of function pointers so that tests can count calls, inject faults
+ * and simulate crashes (sector tearing, lost unsynced writes). The real
+ * implementation, mote_io_posix, is plain POSIX.
+ *
+ * Conventions: functions return 0 or a byte count on success and -errno on
+ * failure (never set errno for the caller). `ctx` is the shim's own state.
+ */
+#ifndef MOTE_IO_H
+#define MOTE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+typedef struct mote_io {
+    void *ctx;
+    /* open(path, flags, mode): returns fd >= 0 or -errno */
+    int (*open)(void *ctx, const char *path, int flags, int mode);
+    int (*close)(void *ctx, int fd);
+    /* full-length read/write at offset: returns bytes done or -errno; a
+     * short count means EOF (read) or a short write the caller must treat
+     * as an error */
+    ssize_t (*pread)(void *ctx, int fd, void *buf, size_t n, uint64_t off);
+    ssize_t (*pwrite)(void *ctx, int fd, const void *buf, size_t n,
+                      uint64_t off);
+    ssize_t (*pwritev)(void *ctx, int fd, const struct iovec *iov, int cnt,
+                       uint64_t off);
+    int (*fdatasync)(void *ctx, int fd);
+    int (*fsync_dir)(void *ctx, const char *file_path);
+    int (*flock)(void *ctx, int fd, int op);
+    /* size and identity of an open file */
+    int (*fstat)(void *ctx, int fd, uint64_t *size, uint64_t *dev,
+                 uint64_t *ino);
+    int (*ftruncate)(void *ctx, int fd, uint64_t size);
+} mote_io;
+
+extern const mote_io mote_io_posix;
+
+#endif

@@ -1,0 +1,453 @@
+/*
+ * kv.c — the public key/value API of mote.h: transactions, named trees,
+ * put/get/del/count and cursors, with argument checking.
+ *
+ * Named trees share one B+tree: a user key k of tree t is stored as
+ * prefix(t) + k (see engine.h). Tree 0 is the catalog (name -> u32 id);
+ * the next free id is kept in the root slot. Counting a tree is the
+ * difference of two ranks, so it is O(log n) like every other lookup.
+ *
+ * A write operation that fails midway (out of memory, I/O error, damaged
+ * page) may leave the transaction's tree half changed: the transaction is
+ * then marked failed and can only be aborted (commit returns the error).
+ */
+#include <stdlib.h>
+
+#include "engine.h"
+
+unsigned mote__tree_prefix(uint32_t tree, uint8_t *out)
+{
+    if (tree < 0x80) {
+        out[0] = (uint8_t)tree;
+        return 1;
+    }
+    out[0] = (uint8_t)(0x80 | (tree >> 8));
+    out[1] = (uint8_t)tree;
+    return 2;
+}
+
+static int check_txn(mote_txn *t, int write)
+{
+    if (!t)
+        return mote__err(MOTE_INVALID, "transaction is NULL");
+    if (t->failed)
+        return mote__err(t->failed, "an earlier operation of this transaction "
+                         "failed (%s); abort it", mote_strerror(t->failed));
+    if (write && !t->write)
+        return mote__err(MOTE_READONLY, "write in a read-only transaction");
+    return MOTE_OK;
+}
+
+static int check_tree(const mote_txn *t, uint32_t tree)
+{
+    uint32_t next = t->write ? t->next_tree : rd32(t->root->data + 36);
+    if (tree < 1 || tree >= next)
+        return mote__err(MOTE_INVALID, "tree id %u does not exist (ids come "
+                         "from mote_kv_tree)", tree);
+    return MOTE_OK;
+}
+
+/* Build the internal key; MOTE_INVALID / MOTE_TOOBIG for bad keys. */
+static int ikey(uint32_t tree, const void *k, size_t kl, uint8_t *out, size_t *outlen)
+{
+    if (!k && kl)
+        return mote__err(MOTE_INVALID, "key is NULL");
+    if (kl > MOTE_MAX_KEY)
+        return mote__err(MOTE_TOOBIG, "key of %zu bytes; the limit is %u", kl,
+                         MOTE_MAX_KEY);
+    unsigned a = mote__tree_prefix(tree, out);
+    if (kl)
+        memcpy(out + a, k, kl);
+    *outlen = a + kl;
+    return MOTE_OK;
+}
+
+/* Remember a failure that may have left the txn's tree half changed. */
+static int write_result(mote_txn *t, int rc)
+{
+    if (rc == MOTE_OK) {
+        t->changed = 1;
+        t->gen++;
+    } else if (rc != MOTE_NOTFOUND && rc != MOTE_EXISTS) {
+        t->failed = rc;
+    }
+    return rc;
+}
+
+/* ---- transactions ---------------------------------------------------------- */
+
+int mote_begin(mote_store *s, unsigned flags, mote_txn **out)
+{
+    if (!out)
+        return mote__err(MOTE_INVALID, "mote_begin: out is NULL");
+    *out = NULL;
+    if (!s)
+        return mote__err(MOTE_INVALID, "mote_begin: store is NULL");
+    if (flags & ~MOTE_TXN_RDONLY)
+        return mote__err(MOTE_INVALID, "mote_begin: unknown flags 0x%x", flags);
+    return mote__txn_begin(s, !(flags & MOTE_TXN_RDONLY), out);
+}
+
+static void detach_cursors(mote_txn *t)
+{
+    for (mote_cursor *c = t->cursors; c; c = c->next_in_txn) {
+        mote__cur_reset(c);
+        c->t = NULL;
+    }
+    t->cursors = NULL;
+}
+
+int mote_commit(mote_txn *t)
+{
+    if (!t)
+        return mote__err(MOTE_INVALID, "mote_commit: transaction is NULL");
+    detach_cursors(t);
+    if (t->failed) {
+        int rc = mote__err(t->failed, "commit of a failed transaction: rolled back");
+        mote__txn_abort(t);
+        return rc;
+    }
+    return mote__txn_commit(t);
+}
+
+void mote_abort(mote_txn *t)
+{
+    if (!t)
+        return;
+    detach_cursors(t);
+    mote__txn_abort(t);
+}
+
+uint64_t mote_txn_id(const mote_txn *t) { return t ? t->txnid : 0; }
+
+/* ---- trees ----------------------------------------------------------------- */
+
+static int catalog_key(const char *name, uint8_t *key, size_t *klen)
+{
+    if (!name)
+        return mote__err(MOTE_INVALID, "tree name is NULL");
+    size_t n = strlen(name);
+    if (n < 1 || n > MOTE_MAX_TREE_NAME)
+        return mote__err(MOTE_INVALID, "tree name of %zu bytes: must be 1 to %u",
+                         n, MOTE_MAX_TREE_NAME);
+    return ikey(0, name, n, key, klen);
+}
+
+int mote_kv_tree(mote_txn *t, const char *name, unsigned flags, uint32_t *tree)
+{
+    uint8_t key[MAX_IKEY];
+    size_t kl;
+    mote_val v;
+    int rc = check_txn(t, 0);
+    if (!rc && !tree)
+        rc = mote__err(MOTE_INVALID, "mote_kv_tree: tree is NULL");
+    if (!rc && (flags & ~MOTE_TREE_CREATE))
+        rc = mote__err(MOTE_INVALID, "mote_kv_tree: unknown flags 0x%x", flags);
+    if (!rc)
+        rc = catalog_key(name, key, &kl);
+    if (rc)
+        return rc;
+    rc = mote__bt_get(t, key, kl, &v);
+    if (rc == MOTE_OK) {
+        if (v.size != 4)
+            return CORRUPT("catalog entry for tree '%s' has %zu bytes", name, v.size);
+        *tree = rd32(v.data);
+        mote__txn_release_held(t);
+        return MOTE_OK;
+    }
+    if (rc != MOTE_NOTFOUND || !(flags & MOTE_TREE_CREATE))
+        return rc == MOTE_NOTFOUND ? mote__err(rc, "no tree named '%s'", name) : rc;
+    if ((rc = check_txn(t, 1)))
+        return rc;
+    if (t->next_tree > MOTE_MAX_TREES)
+        return mote__err(MOTE_FULL, "a store holds at most %u trees", MOTE_MAX_TREES);
+    uint8_t id[4];
+    wr32(id, t->next_tree);
+    rc = write_result(t, mote__bt_put(t, key, kl, id, 4, MOTE_NOOVERWRITE));
+    if (rc)
+        return rc;
+    *tree = t->next_tree++;
+    return MOTE_OK;
+}
+
+int mote_kv_drop(mote_txn *t, const char *name)
+{
+    uint32_t tree;
+    int rc = check_txn(t, 1);
+    if (!rc)
+        rc = mote_kv_tree(t, name, 0, &tree);
+    if (rc)
+        return rc;
+    uint8_t lo[2], hi[2];
+    unsigned ll = mote__tree_prefix(tree, lo), hl = mote__tree_prefix(tree + 1, hi);
+    mote_cursor c;
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    memcpy(c.lo, lo, ll);
+    c.lolen = ll;
+    memcpy(c.hi, hi, hl);
+    c.hilen = hl;
+    /* delete from the first key of the tree until none is left */
+    while ((rc = mote__cur_seek(&c, lo, ll, MOTE_SEEK_GE)) == MOTE_OK) {
+        uint8_t k[MAX_IKEY];
+        uint32_t kl = c.klen;
+        memcpy(k, c.key, kl);
+        mote__cur_reset(&c);
+        if ((rc = write_result(t, mote__bt_del(t, k, kl))))
+            return rc;
+    }
+    mote__cur_reset(&c);
+    if (rc != MOTE_NOTFOUND)
+        return write_result(t, rc);
+    uint8_t key[MAX_IKEY];
+    size_t kl;
+    catalog_key(name, key, &kl);
+    return write_result(t, mote__bt_del(t, key, kl));
+}
+
+/* ---- put / get / del / count ------------------------------------------------ */
+
+int mote_kv_put(mote_txn *t, uint32_t tree, const void *key, size_t klen,
+                const void *val, size_t vlen, unsigned flags)
+{
+    uint8_t k[MAX_IKEY];
+    size_t kl;
+    int rc = check_txn(t, 1);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (!rc)
+        rc = ikey(tree, key, klen, k, &kl);
+    if (!rc && !val && vlen)
+        rc = mote__err(MOTE_INVALID, "value is NULL");
+    if (!rc && vlen > MOTE_MAX_VALUE)
+        rc = mote__err(MOTE_TOOBIG, "value of %zu bytes; the limit is %u", vlen,
+                       MOTE_MAX_VALUE);
+    if (!rc && (flags & ~MOTE_NOOVERWRITE))
+        rc = mote__err(MOTE_INVALID, "mote_kv_put: unknown flags 0x%x", flags);
+    if (rc)
+        return rc;
+    return write_result(t, mote__bt_put(t, k, kl, val ? val : "", vlen, flags));
+}
+
+int mote_kv_get(mote_txn *t, uint32_t tree, const void *key, size_t klen, mote_val *val)
+{
+    uint8_t k[MAX_IKEY];
+    size_t kl;
+    int rc = check_txn(t, 0);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (!rc)
+        rc = ikey(tree, key, klen, k, &kl);
+    return rc ? rc : mote__bt_get(t, k, kl, val);
+}
+
+int mote_kv_del(mote_txn *t, uint32_t tree, const void *key, size_t klen)
+{
+    uint8_t k[MAX_IKEY];
+    size_t kl;
+    int rc = check_txn(t, 1);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (!rc)
+        rc = ikey(tree, key, klen, k, &kl);
+    return rc ? rc : write_result(t, mote__bt_del(t, k, kl));
+}
+
+int mote_kv_count(mote_txn *t, uint32_t tree, const void *lo, size_t lolen,
+                  const void *hi, size_t hilen, uint64_t *count)
+{
+    uint8_t a[MAX_IKEY], b[MAX_IKEY];
+    size_t al, bl;
+    uint64_t ra, rb;
+    int rc = check_txn(t, 0);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (!rc && !count)
+        rc = mote__err(MOTE_INVALID, "mote_kv_count: count is NULL");
+    if (!rc)
+        rc = lo ? ikey(tree, lo, lolen, a, &al) : ikey(tree, NULL, 0, a, &al);
+    if (!rc)
+        rc = hi ? ikey(tree, hi, hilen, b, &bl) : ikey(tree + 1, NULL, 0, b, &bl);
+    if (!rc)
+        rc = mote__bt_rank(t, a, al, &ra);
+    if (!rc)
+        rc = mote__bt_rank(t, b, bl, &rb);
+    if (rc)
+        return rc;
+    *count = rb > ra ? rb - ra : 0;
+    return MOTE_OK;
+}
+
+/* ---- cursors ------------------------------------------------------------- */
+
+int mote_cursor_open(mote_txn *t, uint32_t tree, mote_cursor **out)
+{
+    if (!out)
+        return mote__err(MOTE_INVALID, "mote_cursor_open: out is NULL");
+    *out = NULL;
+    int rc = check_txn(t, 0);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (rc)
+        return rc;
+    mote_cursor *c = mote__calloc(1, sizeof *c);
+    if (!c)
+        return mote__err(MOTE_NOMEM, "out of memory opening a cursor");
+    c->t = t;
+    c->tree = tree;
+    c->lolen = mote__tree_prefix(tree, c->lo);
+    c->hilen = mote__tree_prefix(tree + 1, c->hi);
+    c->next_in_txn = t->cursors;
+    t->cursors = c;
+    *out = c;
+    return MOTE_OK;
+}
+
+void mote_cursor_close(mote_cursor *c)
+{
+    if (!c)
+        return;
+    if (c->t) {
+        mote__cur_reset(c);
+        mote_cursor **pp = &c->t->cursors;
+        while (*pp && *pp != c)
+            pp = &(*pp)->next_in_txn;
+        if (*pp)
+            *pp = c->next_in_txn;
+    }
+    mote__free(c);
+}
+
+static int check_cursor(mote_cursor *c)
+{
+    if (!c)
+        return mote__err(MOTE_INVALID, "cursor is NULL");
+    if (!c->t)
+        return mote__err(MOTE_INVALID, "cursor used after its transaction ended");
+    return check_txn(c->t, 0);
+}
+
+int mote_cursor_seek(mote_cursor *c, const void *key, size_t klen, int mode)
+{
+    uint8_t k[MAX_IKEY];
+    size_t kl;
+    int rc = check_cursor(c);
+    if (!rc && (mode < MOTE_SEEK_GE || mode > MOTE_SEEK_LT))
+        rc = mote__err(MOTE_INVALID, "mote_cursor_seek: unknown mode %d", mode);
+    if (!rc)
+        rc = ikey(c->tree, key, klen, k, &kl);
+    return rc ? rc : mote__cur_seek(c, k, kl, mode);
+}
+
+int mote_cursor_first(mote_cursor *c)
+{
+    int rc = check_cursor(c);
+    return rc ? rc : mote__cur_seek(c, c->lo, c->lolen, MOTE_SEEK_GE);
+}
+
+int mote_cursor_last(mote_cursor *c)
+{
+    int rc = check_cursor(c);
+    return rc ? rc : mote__cur_seek(c, c->hi, c->hilen, MOTE_SEEK_LT);
+}
+
+int mote_cursor_next(mote_cursor *c)
+{
+    int rc = check_cursor(c);
+    return rc ? rc : mote__cur_step(c, 1);
+}
+
+int mote_cursor_prev(mote_cursor *c)
+{
+    int rc = check_cursor(c);
+    return rc ? rc : mote__cur_step(c, -1);
+}
+
+int mote_cursor_nth(mote_cursor *c, uint64_t n)
+{
+    uint64_t base;
+    int rc = check_cursor(c);
+    if (!rc)
+        rc = mote__bt_rank(c->t, c->lo, c->lolen, &base);
+    return rc ? rc : mote__cur_select(c, base + n);
+}
+
+int mote_cursor_rank(mote_cursor *c, uint64_t *rank)
+{
+    uint64_t base, r;
+    int rc = check_cursor(c);
+    if (!rc && !rank)
+        rc = mote__err(MOTE_INVALID, "mote_cursor_rank: rank is NULL");
+    if (!rc && c->depth == 0)
+        rc = MOTE_NOTFOUND;
+    if (!rc)
+        rc = mote__bt_rank(c->t, c->lo, c->lolen, &base);
+    if (!rc)
+        rc = mote__bt_rank(c->t, c->key, c->klen, &r);
+    if (rc)
+        return rc;
+    *rank = r - base;
+    return MOTE_OK;
+}
+
+int mote_cursor_get(mote_cursor *c, mote_val *key, mote_val *val)
+{
+    int rc = check_cursor(c);
+    if (!rc)
+        rc = mote__cur_entry(c, key, val);
+    if (!rc && key) { /* strip the tree prefix */
+        key->data = (const uint8_t *)key->data + c->lolen;
+        key->size -= c->lolen;
+    }
+    return rc;
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+int mote_store_stat(mote_store *s, mote_stat *st)
+{
+    if (!s || !st)
+        return mote__err(MOTE_INVALID, "mote_store_stat: NULL argument");
+    mote_txn *t;
+    int rc = mote__txn_begin(s, 0, &t);
+    if (rc)
+        return rc;
+    memset(st, 0, sizeof *st);
+    const uint8_t *slot = t->root->data;
+    st->txnid = t->txnid;
+    st->page_size = s->P;
+    st->pages = rd32(slot + 32);
+    st->file_bytes = s->file_bytes;
+    st->depth = n_level(slot + SLOT_ROOT_OFF) + 1;
+    uint64_t all, cat;
+    uint8_t one[1] = {1};
+    rc = mote__bt_rank(t, NULL, 0, &all);
+    if (!rc)
+        rc = mote__bt_rank(t, one, 1, &cat);
+    if (!rc) {
+        st->trees = cat;
+        st->entries = all - cat;
+    }
+    /* free pages: count set bits of the slot's view of the bitmap */
+    uint64_t used = 0;
+    for (uint32_t i = 0; i < SLOT_INLINE_BM; i++)
+        used += (uint64_t)__builtin_popcount(slot[SLOT_INLINE_OFF + i]);
+    uint32_t nb = rd32(slot + 40);
+    uint8_t *buf = nb ? mote__malloc(s->P) : NULL;
+    for (uint32_t i = 0; !rc && i < nb; i++) {
+        uint8_t ptr[CHILD] = {0};
+        memcpy(ptr, slot + SLOT_BMP_OFF + i * PTR12, PTR12);
+        if (!buf)
+            rc = mote__err(MOTE_NOMEM, "out of memory");
+        if (!rc)
+            rc = mote__read_page_raw(s, ptr_pgno(ptr), buf);
+        if (!rc)
+            rc = mote__verify_page(s, buf, ptr, "bitmap");
+        for (uint32_t j = OVF_HDR; !rc && j < s->P; j++)
+            used += (uint64_t)__builtin_popcount(buf[j]);
+    }
+    mote__free(buf);
+    st->pages_free = st->pages > used ? st->pages - used : 0;
+    mote__txn_abort(t);
+    return rc;
+}

@@ -1,0 +1,97 @@
+/*
+ * util.c — error messages (one buffer per thread) and hookable allocation.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+static _Thread_local char errbuf[512];
+
+int (*mote__alloc_hook)(size_t n);
+
+void *mote__malloc(size_t n)
+{
+    if (mote__alloc_hook && mote__alloc_hook(n))
+        return NULL;
+    return malloc(n);
+}
+
+void *mote__calloc(size_t n, size_t m)
+{
+    if (mote__alloc_hook && mote__alloc_hook(n * m))
+        return NULL;
+    return calloc(n, m);
+}
+
+void *mote__realloc(void *p, size_t n)
+{
+    if (mote__alloc_hook && mote__alloc_hook(n))
+        return NULL;
+    return realloc(p, n);
+}
+
+void mote__free(void *p) { free(p); }
+
+int mote__err(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int mote__corrupt(const char *file, int line, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *base = strrchr(file, '/');
+    return mote__err(MOTE_CORRUPT, "file is damaged: %s (found at %s:%d)", msg,
+                     base ? base + 1 : file, line);
+}
+
+int mote__ioerr(int neg_errno, const char *what, const char *path)
+{
+    int e = -neg_errno;
+    int rc = e == ENOSPC || e == EDQUOT ? MOTE_NOSPACE
+           : e == ENOMEM               ? MOTE_NOMEM
+                                       : MOTE_IO;
+    return mote__err(rc, "%s of %s failed: %s", what, path ? path : "store",
+                     e > 0 ? strerror(e) : "short transfer");
+}
+
+const char *mote_errmsg(const mote_store *store)
+{
+    (void)store;
+    return errbuf;
+}
+
+const char *mote_last_open_error(void) { return errbuf; }
+
+const char *mote_strerror(int rc)
+{
+    switch (rc) {
+    case MOTE_OK: return "MOTE_OK: success";
+    case MOTE_NOTFOUND: return "MOTE_NOTFOUND: not found";
+    case MOTE_EXISTS: return "MOTE_EXISTS: key exists";
+    case MOTE_INVALID: return "MOTE_INVALID: invalid argument";
+    case MOTE_NOMEM: return "MOTE_NOMEM: out of memory";
+    case MOTE_IO: return "MOTE_IO: input/output error";
+    case MOTE_NOSPACE: return "MOTE_NOSPACE: no space left on device";
+    case MOTE_CORRUPT: return "MOTE_CORRUPT: file is damaged";
+    case MOTE_LOCKED: return "MOTE_LOCKED: store is locked by another process";
+    case MOTE_READONLY: return "MOTE_READONLY: store or transaction is read-only";
+    case MOTE_POISONED: return "MOTE_POISONED: a sync failed; close and reopen the store";
+    case MOTE_TOOBIG: return "MOTE_TOOBIG: key or value too large";
+    case MOTE_FORMAT: return "MOTE_FORMAT: not a MoteDB file or unsupported version";
+    case MOTE_BUSY: return "MOTE_BUSY: conflicts with open transactions or handles";
+    case MOTE_FULL: return "MOTE_FULL: a format limit was reached";
+    default: return "unknown MoteDB result code";
+    }
+}

@@ -1,0 +1,10 @@
+/* Every C test, in run order. X(name) refers to TEST(name). */
+X(kv_put_get_del)
+X(kv_abort_discards)
+X(kv_many_keys_and_cursor)
+X(kv_overflow_values)
+X(kv_drop_tree)
+X(kv_bad_input)
+X(kv_locked_by_other_process)
+X(kv_tiny_store_footprint)
+X(kv_page_sizes)

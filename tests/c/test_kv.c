@@ -1,0 +1,371 @@
+/* test_kv.c — unit tests of the key/value API: trees, put/get/del,
+ * overflow values, cursors, counts, persistence, bad input, footprint. */
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static uint32_t tree(mote_txn *t, const char *name)
+{
+    uint32_t id;
+    OK(mote_kv_tree(t, name, MOTE_TREE_CREATE, &id));
+    return id;
+}
+
+static void put_str(mote_txn *t, uint32_t tr, const char *k, const char *v)
+{
+    OK(mote_kv_put(t, tr, k, strlen(k), v, strlen(v), 0));
+}
+
+static int get_eq(mote_txn *t, uint32_t tr, const char *k, const char *v)
+{
+    mote_val out;
+    int rc = mote_kv_get(t, tr, k, strlen(k), &out);
+    if (rc)
+        return 0;
+    return out.size == strlen(v) && !memcmp(out.data, v, out.size);
+}
+
+TEST(kv_put_get_del)
+{
+    mote_store *s = test_open(test_path("a.mote"), NULL);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    uint32_t a = tree(t, "a"), b = tree(t, "b");
+    CHECK(a != b);
+    put_str(t, a, "k1", "v1");
+    put_str(t, b, "k1", "other");
+    put_str(t, a, "", "empty key");
+    CHECK(get_eq(t, a, "k1", "v1"));
+    CHECK(get_eq(t, b, "k1", "other"));
+    CHECK(get_eq(t, a, "", "empty key"));
+    CHECK_RC(mote_kv_put(t, a, "k1", 2, "x", 1, MOTE_NOOVERWRITE), MOTE_EXISTS);
+    CHECK(get_eq(t, a, "k1", "v1"));
+    put_str(t, a, "k1", "replaced");
+    CHECK(get_eq(t, a, "k1", "replaced"));
+    OK(mote_kv_del(t, a, "k1", 2));
+    CHECK_RC(mote_kv_del(t, a, "k1", 2), MOTE_NOTFOUND);
+    CHECK_RC(mote_kv_get(t, a, "k1", 2, NULL), MOTE_NOTFOUND);
+    OK(mote_commit(t));
+
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK(get_eq(t, b, "k1", "other"));
+    CHECK_RC(mote_kv_put(t, a, "z", 1, "z", 1, 0), MOTE_READONLY);
+    uint32_t again;
+    OK(mote_kv_tree(t, "b", 0, &again));
+    CHECK(again == b);
+    CHECK_RC(mote_kv_tree(t, "missing", 0, &again), MOTE_NOTFOUND);
+    mote_abort(t);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+
+    s = test_open(test_path("a.mote"), NULL);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK(get_eq(t, b, "k1", "other"));
+    CHECK(get_eq(t, a, "", "empty key"));
+    mote_abort(t);
+    OK(mote_close(s));
+}
+
+TEST(kv_abort_discards)
+{
+    mote_store *s = test_open(test_path("a.mote"), NULL);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    uint32_t a = tree(t, "a");
+    put_str(t, a, "keep", "1");
+    OK(mote_commit(t));
+    OK(mote_begin(s, 0, &t));
+    put_str(t, a, "gone", "2");
+    OK(mote_kv_del(t, a, "keep", 4));
+    mote_abort(t);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK(get_eq(t, a, "keep", "1"));
+    CHECK_RC(mote_kv_get(t, a, "gone", 4, NULL), MOTE_NOTFOUND);
+    mote_abort(t);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+TEST(kv_many_keys_and_cursor)
+{
+    const int N = 20000;
+    mote_store *s = test_open(test_path("m.mote"), NULL);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    uint32_t a = tree(t, "a"), b = tree(t, "b");
+    uint64_t rs = 42;
+    for (int i = 0; i < N; i++) {
+        char k[32], v[64];
+        int n = (int)(test_rand(&rs) % N); /* random order */
+        snprintf(k, sizeof k, "key%08d", n);
+        snprintf(v, sizeof v, "value-%d-%0*d", n, (int)(n % 40), 0);
+        OK(mote_kv_put(t, a, k, strlen(k), v, strlen(v), 0));
+    }
+    put_str(t, b, "only", "one");
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    uint64_t cnt;
+    OK(mote_kv_count(t, a, NULL, 0, NULL, 0, &cnt));
+    mote_cursor *c;
+    OK(mote_cursor_open(t, a, &c));
+    uint64_t seen = 0;
+    char prev[32] = "";
+    for (int rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        OK(mote_cursor_get(c, &k, &v));
+        CHECK(k.size == 11 && memcmp(k.data, "key", 3) == 0);
+        CHECK(memcmp(prev, k.data, 11) < 0);
+        memcpy(prev, k.data, 11);
+        prev[11] = 0;
+        uint64_t r;
+        if (seen % 997 == 0) {
+            OK(mote_cursor_rank(c, &r));
+            CHECK(r == seen);
+        }
+        seen++;
+    }
+    CHECK(seen == cnt);
+    CHECK(cnt > (uint64_t)N / 2);
+    /* backwards */
+    uint64_t back = 0;
+    for (int rc = mote_cursor_last(c); rc == MOTE_OK; rc = mote_cursor_prev(c))
+        back++;
+    CHECK(back == cnt);
+    /* nth agrees with iteration; seek modes */
+    OK(mote_cursor_nth(c, 5));
+    mote_val k5;
+    OK(mote_cursor_get(c, &k5, NULL));
+    char key5[16];
+    memcpy(key5, k5.data, 11);
+    OK(mote_cursor_first(c));
+    for (int i = 0; i < 5; i++)
+        OK(mote_cursor_next(c));
+    mote_val kk;
+    OK(mote_cursor_get(c, &kk, NULL));
+    CHECK(!memcmp(kk.data, key5, 11));
+    CHECK_RC(mote_cursor_nth(c, cnt), MOTE_NOTFOUND);
+    OK(mote_cursor_seek(c, "key", 3, MOTE_SEEK_GE));
+    CHECK_RC(mote_cursor_seek(c, "key", 3, MOTE_SEEK_LT), MOTE_NOTFOUND);
+    OK(mote_cursor_seek(c, "kez", 3, MOTE_SEEK_LE));
+    OK(mote_cursor_get(c, &kk, NULL));
+    CHECK(!memcmp(kk.data, prev, 11)); /* the last key */
+    CHECK_RC(mote_cursor_seek(c, "kez", 3, MOTE_SEEK_GE), MOTE_NOTFOUND);
+    /* count ranges */
+    uint64_t lo;
+    OK(mote_kv_count(t, a, "key00000000", 11, "key00010000", 11, &lo));
+    CHECK(lo > 0 && lo < cnt);
+    OK(mote_kv_count(t, b, NULL, 0, NULL, 0, &cnt));
+    CHECK(cnt == 1);
+    mote_cursor_close(c);
+    mote_abort(t);
+
+    /* delete everything in random order, then the tree is empty */
+    OK(mote_begin(s, 0, &t));
+    rs = 42;
+    for (int i = 0; i < N; i++) {
+        char k[32];
+        int n = (int)(test_rand(&rs) % N);
+        snprintf(k, sizeof k, "key%08d", n);
+        int rc = mote_kv_del(t, a, k, strlen(k));
+        CHECK(rc == MOTE_OK || rc == MOTE_NOTFOUND);
+    }
+    OK(mote_kv_count(t, a, NULL, 0, NULL, 0, &cnt));
+    CHECK(cnt == 0);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    mote_stat st;
+    OK(mote_store_stat(s, &st));
+    CHECK(st.entries == 1 && st.trees == 2 && st.depth == 1);
+    OK(mote_close(s));
+}
+
+TEST(kv_overflow_values)
+{
+    mote_store *s = test_open(test_path("o.mote"), NULL);
+    mote_txn *t;
+    size_t sizes[] = {0, 1, 1000, 1100, 4000, 4096, 9000, 100000, 3 << 20};
+    uint8_t *big = malloc(3 << 20);
+    for (size_t i = 0; i < (3u << 20); i++)
+        big[i] = (uint8_t)(i * 7 + i / 4096);
+    OK(mote_begin(s, 0, &t));
+    uint32_t a = tree(t, "a");
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "v%zu", i);
+        OK(mote_kv_put(t, a, k, strlen(k), big, sizes[i], 0));
+    }
+    OK(mote_commit(t));
+    OK(mote_close(s));
+    s = test_open(test_path("o.mote"), NULL);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_begin(s, 0, &t));
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        char k[16];
+        mote_val v;
+        snprintf(k, sizeof k, "v%zu", i);
+        OK(mote_kv_get(t, a, k, strlen(k), &v));
+        CHECK(v.size == sizes[i] && (!v.size || !memcmp(v.data, big, v.size)));
+    }
+    /* replace big with small and delete: the chains are freed */
+    OK(mote_kv_put(t, a, "v8", 2, "x", 1, 0));
+    OK(mote_kv_del(t, a, "v7", 2));
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    mote_stat st;
+    OK(mote_store_stat(s, &st));
+    CHECK(st.pages_free > (3u << 20) / 4096 - 10);
+    OK(mote_close(s));
+    free(big);
+}
+
+TEST(kv_drop_tree)
+{
+    mote_store *s = test_open(test_path("d.mote"), NULL);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    uint32_t a = tree(t, "a"), b = tree(t, "b");
+    for (int i = 0; i < 3000; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%06d", i);
+        OK(mote_kv_put(t, a, k, 6, k, 6, 0));
+        OK(mote_kv_put(t, b, k, 6, k, 6, 0));
+    }
+    OK(mote_commit(t));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_drop(t, "a"));
+    CHECK_RC(mote_kv_tree(t, "a", 0, &a), MOTE_NOTFOUND);
+    uint64_t cnt;
+    OK(mote_kv_count(t, b, NULL, 0, NULL, 0, &cnt));
+    CHECK(cnt == 3000);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+TEST(kv_bad_input)
+{
+    mote_store *s = NULL;
+    CHECK_RC(mote_open(NULL, NULL, &s), MOTE_INVALID);
+    CHECK_RC(mote_open("", NULL, &s), MOTE_INVALID);
+    CHECK_RC(mote_open(test_path("x.mote"), NULL, NULL), MOTE_INVALID);
+    mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
+    CHECK_RC(mote_open(test_path("missing.mote"), &ro, &s), MOTE_NOTFOUND);
+    mote_options none = {0, 0, 0, NULL};
+    CHECK_RC(mote_open(test_path("missing.mote"), &none, &s), MOTE_NOTFOUND);
+    mote_options badps = {MOTE_CREATE, 1000, 0, NULL};
+    CHECK_RC(mote_open(test_path("ps.mote"), &badps, &s), MOTE_INVALID);
+    CHECK(s == NULL);
+    /* not a store */
+    FILE *f = fopen(test_path("junk.mote"), "w");
+    for (int i = 0; i < 10000; i++)
+        fputc('j', f);
+    fclose(f);
+    CHECK_RC(mote_open(test_path("junk.mote"), NULL, &s), MOTE_FORMAT);
+    CHECK(strstr(mote_last_open_error(), "junk.mote") != NULL);
+
+    s = test_open(test_path("a.mote"), NULL);
+    mote_store *s2;
+    CHECK_RC(mote_open(test_path("a.mote"), NULL, &s2), MOTE_BUSY);
+    mote_txn *t;
+    CHECK_RC(mote_begin(s, 0x80, &t), MOTE_INVALID);
+    OK(mote_begin(s, 0, &t));
+    uint32_t a = tree(t, "a");
+    char big[MOTE_MAX_KEY + 1] = {0};
+    CHECK_RC(mote_kv_put(t, a, big, sizeof big, "v", 1, 0), MOTE_TOOBIG);
+    OK(mote_kv_put(t, a, big, MOTE_MAX_KEY, "v", 1, 0));
+    CHECK_RC(mote_kv_put(t, 999, "k", 1, "v", 1, 0), MOTE_INVALID);
+    CHECK_RC(mote_kv_put(t, 0, "k", 1, "v", 1, 0), MOTE_INVALID);
+    CHECK_RC(mote_kv_put(t, a, NULL, 1, "v", 1, 0), MOTE_INVALID);
+    CHECK_RC(mote_kv_put(t, a, "k", 1, NULL, 1, 0), MOTE_INVALID);
+    CHECK_RC(mote_kv_put(t, a, "k", 1, "v", 1, 0x40), MOTE_INVALID);
+    CHECK_RC(mote_kv_tree(t, "", MOTE_TREE_CREATE, &a), MOTE_INVALID);
+    CHECK_RC(mote_close(s), MOTE_BUSY); /* txn still open */
+    OK(mote_commit(t));
+    OK(mote_close(s));
+    CHECK_RC(mote_commit(NULL), MOTE_INVALID);
+    mote_abort(NULL);
+    OK(mote_close(NULL));
+}
+
+TEST(kv_locked_by_other_process)
+{
+    const char *p = test_path("l.mote");
+    mote_store *s = test_open(p, NULL);
+    OK(mote_close(s));
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mote_store *c = test_open(p, NULL);
+        char x = 1;
+        CHECK(write(fds[1], &x, 1) == 1);
+        sleep(30);
+        mote_close(c);
+        _exit(0);
+    }
+    char x;
+    CHECK(read(fds[0], &x, 1) == 1);
+    CHECK_RC(mote_open(p, NULL, &s), MOTE_LOCKED);
+    CHECK(strstr(mote_last_open_error(), "another process") != NULL);
+    mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
+    CHECK_RC(mote_open(p, &ro, &s), MOTE_LOCKED);
+    kill(pid, 9);
+    waitpid(pid, NULL, 0);
+    s = test_open(p, NULL);
+    OK(mote_close(s));
+}
+
+TEST(kv_tiny_store_footprint)
+{
+    const char *p = test_path("tiny.mote");
+    mote_store *s = test_open(p, NULL);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    uint32_t a = tree(t, "notes");
+    for (int i = 0; i < 10; i++) {
+        char k[8], v[64];
+
+        snprintf(k, sizeof k, "%d", i);
+        snprintf(v, sizeof v, "note number %d, a short agent memory", i);
+        OK(mote_kv_put(t, a, k, strlen(k), v, strlen(v), 0));
+    }
+    OK(mote_commit(t));
+    OK(mote_close(s));
+    struct stat st;
+    CHECK(stat(p, &st) == 0);
+    printf("ten small values: %lld bytes, %lld blocks of 512\n", (long long)st.st_size,
+           (long long)st.st_blocks);
+    CHECK(st.st_size <= 8192);
+    CHECK(st.st_blocks * 512 <= 8192);
+}
+
+TEST(kv_page_sizes)
+{
+    unsigned sizes[] = {4096, 8192, 16384, 65536};
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "p%u.mote", sizes[i]);
+        mote_options o = {MOTE_CREATE, sizes[i], 0, NULL};
+        mote_store *s = test_open(test_path(name), &o);
+        mote_txn *t;
+        OK(mote_begin(s, 0, &t));
+        uint32_t a = tree(t, "a");
+        for (int k = 0; k < 5000; k++) {
+            char key[16];
+            snprintf(key, sizeof key, "%08d", k * 7919 % 5000);
+            OK(mote_kv_put(t, a, key, 8, key, 8, 0));
+        }
+        OK(mote_commit(t));
+        OK(mote_close(s));
+        s = test_open(test_path(name), NULL);
+        mote_stat st;
+        OK(mote_store_stat(s, &st));
+        CHECK(st.page_size == sizes[i] && st.entries == 5000);
+        OK(mote_check(s, NULL, NULL));
+        OK(mote_close(s));
+    }
+}

@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
 
@@ -1034,10 +1035,12 @@ fail:
         pthread_mutex_lock(&s->mu);
         s->poisoned = 1;
         pthread_mutex_unlock(&s->mu);
-        if (rc == MOTE_IO || rc == MOTE_NOSPACE)
-            mote__err(MOTE_POISONED, "store %s: %s; the store is now unusable "
-                      "until reopened (the commit may or may not be durable)",
-                      s->path, mote_errmsg(s) + 0);
+        if (rc == MOTE_IO || rc == MOTE_NOSPACE) {
+            char cause[256];
+            snprintf(cause, sizeof cause, "%s", mote_errmsg(s));
+            mote__err(MOTE_POISONED, "%s; the store is unusable until reopened "
+                      "(the commit may or may not be durable)", cause);
+        }
         rc = MOTE_POISONED;
     }
     mote__txn_abort(t);

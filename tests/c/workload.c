@@ -1,0 +1,121 @@
+/* workload.c — see workload.h. */
+#include "workload.h"
+
+void wl_value(int key, uint32_t ver, int32_t len, uint8_t *out)
+{
+    uint64_t rs = ((uint64_t)key << 32 | ver) * 0x9E3779B97F4A7C15ull + 1;
+    for (int32_t i = 0; i < len; i++)
+        out[i] = i % 64 == 0 ? (uint8_t)test_rand(&rs) : (uint8_t)(out[i - 1] + 1);
+}
+
+void wl_init(wl *w, uint64_t seed, int ncommits, int max_ops, int big)
+{
+    w->seed = seed;
+    w->ncommits = ncommits;
+    w->max_ops = max_ops;
+    w->big = big;
+    w->states = calloc((size_t)ncommits + 1, sizeof *w->states);
+    for (int k = 0; k < WL_KEYS; k++)
+        w->states[0].len[k] = -1;
+    uint64_t rs = seed;
+    for (int c = 0; c < ncommits; c++) {
+        wl_state *st = &w->states[c + 1];
+        *st = w->states[c];
+        int nops = 1 + (int)(test_rand(&rs) % (uint64_t)max_ops);
+        for (int o = 0; o < nops; o++) {
+            int k = (int)(test_rand(&rs) % WL_KEYS);
+            if (test_rand(&rs) % 4 == 0) {
+                st->len[k] = -1;
+            } else {
+                uint64_t r = test_rand(&rs) % 100;
+                st->len[k] = big && r < 5 ? 2000 + (int32_t)(test_rand(&rs) % 12000)
+                           : (int32_t)(r * 3);
+                st->ver[k] = (uint32_t)(c + 1) * 1000 + (uint32_t)o;
+            }
+        }
+    }
+}
+
+void wl_free(wl *w) { free(w->states); }
+
+static uint8_t vbuf[16384];
+
+int wl_run(wl *w, mote_store *s, int from, int *inflight)
+{
+    *inflight = 0;
+    for (int c = from; c < w->ncommits; c++) {
+        mote_txn *t;
+        uint32_t tree;
+        *inflight = 1;
+        if (mote_begin(s, 0, &t))
+            return c;
+        if (mote_kv_tree(t, "wl", MOTE_TREE_CREATE, &tree)) {
+            mote_abort(t);
+            return c;
+        }
+        const wl_state *prev = &w->states[c], *next = &w->states[c + 1];
+        int rc = 0;
+        for (int k = 0; k < WL_KEYS && !rc; k++) {
+            uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
+            if (next->len[k] < 0 ? prev->len[k] < 0
+                                 : next->len[k] == prev->len[k] && next->ver[k] == prev->ver[k])
+                continue;
+            if (next->len[k] < 0) {
+                rc = mote_kv_del(t, tree, key, 2);
+            } else {
+                wl_value(k, next->ver[k], next->len[k], vbuf);
+                rc = mote_kv_put(t, tree, key, 2, vbuf, (size_t)next->len[k], 0);
+            }
+        }
+        if (rc) {
+            if (getenv("MOTE_TEST_VERBOSE"))
+                fprintf(stderr, "commit %d op: %s\n", c, mote_errmsg(s));
+            mote_abort(t);
+            return c;
+        }
+        if ((rc = mote_commit(t))) {
+            if (getenv("MOTE_TEST_VERBOSE"))
+                fprintf(stderr, "commit %d: %s\n", c, mote_errmsg(s));
+            return c;
+        }
+        *inflight = 0;
+    }
+    return w->ncommits;
+}
+
+int wl_matches(mote_store *s, const wl_state *st)
+{
+    mote_txn *t;
+    uint32_t tree;
+    if (mote_begin(s, MOTE_TXN_RDONLY, &t))
+        return 0;
+    int rc = mote_kv_tree(t, "wl", 0, &tree), ok = 1;
+    if (rc == MOTE_NOTFOUND) {
+        for (int k = 0; k < WL_KEYS; k++)
+            ok &= st->len[k] < 0;
+        mote_abort(t);
+        return ok;
+    }
+    if (rc) {
+        mote_abort(t);
+        return 0;
+    }
+    uint64_t cnt = 0, want = 0;
+    for (int k = 0; k < WL_KEYS && ok; k++) {
+        uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
+        mote_val v;
+        rc = mote_kv_get(t, tree, key, 2, &v);
+        if (st->len[k] < 0) {
+            ok &= rc == MOTE_NOTFOUND;
+            continue;
+        }
+        want++;
+        wl_value(k, st->ver[k], st->len[k], vbuf);
+        ok &= rc == MOTE_OK && v.size == (size_t)st->len[k] &&
+              (v.size == 0 || !memcmp(v.data, vbuf, v.size));
+    }
+    if (ok)
+        ok = mote_kv_count(t, tree, NULL, 0, NULL, 0, &cnt) == MOTE_OK && cnt == want;
+    mote_abort(t);
+    return ok;
+}

@@ -1,0 +1,36 @@
+/*
+ * workload.h — a deterministic random workload and its model, shared by the
+ * crash, fault and kill tests. Keys are small integers of one tree; each
+ * commit puts or deletes a few of them; a value's bytes are derived from
+ * (key, version) so a model needs only lengths and versions.
+ */
+#ifndef MOTE_WORKLOAD_H
+#define MOTE_WORKLOAD_H
+
+#include "test.h"
+
+#define WL_KEYS 48
+
+typedef struct wl_state {
+    int32_t len[WL_KEYS]; /* -1 = absent */
+    uint32_t ver[WL_KEYS];
+} wl_state;
+
+typedef struct wl {
+    uint64_t seed;
+    int ncommits;
+    int max_ops;        /* operations per commit */
+    int big;            /* allow overflow values */
+    wl_state *states;   /* states[i] = after i acknowledged commits */
+} wl;
+
+void wl_init(wl *w, uint64_t seed, int ncommits, int max_ops, int big);
+void wl_free(wl *w);
+/* Run commits [from, ncommits) on s; returns the number of commits that
+ * were acknowledged (mote_commit returned OK) before the first error. */
+int wl_run(wl *w, mote_store *s, int from, int *inflight);
+/* Compare a store with a state: 1 if equal. */
+int wl_matches(mote_store *s, const wl_state *st);
+void wl_value(int key, uint32_t ver, int32_t len, uint8_t *out);
+
+#endif

@@ -109,7 +109,10 @@ TEST(crash_randomized)
     while (points < target) {
         wl w;
         uint64_t seed = test_rand(&rs);
-        wl_init(&w, seed, 12, 40, 1);
+        if (points % 2)
+            wl_init(&w, seed, 12, 40, 1);
+        else /* deeper trees: splits, merges, page reuse */
+            wl_init_keys(&w, seed, 10, 300, 1, 1500);
         long n = count_ops(&w);
         for (int j = 0; j < 40; j++) {
             long k = 1 + (long)(test_rand(&rs) % (uint64_t)(n + 1));

@@ -10,6 +10,12 @@ void wl_value(int key, uint32_t ver, int32_t len, uint8_t *out)
 
 void wl_init(wl *w, uint64_t seed, int ncommits, int max_ops, int big)
 {
+    wl_init_keys(w, seed, ncommits, max_ops, big, 48);
+}
+
+void wl_init_keys(wl *w, uint64_t seed, int ncommits, int max_ops, int big, int nkeys)
+{
+    w->nkeys = nkeys;
     w->seed = seed;
     w->ncommits = ncommits;
     w->max_ops = max_ops;
@@ -17,13 +23,14 @@ void wl_init(wl *w, uint64_t seed, int ncommits, int max_ops, int big)
     w->states = calloc((size_t)ncommits + 1, sizeof *w->states);
     for (int k = 0; k < WL_KEYS; k++)
         w->states[0].len[k] = -1;
+    w->states[0].nkeys = nkeys;
     uint64_t rs = seed;
     for (int c = 0; c < ncommits; c++) {
         wl_state *st = &w->states[c + 1];
         *st = w->states[c];
         int nops = 1 + (int)(test_rand(&rs) % (uint64_t)max_ops);
         for (int o = 0; o < nops; o++) {
-            int k = (int)(test_rand(&rs) % WL_KEYS);
+            int k = (int)(test_rand(&rs) % (uint64_t)nkeys);
             if (test_rand(&rs) % 4 == 0) {
                 st->len[k] = -1;
             } else {
@@ -43,19 +50,20 @@ static uint8_t vbuf[16384];
 int wl_run(wl *w, mote_store *s, int from, int *inflight)
 {
     *inflight = 0;
+    w->last_rc = 0;
     for (int c = from; c < w->ncommits; c++) {
         mote_txn *t;
         uint32_t tree;
         *inflight = 1;
-        if (mote_begin(s, 0, &t))
+        if ((w->last_rc = mote_begin(s, 0, &t)))
             return c;
-        if (mote_kv_tree(t, "wl", MOTE_TREE_CREATE, &tree)) {
+        if ((w->last_rc = mote_kv_tree(t, "wl", MOTE_TREE_CREATE, &tree))) {
             mote_abort(t);
             return c;
         }
         const wl_state *prev = &w->states[c], *next = &w->states[c + 1];
         int rc = 0;
-        for (int k = 0; k < WL_KEYS && !rc; k++) {
+        for (int k = 0; k < w->nkeys && !rc; k++) {
             uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
             if (next->len[k] < 0 ? prev->len[k] < 0
                                  : next->len[k] == prev->len[k] && next->ver[k] == prev->ver[k])
@@ -70,10 +78,11 @@ int wl_run(wl *w, mote_store *s, int from, int *inflight)
         if (rc) {
             if (getenv("MOTE_TEST_VERBOSE"))
                 fprintf(stderr, "commit %d op: %s\n", c, mote_errmsg(s));
+            w->last_rc = rc;
             mote_abort(t);
             return c;
         }
-        if ((rc = mote_commit(t))) {
+        if ((w->last_rc = rc = mote_commit(t))) {
             if (getenv("MOTE_TEST_VERBOSE"))
                 fprintf(stderr, "commit %d: %s\n", c, mote_errmsg(s));
             return c;
@@ -85,13 +94,14 @@ int wl_run(wl *w, mote_store *s, int from, int *inflight)
 
 int wl_matches(mote_store *s, const wl_state *st)
 {
+    int nkeys = st->nkeys;
     mote_txn *t;
     uint32_t tree;
     if (mote_begin(s, MOTE_TXN_RDONLY, &t))
         return 0;
     int rc = mote_kv_tree(t, "wl", 0, &tree), ok = 1;
     if (rc == MOTE_NOTFOUND) {
-        for (int k = 0; k < WL_KEYS; k++)
+        for (int k = 0; k < nkeys; k++)
             ok &= st->len[k] < 0;
         mote_abort(t);
         return ok;
@@ -101,7 +111,7 @@ int wl_matches(mote_store *s, const wl_state *st)
         return 0;
     }
     uint64_t cnt = 0, want = 0;
-    for (int k = 0; k < WL_KEYS && ok; k++) {
+    for (int k = 0; k < nkeys && ok; k++) {
         uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
         mote_val v;
         rc = mote_kv_get(t, tree, key, 2, &v);

@@ -9,9 +9,10 @@
 
 #include "test.h"
 
-#define WL_KEYS 48
+#define WL_KEYS 2048 /* capacity; a workload uses nkeys of them */
 
 typedef struct wl_state {
+    int nkeys;            /* keys of the workload */
     int32_t len[WL_KEYS]; /* -1 = absent */
     uint32_t ver[WL_KEYS];
 } wl_state;
@@ -21,10 +22,14 @@ typedef struct wl {
     int ncommits;
     int max_ops;        /* operations per commit */
     int big;            /* allow overflow values */
+    int nkeys;          /* keys in use (<= WL_KEYS); default 48 */
     wl_state *states;   /* states[i] = after i acknowledged commits */
+    int last_rc;        /* the error that stopped wl_run (0 if none) */
 } wl;
 
 void wl_init(wl *w, uint64_t seed, int ncommits, int max_ops, int big);
+/* The same with a larger key space: deeper trees, splits and merges. */
+void wl_init_keys(wl *w, uint64_t seed, int ncommits, int max_ops, int big, int nkeys);
 void wl_free(wl *w);
 /* Run commits [from, ncommits) on s; returns the number of commits that
  * were acknowledged (mote_commit returned OK) before the first error. */

@@ -1,0 +1,151 @@
+/*
+ * test_fault.c — fault injection. For every call N of a workload, the N-th
+ * file operation fails (EIO, ENOSPC, or a short write), or the N-th memory
+ * allocation fails. Each API call must return a clean error code; after
+ * reopening without faults the store holds the last acknowledged commit or
+ * the one in flight, and passes mote_check.
+ */
+#include <errno.h>
+
+#include "engine.h"
+#include "memio.h"
+#include "workload.h"
+
+static uint8_t *base_img;
+static size_t base_len;
+
+/* A store holding the workload's first 3 commits, as a durable image. */
+static void make_base(wl *w)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    OK(mote_open("/f/s.mote", &o, &s));
+    wl big = *w;
+    big.ncommits = 3;
+    int inflight;
+    CHECK(wl_run(&big, s, 0, &inflight) == 3);
+    OK(mote_close(s));
+    const uint8_t *img = memio_get(&m, "/f/s.mote", &base_len);
+    base_img = malloc(base_len);
+    memcpy(base_img, img, base_len);
+    memio_free(&m);
+}
+
+static void verify_after(memio *m, wl *w, int acked, int inflight, const char *what, long n)
+{
+    m->fail_at = 0;
+    m->crashed = 0;
+    mote_options o = {0, 0, 0, &m->io};
+    mote_store *s;
+    int rc = mote_open("/f/s.mote", &o, &s);
+    if (rc) {
+        fprintf(stderr, "%s at %ld: reopen failed: %s\n", what, n, mote_last_open_error());
+        abort();
+    }
+    int ok = wl_matches(s, &w->states[acked]) ||
+             (inflight && wl_matches(s, &w->states[acked + 1]));
+    if (!ok) {
+        fprintf(stderr, "%s at %ld: state is neither commit %d nor %d\n", what, n,
+                acked, acked + 1);
+        abort();
+    }
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+/* Run open + commits 3.. + close with the n-th op failing. Returns 0 once n
+ * is past the end of the workload. */
+static int run_io_fault(wl *w, long n, int err, int shortw)
+{
+    memio m;
+    memio_init(&m);
+    memio_set(&m, "/f/s.mote", base_img, base_len);
+    m.fail_at = n;
+    m.fail_errno = err;
+    m.fail_short = shortw;
+    mote_options o = {0, 0, 0, &m.io};
+    mote_store *s;
+    int acked = 3, inflight = 0;
+    int rc = mote_open("/f/s.mote", &o, &s);
+    if (rc) {
+        CHECK(rc == MOTE_IO || rc == MOTE_NOSPACE);
+    } else {
+        acked = wl_run(w, s, 3, &inflight);
+        rc = w->last_rc;
+        if (acked < w->ncommits)
+            CHECK(rc == MOTE_IO || rc == MOTE_NOSPACE || rc == MOTE_POISONED);
+        if (err == ENOSPC && rc && rc != MOTE_POISONED)
+            CHECK(rc == MOTE_NOSPACE);
+        OK(mote_close(s));
+    }
+    int more = m.ops >= n;
+    verify_after(&m, w, acked, inflight, shortw ? "short write" : err == EIO ? "EIO" : "ENOSPC", n);
+    memio_free(&m);
+    return more;
+}
+
+TEST(fault_io_every_call)
+{
+    for (uint64_t seed = 11; seed <= 13; seed++) {
+        wl w;
+        if (seed == 13)
+            wl_init_keys(&w, seed, 6, 400, 1, 1200);
+        else
+            wl_init(&w, seed, 7, 30, 1);
+        make_base(&w);
+        long cases = 0;
+        for (int mode = 0; mode < 3; mode++)
+            for (long n = 1; run_io_fault(&w, n, mode == 1 ? ENOSPC : EIO, mode == 2); n++)
+                cases++;
+        printf("seed %llu: %ld fault cases\n", (unsigned long long)seed, cases);
+        free(base_img);
+        wl_free(&w);
+    }
+}
+
+static long alloc_n, alloc_fail_at;
+
+static int fail_nth(size_t sz)
+{
+    (void)sz;
+    return ++alloc_n == alloc_fail_at;
+}
+
+TEST(fault_malloc_every_call)
+{
+    wl w;
+    wl_init_keys(&w, 21, 6, 200, 1, 600);
+    make_base(&w);
+    long n;
+    for (n = 1;; n++) {
+        memio m;
+        memio_init(&m);
+        memio_set(&m, "/f/s.mote", base_img, base_len);
+        alloc_n = 0;
+        alloc_fail_at = n;
+        mote__alloc_hook = fail_nth;
+        mote_options o = {0, 0, 0, &m.io};
+        mote_store *s;
+        int acked = 3, inflight = 0;
+        int rc = mote_open("/f/s.mote", &o, &s);
+        if (rc) {
+            CHECK(rc == MOTE_NOMEM);
+        } else {
+            acked = wl_run(&w, s, 3, &inflight);
+            if (acked < w.ncommits)
+                CHECK(w.last_rc == MOTE_NOMEM);
+            OK(mote_close(s));
+        }
+        mote__alloc_hook = NULL;
+        int more = alloc_n >= n;
+        verify_after(&m, &w, acked, inflight, "malloc failure", n);
+        memio_free(&m);
+        if (!more)
+            break;
+    }
+    printf("%ld allocation failure cases\n", n);
+    free(base_img);
+    wl_free(&w);
+}

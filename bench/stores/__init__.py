@@ -1,0 +1,33 @@
+"""bench.stores: the many-small-stores benchmark (one small store per AI agent).
+
+Run from the repository root with ``python3 -m bench.stores``; see bench/stores/README.md.
+"""
+
+# Engine labels, in the order the tables and charts show them.
+ENGINE_ORDER = [
+    "MoteDB",
+    "ObjectBox (sync every open)",
+    "ObjectBox (cached model)",
+    "ObjectBox (skip model sync)",
+    "SQLite",
+    "Turso Database",
+    "libSQL",
+]
+
+# The metric names of results.json (rows); exactly these.
+METRICS = [
+    "open_query_close_median_ms",
+    "open_query_close_p99_ms",
+    "count_query_median_ms",
+    "memory_per_store_rss_bytes",
+    "memory_per_store_anon_bytes",
+    "create_write_close_median_ms",
+    "space_per_store_bytes",
+]
+
+WORKLOADS = ("small", "large")
+
+# Stores per engine: the seed's sizes (--full) and the quick defaults.
+FULL_STORES = {"small": 100_000, "large": 10_000}
+QUICK_STORES = {"small": 10_000, "large": 1_000}
+SMOKE_STORES = {"small": 20, "large": 5}

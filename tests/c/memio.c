@@ -38,7 +38,7 @@ static memio_file *by_fd(memio *m, int fd)
 
 static void ensure(uint8_t **b, size_t *cap, size_t need)
 {
-    if (need <= *cap)
+    if (need <= *cap && *b)
         return;
     size_t n = *cap ? *cap : 4096;
     while (n < need)
@@ -295,7 +295,8 @@ uint8_t *memio_crash_image(memio *m, const char *path, uint64_t seed, int hostil
         if (f->log[i].off + f->log[i].len > n)
             n = f->log[i].off + f->log[i].len;
     uint8_t *img = calloc(1, n ? n : 1);
-    memcpy(img, f->dur, f->dur_len);
+    if (f->dur_len)
+        memcpy(img, f->dur, f->dur_len);
     uint64_t rs = seed | 1;
     /* mode per image: 0 = every sector a coin flip; 1 = all writes land;
      * 2 = none; 3 = a prefix of the writes lands (in order) */

@@ -1,0 +1,287 @@
+/*
+ * test_model.c — randomized model test: thousands of random operations on
+ * three trees (puts, replaces, deletes, aborted transactions, reopen),
+ * compared after every step with a plain sorted-array model, including
+ * cursors in both directions, seeks, ranks, nth and range counts; then
+ * mote_check. Keys have shared prefixes and random lengths; some values
+ * need overflow pages.
+ */
+#include "test.h"
+
+typedef struct ent {
+    uint8_t k[24];
+    uint32_t klen;
+    uint8_t *v;
+    uint32_t vlen;
+} ent;
+
+typedef struct model {
+    ent *e[3];
+    int n[3], cap[3];
+} model;
+
+static int kcmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+    uint32_t m = al < bl ? al : bl;
+    int r = m ? memcmp(a, b, m) : 0;
+    return r ? r : (al > bl) - (al < bl);
+}
+
+/* index of first entry >= key */
+static int lower(const model *m, int t, const uint8_t *k, uint32_t kl)
+{
+    int lo = 0, hi = m->n[t];
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (kcmp(m->e[t][mid].k, m->e[t][mid].klen, k, kl) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void m_put(model *m, int t, const uint8_t *k, uint32_t kl, const uint8_t *v, uint32_t vl)
+{
+    int i = lower(m, t, k, kl);
+    if (i < m->n[t] && !kcmp(m->e[t][i].k, m->e[t][i].klen, k, kl)) {
+        free(m->e[t][i].v);
+    } else {
+        if (m->n[t] == m->cap[t]) {
+            m->cap[t] = m->cap[t] ? m->cap[t] * 2 : 64;
+            m->e[t] = realloc(m->e[t], (size_t)m->cap[t] * sizeof(ent));
+        }
+        memmove(&m->e[t][i + 1], &m->e[t][i], (size_t)(m->n[t] - i) * sizeof(ent));
+        m->n[t]++;
+        memcpy(m->e[t][i].k, k, kl);
+        m->e[t][i].klen = kl;
+    }
+    m->e[t][i].v = malloc(vl ? vl : 1);
+    memcpy(m->e[t][i].v, v, vl);
+    m->e[t][i].vlen = vl;
+}
+
+static int m_del(model *m, int t, const uint8_t *k, uint32_t kl)
+{
+    int i = lower(m, t, k, kl);
+    if (i >= m->n[t] || kcmp(m->e[t][i].k, m->e[t][i].klen, k, kl))
+        return 0;
+    free(m->e[t][i].v);
+    memmove(&m->e[t][i], &m->e[t][i + 1], (size_t)(m->n[t] - i - 1) * sizeof(ent));
+    m->n[t]--;
+    return 1;
+}
+
+static void m_copy(model *dst, const model *src)
+{
+    for (int t = 0; t < 3; t++) {
+        dst->n[t] = dst->cap[t] = src->n[t];
+        dst->e[t] = malloc((size_t)(src->n[t] + 1) * sizeof(ent));
+        for (int i = 0; i < src->n[t]; i++) {
+            dst->e[t][i] = src->e[t][i];
+            dst->e[t][i].v = malloc(src->e[t][i].vlen + 1);
+            memcpy(dst->e[t][i].v, src->e[t][i].v, src->e[t][i].vlen);
+        }
+    }
+}
+
+static void m_free(model *m)
+{
+    for (int t = 0; t < 3; t++) {
+        for (int i = 0; i < m->n[t]; i++)
+            free(m->e[t][i].v);
+        free(m->e[t]);
+        m->e[t] = NULL;
+        m->n[t] = m->cap[t] = 0;
+    }
+}
+
+static uint32_t rand_key(uint64_t *rs, uint8_t *k)
+{
+    uint32_t kl = (uint32_t)(test_rand(rs) % 24);
+    for (uint32_t i = 0; i < kl; i++)
+        k[i] = (uint8_t)('a' + test_rand(rs) % (i < 3 ? 3 : 26));
+    return kl;
+}
+
+static uint8_t vbuf[40000];
+
+static uint32_t rand_val(uint64_t *rs)
+{
+    uint64_t r = test_rand(rs) % 100;
+    uint32_t vl = r < 3 ? 1500 + (uint32_t)(test_rand(rs) % 30000) : (uint32_t)(test_rand(rs) % 200);
+    uint8_t b = (uint8_t)test_rand(rs);
+    for (uint32_t i = 0; i < vl; i++)
+        vbuf[i] = (uint8_t)(b + i * 13);
+    return vl;
+}
+
+static void compare(mote_txn *t, const uint32_t *trees, const model *m, uint64_t *rs)
+{
+    for (int ti = 0; ti < 3; ti++) {
+        mote_cursor *c;
+        OK(mote_cursor_open(t, trees[ti], &c));
+        int i = 0, rc;
+        for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c), i++) {
+            mote_val k, v;
+            OK(mote_cursor_get(c, &k, &v));
+            CHECK(i < m->n[ti]);
+            const ent *e = &m->e[ti][i];
+            CHECK(k.size == e->klen && !kcmp(k.data, (uint32_t)k.size, e->k, e->klen));
+            CHECK(v.size == e->vlen && (!v.size || !memcmp(v.data, e->v, v.size)));
+        }
+        CHECK_RC(rc, MOTE_NOTFOUND);
+        CHECK(i == m->n[ti]);
+        for (rc = mote_cursor_last(c), i = m->n[ti] - 1; rc == MOTE_OK; rc = mote_cursor_prev(c), i--) {
+            mote_val k;
+            OK(mote_cursor_get(c, &k, NULL));
+            CHECK(i >= 0 && k.size == m->e[ti][i].klen);
+        }
+        CHECK(i == -1);
+        uint64_t cnt;
+        OK(mote_kv_count(t, trees[ti], NULL, 0, NULL, 0, &cnt));
+        CHECK(cnt == (uint64_t)m->n[ti]);
+        for (int q = 0; q < 20; q++) {
+            uint8_t a[24], b[24];
+            uint32_t al = rand_key(rs, a), bl = rand_key(rs, b);
+            int ia = lower(m, ti, a, al), ib = lower(m, ti, b, bl);
+            OK(mote_kv_count(t, trees[ti], a, al, b, bl, &cnt));
+            CHECK(cnt == (uint64_t)(ib > ia ? ib - ia : 0));
+            /* seeks */
+            int mode = (int)(test_rand(rs) % 4), want;
+            int eq = ia < m->n[ti] && !kcmp(m->e[ti][ia].k, m->e[ti][ia].klen, a, al);
+            if (mode == MOTE_SEEK_GE) want = ia;
+            else if (mode == MOTE_SEEK_GT) want = ia + eq;
+            else if (mode == MOTE_SEEK_LE) want = ia + eq - 1;
+            else want = ia - 1;
+            rc = mote_cursor_seek(c, a, al, mode);
+            if (want < 0 || want >= m->n[ti]) {
+                CHECK_RC(rc, MOTE_NOTFOUND);
+            } else {
+                OK(rc);
+                mote_val k;
+                uint64_t r;
+                OK(mote_cursor_get(c, &k, NULL));
+                CHECK(!kcmp(k.data, (uint32_t)k.size, m->e[ti][want].k, m->e[ti][want].klen));
+                OK(mote_cursor_rank(c, &r));
+                CHECK(r == (uint64_t)want);
+            }
+            if (m->n[ti]) {
+                int nth = (int)(test_rand(rs) % (uint64_t)m->n[ti]);
+                mote_val k;
+                OK(mote_cursor_nth(c, (uint64_t)nth));
+                OK(mote_cursor_get(c, &k, NULL));
+                CHECK(!kcmp(k.data, (uint32_t)k.size, m->e[ti][nth].k, m->e[ti][nth].klen));
+            }
+        }
+        mote_cursor_close(c);
+    }
+}
+
+TEST(model_random_ops)
+{
+    const char *path = test_path("model.mote");
+    uint64_t rs = 2024;
+    model m = {0};
+    int rounds = 120 * test_scale();
+    mote_store *s = test_open(path, NULL);
+    uint32_t trees[3];
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "one", MOTE_TREE_CREATE, &trees[0]));
+    OK(mote_kv_tree(t, "two", MOTE_TREE_CREATE, &trees[1]));
+    OK(mote_kv_tree(t, "three", MOTE_TREE_CREATE, &trees[2]));
+    OK(mote_commit(t));
+    long ops = 0;
+    for (int round = 0; round < rounds; round++) {
+        model before = {0};
+        m_copy(&before, &m);
+        int abort_it = test_rand(&rs) % 5 == 0;
+        int nops = 1 + (int)(test_rand(&rs) % 400);
+        OK(mote_begin(s, 0, &t));
+        for (int o = 0; o < nops; o++, ops++) {
+            int ti = (int)(test_rand(&rs) % 3);
+            uint8_t k[24];
+            uint32_t kl = rand_key(&rs, k);
+            uint64_t r = test_rand(&rs) % 10;
+            if (r < 6) {
+                uint32_t vl = rand_val(&rs);
+                OK(mote_kv_put(t, trees[ti], k, kl, vbuf, vl, 0));
+                m_put(&m, ti, k, kl, vbuf, vl);
+            } else if (r < 9 && m.n[ti]) { /* delete an existing key */
+                ent *e = &m.e[ti][test_rand(&rs) % (uint64_t)m.n[ti]];
+                uint8_t dk[24];
+                uint32_t dkl = e->klen;
+                memcpy(dk, e->k, dkl);
+                OK(mote_kv_del(t, trees[ti], dk, dkl));
+                CHECK(m_del(&m, ti, dk, dkl));
+            } else {
+                int had = m_del(&m, ti, k, kl);
+                CHECK_RC(mote_kv_del(t, trees[ti], k, kl), had ? MOTE_OK : MOTE_NOTFOUND);
+            }
+        }
+        compare(t, trees, &m, &rs);
+        if (abort_it) {
+            mote_abort(t);
+            m_free(&m);
+            m = before;
+        } else {
+            OK(mote_commit(t));
+            m_free(&before);
+        }
+        OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+        compare(t, trees, &m, &rs);
+        mote_abort(t);
+        if (test_rand(&rs) % 6 == 0) {
+            OK(mote_close(s));
+            s = test_open(path, NULL);
+        }
+        if (round % 10 == 9)
+            OK(mote_check(s, NULL, NULL));
+    }
+    OK(mote_check(s, NULL, NULL));
+    mote_stat st;
+    OK(mote_store_stat(s, &st));
+    printf("%ld ops, %llu entries, depth %u, %llu pages (%llu free)\n", ops,
+           (unsigned long long)st.entries, st.depth, (unsigned long long)st.pages,
+           (unsigned long long)st.pages_free);
+    OK(mote_close(s));
+    m_free(&m);
+}
+
+TEST(model_cursor_survives_writes)
+{
+    /* a cursor in a write txn keeps walking while its txn changes the tree */
+    mote_store *s = test_open(test_path("cw.mote"), NULL);
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    for (int i = 0; i < 5000; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "%06d", i);
+        OK(mote_kv_put(t, tr, k, 6, "v", 1, 0));
+    }
+    mote_cursor *c;
+    OK(mote_cursor_open(t, tr, &c));
+    int seen = 0;
+    for (int rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote_val k;
+        OK(mote_cursor_get(c, &k, NULL));
+        char key[8] = {0};
+        memcpy(key, k.data, 6);
+        /* delete every visited even key, insert a key behind the cursor */
+        if (atoi(key) % 2 == 0)
+            OK(mote_kv_del(t, tr, key, 6));
+        OK(mote_kv_put(t, tr, "!", 1, "x", 1, 0));
+        seen++;
+    }
+    CHECK(seen == 5000);
+    uint64_t n;
+    OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &n));
+    CHECK(n == 2501);
+    mote_cursor_close(c);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}

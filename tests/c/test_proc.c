@@ -1,0 +1,254 @@
+/*
+ * test_proc.c — tests with threads and processes: snapshot isolation under
+ * a concurrent writer, a kill -9 loop on a real file, and the memory used
+ * by an open tiny store.
+ */
+#include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+/* ---- threads --------------------------------------------------------------- */
+
+#define TK 200
+
+static mote_store *ts;
+static uint32_t ttree;
+static volatile int writer_done;
+static long reads_checked;
+static pthread_mutex_t cnt_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *writer(void *arg)
+{
+    (void)arg;
+    uint8_t val[64];
+    for (uint64_t v = 1; v <= 1500; v++) {
+        mote_txn *t;
+        OK(mote_begin(ts, 0, &t));
+        memset(val, (int)(v & 0xff), sizeof val);
+        memcpy(val, &v, 8);
+        for (int k = 0; k < TK; k++) {
+            if ((k + (int)v) % 3 == 0)
+                continue; /* leave some keys at older versions... */
+            uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
+            OK(mote_kv_put(t, ttree, key, 2, val, sizeof val, 0));
+        }
+        for (int k = 0; k < TK; k++) /* ...then set all: every key = v */
+            if ((k + (int)v) % 3 == 0) {
+                uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
+                OK(mote_kv_put(t, ttree, key, 2, val, sizeof val, 0));
+            }
+        OK(mote_commit(t));
+    }
+    writer_done = 1;
+    return NULL;
+}
+
+static void *reader(void *arg)
+{
+    (void)arg;
+    long checked = 0;
+    uint64_t last = 0;
+    while (!writer_done) {
+        mote_txn *t;
+        OK(mote_begin(ts, MOTE_TXN_RDONLY, &t));
+        uint8_t key0[2] = {0, 0};
+        mote_val v;
+        OK(mote_kv_get(t, ttree, key0, 2, &v));
+        uint64_t ver;
+        memcpy(&ver, v.data, 8);
+        CHECK(ver >= last);
+        last = ver;
+        mote_cursor *c;
+        OK(mote_cursor_open(t, ttree, &c));
+        int n = 0;
+        for (int rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c), n++) {
+            OK(mote_cursor_get(c, NULL, &v));
+            uint64_t x;
+            memcpy(&x, v.data, 8);
+            CHECK(x == ver); /* the whole snapshot is one version */
+        }
+        CHECK(n == TK);
+        mote_cursor_close(c);
+        if (checked % 3 == 0)
+            usleep(200); /* hold some snapshots while the writer commits */
+        mote_abort(t);
+        checked++;
+    }
+    pthread_mutex_lock(&cnt_mu);
+    reads_checked += checked;
+    pthread_mutex_unlock(&cnt_mu);
+    return NULL;
+}
+
+TEST(threads_snapshot_isolation)
+{
+    mote_options o = {MOTE_CREATE | MOTE_NOSYNC, 0, 64, NULL}; /* small cache */
+    ts = test_open(test_path("th.mote"), &o);
+    mote_txn *t;
+    OK(mote_begin(ts, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &ttree));
+    uint8_t val[64] = {0};
+    for (int k = 0; k < TK; k++) {
+        uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
+        OK(mote_kv_put(t, ttree, key, 2, val, sizeof val, 0));
+    }
+    OK(mote_commit(t));
+    pthread_t w, r[3];
+    for (int i = 0; i < 3; i++)
+        pthread_create(&r[i], NULL, reader, NULL);
+    pthread_create(&w, NULL, writer, NULL);
+    pthread_join(w, NULL);
+    for (int i = 0; i < 3; i++)
+        pthread_join(r[i], NULL);
+    printf("%ld snapshots checked against 1500 commits\n", reads_checked);
+    CHECK(reads_checked > 10);
+    OK(mote_check(ts, NULL, NULL));
+    mote_stat st;
+    OK(mote_store_stat(ts, &st));
+    printf("file: %llu pages for %d keys after 1500 commits\n",
+           (unsigned long long)st.pages, TK);
+    CHECK(st.pages < 200); /* pages are reused once no snapshot needs them */
+    OK(mote_close(ts));
+}
+
+/* ---- kill -9 ----------------------------------------------------------------- */
+
+static void child_loop(const char *path, int fd, uint64_t start)
+{
+    uint64_t rs = start * 31 + 7;
+    for (uint64_t i = start;;) {
+        mote_store *s;
+        if (mote_open(path, NULL, &s))
+            _exit(3);
+        for (int j = 0; j < 20; j++, i++) {
+            mote_txn *t;
+            uint32_t tr;
+            if (mote_begin(s, 0, &t) || mote_kv_tree(t, "k", MOTE_TREE_CREATE, &tr))
+                _exit(4);
+            uint8_t junk[300];
+            for (int x = 0; x < 8; x++) { /* churn: splits, frees, reuse */
+                uint32_t key = (uint32_t)(test_rand(&rs) % 3000);
+                memset(junk, (int)i, sizeof junk);
+                if (test_rand(&rs) % 3)
+                    mote_kv_put(t, tr, &key, 4, junk, 50 + test_rand(&rs) % 250, 0);
+                else
+                    mote_kv_del(t, tr, &key, 4);
+            }
+            if (mote_kv_put(t, tr, "counter", 7, &i, 8, 0) || mote_commit(t))
+                _exit(5);
+            if (write(fd, &i, 8) != 8)
+                _exit(6);
+        }
+        mote_close(s);
+    }
+}
+
+TEST(kill9_loop)
+{
+    const char *path = test_path("k.mote");
+    int iters = 200 * test_scale();
+    uint64_t next = 1, rs = 99;
+    for (int it = 0; it < iters; it++) {
+        int fds[2];
+        CHECK(pipe(fds) == 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            child_loop(path, fds[1], next);
+        }
+        close(fds[1]);
+        usleep((useconds_t)(test_rand(&rs) % 20000));
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        CHECK(WIFSIGNALED(st)); /* the child never failed by itself */
+        uint64_t acked = next - 1, x;
+        while (read(fds[0], &x, 8) == 8)
+            acked = x;
+        close(fds[0]);
+        mote_store *s = test_open(path, NULL);
+        mote_txn *t;
+        uint32_t tr;
+        uint64_t have = 0;
+        OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+        int rc = mote_kv_tree(t, "k", 0, &tr);
+        if (rc == MOTE_OK) {
+            mote_val v;
+            OK(mote_kv_get(t, tr, "counter", 7, &v));
+            memcpy(&have, v.data, 8);
+        } else {
+            CHECK_RC(rc, MOTE_NOTFOUND);
+        }
+        mote_abort(t);
+        if (have < acked || have > acked + 1) {
+            fprintf(stderr, "iteration %d: acknowledged %llu, found %llu\n", it,
+                    (unsigned long long)acked, (unsigned long long)have);
+            abort();
+        }
+        if (it % 10 == 0 || it == iters - 1)
+            OK(mote_check(s, NULL, NULL));
+        OK(mote_close(s));
+        next = have + 1;
+    }
+    printf("%d kills, %llu commits acknowledged, none lost\n", iters,
+           (unsigned long long)(next - 1));
+}
+
+/* ---- memory per open tiny store ---------------------------------------------- */
+
+TEST(footprint_memory_per_open_store)
+{
+    enum { N = 1000 };
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur < N + 64) {
+        rl.rlim_cur = rl.rlim_max < N + 64 ? rl.rlim_max : N + 64;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    int n = rl.rlim_cur < N + 64 ? (int)rl.rlim_cur - 64 : N;
+    char name[64];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "s%d.mote", i);
+        mote_options o = {MOTE_CREATE | MOTE_NODIRSYNC | MOTE_NOSYNC, 0, 0, NULL};
+        mote_store *s = test_open(test_path(name), &o);
+        mote_txn *t;
+        uint32_t tr;
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_tree(t, "notes", MOTE_TREE_CREATE, &tr));
+        for (int k = 0; k < 10; k++)
+            OK(mote_kv_put(t, tr, &k, sizeof k, "a short note of an agent", 24, 0));
+        OK(mote_commit(t));
+        OK(mote_close(s));
+    }
+    static mote_store *open_stores[N];
+    struct mallinfo2 before = mallinfo2();
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "s%d.mote", i);
+        open_stores[i] = test_open(test_path(name), NULL);
+        mote_txn *t; /* and query it once */
+        uint32_t tr;
+        uint64_t cnt;
+        OK(mote_begin(open_stores[i], MOTE_TXN_RDONLY, &t));
+        OK(mote_kv_tree(t, "notes", 0, &tr));
+        OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &cnt));
+        CHECK(cnt == 10);
+        mote_abort(t);
+    }
+    struct mallinfo2 after = mallinfo2();
+    size_t per = (after.uordblks - before.uordblks) / (size_t)n;
+    if (getenv("MOTE_TEST_ASAN")) { /* ASan's allocator hides from mallinfo2 */
+        printf("heap per open tiny store: not measurable under ASan\n");
+    } else {
+        printf("heap per open tiny store: %zu bytes (%d stores open)\n", per, n);
+        CHECK(per > 0 && per < 16 * 1024);
+    }
+    for (int i = 0; i < n; i++)
+        OK(mote_close(open_stores[i]));
+}

@@ -10,7 +10,13 @@ MESON  := $(VENV)/bin/meson
 NINJA  := $(VENV)/bin/ninja
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all test build test-c test-asan test-python bench bench-engine clean venv
+.PHONY: all test build test-c test-asan test-fuzz test-python bench bench-engine clean venv
+
+# libFuzzer targets, built with clang (Debian's clang + libclang-rt-14-dev).
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+              -D_GNU_SOURCE -Iinclude -Isrc -Itests/c
+FUZZ_LIB   := $(wildcard src/*.c) tests/c/memio.c
+FUZZ_TIME  ?= 20
 
 all: build
 
@@ -45,7 +51,23 @@ test-python: $(VENV)/.ok
 	    $(VPY) -m pytest -q tests/python; \
 	else echo "no Python tests yet"; fi
 
-test: test-c test-asan test-python
+build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(wildcard src/*.h) tests/c/memio.h
+	@command -v clang >/dev/null || { apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev; }
+	@mkdir -p build-fuzz
+	clang $(FUZZ_FLAGS) $(FUZZ_LIB) $< -lpthread -o $@
+
+# A short run of each fuzzer on a scratch copy of the committed corpus.
+test-fuzz: build-fuzz/fuzz_file build-fuzz/fuzz_api
+	rm -rf build-fuzz/corpus && cp -r tests/fuzz/corpus build-fuzz/corpus
+	@for f in file api; do \
+	    ./build-fuzz/fuzz_$$f -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
+	        -artifact_prefix=build-fuzz/ build-fuzz/corpus/$$f > build-fuzz/fuzz_$$f.log 2>&1 \
+	    || { tail -60 build-fuzz/fuzz_$$f.log; echo "fuzz_$$f FAILED"; exit 1; }; \
+	    echo "fuzz_$$f: $$(grep -E '^Done' build-fuzz/fuzz_$$f.log), no crash"; \
+	done
+
+test: test-c test-asan test-fuzz test-python
 
 bench: bench-engine
 
@@ -53,4 +75,4 @@ bench-engine: $(VENV)/.ok
 	bash bench/engine/run.sh
 
 clean:
-	rm -rf build build-asan build-bench
+	rm -rf build build-asan build-bench build-fuzz

@@ -5,9 +5,20 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/file.h>
 
-#include "test.h"
+
+/* memio's own PRNG, so the shim also links into the fuzzers */
+static uint64_t mrand(uint64_t *st)
+{
+    uint64_t x = *st ? *st : 0x9E3779B97F4A7C15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *st = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
 
 static int op(memio *m)
 {
@@ -300,20 +311,20 @@ uint8_t *memio_crash_image(memio *m, const char *path, uint64_t seed, int hostil
     uint64_t rs = seed | 1;
     /* mode per image: 0 = every sector a coin flip; 1 = all writes land;
      * 2 = none; 3 = a prefix of the writes lands (in order) */
-    int mode = (int)(test_rand(&rs) % 4);
-    size_t prefix = f->nlog ? (size_t)(test_rand(&rs) % (f->nlog + 1)) : 0;
+    int mode = (int)(mrand(&rs) % 4);
+    size_t prefix = f->nlog ? (size_t)(mrand(&rs) % (f->nlog + 1)) : 0;
     size_t len_used = f->dur_len;
     for (size_t i = 0; i < f->nlog; i++) {
         memio_write *w = &f->log[i];
         for (size_t s = 0; s < w->len; s += 512) {
             size_t k = w->len - s < 512 ? w->len - s : 512;
             int apply = mode == 1 || (mode == 3 && i < prefix) ||
-                        (mode == 0 && (test_rand(&rs) & 1));
+                        (mode == 0 && (mrand(&rs) & 1));
             if (apply) {
                 memcpy(img + w->off + s, w->data + s, k);
-            } else if (hostile && mode == 0 && (test_rand(&rs) % 8) == 0) {
+            } else if (hostile && mode == 0 && (mrand(&rs) % 8) == 0) {
                 for (size_t b = 0; b < k; b++)
-                    img[w->off + s + b] = (uint8_t)test_rand(&rs);
+                    img[w->off + s + b] = (uint8_t)mrand(&rs);
             } else {
                 continue;
             }

@@ -1,0 +1,92 @@
+/*
+ * make_corpus.c — writes the fuzzers' seed corpus: store images of several
+ * shapes (tiny, multi-level, overflow values, unclean) for fuzz_file, and a
+ * few op programs for fuzz_api. Usage: make_corpus DIR (creates DIR/file
+ * and DIR/api). The corpus is committed; rerun only when the format changes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "memio.h"
+#include "mote.h"
+
+static void save(const char *dir, const char *name, uint8_t mode, const uint8_t *img,
+                 size_t len)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s-%u", dir, name, mode);
+    FILE *f = fopen(p, "wb");
+    fputc(mode, f);
+    fwrite(img, 1, len, f);
+    fclose(f);
+}
+
+static void store(const char *dir, const char *name, int n, size_t vlen, int clean)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    if (mote_open("/c/s.mote", &o, &s))
+        exit(1);
+    static uint8_t v[20000];
+    for (int round = 0; round < 2; round++) {
+        mote_txn *t;
+        uint32_t tree;
+        mote_begin(s, 0, &t);
+        mote_kv_tree(t, round ? "t" : "notes", MOTE_TREE_CREATE, &tree);
+        for (int i = 0; i < n; i++) {
+            uint32_t k = (uint32_t)i * 2654435761u;
+            memset(v, i, vlen);
+            mote_kv_put(t, tree, &k, 4, v, i % 7 == 0 ? vlen : vlen % 200, 0);
+        }
+        mote_kv_put(t, tree, "k", 1, "v", 1, 0);
+        if (mote_commit(t))
+            exit(2);
+    }
+    size_t len;
+    const uint8_t *img = memio_get(&m, "/c/s.mote", &len);
+    uint8_t *copy = malloc(len);
+    memcpy(copy, img, len);
+    mote_close(s);
+    if (clean)
+        img = memio_get(&m, "/c/s.mote", &len);
+    else
+        img = copy;
+    save(dir, name, 0, img, len);
+    save(dir, name, 1, img, len);
+    free(copy);
+    memio_free(&m);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2)
+        return 2;
+    char d[512];
+    mkdir(argv[1], 0755);
+    snprintf(d, sizeof d, "%s/file", argv[1]);
+    mkdir(d, 0755);
+    store(d, "tiny", 10, 30, 1);
+    store(d, "tiny-unclean", 10, 30, 0);
+    store(d, "levels", 600, 60, 1);
+    store(d, "overflow", 40, 9000, 0);
+    snprintf(d, sizeof d, "%s/api", argv[1]);
+    mkdir(d, 0755);
+    uint64_t rs = 5;
+    for (int f = 0; f < 4; f++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/prog-%d", d, f);
+        FILE *fp = fopen(p, "wb");
+        for (int i = 0; i < 600; i++) {
+            rs ^= rs << 13;
+            rs ^= rs >> 7;
+            rs ^= rs << 17;
+            fputc((int)(rs & 0xff), fp);
+        }
+        fclose(fp);
+    }
+    return 0;
+}

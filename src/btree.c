@@ -747,6 +747,87 @@ int mote__bt_rank(mote_txn *t, const uint8_t *k, size_t kl, uint64_t *rank)
     return MOTE_OK;
 }
 
+/* ---- relocation (for shrinking the file) ----------------------------------- */
+
+/* Rewrite an overflow chain if any of its pages is at or above `cut`. */
+static int reloc_ovf(mote_txn *t, uint8_t *leaf, uint32_t cap, unsigned i, uint32_t cut)
+{
+    cell c;
+    mote__cell(leaf, cap, i, &c);
+    uint8_t ptr[CHILD] = {0};
+    memcpy(ptr, c.val, PTR12);
+    int high = 0;
+    while (ptr_pgno(ptr) && !high) {
+        mpage *pg;
+        int rc = mote__page_get(t, ptr, -1, &pg);
+        if (rc)
+            return rc;
+        high = pg->pgno >= cut;
+        memcpy(ptr, pg->data + NH, PTR12);
+        mote__page_put(t->s, pg);
+    }
+    if (!high)
+        return MOTE_OK;
+    mote_val v;
+    uint8_t nptr[PTR12];
+    int rc = mote__ovf_read(t, c.val, c.vlen, &v);
+    if (!rc)
+        rc = mote__ovf_write(t, v.data, v.size, nptr);
+    if (!rc)
+        rc = mote__ovf_free(t, c.val, c.vlen);
+    if (!rc)
+        memcpy((uint8_t *)c.val, nptr, PTR12);
+    return rc;
+}
+
+/* Move every page at or above `cut` below it: leaves and overflow chains
+ * that lie high are copied (copy-on-write takes the lowest free page);
+ * branches are always copied, so their pointers can change. */
+static int reloc_node(mote_txn *t, uint8_t *n, int is_root, uint32_t cut)
+{
+    uint32_t cap = node_cap(t, is_root);
+    unsigned nk = n_nkeys(n);
+    for (unsigned i = 0; i < nk; i++) {
+        int rc = MOTE_OK;
+        if (n_type(n) == NODE_LEAF) {
+            cell c;
+            mote__cell(n, cap, i, &c);
+            if (c.ovf)
+                rc = reloc_ovf(t, n, cap, i, cut);
+        } else {
+            uint8_t *ptr = branch_ptr(n, i);
+            mpage *child;
+            int level = (int)n_level(n) - 1;
+            if (level > 0 || ptr_pgno(ptr) >= cut)
+                rc = mote__page_write(t, ptr, level, &child);
+            else
+                rc = mote__page_get(t, ptr, level, &child);
+            if (!rc && (level > 0 || child->dirty)) {
+                rc = reloc_node(t, child->data, 0, cut);
+            } else if (!rc) { /* a low leaf: only its overflow chains may move */
+                int has_ovf = 0;
+                for (unsigned j = 0; j < n_nkeys(child->data) && !has_ovf; j++) {
+                    cell c;
+                    mote__cell(child->data, t->s->P, j, &c);
+                    has_ovf = c.ovf;
+                }
+                mote__page_put(t->s, child);
+                if (has_ovf && !(rc = mote__page_write(t, ptr, level, &child)))
+                    rc = reloc_node(t, child->data, 0, cut);
+            }
+        }
+        if (rc)
+            return rc;
+    }
+    return MOTE_OK;
+}
+
+int mote__bt_relocate(mote_txn *t, uint32_t cut)
+{
+    mote__txn_release_held(t);
+    return reloc_node(t, txn_root(t), 1, cut);
+}
+
 /* ---- cursors --------------------------------------------------------------- */
 
 static inline const uint8_t *cur_node(const mote_cursor *c, int d)

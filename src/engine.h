@@ -296,6 +296,8 @@ int mote__bt_get(mote_txn *t, const uint8_t *k, size_t kl, mote_val *v);
 int mote__bt_put(mote_txn *t, const uint8_t *k, size_t kl, const void *v,
                  size_t vl, unsigned flags);
 int mote__bt_del(mote_txn *t, const uint8_t *k, size_t kl);
+/* Copy every page at or above `cut` to a lower free page (write txn). */
+int mote__bt_relocate(mote_txn *t, uint32_t cut);
 /* number of keys < k (k NULL: all keys) */
 int mote__bt_rank(mote_txn *t, const uint8_t *k, size_t kl, uint64_t *rank);
 

@@ -19,6 +19,10 @@
  *   6. Publish: the slot becomes s->cur, dirty pages move into the cache,
  *      pages freed by W become pending (tag W) until no snapshot < W lives.
  *
+ * CLOSE: after writes, a clean-close marker goes (unsynced) into the other
+ * slot. A handle that wrote first shrinks the file if its free tail is large
+ * (a commit with a smaller npages, then ftruncate after its sync).
+ *
  * OPEN: one pread of both slots. The newest valid commit slot is W. If the
  * other slot is a clean-close marker naming W, W is trusted as is; else
  * every page W wrote (pointers with birth == W) is verified and, on any
@@ -37,6 +41,7 @@
 #define GROW_EXACT_BYTES (64u * 1024u)
 #define GROW_MAX_CHUNK (8u * 1024u * 1024u)
 #define WRITE_BATCH 512 /* iovecs per pwritev */
+#define SHRINK_MIN_BYTES (1u << 20)
 
 static const uint8_t zero_page[65536];
 
@@ -798,6 +803,14 @@ static int write_bitmap(mote_txn *t, mpage **bmp_pages)
     uint32_t bpp = bmp_bytes_per_page(s->P);
     uint32_t old_nb = rd32(slot + 40);
     int changed;
+    /* a shrinking commit drops the bitmap pages past its new size */
+    for (uint32_t i = mote__bmp_needed(s->P, t->npages); i < old_nb; i++) {
+        uint8_t *op = slot + SLOT_BMP_OFF + i * PTR12;
+        int rc = mote__page_free(t, ptr_pgno(op), ptr_birth(op));
+        if (rc)
+            return rc;
+        memset(op, 0, PTR12);
+    }
     do {
         changed = 0;
         uint32_t nb = mote__bmp_needed(s->P, t->npages);
@@ -808,7 +821,8 @@ static int write_bitmap(mote_txn *t, mpage **bmp_pages)
                 continue;
             uint32_t off = SLOT_INLINE_BM + i * bpp;
             int differs = i >= old_nb || off + bpp > s->bm_cap ||
-                          memcmp(t->bm + off, s->bm + off, bpp) != 0;
+                          memcmp(t->bm + off, s->bm + off, bpp) != 0 ||
+                          ptr_pgno(slot + SLOT_BMP_OFF + i * PTR12) >= t->npages;
             if (!differs)
                 continue;
             int rc = grow_bytes(&t->bm, &t->bm_cap, off + bpp);
@@ -1374,6 +1388,52 @@ fail:
     return rc;
 }
 
+/*
+ * Lazy shrink: when the file is at least a quarter (and 1 MB) larger than
+ * its live pages need, move the pages that lie above the cut below it,
+ * commit the smaller npages and cut the file after that commit's sync.
+ * Only handles that wrote (their bitmap is loaded) do this, at close.
+ */
+static void shrink_at_close(mote_store *s)
+{
+    if (!s->bm || (s->flags & (MOTE_RDONLY | MOTE_NOSYNC)) || s->poisoned)
+        return;
+    uint32_t np = rd32(s->cur->data + 32), used = 0;
+    for (uint32_t p = 0; p < np; p++)
+        used += bit_get(s->bm, p);
+    /* room below the cut for every page that moves, plus copied branches */
+    uint64_t cut = (uint64_t)used + used / 8 + 64;
+    if (cut >= np || s->file_bytes < (cut << s->page_shift) + SHRINK_MIN_BYTES ||
+        s->file_bytes - (cut << s->page_shift) < s->file_bytes / 4)
+        return;
+    mote_txn *t;
+    if (mote__txn_begin(s, 1, &t))
+        return;
+    if (mote__bt_relocate(t, (uint32_t)cut)) {
+        mote__txn_abort(t);
+        return;
+    }
+    /* the new end: past the last page in use, not counting bitmap pages
+     * (the commit copies those that lie past it to lower pages) */
+    const uint8_t *bmp = t->root->data + SLOT_BMP_OFF;
+    uint32_t last = t->npages, nb = rd32(t->root->data + 40);
+    while (last > 2) {
+        int is_bmp = 0;
+        for (uint32_t i = 0; i < nb && !is_bmp; i++)
+            is_bmp = ptr_pgno(bmp + i * PTR12) == last - 1;
+        if (!is_bmp && bit_get(t->bm, last - 1))
+            break;
+        last--;
+    }
+    t->npages = last;
+    t->changed = 1;
+    if (mote__txn_commit(t))
+        return;
+    uint64_t bytes = (uint64_t)rd32(s->cur->data + 32) << s->page_shift;
+    if (s->io->ftruncate(s->io->ctx, s->fd, bytes) == 0)
+        s->file_bytes = bytes;
+}
+
 int mote_close(mote_store *s)
 {
     if (!s)
@@ -1384,6 +1444,7 @@ int mote_close(mote_store *s)
     if (busy)
         return mote__err(MOTE_BUSY, "store %s: close with transactions still "
                          "open; end them first", s->path);
+    shrink_at_close(s);
     if (!(s->flags & MOTE_RDONLY) && !s->poisoned && s->synced && !s->marker_ok) {
         uint8_t *m = mote__calloc(1, s->P);
         if (m) { /* best effort: without it the next open verifies */

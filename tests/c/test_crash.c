@@ -122,3 +122,70 @@ TEST(crash_randomized)
     }
     printf("%ld crash images checked\n", points);
 }
+
+/* Crash at every op of a close that shrinks the file (relocating pages,
+ * committing the smaller size, truncating): the contents never change. */
+TEST(crash_during_shrink)
+{
+    static uint8_t v[200];
+    long n_ops = 0;
+    for (long k = 0;; k++) {
+        memio m;
+        memio_init(&m);
+        mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+        mote_store *s;
+        OK(mote_open("/c/s.mote", &o, &s));
+        mote_txn *t;
+        uint32_t tr;
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+        for (uint32_t i = 0; i < 20000; i++) {
+            memset(v, (int)i, sizeof v);
+            OK(mote_kv_put(t, tr, &i, 4, v, sizeof v, 0));
+        }
+        OK(mote_commit(t));
+        OK(mote_begin(s, 0, &t));
+        for (uint32_t i = 0; i < 20000; i++)
+            if (i % 400)
+                OK(mote_kv_del(t, tr, &i, 4));
+        OK(mote_commit(t));
+        long base = m.ops;
+        if (k > 0)
+            m.crash_at = base + k;
+        OK(mote_close(s));
+        if (k == 0) {
+            n_ops = m.ops - base;
+            CHECK(n_ops >= 4); /* relocate, commit (write, slot, sync), truncate */
+            memio_free(&m);
+            continue;
+        }
+        for (int img_i = 0; img_i < 4; img_i++) {
+            size_t len;
+            uint8_t *img = memio_crash_image(&m, "/c/s.mote", (uint64_t)(k * 31 + img_i),
+                                             img_i == 3, &len);
+            memio r;
+            memio_init(&r);
+            memio_set(&r, "/c/s.mote", img, len);
+            free(img);
+            mote_options ro = {0, 0, 0, &r.io};
+            OK(mote_open("/c/s.mote", &ro, &s));
+            OK(mote_check(s, NULL, NULL));
+            OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+            uint64_t cnt;
+            OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &cnt));
+            CHECK(cnt == 50);
+            for (uint32_t i = 0; i < 20000; i += 400) {
+                mote_val val;
+                OK(mote_kv_get(t, tr, &i, 4, &val));
+                CHECK(val.size == sizeof v && ((const uint8_t *)val.data)[7] == (uint8_t)i);
+            }
+            mote_abort(t);
+            OK(mote_close(s));
+            memio_free(&r);
+        }
+        memio_free(&m);
+        if (k > n_ops)
+            break;
+    }
+    printf("%ld crash points in a shrinking close\n", n_ops + 1);
+}

@@ -369,3 +369,39 @@ TEST(kv_page_sizes)
         OK(mote_close(s));
     }
 }
+
+TEST(kv_shrink_at_close)
+{
+    const char *p = test_path("shrink.mote");
+    mote_store *s = test_open(p, NULL);
+    mote_txn *t;
+    uint32_t tr;
+    static uint8_t v[300];
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    for (uint32_t i = 0; i < 30000; i++)
+        OK(mote_kv_put(t, tr, &i, 4, v, sizeof v, 0));
+    OK(mote_commit(t));
+    OK(mote_begin(s, 0, &t));
+    for (uint32_t i = 100; i < 30000; i++)
+        OK(mote_kv_del(t, tr, &i, 4));
+    OK(mote_commit(t));
+    mote_stat st;
+    OK(mote_store_stat(s, &st));
+    uint64_t before = st.file_bytes;
+    OK(mote_close(s));
+    struct stat fs;
+    CHECK(stat(p, &fs) == 0);
+    printf("file: %llu bytes before close, %lld after\n", (unsigned long long)before,
+           (long long)fs.st_size);
+    CHECK(before > (8u << 20));
+    CHECK(fs.st_size < (1 << 20));
+    s = test_open(p, NULL);
+    OK(mote_check(s, NULL, NULL));
+    uint64_t n;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &n));
+    CHECK(n == 100);
+    mote_abort(t);
+    OK(mote_close(s));
+}

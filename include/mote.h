@@ -90,7 +90,9 @@ typedef struct mote_options {
     unsigned flags;          /* MOTE_* open flags above */
     unsigned page_size;      /* at creation: power of two 4096..65536; 0 =
                                 4096. Ignored for existing files. */
-    unsigned cache_pages;    /* page cache limit in pages; 0 = 2048 */
+    unsigned cache_pages;    /* page cache limit in pages; 0 = 16384 (64 MB at
+                                4 KB pages). Pages are allocated as they are
+                                read, so small stores use little. */
     const struct mote_io *io;/* I/O shim; NULL = real POSIX I/O */
 } mote_options;
 

@@ -194,6 +194,12 @@ uint64_t mote__node_count(const uint8_t *n)
     return sum;
 }
 
+/*
+ * Structural validation of a node read from disk: type, level, offsets and
+ * lengths inside the node, cell bytes adding up. After it, search code may
+ * trust offsets and lengths. Key order is not checked here (a misordered
+ * node gives wrong answers, never a bad read); mote_check verifies it.
+ */
 int mote__node_validate(const uint8_t *n, uint32_t cap, int level, uint32_t pgno)
 {
     unsigned nk = n_nkeys(n), type = n_type(n);
@@ -207,8 +213,6 @@ int mote__node_validate(const uint8_t *n, uint32_t cap, int level, uint32_t pgno
     if (type == NODE_BRANCH && nk < 1)
         return CORRUPT("page %u: empty branch", pgno);
     uint32_t live = 0;
-    const uint8_t *pk = NULL;
-    uint32_t pkl = 0;
     for (unsigned i = 0; i < nk; i++) {
         cell c;
         int rc = mote__cell(n, cap, i, &c);
@@ -225,14 +229,23 @@ int mote__node_validate(const uint8_t *n, uint32_t cap, int level, uint32_t pgno
         } else if (c.ovf && ptr_pgno(c.val) < 2) {
             return CORRUPT("page %u: overflow pointer to page %u", pgno, ptr_pgno(c.val));
         }
-        if (i > (type == NODE_BRANCH ? 1u : 0u) && keycmp(pk, pkl, c.key, c.klen) >= 0)
-            return CORRUPT("page %u: keys out of order at cell %u", pgno, i);
-        pk = c.key;
-        pkl = c.klen;
     }
     if (live + holes != area)
         return CORRUPT("page %u: cell bytes %u + holes %u != area %u", pgno, live,
                        holes, area);
+    return MOTE_OK;
+}
+
+int mote__node_check_order(const uint8_t *n, uint32_t cap)
+{
+    unsigned first = n_type(n) == NODE_BRANCH ? 1 : 0, nk = n_nkeys(n);
+    for (unsigned i = first + 1; i < nk; i++) {
+        cell a, b;
+        if (mote__cell(n, cap, i - 1, &a) || mote__cell(n, cap, i, &b))
+            return MOTE_CORRUPT;
+        if (keycmp(a.key, a.klen, b.key, b.klen) >= 0)
+            return CORRUPT("keys out of order at cell %u", i);
+    }
     return MOTE_OK;
 }
 
@@ -859,28 +872,29 @@ static int cur_down(mote_cursor *c, int d)
     return MOTE_OK;
 }
 
-static int cur_remember(mote_cursor *c)
+/* Copy the current key into the cursor, so that it can find its place
+ * again after its transaction changes the tree. Called before every write
+ * in the cursor's transaction (not on every step: reads never pay). */
+void mote__cur_save(mote_cursor *c)
 {
-    const uint8_t *n = cur_node(c, c->depth - 1);
+    if (c->depth == 0 || c->saved)
+        return;
     uint32_t kl;
-    const uint8_t *k = leaf_key(n, c->idx[c->depth - 1], &kl);
+    const uint8_t *k = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &kl);
     memcpy(c->key, k, kl);
     c->klen = kl;
-    c->gen = c->t->gen;
-    return MOTE_OK;
+    c->saved = 1;
 }
 
-static int in_bounds(const mote_cursor *c)
-{
-    if (keycmp(c->key, c->klen, c->lo, c->lolen) < 0)
-        return 0;
-    return !c->hilen || keycmp(c->key, c->klen, c->hi, c->hilen) < 0;
-}
-
+/* Positioned on a leaf entry: accept it if it carries the cursor's prefix
+ * (its tree), else unset the cursor. */
 static int cur_finish(mote_cursor *c)
 {
-    cur_remember(c);
-    if (!in_bounds(c)) {
+    uint32_t kl;
+    const uint8_t *k = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &kl);
+    c->gen = c->t->gen;
+    c->saved = 0;
+    if (kl < c->lolen || (c->lolen && memcmp(k, c->lo, c->lolen))) {
         mote__cur_reset(c);
         return MOTE_NOTFOUND;
     }
@@ -986,6 +1000,8 @@ int mote__cur_step(mote_cursor *c, int dir)
     if (c->depth == 0)
         return MOTE_NOTFOUND;
     if (c->gen != c->t->gen) { /* the txn changed the tree: re-find by key */
+        if (!c->saved)
+            return mote__err(MOTE_INVALID, "internal: cursor position lost");
         uint8_t k[MAX_IKEY];
         uint32_t kl = c->klen;
         memcpy(k, c->key, kl);
@@ -1050,13 +1066,17 @@ int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v)
     if (c->depth == 0)
         return MOTE_NOTFOUND;
     if (c->gen != c->t->gen) { /* re-find the current key after changes */
+        if (!c->saved)
+            return mote__err(MOTE_INVALID, "internal: cursor position lost");
         uint8_t key[MAX_IKEY];
         uint32_t kl = c->klen;
         memcpy(key, c->key, kl);
         int rc = mote__cur_seek(c, key, kl, MOTE_SEEK_GE);
         if (rc)
             return rc;
-        if (keycmp(c->key, c->klen, key, kl) != 0)
+        uint32_t nkl;
+        const uint8_t *nk = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &nkl);
+        if (keycmp(nk, nkl, key, kl) != 0)
             return MOTE_NOTFOUND; /* deleted meanwhile; the cursor moved on */
     }
     int d = c->depth - 1;

@@ -129,6 +129,8 @@ static uint64_t check_node(ck *k, const uint8_t *n, uint32_t cap, int depth,
         problem(k, "tree deeper than %d levels", MAX_DEPTH);
         return 0;
     }
+    if (mote__node_check_order(n, cap))
+        problem(k, "%s (level %u)", mote_errmsg(k->s), n_level(n));
     for (unsigned i = 0; i < nk; i++) {
         cell c;
         if (mote__cell(n, cap, i, &c)) {

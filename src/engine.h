@@ -250,8 +250,10 @@ int mote__txn_commit(mote_txn *t);
 void mote__txn_abort(mote_txn *t);
 void mote__txn_release_held(mote_txn *t);
 
-/* Validate a node's structure (not its keys' bounds). 0 or MOTE_CORRUPT. */
+/* Validate a node's structure (not its key order). 0 or MOTE_CORRUPT. */
 int mote__node_validate(const uint8_t *n, uint32_t cap, int level, uint32_t pgno);
+/* Keys strictly ascending within the node (mote_check). */
+int mote__node_check_order(const uint8_t *n, uint32_t cap);
 int mote__slot_valid(const uint8_t *slot, uint32_t P, int index);
 /* The number of bitmap pages needed for npages pages. */
 uint32_t mote__bmp_needed(uint32_t P, uint32_t npages);
@@ -301,7 +303,9 @@ int mote__bt_relocate(mote_txn *t, uint32_t cut);
 /* number of keys < k (k NULL: all keys) */
 int mote__bt_rank(mote_txn *t, const uint8_t *k, size_t kl, uint64_t *rank);
 
-/* Cursor over the whole internal keyspace, restricted to [lo, hi). */
+/* Cursor over the whole internal keyspace, restricted to the keys that
+ * start with lo (one tree: lo = its prefix, hi = the next tree's prefix;
+ * lolen = hilen = 0: everything). */
 struct mote_cursor {
     mote_txn *t;
     uint32_t tree;
@@ -312,14 +316,16 @@ struct mote_cursor {
     int dirty[MAX_DEPTH];  /* pg[d] was a dirty page when loaded */
     unsigned idx[MAX_DEPTH];
     uint64_t gen;          /* txn gen when positioned */
-    uint8_t key[MAX_IKEY];
+    uint8_t key[MAX_IKEY]; /* the current key, once saved */
     uint32_t klen;
+    int saved;
     struct mote_cursor *next_in_txn;
 };
 int mote__cur_seek(mote_cursor *c, const uint8_t *k, size_t kl, int mode);
 int mote__cur_step(mote_cursor *c, int dir);
 int mote__cur_select(mote_cursor *c, uint64_t n); /* n-th key of keyspace */
 void mote__cur_reset(mote_cursor *c);
+void mote__cur_save(mote_cursor *c);
 int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v);
 
 /* ---- kv.c ------------------------------------------------------------- */

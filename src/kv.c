@@ -35,6 +35,9 @@ static int check_txn(mote_txn *t, int write)
                          "failed (%s); abort it", mote_strerror(t->failed));
     if (write && !t->write)
         return mote__err(MOTE_READONLY, "write in a read-only transaction");
+    if (write) /* cursors remember their keys before the tree changes */
+        for (mote_cursor *c = t->cursors; c; c = c->next_in_txn)
+            mote__cur_save(c);
     return MOTE_OK;
 }
 
@@ -190,6 +193,7 @@ int mote_kv_drop(mote_txn *t, const char *name)
     /* delete from the first key of the tree until none is left */
     while ((rc = mote__cur_seek(&c, lo, ll, MOTE_SEEK_GE)) == MOTE_OK) {
         uint8_t k[MAX_IKEY];
+        mote__cur_save(&c);
         uint32_t kl = c.klen;
         memcpy(k, c.key, kl);
         mote__cur_reset(&c);
@@ -382,8 +386,10 @@ int mote_cursor_rank(mote_cursor *c, uint64_t *rank)
         rc = MOTE_NOTFOUND;
     if (!rc)
         rc = mote__bt_rank(c->t, c->lo, c->lolen, &base);
-    if (!rc)
+    if (!rc) {
+        mote__cur_save(c);
         rc = mote__bt_rank(c->t, c->key, c->klen, &r);
+    }
     if (rc)
         return rc;
     *rank = r - base;

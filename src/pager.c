@@ -1324,7 +1324,7 @@ int mote_open(const char *path, const mote_options *opts, mote_store **out)
     s->io = opts && opts->io ? opts->io : &mote_io_posix;
     s->flags = flags;
     s->fd = -1;
-    s->cache_limit = opts && opts->cache_pages ? opts->cache_pages : 2048;
+    s->cache_limit = opts && opts->cache_pages ? opts->cache_pages : 16384;
     s->lru.lnext = s->lru.lprev = &s->lru;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->wmu, NULL);

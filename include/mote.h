@@ -22,8 +22,8 @@
  * must not be used by two threads at once.
  *
  * Layers: this header exposes the ordered key/value engine ("kv": named trees
- * of byte keys and values in one file). The object layer (entities, records,
- * indexes, queries) builds on it and will be added to this header.
+ * of byte keys and values in one file) and, built on it, the object layer
+ * (entities, records, ids, indexes, queries).
  */
 #ifndef MOTE_H
 #define MOTE_H
@@ -56,7 +56,11 @@ enum {
     MOTE_TOOBIG = 11,   /* key or value larger than the limits below */
     MOTE_FORMAT = 12,   /* not a MoteDB file, or a newer format version */
     MOTE_BUSY = 13,     /* the operation conflicts with open transactions */
-    MOTE_FULL = 14      /* a format limit was reached (pages, trees) */
+    MOTE_FULL = 14,     /* a format limit was reached (pages, trees) */
+    MOTE_SCHEMA = 15,   /* incompatible schema change; mote_errmsg says what */
+    MOTE_UNIQUE = 16,   /* a unique index already holds the value */
+    MOTE_RANGE = 17,    /* value out of range for its property's type */
+    MOTE_TYPE = 18      /* value of the wrong kind for its property */
 };
 
 /* Name of a result code, e.g. "MOTE_CORRUPT: file is damaged". Static. */
@@ -238,6 +242,191 @@ int mote_cursor_nth(mote_cursor *cur, uint64_t n);
 int mote_cursor_rank(mote_cursor *cur, uint64_t *rank);
 /* The current entry; either pointer may be NULL. */
 int mote_cursor_get(mote_cursor *cur, mote_val *key, mote_val *val);
+
+/* ---- Object layer: entities ------------------------------------------------
+ *
+ * An entity is a named type of object with typed properties. Its schema is
+ * stored in the store; opening an entity with an unchanged definition costs
+ * one catalog lookup and a hash compare (no "model sync"). Objects have
+ * uint64 ids from 1; an entity's objects live in their own tree, each
+ * indexed property in another. Tree names starting with '@' are reserved
+ * for the object layer.
+ */
+
+typedef struct mote_entity mote_entity;
+typedef struct mote_query mote_query;
+
+/* Property types */
+enum {
+    MOTE_T_BOOL = 1,
+    MOTE_T_INT8 = 2,
+    MOTE_T_INT16 = 3,
+    MOTE_T_INT32 = 4,
+    MOTE_T_INT64 = 5,
+    MOTE_T_FLOAT32 = 6,
+    MOTE_T_FLOAT64 = 7,
+    MOTE_T_STRING = 8,    /* UTF-8 text (not checked), may contain NUL */
+    MOTE_T_BYTES = 9,
+    MOTE_T_TIMESTAMP = 10,/* int64 nanoseconds since 1970-01-01 UTC */
+    MOTE_T_DATE = 11,     /* int32 days since 1970-01-01 */
+    MOTE_T_DECIMAL = 12,  /* exact decimal as canonical text, e.g. "-12.50" */
+    MOTE_T_JSON = 13,     /* JSON text */
+    MOTE_T_VECTOR = 14    /* float32 array of the property's dimension */
+};
+
+/* Property flags */
+#define MOTE_P_NULLABLE 0x1u /* may hold NULL */
+#define MOTE_P_INDEXED 0x2u  /* value index: fast eq/range/order queries */
+#define MOTE_P_UNIQUE 0x4u   /* unique value index (implies indexed) */
+
+typedef struct mote_prop_def {
+    const char *name;         /* 1..200 bytes */
+    int type;                 /* MOTE_T_* */
+    unsigned flags;           /* MOTE_P_* */
+    unsigned dim;             /* MOTE_T_VECTOR: number of floats */
+    const char *renamed_from; /* keeps the data of a property of this old
+                                 name; NULL if none */
+} mote_prop_def;
+
+/*
+ * Open (and create or evolve) the entity `name` with the given properties
+ * inside write transaction `txn`, or read it in a read transaction (which
+ * fails with MOTE_SCHEMA if the stored definition differs).
+ *
+ * Evolution: properties added later read as NULL (nullable) or zero/empty;
+ * removed properties are ignored on read; `renamed_from` keeps data across
+ * a rename; changing the type of a stored property, or adding MOTE_P_UNIQUE
+ * over duplicate values, fails with MOTE_SCHEMA and a message naming the
+ * property. Indexes added later are built from the existing objects.
+ *
+ * The handle belongs to the store and stays valid until mote_close; the
+ * property order of `props` is the order used by mote_value arrays.
+ */
+int mote_entity_open(mote_txn *txn, const char *name, const mote_prop_def *props,
+                     unsigned nprops, mote_entity **out);
+
+/* Number of properties, and the index of a property by name (-1 if none). */
+unsigned mote_entity_nprops(const mote_entity *e);
+int mote_entity_prop(const mote_entity *e, const char *name);
+
+/* ---- Object layer: values and records ------------------------------------ */
+
+/* One property value. For strings, bytes, decimals, JSON and vectors, `s`
+ * points at the bytes (vectors: dim little-endian float32s). */
+typedef struct mote_value {
+    int null;   /* 1 = NULL */
+    union {
+        int64_t i;  /* bool, ints, timestamp, date */
+        double f;   /* float32, float64 */
+        struct {
+            const void *p;
+            size_t n;
+        } s;
+    } v;
+} mote_value;
+
+/* A stored object, as returned by reads; valid like a mote_val. */
+typedef struct mote_record {
+    const mote_entity *e;
+    const uint8_t *data;
+    size_t size;
+    uint64_t id;
+} mote_record;
+
+/* Value of property `prop` (index in the entity's definition) of a record.
+ * A property the record predates reads as NULL if nullable, else zero or
+ * empty; `*absent` (may be NULL) is set to 1 in that case. */
+int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *absent);
+
+/* ---- Object layer: operations --------------------------------------------- */
+
+/* Put modes */
+#define MOTE_PUT_UPSERT 0  /* insert (id 0 or unknown id) or update */
+#define MOTE_PUT_INSERT 1  /* MOTE_EXISTS if the id exists */
+#define MOTE_PUT_UPDATE 2  /* MOTE_NOTFOUND if the id does not exist */
+
+/*
+ * Put one object: `vals` has one value per property, in definition order.
+ * id 0 assigns the next id (*out_id receives it; may be NULL). Values are
+ * checked against their types first (MOTE_RANGE: an int16 given 40000;
+ * MOTE_TYPE: NULL in a non-nullable property, a vector of the wrong size);
+ * a unique index violation gives MOTE_UNIQUE. On any error nothing is
+ * written.
+ */
+int mote_put(mote_txn *txn, mote_entity *e, uint64_t id, const mote_value *vals,
+             unsigned mode, uint64_t *out_id);
+
+/*
+ * Put n objects; vals holds n * nprops values, object after object. Ids 0
+ * get a contiguous block of new ids, written to ids_out[i] (ids[i] in,
+ * may be NULL for all-new). Stops at the first error (the transaction then
+ * holds the objects before it; abort to discard them).
+ */
+int mote_put_many(mote_txn *txn, mote_entity *e, size_t n, const uint64_t *ids,
+                  const mote_value *vals, unsigned mode, uint64_t *ids_out,
+                  size_t *done);
+
+/* Set the given properties of an existing object, keeping the others. */
+int mote_update(mote_txn *txn, mote_entity *e, uint64_t id, const unsigned *props,
+                const mote_value *vals, unsigned n);
+
+/* Read one object; MOTE_NOTFOUND if absent. */
+int mote_get(mote_txn *txn, mote_entity *e, uint64_t id, mote_record *out);
+
+/* Remove one object with its index entries; MOTE_NOTFOUND if absent. */
+int mote_remove(mote_txn *txn, mote_entity *e, uint64_t id);
+/* Remove every object of the entity; *removed may be NULL. */
+int mote_remove_all(mote_txn *txn, mote_entity *e, uint64_t *removed);
+/* Number of objects, O(log n). */
+int mote_count(mote_txn *txn, mote_entity *e, uint64_t *count);
+
+/* Iterate all objects in id order: fn returns 0 to go on, non-zero to stop
+ * (that value is returned). */
+typedef int (*mote_record_fn)(void *ctx, const mote_record *rec);
+int mote_scan(mote_txn *txn, mote_entity *e, mote_record_fn fn, void *ctx);
+
+/* ---- Object layer: queries ------------------------------------------------- */
+
+/* Condition operators */
+enum {
+    MOTE_EQ = 1, MOTE_NE, MOTE_LT, MOTE_LE, MOTE_GT, MOTE_GE,
+    MOTE_BETWEEN,     /* two values: lo <= x <= hi */
+    MOTE_IN, MOTE_NOT_IN,
+    MOTE_IS_NULL, MOTE_NOT_NULL,
+    MOTE_STARTS_WITH, MOTE_ENDS_WITH, MOTE_CONTAINS
+};
+#define MOTE_Q_NOCASE 0x1u  /* strings: case-insensitive (ASCII + Latin-1) */
+#define MOTE_Q_DESC 0x1u    /* order: descending */
+#define MOTE_Q_NULLS_LAST 0x2u /* order: NULLs after the values (default:
+                                  before), in either direction */
+
+/*
+ * A query is built once and run many times. Conditions are nodes: leaves
+ * compare a property; mote_query_and/or combine nodes; mote_query_where
+ * sets the root (no root: all objects). Values are copied. Node ids are
+ * small ints >= 0. mote_query_set changes a leaf's value(s) for re-runs.
+ */
+int mote_query_new(mote_entity *e, mote_query **out);
+void mote_query_free(mote_query *q);
+int mote_query_cond(mote_query *q, unsigned prop, int op, const mote_value *vals,
+                    size_t nvals, unsigned flags, int *node);
+int mote_query_and(mote_query *q, const int *nodes, size_t n, int *node);
+int mote_query_or(mote_query *q, const int *nodes, size_t n, int *node);
+int mote_query_where(mote_query *q, int node);
+int mote_query_set(mote_query *q, int node, const mote_value *vals, size_t nvals);
+/* Order by properties, in the order of calls; ties by id. */
+int mote_query_order(mote_query *q, unsigned prop, unsigned flags);
+int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit); /* 0 = none */
+
+int mote_query_find(mote_txn *txn, mote_query *q, mote_record_fn fn, void *ctx);
+/* Ids of the matches into a malloc'd array (free with mote_free). */
+int mote_query_ids(mote_txn *txn, mote_query *q, uint64_t **ids, size_t *n);
+int mote_query_count(mote_txn *txn, mote_query *q, uint64_t *count);
+int mote_query_remove(mote_txn *txn, mote_query *q, uint64_t *removed);
+/* How the query runs, e.g. "index level eq" or "scan" (static string). */
+const char *mote_query_plan(mote_txn *txn, mote_query *q);
+
+void mote_free(void *p);
 
 /* ---- Maintenance --------------------------------------------------------- */
 

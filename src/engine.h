@@ -195,6 +195,7 @@ struct mote_store {
 
     reader *readers;
     struct mote_store *reg_next; /* process-wide registry of open files */
+    struct mote_entity *entities; /* object layer handles (object.h) */
 };
 
 struct mote_txn {
@@ -209,6 +210,9 @@ struct mote_txn {
     uint8_t *vbuf;       /* assembled overflow values */
     size_t vbuf_cap;
     mote_cursor *cursors; /* open cursors, detached when the txn ends */
+    struct mote_entity *new_entities; /* created/evolved here (object.h) */
+    uint8_t *obuf, *oldbuf; /* object layer: encoded record, old record copy */
+    size_t obuf_cap, oldbuf_cap;
 
     /* writer state */
     uint8_t *bm;         /* working bitmap (copy of s->bm) */

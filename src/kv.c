@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "engine.h"
+#include "object.h"
 
 unsigned mote__tree_prefix(uint32_t tree, uint8_t *out)
 {
@@ -107,10 +108,19 @@ int mote_commit(mote_txn *t)
     detach_cursors(t);
     if (t->failed) {
         int rc = mote__err(t->failed, "commit of a failed transaction: rolled back");
+        mote__entities_settle(t, 0);
         mote__txn_abort(t);
         return rc;
     }
-    return mote__txn_commit(t);
+    mote_txn *keep = t; /* settled after the txn is freed: only its list is used */
+    struct mote_entity *ents = t->new_entities;
+    t->new_entities = NULL;
+    int rc = mote__txn_commit(keep);
+    mote_txn fake;
+    memset(&fake, 0, sizeof fake);
+    fake.new_entities = ents;
+    mote__entities_settle(&fake, rc == MOTE_OK);
+    return rc;
 }
 
 void mote_abort(mote_txn *t)
@@ -118,6 +128,7 @@ void mote_abort(mote_txn *t)
     if (!t)
         return;
     detach_cursors(t);
+    mote__entities_settle(t, 0);
     mote__txn_abort(t);
 }
 

@@ -37,6 +37,7 @@
 
 #include "checksum.h"
 #include "engine.h"
+#include "object.h"
 
 #define GROW_EXACT_BYTES (64u * 1024u)
 #define GROW_MAX_CHUNK (8u * 1024u * 1024u)
@@ -763,6 +764,8 @@ static void txn_free(mote_txn *t)
     mote__free(t->freed);
     mote__free(t->scratch);
     mote__free(t->vbuf);
+    mote__free(t->obuf);
+    mote__free(t->oldbuf);
     if (t->write)
         pthread_mutex_unlock(&s->wmu);
     mote__free(t);
@@ -1091,6 +1094,7 @@ static void registry_remove(mote_store *s)
 
 static void store_free(mote_store *s)
 {
+    mote__entities_free(s);
     if (s->cur)
         snap_unref(s->cur);
     for (uint32_t i = 0; s->hash && i <= s->hash_mask; i++)

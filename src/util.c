@@ -35,6 +35,8 @@ void *mote__realloc(void *p, size_t n)
 
 void mote__free(void *p) { free(p); }
 
+void mote_free(void *p) { free(p); }
+
 int mote__err(int rc, const char *fmt, ...)
 {
     va_list ap;
@@ -92,6 +94,10 @@ const char *mote_strerror(int rc)
     case MOTE_FORMAT: return "MOTE_FORMAT: not a MoteDB file or unsupported version";
     case MOTE_BUSY: return "MOTE_BUSY: conflicts with open transactions or handles";
     case MOTE_FULL: return "MOTE_FULL: a format limit was reached";
+    case MOTE_SCHEMA: return "MOTE_SCHEMA: incompatible schema";
+    case MOTE_UNIQUE: return "MOTE_UNIQUE: unique constraint violated";
+    case MOTE_RANGE: return "MOTE_RANGE: value out of range";
+    case MOTE_TYPE: return "MOTE_TYPE: value of the wrong type";
     default: return "unknown MoteDB result code";
     }
 }

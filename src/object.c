@@ -1,0 +1,521 @@
+/*
+ * object.c — object operations: put (insert/update/upsert, one or many),
+ * partial update, get, remove, count, scan; ids; index maintenance.
+ *
+ * Ids: the next id is one more than both the highest id in the object tree
+ * and the last id handed out (kept in "@seq", so ids of removed objects are
+ * not reused). A put first checks every value and every unique index, then
+ * writes: a failed put writes nothing.
+ */
+#include <stdlib.h>
+
+#include "object.h"
+
+int mote__entity_usable(const mote_entity *e, const mote_txn *t)
+{
+    if (e->dead)
+        return mote__err(MOTE_SCHEMA, "entity %s: the transaction that created or "
+                         "changed it was rolled back; open it again", e->name);
+    if (e->pending_txn && e->pending_txn != t)
+        return mote__err(MOTE_SCHEMA, "entity %s: its creation or change is not "
+                         "committed yet", e->name);
+    return MOTE_OK;
+}
+
+void mote__entities_settle(mote_txn *t, int committed)
+{
+    for (mote_entity *e = t->new_entities; e; e = e->pending_next) {
+        e->pending_txn = NULL;
+        if (!committed)
+            e->dead = 1;
+    }
+    t->new_entities = NULL;
+}
+
+static int check(mote_txn *t, mote_entity *e, int write)
+{
+    if (!t || !e)
+        return mote__err(MOTE_INVALID, "transaction or entity is NULL");
+    if (e->s != t->s)
+        return mote__err(MOTE_INVALID, "entity %s belongs to another store", e->name);
+    if (write && !t->write)
+        return mote__err(MOTE_READONLY, "write in a read-only transaction");
+    return mote__entity_usable(e, t);
+}
+
+int mote__obj_tree_key(uint64_t id, uint8_t *k)
+{
+    for (int i = 7; i >= 0; i--) {
+        k[i] = (uint8_t)id;
+        id >>= 8;
+    }
+    return 8;
+}
+
+static uint64_t key_id(const uint8_t *k)
+{
+    uint64_t id = 0;
+    for (int i = 0; i < 8; i++)
+        id = id << 8 | k[i];
+    return id;
+}
+
+/* ---- scratch buffers of the write transaction ------------------------------- */
+
+static int grow(uint8_t **b, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return MOTE_OK;
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    uint8_t *nb = mote__realloc(*b, n);
+    if (!nb)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    *b = nb;
+    *cap = n;
+    return MOTE_OK;
+}
+
+/* ---- ids ------------------------------------------------------------------------ */
+
+static int read_seq(mote_txn *t, mote_entity *e, uint64_t *seq)
+{
+    uint8_t k[4] = {(uint8_t)(e->eid >> 24), (uint8_t)(e->eid >> 16), (uint8_t)(e->eid >> 8),
+                    (uint8_t)e->eid};
+    mote_val v;
+    *seq = 0;
+    if (!e->seq_tree)
+        return MOTE_OK;
+    int rc = mote_kv_get(t, e->seq_tree, k, 4, &v);
+    if (rc == MOTE_OK && v.size == 8)
+        *seq = rd64(v.data);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+static int write_seq(mote_txn *t, mote_entity *e, uint64_t seq)
+{
+    uint8_t k[4] = {(uint8_t)(e->eid >> 24), (uint8_t)(e->eid >> 16), (uint8_t)(e->eid >> 8),
+                    (uint8_t)e->eid};
+    uint8_t v[8];
+    wr64(v, seq);
+    return mote_kv_put(t, e->seq_tree, k, 4, v, 8, 0);
+}
+
+/* The highest id in use or handed out. */
+static int last_id(mote_txn *t, mote_entity *e, uint64_t *last)
+{
+    uint64_t seq;
+    int rc = read_seq(t, e, &seq);
+    if (rc)
+        return rc;
+    mote_cursor *c;
+    if ((rc = mote_cursor_open(t, e->eid, &c)))
+        return rc;
+    rc = mote_cursor_last(c);
+    uint64_t top = 0;
+    if (rc == MOTE_OK) {
+        mote_val k;
+        if (!(rc = mote_cursor_get(c, &k, NULL)))
+            top = k.size == 8 ? key_id(k.data) : 0;
+    }
+    mote_cursor_close(c);
+    if (rc && rc != MOTE_NOTFOUND)
+        return rc;
+    *last = seq > top ? seq : top;
+    return MOTE_OK;
+}
+
+/* ---- index entries --------------------------------------------------------------- */
+
+static size_t index_key(const mprop *p, const mote_value *v, uint64_t id, uint8_t *key)
+{
+    int cut;
+    size_t n = mote__index_enc(p->type, v, key, &cut);
+    if (!(p->flags & MOTE_P_UNIQUE) || v->null)
+        n += (size_t)mote__obj_tree_key(id, key + n);
+    return n;
+}
+
+/* MOTE_UNIQUE if another object holds v in p's unique index. */
+static int unique_check(mote_txn *t, const mote_entity *e, const mprop *p,
+                        const mote_value *v, uint64_t id)
+{
+    if (!(p->flags & MOTE_P_UNIQUE) || v->null)
+        return MOTE_OK;
+    uint8_t key[IDX_MAX_VALUE + 16];
+    size_t kl = index_key(p, v, id, key);
+    mote_val got;
+    int rc = mote_kv_get(t, p->index_tree, key, kl, &got);
+    if (rc == MOTE_NOTFOUND)
+        return MOTE_OK;
+    if (rc)
+        return rc;
+    if (got.size == 8 && rd64(got.data) == id)
+        return MOTE_OK;
+    return mote__err(MOTE_UNIQUE, "%s.%s: another object (id %llu) has this value",
+                     e->name, p->name,
+                     got.size == 8 ? (unsigned long long)rd64(got.data) : 0ull);
+}
+
+int mote__index_add(mote_txn *t, const mote_entity *e, const mprop *p, const mote_value *v,
+                    uint64_t id)
+{
+    int rc = unique_check(t, e, p, v, id);
+    if (rc)
+        return rc;
+    uint8_t key[IDX_MAX_VALUE + 16], idv[8];
+    size_t kl = index_key(p, v, id, key);
+    wr64(idv, id);
+    if ((p->flags & MOTE_P_UNIQUE) && !v->null)
+        return mote_kv_put(t, p->index_tree, key, kl, idv, 8, 0);
+    return mote_kv_put(t, p->index_tree, key, kl, "", 0, 0);
+}
+
+static int index_del(mote_txn *t, const mprop *p, const mote_value *v, uint64_t id)
+{
+    uint8_t key[IDX_MAX_VALUE + 16];
+    size_t kl = index_key(p, v, id, key);
+    int rc = mote_kv_del(t, p->index_tree, key, kl);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+static int same_value(int type, const mote_value *a, const mote_value *b)
+{
+    if (a->null || b->null)
+        return a->null == b->null;
+    if (type_is_var(type))
+        return a->v.s.n == b->v.s.n && (!a->v.s.n || !memcmp(a->v.s.p, b->v.s.p, a->v.s.n));
+    return mote__value_cmp(type, a, b) == 0;
+}
+
+/* ---- put ------------------------------------------------------------------------ */
+
+static int decode_all(const mote_entity *e, const uint8_t *rec, size_t len, uint64_t id,
+                      mote_value *vals)
+{
+    mote_record r = {e, rec, len, id};
+    int rc = mote__record_check(e, rec, len);
+    for (unsigned i = 0; !rc && i < e->nprops; i++)
+        rc = mote_record_get(&r, i, &vals[i], NULL);
+    return rc;
+}
+
+/* Put one object whose id is known (old: its current record, or NULL). */
+static int put_one(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
+                   const uint8_t *old, size_t oldlen)
+{
+    unsigned np = e->nprops;
+    mote_value stackv[16], *ov = NULL;
+    int rc = MOTE_OK;
+    if (old) {
+        ov = np <= 16 ? stackv : mote__malloc(np * sizeof *ov);
+        if (!ov)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        rc = decode_all(e, old, oldlen, id, ov);
+    }
+    for (unsigned i = 0; !rc && i < np; i++)
+        if (e->props[i].index_tree && !(ov && same_value(e->props[i].type, &ov[i], &vals[i])))
+            rc = unique_check(t, e, &e->props[i], &vals[i], id);
+    size_t len = 0;
+    if (!rc)
+        rc = mote__record_encode(e, vals, &t->obuf, &t->obuf_cap, &len);
+    /* checks done: from here on, writes */
+    uint8_t k[8];
+    mote__obj_tree_key(id, k);
+    if (!rc)
+        rc = mote_kv_put(t, e->eid, k, 8, t->obuf, len, 0);
+    for (unsigned i = 0; !rc && i < np; i++) {
+        const mprop *p = &e->props[i];
+        if (!p->index_tree || (ov && same_value(p->type, &ov[i], &vals[i])))
+            continue;
+        if (ov)
+            rc = index_del(t, p, &ov[i], id);
+        if (!rc)
+            rc = mote__index_add(t, e, p, &vals[i], id);
+    }
+    if (ov && ov != stackv)
+        mote__free(ov);
+    return rc;
+}
+
+/* Copy the current record of id into t->oldbuf; MOTE_NOTFOUND if none. */
+static int load_old(mote_txn *t, mote_entity *e, uint64_t id, size_t *len)
+{
+    uint8_t k[8];
+    mote_val v;
+    mote__obj_tree_key(id, k);
+    int rc = mote_kv_get(t, e->eid, k, 8, &v);
+    if (rc)
+        return rc;
+    if ((rc = grow(&t->oldbuf, &t->oldbuf_cap, v.size + 1)))
+        return rc;
+    memcpy(t->oldbuf, v.data, v.size);
+    *len = v.size;
+    return MOTE_OK;
+}
+
+static int check_values(const mote_entity *e, const mote_value *vals)
+{
+    if (!vals && e->nprops)
+        return mote__err(MOTE_INVALID, "%s: values are NULL", e->name);
+    for (unsigned i = 0; i < e->nprops; i++) {
+        int rc = mote__value_check(&e->props[i], &vals[i], e->name);
+        if (rc)
+            return rc;
+    }
+    return MOTE_OK;
+}
+
+static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
+                       unsigned mode, uint64_t *seq)
+{
+    size_t oldlen = 0;
+    int rc = load_old(t, e, id, &oldlen);
+    if (rc && rc != MOTE_NOTFOUND)
+        return rc;
+    int exists = rc == MOTE_OK;
+    if (mode == MOTE_PUT_INSERT && exists)
+        return mote__err(MOTE_EXISTS, "%s: object %llu already exists", e->name,
+                         (unsigned long long)id);
+    if (mode == MOTE_PUT_UPDATE && !exists)
+        return mote__err(MOTE_NOTFOUND, "%s: no object with id %llu to update", e->name,
+                         (unsigned long long)id);
+    rc = put_one(t, e, id, vals, exists ? t->oldbuf : NULL, oldlen);
+    if (!rc && !exists && id > *seq) { /* ids above the sequence are not reused */
+        *seq = id;
+        rc = write_seq(t, e, id);
+    }
+    return rc;
+}
+
+static int write_result(mote_txn *t, int rc)
+{
+    if (rc && rc != MOTE_NOTFOUND && rc != MOTE_EXISTS && rc != MOTE_UNIQUE &&
+        rc != MOTE_RANGE && rc != MOTE_TYPE && rc != MOTE_TOOBIG && rc != MOTE_INVALID &&
+        !t->failed)
+        t->failed = rc; /* may have left the tree half changed */
+    return rc;
+}
+
+int mote_put(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
+             unsigned mode, uint64_t *out_id)
+{
+    return mote_put_many(t, e, 1, id ? &id : NULL, vals, mode, out_id, NULL);
+}
+
+int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
+                  const mote_value *vals, unsigned mode, uint64_t *ids_out, size_t *done)
+{
+    int rc = check(t, e, 1);
+    if (done)
+        *done = 0;
+    if (!rc && mode > MOTE_PUT_UPDATE)
+        rc = mote__err(MOTE_INVALID, "unknown put mode %u", mode);
+    if (!rc && t->failed)
+        rc = mote__err(t->failed, "an earlier operation of this transaction failed");
+    if (rc)
+        return rc;
+    size_t nnew = 0;
+    for (size_t i = 0; i < n; i++)
+        nnew += !ids || !ids[i];
+    if (nnew && mode == MOTE_PUT_UPDATE)
+        return mote__err(MOTE_INVALID, "%s: update of an object without id", e->name);
+    uint64_t last, seq;
+    if ((rc = last_id(t, e, &last)) || (rc = read_seq(t, e, &seq)))
+        return rc;
+    if (last > UINT64_MAX - nnew - 1)
+        return mote__err(MOTE_FULL, "%s: object ids exhausted", e->name);
+    uint64_t next = last + 1;
+    if (nnew) { /* reserve a contiguous block */
+        seq = last + nnew;
+        if ((rc = write_result(t, write_seq(t, e, seq))))
+            return rc;
+    }
+    unsigned np = e->nprops;
+    for (size_t i = 0; i < n; i++) {
+        const mote_value *v = vals + i * np;
+        if ((rc = check_values(e, v)))
+            break;
+        uint64_t id = ids && ids[i] ? ids[i] : 0;
+        if (id) {
+            rc = put_with_id(t, e, id, v, mode, &seq);
+        } else {
+            id = next++;
+            rc = put_one(t, e, id, v, NULL, 0);
+        }
+        if (rc)
+            break;
+        if (ids_out)
+            ids_out[i] = id;
+        if (done)
+            *done = i + 1;
+    }
+    return write_result(t, rc);
+}
+
+int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
+                const mote_value *vals, unsigned n)
+{
+    int rc = check(t, e, 1);
+    if (rc)
+        return rc;
+    if (n && (!props || !vals))
+        return mote__err(MOTE_INVALID, "mote_update: NULL properties or values");
+    size_t oldlen;
+    if ((rc = load_old(t, e, id, &oldlen)))
+        return rc == MOTE_NOTFOUND ? mote__err(rc, "%s: no object with id %llu", e->name,
+                                               (unsigned long long)id)
+                                   : rc;
+    mote_value *all = mote__malloc((e->nprops + 1) * sizeof *all);
+    if (!all)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    /* the new values point into oldbuf's copy, which put_one re-reads: keep
+     * a private copy of the old record */
+    uint8_t *copy = mote__malloc(oldlen + 1);
+    rc = copy ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory");
+    if (!rc) {
+        memcpy(copy, t->oldbuf, oldlen);
+        rc = decode_all(e, copy, oldlen, id, all);
+    }
+    for (unsigned i = 0; !rc && i < n; i++) {
+        if (props[i] >= e->nprops)
+            rc = mote__err(MOTE_INVALID, "%s: no property %u", e->name, props[i]);
+        else
+            all[props[i]] = vals[i];
+    }
+    if (!rc)
+        rc = check_values(e, all);
+    if (!rc)
+        rc = write_result(t, put_one(t, e, id, all, copy, oldlen));
+    mote__free(copy);
+    mote__free(all);
+    return rc;
+}
+
+/* ---- get / remove / count / scan ----------------------------------------------------- */
+
+int mote_get(mote_txn *t, mote_entity *e, uint64_t id, mote_record *out)
+{
+    int rc = check(t, e, 0);
+    if (rc)
+        return rc;
+    uint8_t k[8];
+    mote_val v;
+    mote__obj_tree_key(id, k);
+    if ((rc = mote_kv_get(t, e->eid, k, 8, &v)))
+        return rc;
+    if ((rc = mote__record_check(e, v.data, v.size)))
+        return rc;
+    if (out) {
+        out->e = e;
+        out->data = v.data;
+        out->size = v.size;
+        out->id = id;
+    }
+    return MOTE_OK;
+}
+
+static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
+{
+    size_t oldlen;
+    int rc = load_old(t, e, id, &oldlen);
+    if (rc)
+        return rc;
+    unsigned np = e->nprops;
+    int any_index = 0;
+    for (unsigned i = 0; i < np; i++)
+        any_index |= e->props[i].index_tree != 0;
+    if (any_index) {
+        mote_value *ov = mote__malloc((np + 1) * sizeof *ov);
+        if (!ov)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        rc = decode_all(e, t->oldbuf, oldlen, id, ov);
+        for (unsigned i = 0; !rc && i < np; i++)
+            if (e->props[i].index_tree)
+                rc = index_del(t, &e->props[i], &ov[i], id);
+        mote__free(ov);
+    }
+    uint8_t k[8];
+    mote__obj_tree_key(id, k);
+    if (!rc)
+        rc = mote_kv_del(t, e->eid, k, 8);
+    return rc;
+}
+
+int mote_remove(mote_txn *t, mote_entity *e, uint64_t id)
+{
+    int rc = check(t, e, 1);
+    return rc ? rc : write_result(t, remove_one(t, e, id));
+}
+
+int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
+                     uint64_t *removed)
+{
+    int rc = MOTE_OK;
+    uint64_t cnt = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = remove_one(t, e, ids[i]);
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+        else if (!rc)
+            cnt++;
+    }
+    if (removed)
+        *removed = cnt;
+    return write_result(t, rc);
+}
+
+int mote_remove_all(mote_txn *t, mote_entity *e, uint64_t *removed)
+{
+    int rc = check(t, e, 1);
+    if (rc)
+        return rc;
+    uint64_t cnt = 0;
+    mote_cursor *c;
+    if ((rc = mote_cursor_open(t, e->eid, &c)))
+        return rc;
+    while ((rc = mote_cursor_first(c)) == MOTE_OK) {
+        mote_val k;
+        if ((rc = mote_cursor_get(c, &k, NULL)))
+            break;
+        uint64_t id = key_id(k.data);
+        if ((rc = remove_one(t, e, id)))
+            break;
+        cnt++;
+    }
+    mote_cursor_close(c);
+    if (removed)
+        *removed = cnt;
+    return write_result(t, rc == MOTE_NOTFOUND ? MOTE_OK : rc);
+}
+
+int mote_count(mote_txn *t, mote_entity *e, uint64_t *count)
+{
+    int rc = check(t, e, 0);
+    if (!rc && !count)
+        rc = mote__err(MOTE_INVALID, "mote_count: count is NULL");
+    return rc ? rc : mote_kv_count(t, e->eid, NULL, 0, NULL, 0, count);
+}
+
+int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
+{
+    int rc = check(t, e, 0);
+    if (!rc && !fn)
+        rc = mote__err(MOTE_INVALID, "mote_scan: callback is NULL");
+    if (rc)
+        return rc;
+    mote_cursor *c;
+    if ((rc = mote_cursor_open(t, e->eid, &c)))
+        return rc;
+    for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        if ((rc = mote_cursor_get(c, &k, &v)) || (rc = mote__record_check(e, v.data, v.size)))
+            break;
+        mote_record r = {e, v.data, v.size, key_id(k.data)};
+        if ((rc = fn(ctx, &r)))
+            break;
+    }
+    mote_cursor_close(c);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}

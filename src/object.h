@@ -1,0 +1,130 @@
+/*
+ * object.h — private structures of the object layer: entities and their
+ * schema (schema.c), records and index keys (record.c), object operations
+ * (object.c) and queries (query.c). Everything is stored in kv trees:
+ *
+ *   "@schema"        entity name -> schema record (below)
+ *   "@seq"           entity id (u32 BE) -> last assigned object id (u64)
+ *   "@o:<name>"      object id (u64 BE) -> record; its kv tree id is the
+ *                    entity id
+ *   "@i:<eid>:<pid>" index entries: enc(value) + id (u64 BE) -> "" ;
+ *                    unique: enc(value) -> id (NULLs as in non-unique)
+ *
+ * RECORD (one object's value)
+ *   varint layout number
+ *   null bitmap, one bit per slot of that layout
+ *   fixed area: each slot at a fixed offset: bool/int8 1 byte, int16 2,
+ *     int32/float32/date 4, int64/float64/timestamp 8, and for variable
+ *     types (string, bytes, decimal, JSON, vector) the u32 end offset of the
+ *     value inside the variable area
+ *   variable area: the variable values, in slot order
+ * Any property is reached in O(1): the layout gives its slot's offset, and
+ * a variable value starts where the previous variable slot ends. A layout
+ * is the ordered list of (property id, type) at the time of writing; the
+ * schema keeps every layout ever used, so old records stay readable and a
+ * schema change rewrites nothing.
+ *
+ * SCHEMA RECORD
+ *   u32 format (1), u32 entity id, u16 next property id, u16 nprops,
+ *   per property: u16 id, u8 type, u8 flags, u32 dim, u8 name length, name
+ *   u16 nlayouts, per layout: u16 nslots, per slot: u16 property id, u8 type
+ *   u64 hash of the definition (names, types, flags, dims, in order)
+ *
+ * INDEX KEY ENCODING (order-preserving): 0x00 = NULL (sorts first), else
+ * 0x01 then: integers, bools, dates, timestamps as 8 bytes big-endian with
+ * the sign bit flipped; floats as 8 bytes of the double with the usual
+ * sign transform; strings and bytes escaped (0x00 -> 0x00 0xFF) and ended
+ * by 0x00 0x00, cut after IDX_MAX_VALUE bytes (then without the end mark;
+ * queries re-check such values on the record).
+ */
+#ifndef MOTE_OBJECT_H
+#define MOTE_OBJECT_H
+
+#include "engine.h"
+
+#define IDX_MAX_VALUE 400u   /* encoded value bytes kept in an index key */
+#define MAX_PROPS 1000u
+
+typedef struct mprop {
+    char *name;
+    uint16_t id;
+    uint8_t type;
+    uint8_t flags;
+    uint32_t dim;
+    uint32_t index_tree; /* kv tree of its index, 0 if none */
+} mprop;
+
+typedef struct mlayout {
+    uint32_t n;          /* slots */
+    uint16_t *pid;
+    uint8_t *type;
+    uint32_t *off;       /* offset of each slot in the fixed area */
+    int32_t *prev_var;   /* previous variable slot, -1 if none */
+    uint32_t fixed;      /* bytes of the fixed area */
+    int32_t *slot_of;    /* current property index -> slot, -1 if absent */
+} mlayout;
+
+struct mote_entity {
+    mote_store *s;
+    char *name;
+    uint32_t eid;        /* = object tree id */
+    uint32_t seq_tree;
+    unsigned nprops;
+    mprop *props;        /* current properties, in definition order */
+    unsigned nlayouts;
+    mlayout *layouts;    /* the last one is the current layout */
+    uint64_t hash;
+    struct mote_entity *next; /* store's list, freed at close */
+    mote_txn *pending_txn;    /* created/changed by this uncommitted txn */
+    struct mote_entity *pending_next;
+    int dead;                 /* its transaction aborted */
+};
+
+static inline int type_is_var(int t)
+{
+    return t == MOTE_T_STRING || t == MOTE_T_BYTES || t == MOTE_T_DECIMAL ||
+           t == MOTE_T_JSON || t == MOTE_T_VECTOR;
+}
+static inline int type_is_float(int t) { return t == MOTE_T_FLOAT32 || t == MOTE_T_FLOAT64; }
+static inline int type_indexable(int t)
+{
+    return t != MOTE_T_DECIMAL && t != MOTE_T_JSON && t != MOTE_T_VECTOR;
+}
+uint32_t mote__type_size(int t); /* fixed-area bytes of a slot */
+const char *mote__type_name(int t);
+
+/* record.c */
+/* Check and normalise a value for a property: MOTE_RANGE / MOTE_TYPE. */
+int mote__value_check(const mprop *p, const mote_value *v, const char *entity);
+/* Encode vals (current definition order) with the current layout. The
+ * buffer grows as needed (*buf, *cap owned by the caller). */
+int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **buf,
+                        size_t *cap, size_t *len);
+/* Structural check of a record against its layout (damaged data gives
+ * MOTE_CORRUPT, never a bad read). */
+int mote__record_check(const mote_entity *e, const uint8_t *rec, size_t len);
+/* Index key part for a value (enc); returns its length; *cut = 1 if the
+ * value was longer than IDX_MAX_VALUE. out has room for IDX_MAX_VALUE+16. */
+size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut);
+/* Compare two values of one type (not NULL): <0, 0, >0. Floats: NaN last. */
+int mote__value_cmp(int type, const mote_value *a, const mote_value *b);
+
+/* object.c */
+void mote__entities_free(mote_store *s);
+int mote__index_add(mote_txn *t, const mote_entity *e, const mprop *p, const mote_value *v,
+                    uint64_t id);
+int mote__obj_tree_key(uint64_t id, uint8_t *k);
+/* Remove these ids (missing ones are skipped); *removed may be NULL. */
+int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
+                     uint64_t *removed);
+
+/* Usable in this transaction? MOTE_SCHEMA if not (aborted, or pending in
+ * another transaction). */
+int mote__entity_usable(const mote_entity *e, const mote_txn *t);
+/* Called by mote_commit / mote_abort for the entities a txn created. */
+void mote__entities_settle(mote_txn *t, int committed);
+
+/* schema.c */
+int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop);
+
+#endif

@@ -1,0 +1,918 @@
+/*
+ * query.c — queries on one entity: a tree of conditions (leaves compare a
+ * property; AND / OR nodes), ordering, offset and limit.
+ *
+ * PLAN. Among the top-level conjuncts (the root leaf, or the leaves of a
+ * root AND) the planner picks one on an indexed property, preferring EQ,
+ * then IN, then ranges (LT..BETWEEN, IS [NOT] NULL), then STARTS WITH
+ * (case-sensitive). Its index gives the candidate ids as key ranges; every
+ * candidate is checked against the whole condition on its record, unless
+ * the range is exact and it is the only condition: then count is a
+ * difference of ranks and offset jumps straight to the n-th entry (both
+ * O(log n)). Without such a conjunct, ordering by an indexed property walks
+ * that index; otherwise the objects are scanned in id order. A requested
+ * order the access path does not give is made by sorting encoded keys.
+ *
+ * SEMANTICS. A comparison with a NULL property value is false (as in SQL),
+ * except IS NULL / IS NOT NULL; NE and NOT IN are false for NULL too.
+ * Case-insensitive string matching folds ASCII and Latin-1 letters (UTF-8
+ * U+00C0..U+00DE to U+00E0..U+00FE, except U+00D7). Float NaN sorts last.
+ * Ordering by strings longer than 400 bytes orders by their first 400.
+ */
+#include <stdlib.h>
+
+#include "object.h"
+
+enum { Q_LEAF, Q_AND, Q_OR };
+
+typedef struct qnode {
+    int kind;
+    unsigned prop;
+    int op;
+    unsigned flags;
+    mote_value *vals;
+    size_t nvals;
+    int *kids;
+    size_t nkids;
+} qnode;
+
+typedef struct qorder {
+    unsigned prop;
+    unsigned flags;
+} qorder;
+
+struct mote_query {
+    mote_entity *e;
+    qnode *nodes;
+    size_t nn, cap;
+    int root;
+    qorder *order;
+    size_t norder;
+    uint64_t offset, limit;
+};
+
+int mote_query_new(mote_entity *e, mote_query **out)
+{
+    if (!out || !e)
+        return mote__err(MOTE_INVALID, "mote_query_new: NULL argument");
+    mote_query *q = mote__calloc(1, sizeof *q);
+    if (!q)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    q->e = e;
+    q->root = -1;
+    *out = q;
+    return MOTE_OK;
+}
+
+static void free_vals(qnode *n)
+{
+    mote__free(n->vals); /* the values and their bytes are one block */
+    n->vals = NULL;
+    n->nvals = 0;
+}
+
+void mote_query_free(mote_query *q)
+{
+    if (!q)
+        return;
+    for (size_t i = 0; i < q->nn; i++) {
+        free_vals(&q->nodes[i]);
+        mote__free(q->nodes[i].kids);
+    }
+    mote__free(q->nodes);
+    mote__free(q->order);
+    mote__free(q);
+}
+
+static int new_node(mote_query *q, int *id)
+{
+    if (q->nn == q->cap) {
+        size_t n = q->cap ? q->cap * 2 : 8;
+        qnode *nn = mote__realloc(q->nodes, n * sizeof *nn);
+        if (!nn)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        q->nodes = nn;
+        q->cap = n;
+    }
+    memset(&q->nodes[q->nn], 0, sizeof(qnode));
+    *id = (int)q->nn++;
+    return MOTE_OK;
+}
+
+/* Copy values into one block: the array, then variable bytes. */
+static int copy_vals(qnode *n, int type, const mote_value *vals, size_t nvals)
+{
+    size_t bytes = nvals * sizeof(mote_value);
+    for (size_t i = 0; i < nvals; i++)
+        if (type_is_var(type) && !vals[i].null)
+            bytes += vals[i].v.s.n;
+    mote_value *c = mote__malloc(bytes + 1);
+    if (!c)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    uint8_t *extra = (uint8_t *)(c + nvals);
+    for (size_t i = 0; i < nvals; i++) {
+        c[i] = vals[i];
+        if (type_is_var(type) && !vals[i].null) {
+            if (vals[i].v.s.n)
+                memcpy(extra, vals[i].v.s.p, vals[i].v.s.n);
+            c[i].v.s.p = extra;
+            extra += vals[i].v.s.n;
+        }
+    }
+    free_vals(n);
+    n->vals = c;
+    n->nvals = nvals;
+    return MOTE_OK;
+}
+
+static int check_leaf_vals(const mote_query *q, unsigned prop, int op, const mote_value *vals,
+                           size_t nvals)
+{
+    const mprop *p = &q->e->props[prop];
+    size_t want = op == MOTE_BETWEEN ? 2 : op == MOTE_IS_NULL || op == MOTE_NOT_NULL ? 0 : 1;
+    if (op == MOTE_IN || op == MOTE_NOT_IN)
+        want = nvals;
+    if (nvals != want || (nvals && !vals))
+        return mote__err(MOTE_INVALID, "%s.%s: condition takes %zu value(s), got %zu",
+                         q->e->name, p->name, want, nvals);
+    int str_op = op == MOTE_STARTS_WITH || op == MOTE_ENDS_WITH || op == MOTE_CONTAINS;
+    if (str_op && p->type != MOTE_T_STRING && p->type != MOTE_T_BYTES)
+        return mote__err(MOTE_TYPE, "%s.%s: string condition on a %s property", q->e->name,
+                         p->name, mote__type_name(p->type));
+    for (size_t i = 0; i < nvals; i++) {
+        if (vals[i].null)
+            return mote__err(MOTE_INVALID, "%s.%s: compare with NULL using IS NULL",
+                             q->e->name, p->name);
+        if (type_is_var(p->type) && !vals[i].v.s.p && vals[i].v.s.n)
+            return mote__err(MOTE_INVALID, "%s.%s: NULL pointer in a value", q->e->name,
+                             p->name);
+    }
+    return MOTE_OK;
+}
+
+int mote_query_cond(mote_query *q, unsigned prop, int op, const mote_value *vals,
+                    size_t nvals, unsigned flags, int *node)
+{
+    if (!q || !node)
+        return mote__err(MOTE_INVALID, "mote_query_cond: NULL argument");
+    if (prop >= q->e->nprops)
+        return mote__err(MOTE_INVALID, "%s: no property %u", q->e->name, prop);
+    if (op < MOTE_EQ || op > MOTE_CONTAINS || (flags & ~MOTE_Q_NOCASE))
+        return mote__err(MOTE_INVALID, "mote_query_cond: bad operator or flags");
+    int rc = check_leaf_vals(q, prop, op, vals, nvals), id;
+    if (!rc)
+        rc = new_node(q, &id);
+    if (rc)
+        return rc;
+    qnode *n = &q->nodes[id];
+    n->kind = Q_LEAF;
+    n->prop = prop;
+    n->op = op;
+    n->flags = flags;
+    if ((rc = copy_vals(n, q->e->props[prop].type, vals, nvals))) {
+        q->nn--;
+        return rc;
+    }
+    *node = id;
+    return MOTE_OK;
+}
+
+static int group(mote_query *q, int kind, const int *nodes, size_t n, int *node)
+{
+    if (!q || !node || (n && !nodes) || n == 0)
+        return mote__err(MOTE_INVALID, "mote_query_and/or: needs at least one node");
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i] < 0 || (size_t)nodes[i] >= q->nn)
+            return mote__err(MOTE_INVALID, "mote_query_and/or: unknown node %d", nodes[i]);
+    int id, rc = new_node(q, &id);
+    if (rc)
+        return rc;
+    qnode *g = &q->nodes[id];
+    g->kind = kind;
+    g->kids = mote__malloc(n * sizeof *g->kids);
+    if (!g->kids) {
+        q->nn--;
+        return mote__err(MOTE_NOMEM, "out of memory");
+    }
+    memcpy(g->kids, nodes, n * sizeof *g->kids);
+    g->nkids = n;
+    *node = id;
+    return MOTE_OK;
+}
+
+int mote_query_and(mote_query *q, const int *nodes, size_t n, int *node)
+{
+    return group(q, Q_AND, nodes, n, node);
+}
+
+int mote_query_or(mote_query *q, const int *nodes, size_t n, int *node)
+{
+    return group(q, Q_OR, nodes, n, node);
+}
+
+int mote_query_where(mote_query *q, int node)
+{
+    if (!q || node < -1 || node >= (int)q->nn)
+        return mote__err(MOTE_INVALID, "mote_query_where: unknown node %d", node);
+    q->root = node;
+    return MOTE_OK;
+}
+
+int mote_query_set(mote_query *q, int node, const mote_value *vals, size_t nvals)
+{
+    if (!q || node < 0 || (size_t)node >= q->nn || q->nodes[node].kind != Q_LEAF)
+        return mote__err(MOTE_INVALID, "mote_query_set: not a condition node");
+    qnode *n = &q->nodes[node];
+    int rc = check_leaf_vals(q, n->prop, n->op, vals, nvals);
+    return rc ? rc : copy_vals(n, q->e->props[n->prop].type, vals, nvals);
+}
+
+int mote_query_order(mote_query *q, unsigned prop, unsigned flags)
+{
+    if (!q || prop >= q->e->nprops || (flags & ~(MOTE_Q_DESC | MOTE_Q_NULLS_LAST)))
+        return mote__err(MOTE_INVALID, "mote_query_order: bad property or flags");
+    qorder *o = mote__realloc(q->order, (q->norder + 1) * sizeof *o);
+    if (!o)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    q->order = o;
+    o[q->norder].prop = prop;
+    o[q->norder++].flags = flags;
+    return MOTE_OK;
+}
+
+int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit)
+{
+    if (!q)
+        return mote__err(MOTE_INVALID, "mote_query_limit: query is NULL");
+    q->offset = offset;
+    q->limit = limit;
+    return MOTE_OK;
+}
+
+/* ---- evaluation on records --------------------------------------------------- */
+
+/* Fold ASCII and Latin-1 (2-byte UTF-8) upper case to lower case. */
+static size_t fold(const uint8_t *s, size_t n, uint8_t *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = s[i];
+        if (c >= 'A' && c <= 'Z') {
+            c = (uint8_t)(c + 32);
+        } else if (c == 0xC3 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9E &&
+                   s[i + 1] != 0x97) {
+            out[i] = c;
+            out[i + 1] = (uint8_t)(s[i + 1] + 0x20);
+            i++;
+            continue;
+        }
+        out[i] = c;
+    }
+    return n;
+}
+
+static int str_match(int op, const uint8_t *h, size_t hn, const uint8_t *nd, size_t nn)
+{
+    if (nn > hn)
+        return 0;
+    if (op == MOTE_STARTS_WITH)
+        return !nn || !memcmp(h, nd, nn);
+    if (op == MOTE_ENDS_WITH)
+        return !nn || !memcmp(h + hn - nn, nd, nn);
+    if (!nn)
+        return 1;
+    return memmem(h, hn, nd, nn) != NULL;
+}
+
+static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
+{
+    int type = e->props[n->prop].type;
+    if (n->op == MOTE_IS_NULL)
+        return x->null;
+    if (n->op == MOTE_NOT_NULL)
+        return !x->null;
+    if (x->null)
+        return 0;
+    const mote_value *v = n->vals;
+    switch (n->op) {
+    case MOTE_EQ: return mote__value_cmp(type, x, v) == 0;
+    case MOTE_NE: return mote__value_cmp(type, x, v) != 0;
+    case MOTE_LT: return mote__value_cmp(type, x, v) < 0;
+    case MOTE_LE: return mote__value_cmp(type, x, v) <= 0;
+    case MOTE_GT: return mote__value_cmp(type, x, v) > 0;
+    case MOTE_GE: return mote__value_cmp(type, x, v) >= 0;
+    case MOTE_BETWEEN:
+        return mote__value_cmp(type, x, &v[0]) >= 0 && mote__value_cmp(type, x, &v[1]) <= 0;
+    case MOTE_IN:
+    case MOTE_NOT_IN: {
+        int in = 0;
+        for (size_t i = 0; i < n->nvals && !in; i++)
+            in = mote__value_cmp(type, x, &v[i]) == 0;
+        return n->op == MOTE_IN ? in : !in;
+    }
+    default: { /* string operations */
+        const uint8_t *h = x->v.s.p, *nd = v->v.s.p;
+        size_t hn = x->v.s.n, nn = v->v.s.n;
+        if (!(n->flags & MOTE_Q_NOCASE))
+            return str_match(n->op, h, hn, nd, nn);
+        uint8_t hs[256], ns[256];
+        uint8_t *hb = hn <= sizeof hs ? hs : mote__malloc(hn);
+        uint8_t *nb = nn <= sizeof ns ? ns : mote__malloc(nn);
+        int r = 0;
+        if (hb && nb) {
+            fold(h, hn, hb);
+            fold(nd, nn, nb);
+            r = str_match(n->op, hb, hn, nb, nn);
+        }
+        if (hb != hs)
+            mote__free(hb);
+        if (nb != ns)
+            mote__free(nb);
+        return r;
+    }
+    }
+}
+
+/* 1 = match, 0 = no match, < 0: -(error code) */
+static int eval(const mote_query *q, int node, const mote_record *r)
+{
+    if (node < 0)
+        return 1;
+    const qnode *n = &q->nodes[node];
+    if (n->kind == Q_LEAF) {
+        mote_value x;
+        int rc = mote_record_get(r, n->prop, &x, NULL);
+        return rc ? -rc : eval_leaf(n, q->e, &x);
+    }
+    for (size_t i = 0; i < n->nkids; i++) {
+        int m = eval(q, n->kids[i], r);
+        if (m < 0)
+            return m;
+        if (n->kind == Q_AND && !m)
+            return 0;
+        if (n->kind == Q_OR && m)
+            return 1;
+    }
+    return n->kind == Q_AND;
+}
+
+/* ---- planning ------------------------------------------------------------------ */
+
+typedef struct range {
+    uint8_t lo[IDX_MAX_VALUE + 16], hi[IDX_MAX_VALUE + 16];
+    size_t lol, hil;
+} range;
+
+typedef struct plan {
+    int leaf;        /* the index conjunct, -1 if none */
+    const mprop *ip; /* index used (condition or order), NULL: scan */
+    range *ranges;
+    size_t nranges;
+    int exact;       /* index ranges = the whole condition */
+    int ordered;     /* output order is the requested order */
+    const char *desc;
+} plan;
+
+/* Smallest key greater than every key starting with p. */
+static size_t successor(uint8_t *p, size_t n)
+{
+    while (n && p[n - 1] == 0xFF)
+        n--;
+    if (n)
+        p[n - 1]++;
+    return n;
+}
+
+static int score(const mote_query *q, const qnode *n)
+{
+    if (n->kind != Q_LEAF || !q->e->props[n->prop].index_tree)
+        return 0;
+    switch (n->op) {
+    case MOTE_EQ: return 5;
+    case MOTE_IN: return 4;
+    case MOTE_BETWEEN: return 3;
+    case MOTE_LT: case MOTE_LE: case MOTE_GT: case MOTE_GE: case MOTE_IS_NULL:
+        return 2;
+    case MOTE_STARTS_WITH: return n->flags & MOTE_Q_NOCASE ? 0 : 2;
+    case MOTE_NOT_NULL: return 1;
+    default: return 0;
+    }
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const range *x = a, *y = b;
+    size_t m = x->lol < y->lol ? x->lol : y->lol;
+    int r = memcmp(x->lo, y->lo, m);
+    return r ? r : (x->lol > y->lol) - (x->lol < y->lol);
+}
+
+static int make_ranges(const mote_query *q, const qnode *n, plan *pl)
+{
+    const mprop *p = &q->e->props[n->prop];
+    size_t nr = n->op == MOTE_IN ? n->nvals : 1;
+    pl->ranges = mote__calloc(nr ? nr : 1, sizeof *pl->ranges);
+    if (!pl->ranges)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    pl->nranges = nr;
+    int cut = 0, c2 = 0;
+    pl->exact = p->type != MOTE_T_FLOAT32;
+    for (size_t i = 0; i < nr; i++) {
+        range *r = &pl->ranges[i];
+        const mote_value *v = n->nvals ? &n->vals[n->op == MOTE_IN ? i : 0] : NULL;
+        switch (n->op) {
+        case MOTE_EQ:
+        case MOTE_IN:
+            r->lol = mote__index_enc(p->type, v, r->lo, &cut);
+            memcpy(r->hi, r->lo, r->lol);
+            r->hil = successor(r->hi, r->lol);
+            break;
+        case MOTE_BETWEEN:
+            r->lol = mote__index_enc(p->type, &n->vals[0], r->lo, &cut);
+            r->hil = mote__index_enc(p->type, &n->vals[1], r->hi, &c2);
+            r->hil = successor(r->hi, r->hil);
+            cut |= c2;
+            break;
+        case MOTE_GT:
+        case MOTE_GE:
+            r->lol = mote__index_enc(p->type, v, r->lo, &cut);
+            if (n->op == MOTE_GT)
+                r->lol = successor(r->lo, r->lol);
+            r->hi[0] = 2;
+            r->hil = 1;
+            break;
+        case MOTE_LT:
+        case MOTE_LE:
+            r->lo[0] = 1;
+            r->lol = 1;
+            r->hil = mote__index_enc(p->type, v, r->hi, &cut);
+            if (n->op == MOTE_LE)
+                r->hil = successor(r->hi, r->hil);
+            break;
+        case MOTE_IS_NULL:
+            r->lo[0] = 0;
+            r->lol = 1;
+            r->hi[0] = 1;
+            r->hil = 1;
+            break;
+        case MOTE_NOT_NULL:
+            r->lo[0] = 1;
+            r->lol = 1;
+            r->hi[0] = 2;
+            r->hil = 1;
+            break;
+        case MOTE_STARTS_WITH: {
+            size_t l = mote__index_enc(p->type, v, r->lo, &cut);
+            r->lol = cut ? l : l - 2; /* without the end mark: a prefix */
+            memcpy(r->hi, r->lo, r->lol);
+            r->hil = successor(r->hi, r->lol);
+            break;
+        }
+        }
+        if (cut)
+            pl->exact = 0;
+    }
+    if (n->op == MOTE_IN) { /* in index order, without duplicates */
+        qsort(pl->ranges, nr, sizeof *pl->ranges, cmp_range);
+        size_t w = 0;
+        for (size_t i = 0; i < nr; i++)
+            if (!w || cmp_range(&pl->ranges[w - 1], &pl->ranges[i]))
+                pl->ranges[w++] = pl->ranges[i];
+        pl->nranges = w;
+    }
+    return MOTE_OK;
+}
+
+static int make_plan(const mote_query *q, plan *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->leaf = -1;
+    const qnode *root = q->root >= 0 ? &q->nodes[q->root] : NULL;
+    int best = 0;
+    size_t nconj = 0;
+    if (root && root->kind == Q_LEAF) {
+        nconj = 1;
+        if ((best = score(q, root)))
+            pl->leaf = q->root;
+    } else if (root && root->kind == Q_AND) {
+        nconj = root->nkids;
+        for (size_t i = 0; i < root->nkids; i++) {
+            int sc = score(q, &q->nodes[root->kids[i]]);
+            if (sc > best) {
+                best = sc;
+                pl->leaf = root->kids[i];
+            }
+        }
+    }
+    if (pl->leaf >= 0) {
+        const qnode *n = &q->nodes[pl->leaf];
+        pl->ip = &q->e->props[n->prop];
+        int rc = make_ranges(q, n, pl);
+        if (rc)
+            return rc;
+        pl->exact = pl->exact && nconj == 1;
+        /* one value's entries are in id order (the key ends with the id) */
+        int one_value = pl->nranges == 1 &&
+                        (n->op == MOTE_EQ || n->op == MOTE_IS_NULL ||
+                         (n->op == MOTE_IN && n->nvals == 1));
+        pl->ordered = (q->norder == 0 && one_value) ||
+                      (q->norder == 1 && q->order[0].prop == n->prop && !q->order[0].flags &&
+                       pl->nranges <= 1);
+        pl->desc = "index";
+        return MOTE_OK;
+    }
+    /* no index condition: walk the index of the first order property */
+    if (q->norder == 1 && !q->order[0].flags && q->e->props[q->order[0].prop].index_tree) {
+        pl->ip = &q->e->props[q->order[0].prop];
+        pl->ranges = mote__calloc(1, sizeof *pl->ranges);
+        if (!pl->ranges)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        pl->nranges = 1;
+        pl->ranges[0].lol = 0;
+        pl->ranges[0].hi[0] = 0xFF;
+        pl->ranges[0].hil = 1;
+        pl->exact = root == NULL;
+        pl->ordered = 1;
+        pl->desc = "index order";
+        return MOTE_OK;
+    }
+    pl->exact = root == NULL;
+    pl->ordered = q->norder == 0; /* a scan is in id order */
+    pl->desc = "scan";
+    return MOTE_OK;
+}
+
+const char *mote_query_plan(mote_txn *t, mote_query *q)
+{
+    (void)t;
+    plan pl;
+    if (!q || make_plan(q, &pl))
+        return "invalid";
+    mote__free(pl.ranges);
+    return pl.desc;
+}
+
+/* ---- execution ------------------------------------------------------------------- */
+
+/* Visits candidate ids (with their records when `need_rec`) in plan order. */
+typedef int (*visit_fn)(void *ctx, uint64_t id, const mote_record *r);
+
+static uint64_t be_id(const uint8_t *k)
+{
+    uint64_t id = 0;
+    for (int i = 0; i < 8; i++)
+        id = id << 8 | k[i];
+    return id;
+}
+
+/* Iterate the matches of q (ignoring offset/limit and order) in plan order. */
+static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, void *ctx)
+{
+    mote_entity *e = q->e;
+    int rc;
+    if (!pl->ip) { /* scan */
+        mote_cursor *c;
+        if ((rc = mote_cursor_open(t, e->eid, &c)))
+            return rc;
+        for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+            mote_val k, v;
+            if ((rc = mote_cursor_get(c, &k, &v)) ||
+                (rc = mote__record_check(e, v.data, v.size)))
+                break;
+            mote_record r = {e, v.data, v.size, be_id(k.data)};
+            int m = eval(q, q->root, &r);
+            if (m < 0) {
+                rc = -m;
+                break;
+            }
+            if (m && (rc = fn(ctx, r.id, &r)))
+                break;
+        }
+        mote_cursor_close(c);
+        return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    }
+    int unique = (pl->ip->flags & MOTE_P_UNIQUE) != 0;
+    mote_cursor *c;
+    if ((rc = mote_cursor_open(t, pl->ip->index_tree, &c)))
+        return rc;
+    for (size_t ri = 0; ri < pl->nranges && !rc; ri++) {
+        const range *R = &pl->ranges[ri];
+        for (rc = mote_cursor_seek(c, R->lo, R->lol, MOTE_SEEK_GE); rc == MOTE_OK;
+             rc = mote_cursor_next(c)) {
+            mote_val k, v;
+            if ((rc = mote_cursor_get(c, &k, &v)))
+                break;
+            size_t m = k.size < R->hil ? k.size : R->hil;
+            int cmp = memcmp(k.data, R->hi, m);
+            if (cmp > 0 || (cmp == 0 && k.size >= R->hil))
+                break;
+            uint64_t id;
+            if (unique && k.size && ((const uint8_t *)k.data)[0] != 0)
+                id = v.size == 8 ? rd64(v.data) : 0;
+            else
+                id = k.size >= 8 ? be_id((const uint8_t *)k.data + k.size - 8) : 0;
+            mote_record r;
+            if (pl->exact) {
+                rc = fn(ctx, id, NULL);
+            } else {
+                if ((rc = mote_get(t, e, id, &r)))
+                    break;
+                int mt = eval(q, q->root, &r);
+                rc = mt < 0 ? -mt : mt ? fn(ctx, id, &r) : MOTE_OK;
+            }
+            if (rc)
+                break;
+        }
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+    }
+    mote_cursor_close(c);
+    return rc;
+}
+
+/* Collected matches: ids, with sort keys when sorting. */
+typedef struct coll {
+    mote_query *q;
+    uint64_t *ids;
+    size_t n, cap;
+    uint8_t *keys; /* sort keys, each at koff[i] with klen[i] */
+    size_t kbytes, kcap;
+    size_t *koff;
+    uint32_t *klen;
+    int sorting;
+    uint64_t stop_after; /* no sort: enough matches for offset + limit */
+} coll;
+
+static int coll_add(void *ctx, uint64_t id, const mote_record *r)
+{
+    coll *c = ctx;
+    if (c->n == c->cap) {
+        size_t n = c->cap ? c->cap * 2 : 64;
+        uint64_t *ids = mote__realloc(c->ids, n * sizeof *ids);
+        if (!ids)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        c->ids = ids;
+        if (c->sorting) {
+            size_t *ko = mote__realloc(c->koff, n * sizeof *ko);
+            if (ko)
+                c->koff = ko;
+            uint32_t *kl = ko ? mote__realloc(c->klen, n * sizeof *kl) : NULL;
+            if (!kl)
+                return mote__err(MOTE_NOMEM, "out of memory");
+            c->klen = kl;
+        }
+        c->cap = n;
+    }
+    if (c->sorting) {
+        mote_query *q = c->q;
+        size_t need = q->norder * (IDX_MAX_VALUE + 16) + 8;
+        if (c->kbytes + need > c->kcap) {
+            size_t n = c->kcap ? c->kcap * 2 : 4096;
+            while (n < c->kbytes + need)
+                n *= 2;
+            uint8_t *k = mote__realloc(c->keys, n);
+            if (!k)
+                return mote__err(MOTE_NOMEM, "out of memory");
+            c->keys = k;
+            c->kcap = n;
+        }
+        uint8_t *k = c->keys + c->kbytes, *p = k;
+        if (!r) /* sorting plans always read records */
+            return mote__err(MOTE_INVALID, "internal: sort key without a record");
+        for (size_t i = 0; i < q->norder; i++) {
+            mote_value v;
+            int cut, rc = mote_record_get(r, q->order[i].prop, &v, NULL);
+            if (rc)
+                return rc;
+            size_t l = mote__index_enc(q->e->props[q->order[i].prop].type, &v, p, &cut);
+            /* NULL is 0x00 (first) or 0x02 (last) whatever the direction;
+             * descending inverts the value bytes after the 0x01 marker */
+            if (v.null && (q->order[i].flags & MOTE_Q_NULLS_LAST))
+                p[0] = 2;
+            if (q->order[i].flags & MOTE_Q_DESC)
+                for (size_t j = 1; j < l; j++)
+                    p[j] = (uint8_t)~p[j];
+            p += l;
+        }
+        p += mote__obj_tree_key(id, p);
+        c->koff[c->n] = c->kbytes;
+        c->klen[c->n] = (uint32_t)(p - k);
+        c->kbytes += (size_t)(p - k);
+    }
+    c->ids[c->n++] = id;
+    if (!c->sorting && c->stop_after && c->n >= c->stop_after)
+        return -1; /* enough */
+    return MOTE_OK;
+}
+
+static coll *sort_ctx;
+
+static int cmp_sorted(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    const uint8_t *ka = sort_ctx->keys + sort_ctx->koff[x], *kb = sort_ctx->keys + sort_ctx->koff[y];
+    size_t la = sort_ctx->klen[x], lb = sort_ctx->klen[y], m = la < lb ? la : lb;
+    int r = memcmp(ka, kb, m);
+    return r ? r : (la > lb) - (la < lb);
+}
+
+static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int check_q(mote_txn *t, mote_query *q)
+{
+    if (!t || !q)
+        return mote__err(MOTE_INVALID, "transaction or query is NULL");
+    if (q->e->s != t->s)
+        return mote__err(MOTE_INVALID, "query of another store");
+    return mote__entity_usable(q->e, t);
+}
+
+/* The matching ids after order, offset and limit. */
+static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
+{
+    plan pl;
+    int rc = check_q(t, q);
+    if (!rc)
+        rc = make_plan(q, &pl);
+    if (rc)
+        return rc;
+    coll c;
+    memset(&c, 0, sizeof c);
+    c.q = q;
+    /* without an order, results come in id order */
+    int id_sort = !pl.ordered && q->norder == 0;
+    c.sorting = !pl.ordered && !id_sort;
+    if (c.sorting)
+        pl.exact = 0; /* records are needed for the sort keys */
+    uint64_t off = q->offset;
+    /* exact single range: jump over the offset with the index's ranks */
+    if (pl.ordered && pl.exact && pl.ip && pl.nranges == 1 && off) {
+        mote_cursor *cur;
+        uint64_t lo, hi;
+        const range *R = &pl.ranges[0];
+        rc = mote_kv_count(t, pl.ip->index_tree, NULL, 0, R->lo, R->lol, &lo);
+        if (!rc)
+            rc = mote_kv_count(t, pl.ip->index_tree, NULL, 0, R->hi, R->hil, &hi);
+        if (!rc && lo + off >= hi) {
+            mote__free(pl.ranges);
+            *ids = NULL;
+            *n = 0;
+            return MOTE_OK;
+        }
+        if (!rc)
+            rc = mote_cursor_open(t, pl.ip->index_tree, &cur);
+        if (!rc) {
+            rc = mote_cursor_nth(cur, lo + off);
+            mote_val k;
+            if (!rc)
+                rc = mote_cursor_get(cur, &k, NULL);
+            if (!rc) { /* start the range at that key */
+                size_t kl = k.size < sizeof R->lo ? k.size : sizeof R->lo;
+                memcpy(pl.ranges[0].lo, k.data, kl);
+                pl.ranges[0].lol = kl;
+                off = 0;
+            }
+            mote_cursor_close(cur);
+        }
+        if (rc) {
+            mote__free(pl.ranges);
+            return rc;
+        }
+    }
+    if (pl.ordered && q->limit)
+        c.stop_after = off + q->limit;
+    rc = run_matches(t, q, &pl, coll_add, &c);
+    if (rc == -1)
+        rc = MOTE_OK;
+    mote__free(pl.ranges);
+    if (!rc && c.sorting && c.n > 1) {
+        size_t *perm = mote__malloc(c.n * sizeof *perm);
+        uint64_t *sorted = perm ? mote__malloc(c.n * sizeof *sorted) : NULL;
+        if (!sorted) {
+            mote__free(perm);
+            rc = mote__err(MOTE_NOMEM, "out of memory sorting");
+        } else {
+            for (size_t i = 0; i < c.n; i++)
+                perm[i] = i;
+            pthread_mutex_lock(&sort_mu);
+            sort_ctx = &c;
+            qsort(perm, c.n, sizeof *perm, cmp_sorted);
+            pthread_mutex_unlock(&sort_mu);
+            for (size_t i = 0; i < c.n; i++)
+                sorted[i] = c.ids[perm[i]];
+            mote__free(c.ids);
+            c.ids = sorted;
+            mote__free(perm);
+        }
+    }
+    if (!rc && id_sort && c.n > 1)
+        qsort(c.ids, c.n, sizeof *c.ids, cmp_id);
+    mote__free(c.keys);
+    mote__free(c.koff);
+    mote__free(c.klen);
+    if (rc) {
+        mote__free(c.ids);
+        return rc;
+    }
+    size_t start = off < c.n ? (size_t)off : c.n;
+    size_t cnt = c.n - start;
+    if (q->limit && cnt > q->limit)
+        cnt = (size_t)q->limit;
+    if (start)
+        memmove(c.ids, c.ids + start, cnt * sizeof *c.ids);
+    *ids = c.ids;
+    *n = cnt;
+    return MOTE_OK;
+}
+
+int mote_query_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
+{
+    if (!ids || !n)
+        return mote__err(MOTE_INVALID, "mote_query_ids: NULL argument");
+    *ids = NULL;
+    *n = 0;
+    return matching_ids(t, q, ids, n);
+}
+
+int mote_query_find(mote_txn *t, mote_query *q, mote_record_fn fn, void *ctx)
+{
+    if (!fn)
+        return mote__err(MOTE_INVALID, "mote_query_find: callback is NULL");
+    uint64_t *ids;
+    size_t n;
+    int rc = matching_ids(t, q, &ids, &n);
+    for (size_t i = 0; !rc && i < n; i++) {
+        mote_record r;
+        if (!(rc = mote_get(t, q->e, ids[i], &r)))
+            rc = fn(ctx, &r);
+    }
+    mote__free(ids);
+    return rc;
+}
+
+typedef struct counter {
+    uint64_t n;
+} counter;
+
+static int count_one(void *ctx, uint64_t id, const mote_record *r)
+{
+    (void)id;
+    (void)r;
+    ((counter *)ctx)->n++;
+    return MOTE_OK;
+}
+
+int mote_query_count(mote_txn *t, mote_query *q, uint64_t *count)
+{
+    plan pl;
+    int rc = check_q(t, q);
+    if (!rc && !count)
+        rc = mote__err(MOTE_INVALID, "mote_query_count: count is NULL");
+    if (!rc)
+        rc = make_plan(q, &pl);
+    if (rc)
+        return rc;
+    counter c = {0};
+    if (pl.exact && !pl.ip) { /* no condition */
+        rc = mote_count(t, q->e, &c.n);
+    } else if (pl.exact) { /* ranks of the index ranges */
+        for (size_t i = 0; !rc && i < pl.nranges; i++) {
+            uint64_t lo, hi;
+            const range *R = &pl.ranges[i];
+            rc = mote_kv_count(t, pl.ip->index_tree, NULL, 0, R->lo, R->lol, &lo);
+            if (!rc)
+                rc = mote_kv_count(t, pl.ip->index_tree, NULL, 0, R->hi, R->hil, &hi);
+            if (!rc)
+                c.n += hi > lo ? hi - lo : 0;
+        }
+    } else {
+        rc = run_matches(t, q, &pl, count_one, &c);
+    }
+    mote__free(pl.ranges);
+    if (rc)
+        return rc;
+    uint64_t n = c.n > q->offset ? c.n - q->offset : 0;
+    if (q->limit && n > q->limit)
+        n = q->limit;
+    *count = n;
+    return MOTE_OK;
+}
+
+int mote_query_remove(mote_txn *t, mote_query *q, uint64_t *removed)
+{
+    uint64_t *ids;
+    size_t n;
+    if (t && !t->write)
+        return mote__err(MOTE_READONLY, "remove in a read-only transaction");
+    int rc = matching_ids(t, q, &ids, &n);
+    if (rc)
+        return rc;
+    rc = mote__remove_ids(t, q->e, ids, n, removed);
+    mote__free(ids);
+    return rc;
+}

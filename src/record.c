@@ -1,0 +1,307 @@
+/*
+ * record.c — values, records and index keys of the object layer. The record
+ * and index key formats are described in object.h.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "object.h"
+
+uint32_t mote__type_size(int t)
+{
+    switch (t) {
+    case MOTE_T_BOOL:
+    case MOTE_T_INT8: return 1;
+    case MOTE_T_INT16: return 2;
+    case MOTE_T_INT32:
+    case MOTE_T_FLOAT32:
+    case MOTE_T_DATE: return 4;
+    case MOTE_T_INT64:
+    case MOTE_T_FLOAT64:
+    case MOTE_T_TIMESTAMP: return 8;
+    default: return 4; /* variable: u32 end offset */
+    }
+}
+
+const char *mote__type_name(int t)
+{
+    static const char *names[] = {"?", "bool", "int8", "int16", "int32", "int64",
+                                  "float32", "float64", "string", "bytes", "timestamp",
+                                  "date", "decimal", "json", "vector"};
+    return t >= 1 && t <= MOTE_T_VECTOR ? names[t] : "unknown";
+}
+
+int mote__value_check(const mprop *p, const mote_value *v, const char *entity)
+{
+    if (v->null) {
+        if (!(p->flags & MOTE_P_NULLABLE))
+            return mote__err(MOTE_TYPE, "%s.%s: NULL in a property that is not "
+                             "nullable", entity, p->name);
+        return MOTE_OK;
+    }
+    int64_t i = v->v.i;
+    switch (p->type) {
+    case MOTE_T_INT8:
+        if (i < INT8_MIN || i > INT8_MAX)
+            goto range;
+        break;
+    case MOTE_T_INT16:
+        if (i < INT16_MIN || i > INT16_MAX)
+            goto range;
+        break;
+    case MOTE_T_INT32:
+    case MOTE_T_DATE:
+        if (i < INT32_MIN || i > INT32_MAX)
+            goto range;
+        break;
+    case MOTE_T_FLOAT32:
+        if (isfinite(v->v.f) && fabs(v->v.f) > FLT_MAX)
+            return mote__err(MOTE_RANGE, "%s.%s: %g is out of range for float32",
+                             entity, p->name, v->v.f);
+        break;
+    case MOTE_T_STRING:
+    case MOTE_T_BYTES:
+    case MOTE_T_DECIMAL:
+    case MOTE_T_JSON:
+        if (!v->v.s.p && v->v.s.n)
+            return mote__err(MOTE_INVALID, "%s.%s: NULL pointer with %zu bytes",
+                             entity, p->name, v->v.s.n);
+        if (v->v.s.n > MOTE_MAX_VALUE)
+            return mote__err(MOTE_TOOBIG, "%s.%s: %zu bytes is over the limit",
+                             entity, p->name, v->v.s.n);
+        break;
+    case MOTE_T_VECTOR:
+        if (v->v.s.n != (size_t)p->dim * 4 || (!v->v.s.p && v->v.s.n))
+            return mote__err(MOTE_TYPE, "%s.%s: vector of %zu bytes, expected %u "
+                             "floats", entity, p->name, v->v.s.n, p->dim);
+        break;
+    default:
+        break;
+    }
+    return MOTE_OK;
+range:
+    return mote__err(MOTE_RANGE, "%s.%s: %lld is out of range for %s", entity, p->name,
+                     (long long)i, mote__type_name(p->type));
+}
+
+static void put_fixed(uint8_t *dst, int type, const mote_value *v)
+{
+    switch (type) {
+    case MOTE_T_BOOL: *dst = v->v.i != 0; break;
+    case MOTE_T_INT8: *dst = (uint8_t)(int8_t)v->v.i; break;
+    case MOTE_T_INT16: wr16(dst, (uint16_t)(int16_t)v->v.i); break;
+    case MOTE_T_INT32:
+    case MOTE_T_DATE: wr32(dst, (uint32_t)(int32_t)v->v.i); break;
+    case MOTE_T_INT64:
+    case MOTE_T_TIMESTAMP: wr64(dst, (uint64_t)v->v.i); break;
+    case MOTE_T_FLOAT32: {
+        float f = (float)v->v.f;
+        memcpy(dst, &f, 4);
+        break;
+    }
+    case MOTE_T_FLOAT64: memcpy(dst, &v->v.f, 8); break;
+    }
+}
+
+int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **buf,
+                        size_t *cap, size_t *len)
+{
+    const mlayout *L = &e->layouts[e->nlayouts - 1];
+    uint8_t hdr[10];
+    unsigned hl = mote__varint_put(hdr, e->nlayouts - 1);
+    size_t nb = (L->n + 7) / 8, total = hl + nb + L->fixed;
+    for (unsigned j = 0; j < L->n; j++)
+        if (type_is_var(L->type[j]) && !vals[j].null)
+            total += vals[j].v.s.n;
+    if (total > MOTE_MAX_VALUE)
+        return mote__err(MOTE_TOOBIG, "%s: object of %zu bytes is over the limit",
+                         e->name, total);
+    if (total > *cap) {
+        size_t n = *cap ? *cap : 256;
+        while (n < total)
+            n *= 2;
+        uint8_t *b = mote__realloc(*buf, n);
+        if (!b)
+            return mote__err(MOTE_NOMEM, "out of memory encoding an object");
+        *buf = b;
+        *cap = n;
+    }
+    uint8_t *r = *buf, *nulls = r + hl, *fixed = nulls + nb, *var = fixed + L->fixed;
+    memcpy(r, hdr, hl);
+    memset(nulls, 0, nb + L->fixed);
+    uint32_t vend = 0;
+    for (unsigned j = 0; j < L->n; j++) {
+        const mote_value *v = &vals[j];
+        uint8_t *slot = fixed + L->off[j];
+        if (v->null)
+            nulls[j >> 3] |= (uint8_t)(1u << (j & 7));
+        if (type_is_var(L->type[j])) {
+            if (!v->null && v->v.s.n) {
+                memcpy(var + vend, v->v.s.p, v->v.s.n);
+                vend += (uint32_t)v->v.s.n;
+            }
+            wr32(slot, vend);
+        } else if (!v->null) {
+            put_fixed(slot, L->type[j], v);
+        }
+    }
+    *len = total;
+    return MOTE_OK;
+}
+
+/* Layout of a record, with the offsets of its parts. */
+static int rec_parts(const mote_entity *e, const uint8_t *rec, size_t len,
+                     const mlayout **L, size_t *nulls)
+{
+    uint64_t ln;
+    unsigned a = mote__varint_get(rec, rec + len, &ln);
+    if (!a || ln >= e->nlayouts)
+        return CORRUPT("%s: record with unknown layout", e->name);
+    *L = &e->layouts[ln];
+    *nulls = a;
+    if (a + ((*L)->n + 7) / 8 + (*L)->fixed > len)
+        return CORRUPT("%s: record shorter than its layout", e->name);
+    return MOTE_OK;
+}
+
+int mote__record_check(const mote_entity *e, const uint8_t *rec, size_t len)
+{
+    const mlayout *L;
+    size_t nulls;
+    int rc = rec_parts(e, rec, len, &L, &nulls);
+    if (rc)
+        return rc;
+    size_t var_start = nulls + (L->n + 7) / 8 + L->fixed;
+    uint32_t prev = 0;
+    for (unsigned j = 0; j < L->n; j++) {
+        if (!type_is_var(L->type[j]))
+            continue;
+        uint32_t end = rd32(rec + nulls + (L->n + 7) / 8 + L->off[j]);
+        if (end < prev || var_start + end > len)
+            return CORRUPT("%s: record's variable data out of bounds", e->name);
+        prev = end;
+    }
+    return MOTE_OK;
+}
+
+int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *absent)
+{
+    if (!r || !out || !r->e || prop >= r->e->nprops)
+        return mote__err(MOTE_INVALID, "mote_record_get: bad argument");
+    const mote_entity *e = r->e;
+    const mlayout *L;
+    size_t nulls;
+    int rc = rec_parts(e, r->data, r->size, &L, &nulls);
+    if (rc)
+        return rc;
+    int32_t j = L->slot_of[prop];
+    int type = e->props[prop].type;
+    memset(out, 0, sizeof *out);
+    if (absent)
+        *absent = j < 0;
+    if (j < 0) { /* the record predates the property */
+        out->null = (e->props[prop].flags & MOTE_P_NULLABLE) != 0;
+        return MOTE_OK;
+    }
+    const uint8_t *nb = r->data + nulls, *fixed = nb + (L->n + 7) / 8;
+    if (nb[j >> 3] & (1u << (j & 7))) {
+        out->null = 1;
+        return MOTE_OK;
+    }
+    const uint8_t *slot = fixed + L->off[j];
+    switch (type) {
+    case MOTE_T_BOOL: out->v.i = *slot != 0; break;
+    case MOTE_T_INT8: out->v.i = (int8_t)*slot; break;
+    case MOTE_T_INT16: out->v.i = (int16_t)rd16(slot); break;
+    case MOTE_T_INT32:
+    case MOTE_T_DATE: out->v.i = (int32_t)rd32(slot); break;
+    case MOTE_T_INT64:
+    case MOTE_T_TIMESTAMP: out->v.i = (int64_t)rd64(slot); break;
+    case MOTE_T_FLOAT32: {
+        float f;
+        memcpy(&f, slot, 4);
+        out->v.f = f;
+        break;
+    }
+    case MOTE_T_FLOAT64: memcpy(&out->v.f, slot, 8); break;
+    default: {
+        const uint8_t *var = fixed + L->fixed;
+        uint32_t end = rd32(slot);
+        uint32_t start = L->prev_var[j] < 0 ? 0 : rd32(fixed + L->off[L->prev_var[j]]);
+        if (start > end || (size_t)(var - r->data) + end > r->size)
+            return CORRUPT("%s: record's variable data out of bounds", e->name);
+        out->v.s.p = var + start;
+        out->v.s.n = end - start;
+    }
+    }
+    return MOTE_OK;
+}
+
+/* ---- index keys and comparisons ------------------------------------------- */
+
+static uint64_t float_bits(double f)
+{
+    if (isnan(f))
+        return UINT64_MAX; /* NaN sorts last */
+    if (f == 0)
+        f = 0; /* -0.0 == 0.0 */
+    uint64_t b;
+    memcpy(&b, &f, 8);
+    return (b >> 63) ? ~b : b | (1ull << 63);
+}
+
+static void be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut)
+{
+    *cut = 0;
+    if (v->null) {
+        out[0] = 0;
+        return 1;
+    }
+    out[0] = 1;
+    if (type_is_float(type)) {
+        double f = type == MOTE_T_FLOAT32 ? (double)(float)v->v.f : v->v.f;
+        be64(out + 1, float_bits(f));
+        return 9;
+    }
+    if (!type_is_var(type)) {
+        int64_t i = type == MOTE_T_BOOL ? v->v.i != 0 : v->v.i;
+        be64(out + 1, (uint64_t)i ^ (1ull << 63));
+        return 9;
+    }
+    const uint8_t *s = v->v.s.p;
+    size_t o = 1;
+    for (size_t i = 0; i < v->v.s.n; i++) {
+        if (o + 2 > IDX_MAX_VALUE) {
+            *cut = 1;
+            return o;
+        }
+        out[o++] = s[i];
+        if (s[i] == 0)
+            out[o++] = 0xFF;
+    }
+    out[o++] = 0;
+    out[o++] = 0;
+    return o;
+}
+
+int mote__value_cmp(int type, const mote_value *a, const mote_value *b)
+{
+    if (type_is_float(type)) {
+        uint64_t x = float_bits(a->v.f), y = float_bits(b->v.f);
+        return (x > y) - (x < y);
+    }
+    if (!type_is_var(type))
+        return (a->v.i > b->v.i) - (a->v.i < b->v.i);
+    size_t m = a->v.s.n < b->v.s.n ? a->v.s.n : b->v.s.n;
+    int r = m ? memcmp(a->v.s.p, b->v.s.p, m) : 0;
+    return r ? r : (a->v.s.n > b->v.s.n) - (a->v.s.n < b->v.s.n);
+}

@@ -1,0 +1,629 @@
+/*
+ * test_object.c — the object layer: entities, values of every type, ids,
+ * put modes, unique indexes, schema evolution, partial updates, and a
+ * differential test of queries against a naive evaluator.
+ */
+#include <math.h>
+
+#include "test.h"
+
+static mote_value I(int64_t i) { mote_value v = {0}; v.v.i = i; return v; }
+static mote_value F(double f) { mote_value v = {0}; v.v.f = f; return v; }
+static mote_value S(const char *s) { mote_value v = {0}; v.v.s.p = s; v.v.s.n = strlen(s); return v; }
+static mote_value N(void) { mote_value v = {0}; v.null = 1; return v; }
+
+static const mote_prop_def note_props[] = {
+    {"timestamp", MOTE_T_TIMESTAMP, 0, 0, NULL},
+    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL},
+    {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL},
+    {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL},
+};
+
+static mote_entity *open_notes(mote_store *s)
+{
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", note_props, 4, &e));
+    OK(mote_commit(t));
+    return e;
+}
+
+TEST(obj_put_get_types)
+{
+    mote_store *s = test_open(test_path("o.mote"), NULL);
+    static const mote_prop_def props[] = {
+        {"b", MOTE_T_BOOL, 0, 0, NULL},          {"i8", MOTE_T_INT8, 0, 0, NULL},
+        {"i16", MOTE_T_INT16, 0, 0, NULL},       {"i32", MOTE_T_INT32, 0, 0, NULL},
+        {"i64", MOTE_T_INT64, 0, 0, NULL},       {"f32", MOTE_T_FLOAT32, 0, 0, NULL},
+        {"f64", MOTE_T_FLOAT64, 0, 0, NULL},     {"s", MOTE_T_STRING, 0, 0, NULL},
+        {"by", MOTE_T_BYTES, 0, 0, NULL},        {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL},
+        {"d", MOTE_T_DATE, 0, 0, NULL},          {"dec", MOTE_T_DECIMAL, 0, 0, NULL},
+        {"js", MOTE_T_JSON, 0, 0, NULL},         {"vec", MOTE_T_VECTOR, 0, 3, NULL},
+        {"opt", MOTE_T_INT64, MOTE_P_NULLABLE, 0, NULL},
+    };
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "All", props, 15, &e));
+    float vec[3] = {1.5f, -2, 3};
+    mote_value v[15] = {I(1), I(-128), I(32767), I(-2147483647 - 1), I(INT64_MIN), F(1.25),
+                        F(-1e300), S("héllo\0x"), S("\x00\x01"), I(1700000000123456789LL),
+                        I(-719162), S("-12.50"), S("{\"a\":1}"), {0}, N()};
+    v[7].v.s.n = 8; /* embedded NUL */
+    v[8].v.s.n = 2;
+    v[13].v.s.p = vec;
+    v[13].v.s.n = 12;
+    uint64_t id;
+    OK(mote_put(t, e, 0, v, MOTE_PUT_UPSERT, &id));
+    CHECK(id == 1);
+    OK(mote_commit(t));
+    OK(mote_close(s));
+
+    s = test_open(test_path("o.mote"), NULL);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_entity_open(t, "All", props, 15, &e));
+    mote_record r;
+    OK(mote_get(t, e, 1, &r));
+    mote_value x;
+    for (unsigned i = 0; i < 15; i++) {
+        OK(mote_record_get(&r, i, &x, NULL));
+        if (i == 14) {
+            CHECK(x.null);
+        } else if (i == 5 || i == 6) {
+            CHECK(x.v.f == v[i].v.f);
+        } else if (i >= 7 && i != 9 && i != 10) {
+            CHECK(x.v.s.n == v[i].v.s.n && !memcmp(x.v.s.p, v[i].v.s.p, x.v.s.n));
+        } else {
+            CHECK(!x.null && x.v.i == v[i].v.i);
+        }
+    }
+    CHECK_RC(mote_get(t, e, 2, &r), MOTE_NOTFOUND);
+    mote_abort(t);
+
+    /* bad values: specific codes, nothing written */
+    OK(mote_begin(s, 0, &t));
+    mote_value bad[15];
+    memcpy(bad, v, sizeof bad);
+    bad[2] = I(40000);
+    CHECK_RC(mote_put(t, e, 0, bad, 0, NULL), MOTE_RANGE);
+    CHECK(strstr(mote_errmsg(s), "All.i16") != NULL);
+    memcpy(bad, v, sizeof bad);
+    bad[1] = I(128);
+    CHECK_RC(mote_put(t, e, 0, bad, 0, NULL), MOTE_RANGE);
+    memcpy(bad, v, sizeof bad);
+    bad[5] = F(1e39);
+    CHECK_RC(mote_put(t, e, 0, bad, 0, NULL), MOTE_RANGE);
+    memcpy(bad, v, sizeof bad);
+    bad[0] = N();
+    CHECK_RC(mote_put(t, e, 0, bad, 0, NULL), MOTE_TYPE);
+    memcpy(bad, v, sizeof bad);
+    bad[13].v.s.n = 8;
+    CHECK_RC(mote_put(t, e, 0, bad, 0, NULL), MOTE_TYPE);
+    CHECK_RC(mote_put(t, e, 0, NULL, 0, NULL), MOTE_INVALID);
+    CHECK_RC(mote_put(t, e, 0, v, 7, NULL), MOTE_INVALID);
+    CHECK_RC(mote_put(t, NULL, 0, v, 0, NULL), MOTE_INVALID);
+    uint64_t n;
+    OK(mote_count(t, e, &n));
+    CHECK(n == 1);
+    OK(mote_commit(t));
+    /* bad definitions */
+    OK(mote_begin(s, 0, &t));
+    mote_prop_def bd[2] = {{"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL}, {"x", MOTE_T_INT8, 0, 0, NULL}};
+    CHECK_RC(mote_entity_open(t, "Bad", bd, 1, &e), MOTE_INVALID);
+    bd[0].flags = 0;
+    CHECK_RC(mote_entity_open(t, "Bad", bd, 2, &e), MOTE_INVALID); /* twice */
+    CHECK_RC(mote_entity_open(t, "", bd, 1, &e), MOTE_INVALID);
+    bd[0].type = 99;
+    CHECK_RC(mote_entity_open(t, "Bad", bd, 1, &e), MOTE_INVALID);
+    mote_abort(t);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+TEST(obj_ids_and_modes)
+{
+    mote_store *s = test_open(test_path("ids.mote"), NULL);
+    mote_entity *e = open_notes(s);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    mote_value v[4] = {I(1), I(10), S("a"), N()};
+    uint64_t id;
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 1);
+    /* put many: a contiguous block */
+    mote_value many[5 * 4];
+    for (int i = 0; i < 5; i++)
+        memcpy(&many[i * 4], v, sizeof v);
+    uint64_t ids[5];
+    size_t done;
+    OK(mote_put_many(t, e, 5, NULL, many, 0, ids, &done));
+    CHECK(done == 5 && ids[0] == 2 && ids[4] == 6);
+    CHECK_RC(mote_put(t, e, 3, v, MOTE_PUT_INSERT, NULL), MOTE_EXISTS);
+    CHECK_RC(mote_put(t, e, 99, v, MOTE_PUT_UPDATE, NULL), MOTE_NOTFOUND);
+    OK(mote_put(t, e, 3, v, MOTE_PUT_UPDATE, NULL));
+    OK(mote_put(t, e, 50, v, MOTE_PUT_INSERT, NULL)); /* explicit id */
+    OK(mote_remove(t, e, 50));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 51); /* removed ids are not reused */
+    OK(mote_remove(t, e, 51));
+    OK(mote_commit(t));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 52);
+    CHECK_RC(mote_remove(t, e, 51), MOTE_NOTFOUND);
+    uint64_t n, removed;
+    OK(mote_count(t, e, &n));
+    CHECK(n == 7);
+    OK(mote_remove_all(t, e, &removed));
+    CHECK(removed == 7);
+    OK(mote_count(t, e, &n));
+    CHECK(n == 0);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+TEST(obj_unique_index)
+{
+    mote_store *s = test_open(test_path("u.mote"), NULL);
+    static const mote_prop_def props[] = {
+        {"email", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL},
+        {"n", MOTE_T_INT32, 0, 0, NULL},
+    };
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "User", props, 2, &e));
+    mote_value a[2] = {S("a@x"), I(1)}, b[2] = {S("b@x"), I(2)}, nul[2] = {N(), I(3)};
+    uint64_t ida, idb;
+    OK(mote_put(t, e, 0, a, 0, &ida));
+    OK(mote_put(t, e, 0, b, 0, &idb));
+    OK(mote_put(t, e, 0, nul, 0, NULL));
+    OK(mote_put(t, e, 0, nul, 0, NULL)); /* NULLs do not collide */
+    CHECK_RC(mote_put(t, e, 0, a, 0, NULL), MOTE_UNIQUE);
+    CHECK_RC(mote_put(t, e, idb, a, 0, NULL), MOTE_UNIQUE); /* update into a taken value */
+    OK(mote_put(t, e, ida, a, 0, NULL)); /* same object, same value: fine */
+    uint64_t n;
+    OK(mote_count(t, e, &n));
+    CHECK(n == 4);
+    /* the failed update left b unchanged */
+    mote_query *q;
+    int c;
+    OK(mote_query_new(e, &q));
+    mote_value bv = S("b@x");
+    OK(mote_query_cond(q, 0, MOTE_EQ, &bv, 1, 0, &c));
+    OK(mote_query_where(q, c));
+    uint64_t *ids;
+    size_t nids;
+    OK(mote_query_ids(t, q, &ids, &nids));
+    CHECK(nids == 1 && ids[0] == idb);
+    mote_free(ids);
+    CHECK(!strcmp(mote_query_plan(t, q), "index"));
+    mote_query_free(q);
+    /* free the value, then another object may take it */
+    OK(mote_remove(t, e, ida));
+    OK(mote_put(t, e, 0, a, 0, NULL));
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+TEST(obj_schema_evolution)
+{
+    const char *p = test_path("ev.mote");
+    mote_store *s = test_open(p, NULL);
+    mote_entity *e = open_notes(s);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    for (int i = 0; i < 50; i++) {
+        char txt[16];
+        snprintf(txt, sizeof txt, "t%02d", i);
+        mote_value v[4] = {I(i), I(10 * (i % 5)), S(txt), i % 2 ? S("odd") : N()};
+        OK(mote_put(t, e, 0, v, 0, NULL));
+    }
+    OK(mote_commit(t));
+    /* unchanged definition: same handle, no write */
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    mote_entity *same;
+    OK(mote_entity_open(t, "Note", note_props, 4, &same));
+    CHECK(same == e);
+    mote_abort(t);
+    OK(mote_close(s));
+
+    /* v2: drop timestamp, rename note -> remark, add score (indexed, int64)
+     * and tag (nullable); level becomes unique? no: text gets unique */
+    static const mote_prop_def v2[] = {
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL},
+        {"remark", MOTE_T_STRING, MOTE_P_NULLABLE, 0, "note"},
+        {"score", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL},
+        {"tag", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL},
+    };
+    s = test_open(p, NULL);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK_RC(mote_entity_open(t, "Note", v2, 5, &e), MOTE_SCHEMA);
+    mote_abort(t);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", v2, 5, &e));
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    mote_record r;
+    OK(mote_get(t, e, 2, &r)); /* i = 1 */
+    mote_value x;
+    int absent;
+    OK(mote_record_get(&r, 0, &x, &absent));
+    CHECK(x.v.i == 10 && !absent);
+    OK(mote_record_get(&r, 2, &x, &absent));
+    CHECK(!x.null && x.v.s.n == 3 && !absent); /* renamed: data kept */
+    OK(mote_record_get(&r, 3, &x, &absent));
+    CHECK(!x.null && x.v.i == 0 && absent); /* added: zero */
+    OK(mote_record_get(&r, 4, &x, &absent));
+    CHECK(x.null && absent); /* added nullable: NULL */
+    /* the new index on score was built: all 50 objects have score 0 */
+    mote_query *q;
+    int c;
+    OK(mote_query_new(e, &q));
+    mote_value zero = I(0);
+    OK(mote_query_cond(q, 3, MOTE_EQ, &zero, 1, 0, &c));
+    OK(mote_query_where(q, c));
+    uint64_t n;
+    OK(mote_query_count(t, q, &n));
+    CHECK(n == 50);
+    mote_query_free(q);
+    mote_abort(t);
+    /* type change refused */
+    mote_prop_def v3[5];
+    memcpy(v3, v2, sizeof v3);
+    v3[0].type = MOTE_T_INT32;
+    mote_entity *fail = NULL;
+    OK(mote_begin(s, 0, &t));
+    CHECK_RC(mote_entity_open(t, "Note", v3, 5, &fail), MOTE_SCHEMA);
+    CHECK(fail == NULL);
+    CHECK(strstr(mote_errmsg(s), "Note.level") != NULL);
+    mote_abort(t);
+    /* unique over duplicates refused: level has duplicates */
+    memcpy(v3, v2, sizeof v3);
+    v3[0].flags |= MOTE_P_UNIQUE;
+    OK(mote_begin(s, 0, &t));
+    CHECK_RC(mote_entity_open(t, "Note", v3, 5, &fail), MOTE_SCHEMA);
+    mote_abort(t);
+    /* a handle from an aborted evolution is unusable */
+    OK(mote_begin(s, 0, &t));
+    memcpy(v3, v2, sizeof v3);
+    v3[4].name = "tag2";
+    mote_entity *gone;
+    OK(mote_entity_open(t, "Note", v3, 5, &gone));
+    mote_abort(t);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK_RC(mote_count(t, gone, &n), MOTE_SCHEMA);
+    OK(mote_count(t, e, &n));
+    CHECK(n == 50);
+    mote_abort(t);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+TEST(obj_partial_update)
+{
+    mote_store *s = test_open(test_path("pu.mote"), NULL);
+    mote_entity *e = open_notes(s);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    mote_value v[4] = {I(5), I(10), S("hello"), S("keep me")};
+    uint64_t id;
+    OK(mote_put(t, e, 0, v, 0, &id));
+    unsigned which[1] = {1};
+    mote_value nv[1] = {I(40)};
+    OK(mote_update(t, e, id, which, nv, 1));
+    CHECK_RC(mote_update(t, e, 999, which, nv, 1), MOTE_NOTFOUND);
+    mote_record r;
+    mote_value x;
+    OK(mote_get(t, e, id, &r));
+    OK(mote_record_get(&r, 1, &x, NULL));
+    CHECK(x.v.i == 40);
+    OK(mote_record_get(&r, 3, &x, NULL));
+    CHECK(x.v.s.n == 7 && !memcmp(x.v.s.p, "keep me", 7));
+    /* the index follows: level 40 found, level 10 not */
+    mote_query *q;
+    int c;
+    OK(mote_query_new(e, &q));
+    mote_value l = I(10);
+    OK(mote_query_cond(q, 1, MOTE_EQ, &l, 1, 0, &c));
+    OK(mote_query_where(q, c));
+    uint64_t n;
+    OK(mote_query_count(t, q, &n));
+    CHECK(n == 0);
+    l = I(40);
+    OK(mote_query_set(q, c, &l, 1));
+    OK(mote_query_count(t, q, &n));
+    CHECK(n == 1);
+    mote_query_free(q);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+/* ---- differential query test ------------------------------------------------ */
+
+#define DN 5
+typedef struct dobj {
+    uint64_t id;
+    mote_value v[DN];
+    char s[2][32];
+} dobj;
+
+static const mote_prop_def dprops[DN] = {
+    {"a", MOTE_T_INT32, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL},
+    {"s", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL},
+    {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL},
+    {"u", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL},
+    {"t", MOTE_T_STRING, 0, 0, NULL},
+};
+
+static void rand_str(uint64_t *rs, char *out)
+{
+    static const char *pieces[] = {"a", "B", "b", "\xc3\xa9", "\xc3\x89", "x", "Ab", "\xc3\x97", "z"};
+    int n = (int)(test_rand(rs) % 5);
+    out[0] = 0;
+    for (int i = 0; i < n; i++)
+        strcat(out, pieces[test_rand(rs) % 9]);
+}
+
+static void fold_s(const char *in, size_t n, char *out)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c + 32);
+        else if (c == 0xC3 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9E && s[i + 1] != 0x97) {
+            out[i] = (char)c;
+            out[i + 1] = (char)(s[i + 1] + 0x20);
+            i++;
+            continue;
+        }
+        out[i] = (char)c;
+    }
+}
+
+typedef struct dleaf {
+    unsigned prop;
+    int op;
+    unsigned flags;
+    mote_value vals[3];
+    size_t nvals;
+    char sv[3][32];
+} dleaf;
+
+static int vcmp(unsigned prop, const mote_value *a, const mote_value *b)
+{
+    int type = dprops[prop].type;
+    if (type == MOTE_T_STRING) {
+        size_t m = a->v.s.n < b->v.s.n ? a->v.s.n : b->v.s.n;
+        int r = m ? memcmp(a->v.s.p, b->v.s.p, m) : 0;
+        return r ? r : (a->v.s.n > b->v.s.n) - (a->v.s.n < b->v.s.n);
+    }
+    if (type == MOTE_T_FLOAT64)
+        return (a->v.f > b->v.f) - (a->v.f < b->v.f);
+    return (a->v.i > b->v.i) - (a->v.i < b->v.i);
+}
+
+static int naive_leaf(const dleaf *l, const dobj *o)
+{
+    const mote_value *x = &o->v[l->prop];
+    if (l->op == MOTE_IS_NULL)
+        return x->null;
+    if (l->op == MOTE_NOT_NULL)
+        return !x->null;
+    if (x->null)
+        return 0;
+    const mote_value *v = l->vals;
+    switch (l->op) {
+    case MOTE_EQ: return vcmp(l->prop, x, v) == 0;
+    case MOTE_NE: return vcmp(l->prop, x, v) != 0;
+    case MOTE_LT: return vcmp(l->prop, x, v) < 0;
+    case MOTE_LE: return vcmp(l->prop, x, v) <= 0;
+    case MOTE_GT: return vcmp(l->prop, x, v) > 0;
+    case MOTE_GE: return vcmp(l->prop, x, v) >= 0;
+    case MOTE_BETWEEN: return vcmp(l->prop, x, &v[0]) >= 0 && vcmp(l->prop, x, &v[1]) <= 0;
+    case MOTE_IN:
+    case MOTE_NOT_IN: {
+        int in = 0;
+        for (size_t i = 0; i < l->nvals; i++)
+            in |= vcmp(l->prop, x, &v[i]) == 0;
+        return l->op == MOTE_IN ? in : !in;
+    }
+    default: {
+        char h[64], nd[64];
+        size_t hn = x->v.s.n, nn = v->v.s.n;
+        memcpy(h, x->v.s.p, hn);
+        memcpy(nd, v->v.s.p, nn);
+        if (l->flags & MOTE_Q_NOCASE) {
+            fold_s(h, hn, h);
+            fold_s(nd, nn, nd);
+        }
+        if (nn > hn)
+            return 0;
+        if (l->op == MOTE_STARTS_WITH)
+            return !memcmp(h, nd, nn);
+        if (l->op == MOTE_ENDS_WITH)
+            return !memcmp(h + hn - nn, nd, nn);
+        for (size_t i = 0; i + nn <= hn; i++)
+            if (!memcmp(h + i, nd, nn))
+                return 1;
+        return 0;
+    }
+    }
+}
+
+static void rand_value(uint64_t *rs, unsigned prop, mote_value *v, char *buf)
+{
+    memset(v, 0, sizeof *v);
+    switch (prop) {
+    case 0: v->v.i = (int64_t)(test_rand(rs) % 7) * 10 - 20; break;
+    case 2: v->v.f = (double)(int64_t)(test_rand(rs) % 9) / 4 - 1; break;
+    case 3: v->v.i = (int64_t)(test_rand(rs) % 400); break;
+    default:
+        rand_str(rs, buf);
+        v->v.s.p = buf;
+        v->v.s.n = strlen(buf);
+    }
+}
+
+static dobj *dobjs;
+static int ndobj;
+static const dleaf *dls;
+static int dnl, dkind; /* kind: 0 leaf, 1 and, 2 or */
+static unsigned dord[2], dordf[2];
+static int dnord;
+
+static int naive_match(const dobj *o)
+{
+    if (dnl == 0)
+        return 1;
+    int r = dkind == 1;
+    for (int i = 0; i < dnl; i++) {
+        int m = naive_leaf(&dls[i], o);
+        r = dkind == 2 ? (r || m) : dkind == 1 ? (r && m) : m;
+    }
+    return r;
+}
+
+static int naive_order(const void *a, const void *b)
+{
+    const dobj *x = *(const dobj *const *)a, *y = *(const dobj *const *)b;
+    for (int i = 0; i < dnord; i++) {
+        unsigned p = dord[i];
+        const mote_value *u = &x->v[p], *w = &y->v[p];
+        int c;
+        if (u->null || w->null) { /* nulls first, or last: whatever the direction */
+            c = (dordf[i] & MOTE_Q_NULLS_LAST) ? u->null - w->null : w->null - u->null;
+        } else {
+            c = vcmp(p, u, w);
+            if (dordf[i] & MOTE_Q_DESC)
+                c = -c;
+        }
+        if (c)
+            return c;
+    }
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+TEST(obj_query_differential)
+{
+    mote_store *s = test_open(test_path("q.mote"), NULL);
+    mote_txn *t;
+    mote_entity *e;
+    uint64_t rs = 4242;
+    int nobj = 400;
+    dobjs = calloc((size_t)nobj, sizeof *dobjs);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "D", dprops, DN, &e));
+    int used_u[400] = {0};
+    for (int i = 0; i < nobj; i++) {
+        dobj *o = &dobjs[i];
+        for (unsigned p = 0; p < DN; p++) {
+            rand_value(&rs, p, &o->v[p], p == 1 ? o->s[0] : o->s[1]);
+            if ((dprops[p].flags & MOTE_P_NULLABLE) && test_rand(&rs) % 5 == 0)
+                o->v[p].null = 1;
+        }
+        if (!o->v[3].null) { /* unique */
+            while (used_u[o->v[3].v.i])
+                o->v[3].v.i = (o->v[3].v.i + 1) % 400;
+            used_u[o->v[3].v.i] = 1;
+        }
+        OK(mote_put(t, e, 0, o->v, 0, &o->id));
+    }
+    ndobj = nobj;
+    OK(mote_commit(t));
+    static const int ops[] = {MOTE_EQ, MOTE_NE, MOTE_LT, MOTE_LE, MOTE_GT, MOTE_GE, MOTE_BETWEEN,
+                              MOTE_IN, MOTE_NOT_IN, MOTE_IS_NULL, MOTE_NOT_NULL,
+                              MOTE_STARTS_WITH, MOTE_ENDS_WITH, MOTE_CONTAINS};
+    int queries = 3000 * test_scale();
+    long matched = 0;
+    const dobj **sel = malloc((size_t)nobj * sizeof *sel);
+    for (int qi = 0; qi < queries; qi++) {
+        dleaf leaves[3];
+        dnl = (int)(test_rand(&rs) % 4);
+        dkind = dnl <= 1 ? 0 : 1 + (int)(test_rand(&rs) % 2);
+        mote_query *q;
+        OK(mote_query_new(e, &q));
+        int nodes[3];
+        for (int i = 0; i < dnl; i++) {
+            dleaf *l = &leaves[i];
+            memset(l, 0, sizeof *l);
+            l->prop = (unsigned)(test_rand(&rs) % DN);
+            int str = dprops[l->prop].type == MOTE_T_STRING;
+            do
+                l->op = ops[test_rand(&rs) % 14];
+            while (!str && l->op >= MOTE_STARTS_WITH);
+            if (str && test_rand(&rs) % 3 == 0)
+                l->flags = MOTE_Q_NOCASE;
+            if (l->flags && l->op < MOTE_STARTS_WITH)
+                l->flags = 0;
+            l->nvals = l->op == MOTE_BETWEEN ? 2 : l->op == MOTE_IN || l->op == MOTE_NOT_IN ? 1 + test_rand(&rs) % 3
+                     : l->op == MOTE_IS_NULL || l->op == MOTE_NOT_NULL ? 0 : 1;
+            for (size_t k = 0; k < l->nvals; k++)
+                rand_value(&rs, l->prop, &l->vals[k], l->sv[k]);
+            OK(mote_query_cond(q, l->prop, l->op, l->vals, l->nvals, l->flags, &nodes[i]));
+        }
+        dls = leaves;
+        if (dnl == 1) {
+            OK(mote_query_where(q, nodes[0]));
+        } else if (dnl > 1) {
+            int g;
+            if (dkind == 1)
+                OK(mote_query_and(q, nodes, (size_t)dnl, &g));
+            else
+                OK(mote_query_or(q, nodes, (size_t)dnl, &g));
+            OK(mote_query_where(q, g));
+        }
+        dnord = (int)(test_rand(&rs) % 3);
+        for (int i = 0; i < dnord; i++) {
+            dord[i] = (unsigned)(test_rand(&rs) % DN);
+            dordf[i] = (unsigned)(test_rand(&rs) % 4);
+            OK(mote_query_order(q, dord[i], dordf[i]));
+        }
+        uint64_t off = test_rand(&rs) % 3 ? 0 : test_rand(&rs) % 50;
+        uint64_t lim = test_rand(&rs) % 2 ? 0 : 1 + test_rand(&rs) % 30;
+        OK(mote_query_limit(q, off, lim));
+        /* expected */
+        int ns = 0;
+        for (int i = 0; i < ndobj; i++)
+            if (naive_match(&dobjs[i]))
+                sel[ns++] = &dobjs[i];
+        qsort(sel, (size_t)ns, sizeof *sel, naive_order);
+        int start = off < (uint64_t)ns ? (int)off : ns, cnt = ns - start;
+        if (lim && (uint64_t)cnt > lim)
+            cnt = (int)lim;
+        matched += cnt;
+        OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+        uint64_t *ids;
+        size_t n;
+        OK(mote_query_ids(t, q, &ids, &n));
+        int bad = n != (size_t)cnt;
+        for (int i = 0; !bad && i < cnt; i++)
+            bad = ids[i] != sel[start + i]->id;
+        uint64_t c;
+        OK(mote_query_count(t, q, &c));
+        bad |= c != (uint64_t)cnt;
+        if (bad) {
+            fprintf(stderr, "query %d (plan %s): got %zu ids, count %llu, want %d\n", qi,
+                    mote_query_plan(t, q), n, (unsigned long long)c, cnt);
+            for (int i = 0; i < dnl; i++)
+                fprintf(stderr, "  leaf prop %u op %d flags %u nvals %zu\n", leaves[i].prop,
+                        leaves[i].op, leaves[i].flags, leaves[i].nvals);
+            fprintf(stderr, "  kind %d, order %d, offset %llu limit %llu\n", dkind, dnord,
+                    (unsigned long long)off, (unsigned long long)lim);
+            abort();
+        }
+        mote_free(ids);
+        mote_abort(t);
+        mote_query_free(q);
+    }
+    printf("%d random queries, %ld rows matched, all equal to the model\n", queries, matched);
+    free(sel);
+    free(dobjs);
+    OK(mote_close(s));
+}

@@ -1,7 +1,8 @@
 # MoteDB — the two user-facing commands:
 #   make test    build everything from a fresh clone and run every test
 #   make bench   run the default benchmarks and print the tables
-# Other targets: build, test-c, test-asan, test-python, bench-engine, clean.
+# Other targets: build, test-c, test-asan, test-fuzz, test-python, bench-engine,
+# bench-orm, bench-stores, bench-full, clean.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -10,7 +11,8 @@ MESON  := $(VENV)/bin/meson
 NINJA  := $(VENV)/bin/ninja
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all test build test-c test-asan test-fuzz test-python bench bench-engine clean venv
+.PHONY: all test build test-c test-asan test-fuzz test-python bench bench-engine bench-orm \
+        bench-stores bench-full clean venv
 
 # libFuzzer targets, built with clang (Debian's clang + libclang-rt-14-dev).
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -69,10 +71,23 @@ test-fuzz: build-fuzz/fuzz_file build-fuzz/fuzz_api
 
 test: test-c test-asan test-fuzz test-python
 
-bench: bench-engine
+# Quick benchmarks (a few minutes on 2 cores); bench-full runs everything.
+bench: bench-engine bench-orm bench-stores
 
 bench-engine: $(VENV)/.ok
 	bash bench/engine/run.sh
+
+bench-orm:
+	$(PYTHON) -m bench.orm --profile quick
+
+bench-stores:
+	$(PYTHON) -m bench.stores --workload small
+	$(PYTHON) -m bench.stores --workload large
+
+bench-full: bench-engine
+	$(PYTHON) -m bench.orm --profile full
+	$(PYTHON) -m bench.stores --workload small --full
+	$(PYTHON) -m bench.stores --workload large --full
 
 clean:
 	rm -rf build build-asan build-bench build-fuzz

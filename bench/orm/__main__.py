@@ -1,0 +1,5 @@
+import sys
+
+from bench.orm.cli import main
+
+sys.exit(main())

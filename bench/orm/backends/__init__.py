@@ -1,0 +1,1 @@
+"""One module per backend; see base.py for the interface and ../README.md."""

@@ -1,0 +1,1 @@
+"""The Django app holding the benchmark models (see ../django_backend.py)."""

@@ -1,0 +1,148 @@
+"""Django ORM (sync), SQLite backend.
+
+Fastest idiomatic path:
+- settings.configure() with the sqlite3 engine; OPTIONS init_command sets
+  synchronous=FULL; rollback journal (Django's default); autocommit outside
+  transaction.atomic(). Tables created with the schema editor (no migrations).
+- A: obj.save() (autocommit); B: obj.save() each in transaction.atomic();
+  C: bulk_create(objs) (one transaction, batches by SQLite's parameter limit;
+  sets the ids through RETURNING).
+- D/E: list(filter(level=L)) [slice]; F: objects.get(id=); G: .values();
+  H: .values_list().
+- I: save() each in atomic() (every field); J: save(update_fields=["level"]) (really
+  partial); K: obj.delete() each in atomic() (Test 2: Django's collector queries the
+  children and the M2M links of each object - its relation machinery).
+- Test 2: parent = ForeignKey("self", CASCADE, related_name="children"), related =
+  ManyToManyField("self", symmetrical=False, related_name="related_from"); Django
+  indexes the FK.
+"""
+
+import os
+
+import django
+from django.conf import settings
+
+from bench.orm.backends.base import SyncBackend, fresh_dir, pkg_versions
+
+DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
+
+settings.configure(
+    DEBUG=False,
+    USE_TZ=False,
+    INSTALLED_APPS=["bench.orm.backends.django_app"],
+    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DB_FILE,
+                           "OPTIONS": {"init_command": "PRAGMA synchronous = FULL"}}},
+    DEFAULT_AUTO_FIELD="django.db.models.AutoField",
+)
+django.setup()
+
+from django.db import connection, transaction  # noqa: E402
+
+from bench.orm.backends.django_app.models import Journal  # noqa: E402
+
+
+class Backend(SyncBackend):
+    BULK_SETS_IDS = True
+    PARTIAL_UPDATE = "partial (save(update_fields=['level']))"
+    NOTES = ["rollback journal (default), synchronous=FULL via init_command",
+             "C: bulk_create() sets ids (RETURNING)",
+             "Test 2: delete() runs the collector (children, M2M links) per object"]
+
+    def __init__(self, test, directory):
+        super().__init__(test, directory)
+        self.db_file = DB_FILE
+
+    def versions(self):
+        return pkg_versions("Django")
+
+    def info(self):
+        with connection.cursor() as c:
+            jm = c.execute("PRAGMA journal_mode").fetchone()[0]
+            sy = c.execute("PRAGMA synchronous").fetchone()[0]
+        return {"journal_mode": jm, "synchronous": {2: "FULL"}.get(sy, sy)}
+
+    def create(self):
+        fresh_dir(self.directory)
+        with connection.schema_editor() as ed:
+            ed.create_model(Journal)
+
+    def open(self):
+        connection.ensure_connection()
+
+    def close(self):
+        connection.close()
+
+    def new_objects(self, values):
+        return [Journal(level=lvl, text=txt) for lvl, txt in values]
+
+    def insert_single(self, objs):
+        for o in objs:
+            o.save()
+        return len(objs)
+
+    def insert_batch(self, objs):
+        with transaction.atomic():
+            for o in objs:
+                o.save()
+        return len(objs)
+
+    def new_bulk(self, values):
+        return self.new_objects(values)
+
+    def insert_bulk(self, objs):
+        Journal.objects.bulk_create(objs)
+        return len(objs)
+
+    def filter_large(self, levels):
+        n = 0
+        for lvl in levels:
+            n += len(list(Journal.objects.filter(level=lvl)))
+        return n
+
+    def filter_small(self, queries):
+        n = 0
+        for lvl, off in queries:
+            n += len(list(Journal.objects.filter(level=lvl)[off:off + 20]))
+        return n
+
+    def get(self, ids):
+        n = 0
+        for i in ids:
+            n += Journal.objects.get(id=i).id == i
+        return n
+
+    def filter_dict(self, levels):
+        n = 0
+        for lvl in levels:
+            n += len(list(Journal.objects.filter(level=lvl).values()))
+        return n
+
+    def filter_tuple(self, levels):
+        n = 0
+        for lvl in levels:
+            n += len(list(Journal.objects.filter(level=lvl).values_list()))
+        return n
+
+    def load_all(self):
+        return list(Journal.objects.all())
+
+    def update_whole(self, objs, levels, texts):
+        with transaction.atomic():
+            for o, lvl, txt in zip(objs, levels, texts):
+                o.level = lvl
+                o.text = txt
+                o.save()
+        return len(objs)
+
+    def update_partial(self, objs, levels):
+        with transaction.atomic():
+            for o, lvl in zip(objs, levels):
+                o.level = lvl
+                o.save(update_fields=["level"])
+        return len(objs)
+
+    def delete(self, objs):
+        with transaction.atomic():
+            for o in objs:
+                o.delete()
+        return len(objs)

@@ -1,0 +1,334 @@
+"""python3 -m bench.orm: the orchestrator.
+
+Runs under the system python3; re-executes itself in .bench-venvs/harness (rich,
+matplotlib) and starts workers (bench/orm/worker.py) in each backend group's
+environment. See README.md.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+from bench.orm import registry, spec, venvs
+
+REPO = venvs.REPO
+HARNESS_FLAG = "BENCH_ORM_IN_HARNESS"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python3 -m bench.orm", description=__doc__.split("\n")[0])
+    p.add_argument("--profile", choices=sorted(registry.PROFILES), default="quick",
+                   help="quick: tests 1-3, cold, main backends, 1 run (default); full: every backend, "
+                        "cold+warm+large, 5 runs")
+    p.add_argument("--backends", help="comma-separated ids (or 'all'): " + ",".join(registry.BY_ID))
+    p.add_argument("--tests", help="comma-separated: 1,2,3")
+    p.add_argument("--mode", nargs="+", action="extend", help="cold, warm, large, large-warm (several allowed)")
+    p.add_argument("--runs", type=int, help="repetitions (the median is reported)")
+    p.add_argument("--out", help="output directory (default results/orm/<timestamp>/)")
+    p.add_argument("--smoke", action="store_true",
+                   help="tiny N; one backend per family; checks row counts (tests the harness, not timed)")
+    p.add_argument("--iterations", type=int, help=f"N (default {spec.ITERATIONS})")
+    p.add_argument("--batch", type=int, help=f"BATCH_SIZE (default {spec.BATCH_SIZE})")
+    p.add_argument("--seed", default="42", help="seed of the random workload (same for every backend)")
+    p.add_argument("--db-dir", help="where databases live (default .bench-tmp/orm; must not be tmpfs)")
+    p.add_argument("--load-threshold", type=float, default=1.0, help="1-minute load to wait for (default 1.0)")
+    p.add_argument("--load-timeout", type=float, help="seconds to wait for it (default: quick 60, full 300, "
+                                                      "smoke 0)")
+    p.add_argument("--no-charts", action="store_true")
+    return p.parse_args(argv)
+
+
+def in_harness():
+    try:
+        import matplotlib  # noqa: F401
+        import rich  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def reexec_in_harness(argv):
+    if os.environ.get(HARNESS_FLAG):
+        sys.exit("bench.orm: the harness environment lacks rich/matplotlib")
+    print("bench.orm: preparing .bench-venvs/harness (rich, matplotlib) ...", flush=True)
+    py = venvs.ensure("harness")
+    env = dict(os.environ, **{HARNESS_FLAG: "1"})
+    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    os.chdir(REPO)
+    os.execve(py, [py, "-m", "bench.orm"] + list(argv), env)
+
+
+def resolve_config(a):
+    prof = registry.PROFILES[a.profile]
+    if a.backends:
+        ids = [b.id for b in registry.BACKENDS] if a.backends == "all" else a.backends.split(",")
+    elif a.smoke:
+        ids = list(registry.SMOKE_BACKENDS)
+    else:
+        ids = list(prof["backends"])
+    bad = [i for i in ids if i not in registry.BY_ID]
+    if bad:
+        sys.exit(f"unknown backend(s): {', '.join(bad)}; known: {', '.join(registry.BY_ID)}")
+    tests = [int(t) for t in a.tests.split(",")] if a.tests else list(prof["tests"])
+    modes = a.mode or (["cold", "warm", "large"] if a.smoke else list(prof["modes"]))
+    for m in modes:
+        if m not in spec.MODES:
+            sys.exit(f"unknown mode {m}; known: {', '.join(spec.MODES)}")
+    runs = a.runs or (1 if a.smoke else prof["runs"])
+    n = a.iterations or (spec.SMOKE_ITERATIONS if a.smoke else spec.ITERATIONS)
+    batch = a.batch or (spec.SMOKE_BATCH_SIZE if a.smoke else spec.BATCH_SIZE)
+    if batch < n:
+        sys.exit("--batch must be >= --iterations")
+    # the plan: (mode, test) pairs. A smoke run covers warm and large on Test 1 only.
+    plan = []
+    for m in modes:
+        for t in tests:
+            if a.smoke and m != "cold" and not a.mode and t != 1:
+                continue
+            plan.append((m, t))
+    timeout = a.load_timeout
+    if timeout is None:
+        timeout = 0 if a.smoke else (300 if a.profile == "full" else 60)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = a.out or os.path.join(REPO, "results", "orm", stamp + ("-smoke" if a.smoke else ""))
+    db_dir = a.db_dir or os.path.join(REPO, ".bench-tmp", "orm")
+    return {"profile": a.profile, "backends": ids, "tests": tests, "modes": modes, "plan": plan, "runs": runs,
+            "iterations": n, "batch_size": batch, "seed": a.seed, "smoke": a.smoke,
+            "load_threshold": a.load_threshold, "load_timeout_s": timeout, "out": os.path.abspath(out),
+            "db_dir": os.path.abspath(db_dir), "charts": not a.no_charts}
+
+
+def check_db_dir(db_dir, log):
+    from bench.orm.envinfo import filesystem
+    os.makedirs(db_dir, exist_ok=True)
+    fs, _ = filesystem(db_dir)
+    if fs in ("tmpfs", "ramfs"):
+        alt = "/var/tmp/bench-orm"
+        os.makedirs(alt, exist_ok=True)
+        if filesystem(alt)[0] in ("tmpfs", "ramfs"):
+            sys.exit(f"{db_dir} and {alt} are on {fs}: pass --db-dir on a disk-backed file system")
+        log(f"{db_dir} is on {fs}: using {alt} instead")
+        return alt
+    return db_dir
+
+
+def load_gate(threshold, timeout):
+    """Wait until the 1-minute load average is below threshold; returns the record."""
+    t0 = time.monotonic()
+    load = os.getloadavg()[0]
+    while load >= threshold and time.monotonic() - t0 < timeout:
+        time.sleep(min(5.0, max(0.5, timeout - (time.monotonic() - t0))))
+        load = os.getloadavg()[0]
+    return {"load1": round(load, 2), "loadavg": [round(x, 2) for x in os.getloadavg()],
+            "waited_s": round(time.monotonic() - t0, 1),
+            "timed_out": load >= threshold and timeout > 0, "threshold": threshold}
+
+
+class Orchestrator:
+    def __init__(self, cfg, console):
+        self.cfg = cfg
+        self.console = console
+        self.samples = {}        # (test, mode, label, op) -> [rows/s]
+        self.skipped = {}        # (test, mode, label, op) -> reason
+        self.errors = []         # dicts
+        self.check_failures = []
+        self.backend_info = {}   # label -> info
+        self.gates = []
+        self.unavailable = {}    # label -> reason
+        self.group_versions = {}
+
+    def log(self, msg):
+        self.console.print(msg)
+
+    def worker_cmd(self, py, job):
+        return [py, "-m", "bench.orm.worker", json.dumps(job)]
+
+    def run_worker(self, py, job, on_result):
+        env = dict(os.environ)
+        env["PYTHONPATH"] = REPO
+        env.pop(HARNESS_FLAG, None)
+        proc = subprocess.Popen(self.worker_cmd(py, job), cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        info = None
+        for line in proc.stdout:
+            if line.startswith("@@INFO "):
+                info = json.loads(line[7:])
+            elif line.startswith("@@RESULT "):
+                on_result(json.loads(line[9:]))
+        err = proc.stderr.read()
+        rc = proc.wait()
+        return rc, info, err
+
+    def run_backend(self, b, mode, run, test, py, progress, task):
+        warm, large = spec.MODES[mode]
+        cfg = self.cfg
+        base = {"backend": b.id, "module": b.module, "test": test, "mode": mode,
+                "dir": os.path.join(cfg["db_dir"], b.id), "n": cfg["iterations"], "batch": cfg["batch_size"],
+                "seed": f"{cfg['seed']}-{run}", "large": large, "warm": warm, "smoke": cfg["smoke"], "run": run}
+        ops = list(spec.OPS)
+
+        def on_result(r):
+            key = (test, mode, b.label, r["op"])
+            if r.get("error"):
+                self.errors.append({"backend": b.label, "test": test, "mode": mode, "op": r["op"],
+                                    "run": run, "error": r["error"], "traceback": r.get("traceback")})
+                self.log(f"[red]{b.label} test {test} {mode} {r['op']}: {r['error']}[/red]")
+            elif r.get("skipped"):
+                self.skipped[key] = r["skipped"]
+            else:
+                self.samples.setdefault(key, []).append(r["rows_per_s"])
+                for e in r.get("check_errors") or []:
+                    self.check_failures.append(f"{b.label} test {test} {mode}: {e}")
+                    self.log(f"[red]check failed: {b.label} test {test} {mode}: {e}[/red]")
+            progress.advance(task)
+
+        def done(rc, info, err, ops_expected, label):
+            if info:
+                self.backend_info.setdefault(b.label, info)
+            if rc != 0:
+                tail = "\n".join(err.strip().splitlines()[-12:])
+                self.errors.append({"backend": b.label, "test": test, "mode": mode, "op": label, "run": run,
+                                    "error": f"worker exited {rc}", "traceback": tail})
+                self.log(f"[red]{b.label} test {test} {mode} {label}: worker exited {rc}[/red]\n{tail}")
+                return False
+            return True
+
+        if b.kind == "async":
+            job = dict(base, ops=ops, create=True)
+            rc, info, err = self.run_worker(py, job, on_result)
+            done(rc, info, err, ops, "all")
+            return
+        # sync: a fresh process to create the database, then one per operation
+        rc, info, err = self.run_worker(py, dict(base, ops=[], create=True), on_result)
+        if not done(rc, info, err, [], "create"):
+            progress.advance(task, len(ops))
+            return
+        for op in ops:
+            rc, info, err = self.run_worker(py, dict(base, ops=[op], create=False), on_result)
+            if not done(rc, info, err, [op], op):
+                progress.advance(task, 1)
+
+    def run(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        cfg = self.cfg
+        backends = [registry.BY_ID[i] for i in cfg["backends"]]
+        runnable = []
+        for b in backends:
+            ok, reason = b.available()
+            if not ok:
+                self.unavailable[b.label] = reason
+                self.log(f"[yellow]{b.label}: {reason}[/yellow]")
+                continue
+            try:
+                with self.console.status(f"environment {b.group} for {b.label} ..."):
+                    py = venvs.ensure(b.group, log=self.log)
+            except Exception as e:  # noqa: BLE001 - reported, the run goes on
+                self.unavailable[b.label] = f"environment '{b.group}' failed: {e}"
+                self.log(f"[red]{b.label}: {self.unavailable[b.label]}[/red]")
+                continue
+            if b.group not in self.group_versions:
+                self.group_versions[b.group] = venvs.installed_versions(b.group)
+            runnable.append((b, py))
+        total = len(runnable) * cfg["runs"] * len(cfg["plan"]) * len(spec.OPS)
+        cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+        with Progress(*cols, console=self.console) as progress:
+            task = progress.add_task("ORM benchmark", total=total)
+            modes = []
+            for m, _ in cfg["plan"]:
+                if m not in modes:
+                    modes.append(m)
+            for mode in modes:
+                tests = [t for m, t in cfg["plan"] if m == mode]
+                for b, py in runnable:
+                    if cfg["load_timeout_s"] > 0:
+                        progress.update(task, description=f"waiting for load < {cfg['load_threshold']}")
+                    gate = load_gate(cfg["load_threshold"], cfg["load_timeout_s"])
+                    gate.update(backend=b.label, mode=mode)
+                    self.gates.append(gate)
+                    if gate["timed_out"]:
+                        self.log(f"[yellow]load gate timed out before {b.label} ({mode}): "
+                                 f"load {gate['load1']}[/yellow]")
+                    for run in range(cfg["runs"]):
+                        for test in tests:
+                            progress.update(task, description=f"{b.label:<15} {mode:<5} T{test} run {run + 1}")
+                            self.run_backend(b, mode, run, test, py, progress, task)
+
+    def write(self, env):
+        from bench.orm import report
+        cfg = self.cfg
+        out = cfg["out"]
+        os.makedirs(out, exist_ok=True)
+        cells = report.build_cells(self.samples)
+        gms = report.build_geomeans(cells)
+        env = dict(env)
+        env["load_gate"] = self.gates
+        env["package_versions"] = self.group_versions
+        env["backends"] = self.backend_info
+        env["unavailable"] = self.unavailable
+        config = {k: v for k, v in cfg.items() if k not in ("out",)}
+        config["plan"] = [list(p) for p in cfg["plan"]]
+        config["backend_labels"] = {i: registry.BY_ID[i].label for i in cfg["backends"]}
+        extra = {"skipped": [{"test": k[0], "mode": k[1], "backend": k[2], "op": k[3], "reason": v}
+                             for k, v in sorted(self.skipped.items())],
+                 "errors": self.errors, "check_failures": self.check_failures}
+        report.write_json(os.path.join(out, "results.json"), env, config, cells, gms, extra)
+        md = [f"# ORM benchmark results ({env['date']})\n",
+              f"Machine: {env['cpu']}, {env['cores']} cores, {env['memory']}; kernel {env['kernel']}; "
+              f"Python {env['python']}; SQLite {env['sqlite']}; databases on {env['filesystem']} "
+              f"({env['db_dir']}).\n",
+              f"Config: tests {cfg['tests']}, modes {cfg['modes']}, runs {cfg['runs']}, "
+              f"N={cfg['iterations']}, BATCH_SIZE={cfg['batch_size']}"
+              + (" (SMOKE: sizes tiny, numbers meaningless)" if cfg["smoke"] else "") + ".\n",
+              report.summary_markdown(gms, self.unavailable),
+              report.markdown(cells, gms)]
+        timeouts = [g for g in self.gates if g["timed_out"]]
+        if timeouts:
+            md.append("Load gate timed out before: " + ", ".join(
+                f"{g['backend']} ({g['mode']}, load {g['load1']})" for g in timeouts) + "\n")
+        if self.errors:
+            md.append("Errors:\n" + "\n".join(f"- {e['backend']} test {e['test']} {e['mode']} {e['op']}: "
+                                              f"{e['error']}" for e in self.errors) + "\n")
+        text = "\n".join(md)
+        with open(os.path.join(out, "results.md"), "w") as f:
+            f.write(text)
+        files = []
+        if cfg["charts"] and cells:
+            files = report.charts(cells, gms, out)
+        return out, report.summary_markdown(gms, self.unavailable), files
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    a = parse_args(argv)
+    if not in_harness():
+        reexec_in_harness(argv)
+    from rich.console import Console
+    from bench.orm import envinfo
+    console = Console()
+    cfg = resolve_config(a)
+    cfg["db_dir"] = check_db_dir(cfg["db_dir"], console.print)
+    env = envinfo.collect(cfg["db_dir"], REPO)
+    console.print(f"bench.orm: backends {','.join(cfg['backends'])}; plan {cfg['plan']}; runs {cfg['runs']}; "
+                  f"N={cfg['iterations']} BATCH={cfg['batch_size']}; databases in {cfg['db_dir']} "
+                  f"({env['filesystem']})")
+    t0 = time.monotonic()
+    orch = Orchestrator(cfg, console)
+    orch.run()
+    out, summary, files = orch.write(env)
+    console.print(summary, markup=False, highlight=False)
+    console.print(f"results: {out} (results.json, results.md{', ' + ', '.join(files) if files else ''}); "
+                  f"{time.monotonic() - t0:.0f} s")
+    if cfg["smoke"]:
+        failed = orch.errors or orch.check_failures
+        missing = [lb for lb in orch.unavailable if registry.BY_LABEL[lb].id in cfg["backends"]
+                   and registry.BY_LABEL[lb].id != "motedb"]
+        if failed or missing:
+            console.print(f"[red]SMOKE FAILED: {len(orch.errors)} errors, {len(orch.check_failures)} failed "
+                          f"checks, unavailable: {missing}[/red]")
+            return 1
+        console.print("[green]SMOKE OK: every operation processed the expected rows[/green]")
+    return 0

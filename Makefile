@@ -42,6 +42,7 @@ build: build/build.ninja
 
 test-c: build
 	./build/tests/c/mote-tests
+	bash tests/cli/run.sh build
 
 test-asan: build-asan/build.ninja
 	$(NINJA) -C build-asan

@@ -308,6 +308,15 @@ int mote_entity_open(mote_txn *txn, const char *name, const mote_prop_def *props
 /* Number of properties, and the index of a property by name (-1 if none). */
 unsigned mote_entity_nprops(const mote_entity *e);
 int mote_entity_prop(const mote_entity *e, const char *name);
+/* The definition of property i (strings owned by the handle). */
+int mote_entity_prop_def(const mote_entity *e, unsigned i, mote_prop_def *def);
+const char *mote_entity_name(const mote_entity *e);
+
+/* Open an entity with its stored definition (tools, introspection). */
+int mote_entity_stored(mote_txn *txn, const char *name, mote_entity **out);
+/* Call fn for each stored entity name, in name order; fn returns 0 to go
+ * on, non-zero to stop (that value is returned). */
+int mote_entity_list(mote_txn *txn, int (*fn)(void *ctx, const char *name), void *ctx);
 
 /* ---- Object layer: values and records ------------------------------------ */
 
@@ -433,8 +442,10 @@ void mote_free(void *p);
 /*
  * Full consistency check of the latest commit: every page reachable once,
  * checksums, births and page numbers, key order, counts, the allocation
- * bitmap. Returns MOTE_OK if consistent, MOTE_CORRUPT if not; each problem
- * found is passed to `report` (may be NULL) as one line of text.
+ * bitmap; and for the object layer: every record readable, every index
+ * entry matching an object and every object in each of its indexes.
+ * Returns MOTE_OK if consistent, MOTE_CORRUPT if not; each problem found is
+ * passed to `report` (may be NULL) as one line of text.
  */
 int mote_check(mote_store *store,
                void (*report)(void *ctx, const char *problem), void *ctx);

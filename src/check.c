@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "engine.h"
+#include "object.h"
 
 typedef struct ck {
     mote_store *s;
@@ -247,6 +248,9 @@ int mote_check(mote_store *s, void (*report)(void *, const char *), void *ctx)
         else if (!used && reach)
             problem(&k, "page %u is in use but marked free", p);
     }
+    /* objects and indexes, once the pages are known to be sound */
+    if (!k.problems && (rc = mote__check_objects(t, report, ctx, &k.problems)))
+        goto out;
     rc = k.problems ? mote__err(MOTE_CORRUPT, "%s: %u problem(s) found", s->path,
                                 k.problems)
                     : MOTE_OK;

@@ -7,6 +7,7 @@
  * not reused). A put first checks every value and every unique index, then
  * writes: a failed put writes nothing.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "object.h"
@@ -518,4 +519,111 @@ int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
     }
     mote_cursor_close(c);
     return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+/* ---- consistency of objects and indexes (mote_check) ------------------------------ */
+
+typedef struct ocheck {
+    mote_txn *t;
+    void (*report)(void *, const char *);
+    void *ctx;
+    unsigned problems;
+} ocheck;
+
+__attribute__((format(printf, 2, 3))) static void oproblem(ocheck *k, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    k->problems++;
+    if (k->report && k->problems <= 1000)
+        k->report(k->ctx, msg);
+}
+
+static int check_entity(void *ctx, const char *name)
+{
+    ocheck *k = ctx;
+    mote_txn *t = k->t;
+    mote_entity *e;
+    int rc = mote_entity_stored(t, name, &e);
+    if (rc) {
+        oproblem(k, "entity %s: %s", name, mote_errmsg(t->s));
+        return MOTE_OK;
+    }
+    unsigned np = e->nprops;
+    mote_value *vals = mote__malloc((np + 1) * sizeof *vals);
+    mote_cursor *c;
+    if (!vals || mote_cursor_open(t, e->eid, &c)) {
+        mote__free(vals);
+        return mote__err(MOTE_NOMEM, "out of memory checking %s", name);
+    }
+    uint64_t nobj = 0, maxid = 0;
+    uint8_t *copy = NULL;
+    size_t ccap = 0;
+    for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote_val key, v;
+        if ((rc = mote_cursor_get(c, &key, &v)))
+            break;
+        nobj++;
+        if (key.size != 8) {
+            oproblem(k, "%s: object key of %zu bytes", name, key.size);
+            continue;
+        }
+        uint64_t id = key_id(key.data);
+        maxid = id > maxid ? id : maxid;
+        if (grow(&copy, &ccap, v.size + 1)) {
+            rc = MOTE_NOMEM;
+            break;
+        }
+        memcpy(copy, v.data, v.size);
+        if (decode_all(e, copy, v.size, id, vals)) {
+            oproblem(k, "%s: object %llu: %s", name, (unsigned long long)id,
+                     mote_errmsg(t->s));
+            continue;
+        }
+        for (unsigned i = 0; i < np; i++) {
+            const mprop *p = &e->props[i];
+            if (!p->index_tree)
+                continue;
+            uint8_t ik[IDX_MAX_VALUE + 16];
+            size_t kl = index_key(p, &vals[i], id, ik);
+            mote_val got;
+            int g = mote_kv_get(t, p->index_tree, ik, kl, &got);
+            if (g == MOTE_NOTFOUND)
+                oproblem(k, "%s.%s: object %llu is missing from the index", name, p->name,
+                         (unsigned long long)id);
+            else if (g == MOTE_OK && (p->flags & MOTE_P_UNIQUE) && !vals[i].null &&
+                     (got.size != 8 || rd64(got.data) != id))
+                oproblem(k, "%s.%s: unique index names another object for %llu", name,
+                         p->name, (unsigned long long)id);
+        }
+    }
+    mote_cursor_close(c);
+    mote__free(copy);
+    mote__free(vals);
+    if (rc && rc != MOTE_NOTFOUND)
+        return rc;
+    for (unsigned i = 0; i < np; i++) { /* no extra index entries */
+        uint64_t n;
+        if (e->props[i].index_tree &&
+            !mote_kv_count(t, e->props[i].index_tree, NULL, 0, NULL, 0, &n) && n != nobj)
+            oproblem(k, "%s.%s: index has %llu entries for %llu objects", name,
+                     e->props[i].name, (unsigned long long)n, (unsigned long long)nobj);
+    }
+    uint64_t seq;
+    if (!read_seq(t, e, &seq) && seq && seq < maxid)
+        oproblem(k, "%s: id sequence %llu below the highest id %llu", name,
+                 (unsigned long long)seq, (unsigned long long)maxid);
+    return MOTE_OK;
+}
+
+int mote__check_objects(mote_txn *t, void (*report)(void *, const char *), void *ctx,
+                        unsigned *problems)
+{
+    ocheck k = {t, report, ctx, 0};
+    int rc = mote_entity_list(t, check_entity, &k);
+    *problems += k.problems;
+    return rc;
 }

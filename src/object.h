@@ -124,6 +124,10 @@ int mote__entity_usable(const mote_entity *e, const mote_txn *t);
 /* Called by mote_commit / mote_abort for the entities a txn created. */
 void mote__entities_settle(mote_txn *t, int committed);
 
+/* Check objects against their indexes (mote_check); adds to *problems. */
+int mote__check_objects(mote_txn *t, void (*report)(void *, const char *), void *ctx,
+                        unsigned *problems);
+
 /* schema.c */
 int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop);
 

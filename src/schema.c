@@ -619,3 +619,84 @@ int mote_entity_prop(const mote_entity *e, const char *name)
             return (int)i;
     return -1;
 }
+
+int mote_entity_prop_def(const mote_entity *e, unsigned i, mote_prop_def *def)
+{
+    if (!e || !def || i >= e->nprops)
+        return mote__err(MOTE_INVALID, "mote_entity_prop_def: bad argument");
+    def->name = e->props[i].name;
+    def->type = e->props[i].type;
+    def->flags = e->props[i].flags;
+    def->dim = e->props[i].dim;
+    def->renamed_from = NULL;
+    return MOTE_OK;
+}
+
+const char *mote_entity_name(const mote_entity *e) { return e ? e->name : NULL; }
+
+int mote_entity_stored(mote_txn *t, const char *name, mote_entity **out)
+{
+    if (!out)
+        return mote__err(MOTE_INVALID, "mote_entity_stored: out is NULL");
+    *out = NULL;
+    if (!t || !name)
+        return mote__err(MOTE_INVALID, "mote_entity_stored: NULL argument");
+    uint32_t stree;
+    mote_val v;
+    int rc = mote_kv_tree(t, "@schema", 0, &stree);
+    if (!rc)
+        rc = mote_kv_get(t, stree, name, strlen(name), &v);
+    if (rc)
+        return rc == MOTE_NOTFOUND ? mote__err(rc, "entity %s does not exist", name) : rc;
+    char *names = mote__malloc(v.size + 1);
+    if (!names)
+        return mote__err(MOTE_NOMEM, "out of memory opening entity %s", name);
+    sschema ss;
+    if ((rc = schema_decode(name, v.data, v.size, &ss, names))) {
+        mote__free(names);
+        return rc;
+    }
+    for (mote_entity *e = t->s->entities; e; e = e->next)
+        if (e->hash == ss.hash && e->eid == ss.eid && e->nlayouts == ss.nl &&
+            !e->pending_txn && !e->dead && !strcmp(e->name, name)) {
+            *out = e;
+            break;
+        }
+    if (!*out) {
+        mote_entity *e;
+        if (!(rc = entity_build(t, name, &ss, &e))) {
+            e->next = t->s->entities;
+            t->s->entities = e;
+            *out = e;
+        }
+    }
+    schema_free(&ss);
+    mote__free(names);
+    return rc;
+}
+
+int mote_entity_list(mote_txn *t, int (*fn)(void *ctx, const char *name), void *ctx)
+{
+    if (!t || !fn)
+        return mote__err(MOTE_INVALID, "mote_entity_list: NULL argument");
+    uint32_t stree;
+    int rc = mote_kv_tree(t, "@schema", 0, &stree);
+    if (rc)
+        return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    mote_cursor *c;
+    if ((rc = mote_cursor_open(t, stree, &c)))
+        return rc;
+    for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote_val k;
+        char name[256];
+        if ((rc = mote_cursor_get(c, &k, NULL)))
+            break;
+        size_t n = k.size < sizeof name - 1 ? k.size : sizeof name - 1;
+        memcpy(name, k.data, n);
+        name[n] = 0;
+        if ((rc = fn(ctx, name)))
+            break;
+    }
+    mote_cursor_close(c);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}

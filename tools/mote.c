@@ -5,20 +5,17 @@
  *   mote check FILE           full consistency check; exit 0 = consistent,
  *                             1 = problems (listed), 2 = cannot open
  *   mote compact FILE [OUT]   write a compacted copy (default FILE.compact)
+ *   mote dump FILE [ENTITY]   objects as JSON lines, using the stored schema:
+ *                             {"_entity": "Note", "id": 1, "level": 10, ...}
+ *                             bytes and vectors as arrays of numbers,
+ *                             timestamps as ns, dates as days, decimals as
+ *                             strings, JSON properties inline
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mote.h"
-
-static int usage(void)
-{
-    fprintf(stderr, "usage: mote stat FILE\n"
-                    "       mote check FILE\n"
-                    "       mote compact FILE [OUT]\n");
-    return 2;
-}
 
 static mote_store *open_ro(const char *path)
 {
@@ -30,6 +27,121 @@ static mote_store *open_ro(const char *path)
         return NULL;
     }
     return s;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: mote stat FILE\n"
+                    "       mote check FILE\n"
+                    "       mote compact FILE [OUT]\n"
+                    "       mote dump FILE [ENTITY]\n");
+    return 2;
+}
+
+static void json_str(const unsigned char *p, size_t n)
+{
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned c = p[i];
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar((int)c);
+    }
+    putchar('"');
+}
+
+static int dump_one(void *ctx, const mote_record *r)
+{
+    const char *name = ctx;
+    unsigned np = mote_entity_nprops(r->e);
+    printf("{\"_entity\": ");
+    json_str((const unsigned char *)name, strlen(name));
+    printf(", \"id\": %llu", (unsigned long long)r->id);
+    for (unsigned i = 0; i < np; i++) {
+        mote_prop_def d;
+        mote_value v;
+        if (mote_entity_prop_def(r->e, i, &d) || mote_record_get(r, i, &v, NULL))
+            return 1;
+        printf(", ");
+        json_str((const unsigned char *)d.name, strlen(d.name));
+        printf(": ");
+        if (v.null) {
+            printf("null");
+            continue;
+        }
+        switch (d.type) {
+        case MOTE_T_BOOL: printf(v.v.i ? "true" : "false"); break;
+        case MOTE_T_FLOAT32:
+        case MOTE_T_FLOAT64:
+            if (v.v.f != v.v.f || v.v.f - v.v.f != 0)
+                printf("\"%g\"", v.v.f); /* NaN, inf: not JSON numbers */
+            else
+                printf("%.17g", v.v.f);
+            break;
+        case MOTE_T_STRING:
+        case MOTE_T_DECIMAL: json_str(v.v.s.p, v.v.s.n); break;
+        case MOTE_T_JSON: fwrite(v.v.s.p, 1, v.v.s.n, stdout); break;
+        case MOTE_T_BYTES:
+        case MOTE_T_VECTOR:
+            putchar('[');
+            if (d.type == MOTE_T_BYTES) {
+                for (size_t k = 0; k < v.v.s.n; k++)
+                    printf("%s%u", k ? ", " : "", ((const unsigned char *)v.v.s.p)[k]);
+            } else {
+                for (size_t k = 0; k + 4 <= v.v.s.n; k += 4) {
+                    float f;
+                    memcpy(&f, (const char *)v.v.s.p + k, 4);
+                    printf("%s%.9g", k ? ", " : "", f);
+                }
+            }
+            putchar(']');
+            break;
+        default: printf("%lld", (long long)v.v.i);
+        }
+    }
+    printf("}\n");
+    return 0;
+}
+
+typedef struct dump_ctx {
+    mote_txn *t;
+    const char *only;
+    int rc;
+} dump_ctx;
+
+static int dump_entity(void *ctx, const char *name)
+{
+    dump_ctx *d = ctx;
+    if (d->only && strcmp(d->only, name))
+        return 0;
+    mote_entity *e;
+    d->rc = mote_entity_stored(d->t, name, &e);
+    if (!d->rc)
+        d->rc = mote_scan(d->t, e, dump_one, (void *)name);
+    return d->rc;
+}
+
+static int cmd_dump(const char *path, const char *entity)
+{
+    mote_store *s = open_ro(path);
+    if (!s)
+        return 2;
+    dump_ctx d = {NULL, entity, 0};
+    int rc = mote_begin(s, MOTE_TXN_RDONLY, &d.t);
+    if (!rc)
+        rc = mote_entity_list(d.t, dump_entity, &d);
+    if (!rc && entity && !d.rc) {
+        mote_entity *e;
+        rc = mote_entity_stored(d.t, entity, &e); /* report a missing entity */
+    }
+    if (rc)
+        fprintf(stderr, "mote: dump failed: %s\n", mote_errmsg(s));
+    mote_abort(d.t);
+    mote_close(s);
+    return rc ? 1 : 0;
 }
 
 static void print_problem(void *ctx, const char *msg)
@@ -95,5 +207,7 @@ int main(int argc, char **argv)
         mote_close(s);
         return rc ? 1 : 0;
     }
+    if (!strcmp(cmd, "dump") && (argc == 3 || argc == 4))
+        return cmd_dump(path, argc == 4 ? argv[3] : NULL);
     return usage();
 }

@@ -432,7 +432,27 @@ int mote_query_find(mote_txn *txn, mote_query *q, mote_record_fn fn, void *ctx);
 int mote_query_ids(mote_txn *txn, mote_query *q, uint64_t **ids, size_t *n);
 int mote_query_count(mote_txn *txn, mote_query *q, uint64_t *count);
 int mote_query_remove(mote_txn *txn, mote_query *q, uint64_t *removed);
-/* How the query runs, e.g. "index level eq" or "scan" (static string). */
+/* Aggregates over the matches (offset and limit apply). */
+enum {
+    MOTE_AGG_MIN = 1,      /* smallest non-NULL value (any orderable type) */
+    MOTE_AGG_MAX,          /* largest non-NULL value */
+    MOTE_AGG_SUM,          /* integers: exact int64 (MOTE_RANGE on overflow);
+                              floats: double */
+    MOTE_AGG_AVG,          /* double, of numeric properties */
+    MOTE_AGG_COUNT,        /* number of non-NULL values */
+    MOTE_AGG_COUNT_DISTINCT /* number of distinct non-NULL values */
+};
+/*
+ * Compute one aggregate of property `prop` over the query's matches. *out is
+ * NULL when no non-NULL value matched (MIN/MAX/SUM/AVG); COUNT results are in
+ * out->v.i. For MIN/MAX of strings and bytes, out points into memory owned
+ * by the query, valid until its next use. *n (may be NULL) receives the
+ * number of non-NULL values aggregated.
+ */
+int mote_query_aggregate(mote_txn *txn, mote_query *q, unsigned prop, int agg,
+                         mote_value *out, uint64_t *n);
+
+/* How the query runs: "index", "index order" or "scan" (static string). */
 const char *mote_query_plan(mote_txn *txn, mote_query *q);
 
 void mote_free(void *p);

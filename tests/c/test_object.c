@@ -608,6 +608,49 @@ TEST(obj_query_differential)
         uint64_t c;
         OK(mote_query_count(t, q, &c));
         bad |= c != (uint64_t)cnt;
+        /* an aggregate of a random property over the same rows */
+        unsigned ap = (unsigned)(test_rand(&rs) % DN);
+        int aop = 1 + (int)(test_rand(&rs) % 6);
+        if (dprops[ap].type == MOTE_T_STRING && (aop == MOTE_AGG_SUM || aop == MOTE_AGG_AVG))
+            aop = MOTE_AGG_COUNT_DISTINCT;
+        mote_value av;
+        uint64_t an;
+        OK(mote_query_aggregate(t, q, ap, aop, &av, &an));
+        uint64_t wn = 0, wd = 0;
+        int64_t isum = 0;
+        double fsum = 0;
+        const mote_value *best = NULL;
+        for (int i = 0; i < cnt; i++) {
+            const mote_value *x = &sel[start + i]->v[ap];
+            if (x->null)
+                continue;
+            wn++;
+            if (dprops[ap].type != MOTE_T_FLOAT64 && dprops[ap].type != MOTE_T_STRING)
+                isum += x->v.i;
+            fsum += dprops[ap].type == MOTE_T_FLOAT64 ? x->v.f : (double)x->v.i;
+            if (!best || (aop == MOTE_AGG_MIN ? vcmp(ap, x, best) < 0 : vcmp(ap, x, best) > 0))
+                best = x;
+            int dup = 0;
+            for (int j = 0; j < i && !dup; j++)
+                dup = !sel[start + j]->v[ap].null && vcmp(ap, &sel[start + j]->v[ap], x) == 0;
+            wd += !dup;
+        }
+        bad |= an != wn;
+        if (aop == MOTE_AGG_COUNT)
+            bad |= av.v.i != (int64_t)wn;
+        else if (aop == MOTE_AGG_COUNT_DISTINCT)
+            bad |= av.v.i != (int64_t)wd;
+        else if (!wn)
+            bad |= !av.null;
+        else if (aop == MOTE_AGG_MIN || aop == MOTE_AGG_MAX)
+            bad |= av.null || vcmp(ap, &av, best) != 0;
+        else if (aop == MOTE_AGG_SUM)
+            bad |= dprops[ap].type == MOTE_T_FLOAT64 ? fabs(av.v.f - fsum) > 1e-9 : av.v.i != isum;
+        else
+            bad |= fabs(av.v.f - fsum / (double)wn) > 1e-9;
+        if (bad)
+            fprintf(stderr, "aggregate %d of prop %u: n %llu want %llu\n", aop, ap,
+                    (unsigned long long)an, (unsigned long long)wn);
         if (bad) {
             fprintf(stderr, "query %d (plan %s): got %zu ids, count %llu, want %d\n", qi,
                     mote_query_plan(t, q), n, (unsigned long long)c, cnt);
@@ -622,7 +665,8 @@ TEST(obj_query_differential)
         mote_abort(t);
         mote_query_free(q);
     }
-    printf("%d random queries, %ld rows matched, all equal to the model\n", queries, matched);
+    printf("%d random queries (with aggregates), %ld rows matched, all equal to the model\n",
+           queries, matched);
     free(sel);
     free(dobjs);
     OK(mote_close(s));
@@ -673,5 +717,43 @@ TEST(obj_check_finds_index_damage)
     int n = 0;
     CHECK_RC(mote_check(s, collect, &n), MOTE_CORRUPT);
     CHECK(n == 2); /* one object missing from the index, and the count */
+    OK(mote_close(s));
+}
+
+TEST(obj_aggregate_edges)
+{
+    mote_store *s = test_open(test_path("agg.mote"), NULL);
+    static const mote_prop_def props[] = {
+        {"n", MOTE_T_INT64, 0, 0, NULL},
+        {"s", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL},
+        {"j", MOTE_T_JSON, 0, 0, NULL},
+    };
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "A", props, 3, &e));
+    mote_query *q;
+    OK(mote_query_new(e, &q));
+    mote_value out;
+    uint64_t n;
+    OK(mote_query_aggregate(t, q, 0, MOTE_AGG_MAX, &out, &n)); /* no objects */
+    CHECK(out.null && n == 0);
+    OK(mote_query_aggregate(t, q, 0, MOTE_AGG_COUNT, &out, &n));
+    CHECK(!out.null && out.v.i == 0);
+    mote_value v[3] = {I(INT64_MAX), S("zeta"), S("{}")};
+    OK(mote_put(t, e, 0, v, 0, NULL));
+    v[0] = I(1);
+    v[1] = N();
+    OK(mote_put(t, e, 0, v, 0, NULL));
+    CHECK_RC(mote_query_aggregate(t, q, 0, MOTE_AGG_SUM, &out, &n), MOTE_RANGE);
+    CHECK_RC(mote_query_aggregate(t, q, 1, MOTE_AGG_SUM, &out, &n), MOTE_TYPE);
+    CHECK_RC(mote_query_aggregate(t, q, 2, MOTE_AGG_MIN, &out, &n), MOTE_TYPE);
+    CHECK_RC(mote_query_aggregate(t, q, 0, 99, &out, &n), MOTE_INVALID);
+    OK(mote_query_aggregate(t, q, 1, MOTE_AGG_MAX, &out, &n));
+    CHECK(n == 1 && out.v.s.n == 4 && !memcmp(out.v.s.p, "zeta", 4));
+    OK(mote_query_aggregate(t, q, 0, MOTE_AGG_AVG, &out, &n));
+    CHECK(n == 2 && out.v.f > 4e18);
+    mote_query_free(q);
+    OK(mote_commit(t));
     OK(mote_close(s));
 }

@@ -271,7 +271,13 @@ enum {
     MOTE_T_DATE = 11,     /* int32 days since 1970-01-01 */
     MOTE_T_DECIMAL = 12,  /* exact decimal as canonical text, e.g. "-12.50" */
     MOTE_T_JSON = 13,     /* JSON text */
-    MOTE_T_VECTOR = 14    /* float32 array of the property's dimension */
+    MOTE_T_VECTOR = 14,   /* float32 array of the property's dimension */
+    MOTE_T_TOONE = 15,    /* to-one relation: the id of a `target` object
+                             (0 or NULL: none); always nullable and indexed,
+                             so backlinks are index lookups */
+    MOTE_T_TOMANY = 16    /* to-many relation to `target` objects: stored as
+                             link records, not in the object; its value in
+                             mote_value arrays is ignored (use mote_link) */
 };
 
 /* Property flags */
@@ -286,6 +292,8 @@ typedef struct mote_prop_def {
     unsigned dim;             /* MOTE_T_VECTOR: number of floats */
     const char *renamed_from; /* keeps the data of a property of this old
                                  name; NULL if none */
+    const char *target;       /* MOTE_T_TOONE / MOTE_T_TOMANY: the name of
+                                 the related entity; NULL otherwise */
 } mote_prop_def;
 
 /*
@@ -394,6 +402,30 @@ int mote_count(mote_txn *txn, mote_entity *e, uint64_t *count);
 typedef int (*mote_record_fn)(void *ctx, const mote_record *rec);
 int mote_scan(mote_txn *txn, mote_entity *e, mote_record_fn fn, void *ctx);
 
+/* ---- Object layer: relations ------------------------------------------------
+ *
+ * A to-one property holds the id of a target object (set it like an int64;
+ * 0 or NULL means none). A to-many property is a set of links from an object
+ * to target objects, kept in link records with their reverse (backlinks), so
+ * both directions are index lookups. Removing an object removes every to-many
+ * link from or to it. A to-one value naming a removed object is left as it is
+ * (reading the target then gives MOTE_NOTFOUND).
+ */
+
+/* Link src -> dst through to-many property `prop` of entity e (both objects
+ * must exist; linking twice is a no-op). */
+int mote_link(mote_txn *txn, mote_entity *e, unsigned prop, uint64_t src, uint64_t dst);
+/* Remove that link; MOTE_NOTFOUND if absent. */
+int mote_unlink(mote_txn *txn, mote_entity *e, unsigned prop, uint64_t src, uint64_t dst);
+/* Targets of src through a to-one or to-many property, in id order, as a
+ * malloc'd array (free with mote_free). */
+int mote_links(mote_txn *txn, mote_entity *e, unsigned prop, uint64_t src, uint64_t **ids,
+               size_t *n);
+/* Sources that point at dst (an object of the property's target entity)
+ * through property `prop` of e, in id order (backlinks). */
+int mote_backlinks(mote_txn *txn, mote_entity *e, unsigned prop, uint64_t dst,
+                   uint64_t **ids, size_t *n);
+
 /* ---- Object layer: queries ------------------------------------------------- */
 
 /* Condition operators */
@@ -422,6 +454,10 @@ int mote_query_cond(mote_query *q, unsigned prop, int op, const mote_value *vals
 int mote_query_and(mote_query *q, const int *nodes, size_t n, int *node);
 int mote_query_or(mote_query *q, const int *nodes, size_t n, int *node);
 int mote_query_where(mote_query *q, int node);
+/* A condition across a relation: objects whose to-one target, or any of
+ * whose to-many targets, match `sub` (a query on the target entity, which
+ * must outlive q; its order, offset and limit are ignored). */
+int mote_query_link(mote_query *q, unsigned prop, mote_query *sub, int *node);
 int mote_query_set(mote_query *q, int node, const mote_value *vals, size_t nvals);
 /* Order by properties, in the order of calls; ties by id. */
 int mote_query_order(mote_query *q, unsigned prop, unsigned flags);

@@ -9,6 +9,9 @@
  *                    entity id
  *   "@i:<eid>:<pid>" index entries: enc(value) + id (u64 BE) -> "" ;
  *                    unique: enc(value) -> id (NULLs as in non-unique)
+ *   "@l:<eid>:<pid>" to-many links: src id + dst id (u64 BE each) -> ""
+ *   "@b:<eid>"       backlinks into entity eid: dst id + source entity id
+ *                    (u32 BE) + property id (u16 BE) + src id -> ""
  *
  * RECORD (one object's value)
  *   varint layout number
@@ -18,6 +21,7 @@
  *     types (string, bytes, decimal, JSON, vector) the u32 end offset of the
  *     value inside the variable area
  *   variable area: the variable values, in slot order
+ * To-one relations are int64 slots; to-many relations have no slot.
  * Any property is reached in O(1): the layout gives its slot's offset, and
  * a variable value starts where the previous variable slot ends. A layout
  * is the ordered list of (property id, type) at the time of writing; the
@@ -26,7 +30,8 @@
  *
  * SCHEMA RECORD
  *   u32 format (1), u32 entity id, u16 next property id, u16 nprops,
- *   per property: u16 id, u8 type, u8 flags, u32 dim, u8 name length, name
+ *   per property: u16 id, u8 type, u8 flags, u32 dim, u8 name length, name,
+ *     and for relations u8 target name length, target name
  *   u16 nlayouts, per layout: u16 nslots, per slot: u16 property id, u8 type
  *   u64 hash of the definition (names, types, flags, dims, in order)
  *
@@ -52,6 +57,8 @@ typedef struct mprop {
     uint8_t flags;
     uint32_t dim;
     uint32_t index_tree; /* kv tree of its index, 0 if none */
+    char *target;        /* relations: the target entity's name */
+    uint32_t link_tree;  /* to-many: "@l:<eid>:<pid>", src+dst -> "" */
 } mprop;
 
 typedef struct mlayout {
@@ -86,9 +93,11 @@ static inline int type_is_var(int t)
            t == MOTE_T_JSON || t == MOTE_T_VECTOR;
 }
 static inline int type_is_float(int t) { return t == MOTE_T_FLOAT32 || t == MOTE_T_FLOAT64; }
+static inline int type_is_rel(int t) { return t == MOTE_T_TOONE || t == MOTE_T_TOMANY; }
 static inline int type_indexable(int t)
 {
-    return t != MOTE_T_DECIMAL && t != MOTE_T_JSON && t != MOTE_T_VECTOR;
+    return t != MOTE_T_DECIMAL && t != MOTE_T_JSON && t != MOTE_T_VECTOR &&
+           t != MOTE_T_TOMANY;
 }
 uint32_t mote__type_size(int t); /* fixed-area bytes of a slot */
 const char *mote__type_name(int t);
@@ -127,6 +136,11 @@ void mote__entities_settle(mote_txn *t, int committed);
 /* Check objects against their indexes (mote_check); adds to *problems. */
 int mote__check_objects(mote_txn *t, void (*report)(void *, const char *), void *ctx,
                         unsigned *problems);
+
+/* Remove every to-many link from or to object id of e (object removal). */
+int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id);
+/* The entity id of a relation's target (0 if it does not exist yet). */
+int mote__target_eid(mote_txn *t, const mprop *p, uint32_t *eid);
 
 /* schema.c */
 int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop);

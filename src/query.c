@@ -23,7 +23,7 @@
 
 #include "object.h"
 
-enum { Q_LEAF, Q_AND, Q_OR };
+enum { Q_LEAF, Q_AND, Q_OR, Q_LINK };
 
 typedef struct qnode {
     int kind;
@@ -34,6 +34,11 @@ typedef struct qnode {
     size_t nvals;
     int *kids;
     size_t nkids;
+    /* Q_LINK: the target query; resolved per run into an IN leaf on the
+     * to-one property (op, vals) or, for to-many, the set of source ids */
+    mote_query *sub;
+    uint64_t *idset;
+    size_t nidset;
 } qnode;
 
 typedef struct qorder {
@@ -79,6 +84,7 @@ void mote_query_free(mote_query *q)
     for (size_t i = 0; i < q->nn; i++) {
         free_vals(&q->nodes[i]);
         mote__free(q->nodes[i].kids);
+        mote__free(q->nodes[i].idset);
     }
     mote__free(q->nodes);
     mote__free(q->order);
@@ -212,6 +218,27 @@ int mote_query_or(mote_query *q, const int *nodes, size_t n, int *node)
     return group(q, Q_OR, nodes, n, node);
 }
 
+int mote_query_link(mote_query *q, unsigned prop, mote_query *sub, int *node)
+{
+    if (!q || !sub || !node)
+        return mote__err(MOTE_INVALID, "mote_query_link: NULL argument");
+    if (prop >= q->e->nprops || !type_is_rel(q->e->props[prop].type))
+        return mote__err(MOTE_INVALID, "%s: property %u is not a relation", q->e->name, prop);
+    if (strcmp(sub->e->name, q->e->props[prop].target))
+        return mote__err(MOTE_INVALID, "%s.%s relates to %s, not %s", q->e->name,
+                         q->e->props[prop].name, q->e->props[prop].target, sub->e->name);
+    int id, rc = new_node(q, &id);
+    if (rc)
+        return rc;
+    qnode *n = &q->nodes[id];
+    n->kind = Q_LINK;
+    n->prop = prop;
+    n->op = MOTE_IN;
+    n->sub = sub;
+    *node = id;
+    return MOTE_OK;
+}
+
 int mote_query_where(mote_query *q, int node)
 {
     if (!q || node < -1 || node >= (int)q->nn)
@@ -340,7 +367,18 @@ static int eval(const mote_query *q, int node, const mote_record *r)
     if (node < 0)
         return 1;
     const qnode *n = &q->nodes[node];
-    if (n->kind == Q_LEAF) {
+    if (n->kind == Q_LINK && q->e->props[n->prop].type == MOTE_T_TOMANY) {
+        size_t lo = 0, hi = n->nidset; /* is the object one of the sources? */
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (n->idset[mid] < r->id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return lo < n->nidset && n->idset[lo] == r->id;
+    }
+    if (n->kind == Q_LEAF || n->kind == Q_LINK) {
         mote_value x;
         int rc = mote_record_get(r, n->prop, &x, NULL);
         return rc ? -rc : eval_leaf(n, q->e, &x);
@@ -386,7 +424,7 @@ static size_t successor(uint8_t *p, size_t n)
 
 static int score(const mote_query *q, const qnode *n)
 {
-    if (n->kind != Q_LEAF || !q->e->props[n->prop].index_tree)
+    if ((n->kind != Q_LEAF && n->kind != Q_LINK) || !q->e->props[n->prop].index_tree)
         return 0;
     switch (n->op) {
     case MOTE_EQ: return 5;
@@ -491,7 +529,7 @@ static int make_plan(const mote_query *q, plan *pl)
     const qnode *root = q->root >= 0 ? &q->nodes[q->root] : NULL;
     int best = 0;
     size_t nconj = 0;
-    if (root && root->kind == Q_LEAF) {
+    if (root && (root->kind == Q_LEAF || root->kind == Q_LINK)) {
         nconj = 1;
         if ((best = score(q, root)))
             pl->leaf = q->root;
@@ -734,11 +772,87 @@ static int check_q(mote_txn *t, mote_query *q)
     return mote__entity_usable(q->e, t);
 }
 
+static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n);
+
+/* Resolve the relation conditions of q for this run: the ids of each
+ * target query become an IN list (to-one) or a sorted set of sources. */
+static int resolve_links(mote_txn *t, mote_query *q)
+{
+    for (size_t i = 0; i < q->nn; i++) {
+        qnode *n = &q->nodes[i];
+        if (n->kind != Q_LINK)
+            continue;
+        mote_query *sub = n->sub;
+        uint64_t off = sub->offset, lim = sub->limit;
+        size_t nord = sub->norder, ntarget;
+        uint64_t *target;
+        sub->offset = sub->limit = 0;
+        sub->norder = 0;
+        int rc = matching_ids(t, sub, &target, &ntarget);
+        sub->offset = off;
+        sub->limit = lim;
+        sub->norder = nord;
+        if (rc)
+            return rc;
+        if (q->e->props[n->prop].type == MOTE_T_TOONE) {
+            mote_value *v = mote__malloc((ntarget + 1) * sizeof *v);
+            if (!v) {
+                mote__free(target);
+                return mote__err(MOTE_NOMEM, "out of memory");
+            }
+            for (size_t k = 0; k < ntarget; k++) {
+                memset(&v[k], 0, sizeof v[k]);
+                v[k].v.i = (int64_t)target[k];
+            }
+            free_vals(n);
+            n->vals = v;
+            n->nvals = ntarget;
+        } else { /* sources linking to any target, through the backlinks */
+            uint64_t *set = NULL;
+            size_t nset = 0;
+            for (size_t k = 0; !rc && k < ntarget; k++) {
+                uint64_t *src;
+                size_t ns;
+                if ((rc = mote_backlinks(t, q->e, n->prop, target[k], &src, &ns)))
+                    break;
+                uint64_t *grown = ns ? mote__realloc(set, (nset + ns) * sizeof *set) : set;
+                if (ns && !grown) {
+                    mote__free(src);
+                    rc = mote__err(MOTE_NOMEM, "out of memory");
+                    break;
+                }
+                set = grown;
+                if (ns)
+                    memcpy(set + nset, src, ns * sizeof *set);
+                nset += ns;
+                mote__free(src);
+            }
+            if (!rc && nset > 1) {
+                qsort(set, nset, sizeof *set, cmp_id);
+                size_t w = 0;
+                for (size_t k = 0; k < nset; k++)
+                    if (!w || set[w - 1] != set[k])
+                        set[w++] = set[k];
+                nset = w;
+            }
+            mote__free(n->idset);
+            n->idset = set;
+            n->nidset = nset;
+        }
+        mote__free(target);
+        if (rc)
+            return rc;
+    }
+    return MOTE_OK;
+}
+
 /* The matching ids after order, offset and limit. */
 static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
 {
     plan pl;
     int rc = check_q(t, q);
+    if (!rc)
+        rc = resolve_links(t, q);
     if (!rc)
         rc = make_plan(q, &pl);
     if (rc)
@@ -875,6 +989,8 @@ int mote_query_count(mote_txn *t, mote_query *q, uint64_t *count)
     int rc = check_q(t, q);
     if (!rc && !count)
         rc = mote__err(MOTE_INVALID, "mote_query_count: count is NULL");
+    if (!rc)
+        rc = resolve_links(t, q);
     if (!rc)
         rc = make_plan(q, &pl);
     if (rc)

@@ -19,7 +19,9 @@ uint32_t mote__type_size(int t)
     case MOTE_T_DATE: return 4;
     case MOTE_T_INT64:
     case MOTE_T_FLOAT64:
-    case MOTE_T_TIMESTAMP: return 8;
+    case MOTE_T_TIMESTAMP:
+    case MOTE_T_TOONE: return 8;
+    case MOTE_T_TOMANY: return 0;
     default: return 4; /* variable: u32 end offset */
     }
 }
@@ -28,12 +30,15 @@ const char *mote__type_name(int t)
 {
     static const char *names[] = {"?", "bool", "int8", "int16", "int32", "int64",
                                   "float32", "float64", "string", "bytes", "timestamp",
-                                  "date", "decimal", "json", "vector"};
-    return t >= 1 && t <= MOTE_T_VECTOR ? names[t] : "unknown";
+                                  "date", "decimal", "json", "vector", "to-one",
+                                  "to-many"};
+    return t >= 1 && t <= MOTE_T_TOMANY ? names[t] : "unknown";
 }
 
 int mote__value_check(const mprop *p, const mote_value *v, const char *entity)
 {
+    if (p->type == MOTE_T_TOMANY)
+        return MOTE_OK; /* not stored in the record */
     if (v->null) {
         if (!(p->flags & MOTE_P_NULLABLE))
             return mote__err(MOTE_TYPE, "%s.%s: NULL in a property that is not "
@@ -54,6 +59,11 @@ int mote__value_check(const mprop *p, const mote_value *v, const char *entity)
     case MOTE_T_DATE:
         if (i < INT32_MIN || i > INT32_MAX)
             goto range;
+        break;
+    case MOTE_T_TOONE:
+        if (i < 0)
+            return mote__err(MOTE_RANGE, "%s.%s: %lld is not an object id", entity,
+                             p->name, (long long)i);
         break;
     case MOTE_T_FLOAT32:
         if (isfinite(v->v.f) && fabs(v->v.f) > FLT_MAX)
@@ -94,7 +104,8 @@ static void put_fixed(uint8_t *dst, int type, const mote_value *v)
     case MOTE_T_INT32:
     case MOTE_T_DATE: wr32(dst, (uint32_t)(int32_t)v->v.i); break;
     case MOTE_T_INT64:
-    case MOTE_T_TIMESTAMP: wr64(dst, (uint64_t)v->v.i); break;
+    case MOTE_T_TIMESTAMP:
+    case MOTE_T_TOONE: wr64(dst, (uint64_t)v->v.i); break;
     case MOTE_T_FLOAT32: {
         float f = (float)v->v.f;
         memcpy(dst, &f, 4);
@@ -111,9 +122,9 @@ int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **
     uint8_t hdr[10];
     unsigned hl = mote__varint_put(hdr, e->nlayouts - 1);
     size_t nb = (L->n + 7) / 8, total = hl + nb + L->fixed;
-    for (unsigned j = 0; j < L->n; j++)
-        if (type_is_var(L->type[j]) && !vals[j].null)
-            total += vals[j].v.s.n;
+    for (unsigned i = 0; i < e->nprops; i++)
+        if (type_is_var(e->props[i].type) && !vals[i].null)
+            total += vals[i].v.s.n;
     if (total > MOTE_MAX_VALUE)
         return mote__err(MOTE_TOOBIG, "%s: object of %zu bytes is over the limit",
                          e->name, total);
@@ -131,10 +142,14 @@ int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **
     memcpy(r, hdr, hl);
     memset(nulls, 0, nb + L->fixed);
     uint32_t vend = 0;
-    for (unsigned j = 0; j < L->n; j++) {
-        const mote_value *v = &vals[j];
+    for (unsigned i = 0; i < e->nprops; i++) {
+        int32_t j = L->slot_of[i]; /* slots are in property order */
+        if (j < 0)
+            continue; /* to-many: no slot */
+        const mote_value *v = &vals[i];
         uint8_t *slot = fixed + L->off[j];
-        if (v->null)
+        int null = v->null || (L->type[j] == MOTE_T_TOONE && v->v.i == 0);
+        if (null)
             nulls[j >> 3] |= (uint8_t)(1u << (j & 7));
         if (type_is_var(L->type[j])) {
             if (!v->null && v->v.s.n) {
@@ -142,7 +157,7 @@ int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **
                 vend += (uint32_t)v->v.s.n;
             }
             wr32(slot, vend);
-        } else if (!v->null) {
+        } else if (!null) {
             put_fixed(slot, L->type[j], v);
         }
     }
@@ -217,7 +232,8 @@ int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *a
     case MOTE_T_INT32:
     case MOTE_T_DATE: out->v.i = (int32_t)rd32(slot); break;
     case MOTE_T_INT64:
-    case MOTE_T_TIMESTAMP: out->v.i = (int64_t)rd64(slot); break;
+    case MOTE_T_TIMESTAMP:
+    case MOTE_T_TOONE: out->v.i = (int64_t)rd64(slot); break;
     case MOTE_T_FLOAT32: {
         float f;
         memcpy(&f, slot, 4);
@@ -262,7 +278,7 @@ static void be64(uint8_t *p, uint64_t v)
 size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut)
 {
     *cut = 0;
-    if (v->null) {
+    if (v->null || (type == MOTE_T_TOONE && v->v.i == 0)) { /* to-one 0: none */
         out[0] = 0;
         return 1;
     }

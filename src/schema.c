@@ -36,6 +36,8 @@ static uint64_t def_hash(const char *name, const mote_prop_def *d, unsigned n)
         wr32(rec + 4, d[i].flags);
         wr32(rec + 8, d[i].dim);
         h = mote__hash64(d[i].name, strlen(d[i].name), h) ^ mote__hash64(rec, 12, h);
+        if (d[i].target)
+            h ^= mote__hash64(d[i].target, strlen(d[i].target), h + 1);
     }
     return h;
 }
@@ -50,9 +52,20 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
         if (!d[i].name || !*d[i].name || strlen(d[i].name) > 200)
             return mote__err(MOTE_INVALID, "entity %s: property %u has no valid name",
                              name, i);
-        if (d[i].type < MOTE_T_BOOL || d[i].type > MOTE_T_VECTOR)
+        if (d[i].type < MOTE_T_BOOL || d[i].type > MOTE_T_TOMANY)
             return mote__err(MOTE_INVALID, "%s.%s: unknown type %d", name, d[i].name,
                              d[i].type);
+        if (type_is_rel(d[i].type) != (d[i].target != NULL) ||
+            (d[i].target && (!*d[i].target || strlen(d[i].target) > 150)))
+            return mote__err(MOTE_INVALID, "%s.%s: a relation needs a target entity "
+                             "name (and only a relation has one)", name, d[i].name);
+        if (d[i].type == MOTE_T_TOONE &&
+            (d[i].flags & MOTE_P_UNIQUE))
+            return mote__err(MOTE_INVALID, "%s.%s: a to-one relation cannot be unique",
+                             name, d[i].name);
+        if (d[i].type == MOTE_T_TOMANY && d[i].flags)
+            return mote__err(MOTE_INVALID, "%s.%s: a to-many relation takes no flags",
+                             name, d[i].name);
         if (d[i].flags & ~(MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_UNIQUE))
             return mote__err(MOTE_INVALID, "%s.%s: unknown flags 0x%x", name,
                              d[i].name, d[i].flags);
@@ -117,6 +130,18 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
         ss->p[i].name = names;
         names += nl + 1;
         p += nl;
+        if (type_is_rel(ss->p[i].type)) {
+            NEED(1);
+            unsigned tl = p[0];
+            NEED(1 + (size_t)tl);
+            memcpy(names, p + 1, tl);
+            names[tl] = 0;
+            ss->p[i].target = names;
+            names += tl + 1;
+            p += 1 + tl;
+        }
+        if (ss->p[i].type < MOTE_T_BOOL || ss->p[i].type > MOTE_T_TOMANY)
+            goto bad;
     }
     NEED(2);
     ss->nl = rd16(p);
@@ -137,7 +162,7 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
         for (unsigned j = 0; j < k; j++) {
             ss->l[i].pid[j] = rd16(p + 3 * j);
             ss->l[i].type[j] = p[3 * j + 2];
-            if (ss->l[i].type[j] < MOTE_T_BOOL || ss->l[i].type[j] > MOTE_T_VECTOR)
+            if (ss->l[i].type[j] < MOTE_T_BOOL || ss->l[i].type[j] > MOTE_T_TOONE)
                 goto bad;
         }
         p += 3 * (size_t)k;
@@ -160,7 +185,7 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
 {
     size_t n = 12 + 2 + 8;
     for (unsigned i = 0; i < ss->np; i++)
-        n += 9 + strlen(ss->p[i].name);
+        n += 9 + strlen(ss->p[i].name) + (ss->p[i].target ? 1 + strlen(ss->p[i].target) : 0);
     for (unsigned i = 0; i < ss->nl; i++)
         n += 2 + 3 * (size_t)ss->l[i].n;
     uint8_t *b = mote__malloc(n), *p = b;
@@ -180,6 +205,12 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
         p[8] = (uint8_t)nl;
         memcpy(p + 9, ss->p[i].name, nl);
         p += 9 + nl;
+        if (ss->p[i].target) {
+            size_t tl = strlen(ss->p[i].target);
+            p[0] = (uint8_t)tl;
+            memcpy(p + 1, ss->p[i].target, tl);
+            p += 1 + tl;
+        }
     }
     wr16(p, (uint16_t)ss->nl);
     p += 2;
@@ -204,8 +235,10 @@ static void entity_free(mote_entity *e)
 {
     if (!e)
         return;
-    for (unsigned i = 0; i < e->nprops; i++)
+    for (unsigned i = 0; i < e->nprops; i++) {
         mote__free(e->props[i].name);
+        mote__free(e->props[i].target);
+    }
     for (unsigned i = 0; i < e->nlayouts; i++) {
         mlayout *L = &e->layouts[i];
         mote__free(L->pid);
@@ -263,8 +296,21 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_e
     for (unsigned i = 0; i < ss->np; i++) {
         e->props[i] = ss->p[i];
         e->props[i].index_tree = 0;
+        e->props[i].link_tree = 0;
+        e->props[i].target = NULL;
         if (!(e->props[i].name = dupstr(ss->p[i].name)))
             goto nomem;
+        if (ss->p[i].target && !(e->props[i].target = dupstr(ss->p[i].target)))
+            goto nomem;
+        if (e->props[i].type == MOTE_T_TOMANY) {
+            char tn[64];
+            snprintf(tn, sizeof tn, "@l:%u:%u", e->eid, e->props[i].id);
+            if ((rc = mote_kv_tree(t, tn, t->write ? MOTE_TREE_CREATE : 0,
+                                   &e->props[i].link_tree)) &&
+                rc != MOTE_NOTFOUND)
+                goto fail;
+            rc = MOTE_OK;
+        }
         if (e->props[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) {
             char tn[64];
             index_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
@@ -387,11 +433,16 @@ static int evolve(const char *name, const sschema *old, const mote_prop_def *d, 
         matched[i] = m;
         ns->p[i].name = (char *)d[i].name;
         ns->p[i].type = (uint8_t)d[i].type;
-        ns->p[i].flags = (uint8_t)d[i].flags;
+        /* a to-one relation is always nullable and indexed */
+        ns->p[i].flags = (uint8_t)(d[i].type == MOTE_T_TOONE
+                                       ? d[i].flags | MOTE_P_NULLABLE | MOTE_P_INDEXED
+                                       : d[i].flags);
         ns->p[i].dim = d[i].dim;
+        ns->p[i].target = (char *)d[i].target;
         if (m >= 0) {
             const mprop *op = &old->p[m];
-            if (op->type != d[i].type || op->dim != d[i].dim) {
+            if (op->type != d[i].type || op->dim != d[i].dim ||
+                (op->target && strcmp(op->target, d[i].target))) {
                 int rc = mote__err(MOTE_SCHEMA, "%s.%s: stored as %s, now declared %s: "
                                    "changing a property's type is not supported (add a "
                                    "new property instead)", name, d[i].name,
@@ -421,26 +472,36 @@ static int evolve(const char *name, const sschema *old, const mote_prop_def *d, 
         memcpy(ns->l[i].pid, old->l[i].pid, 2 * (size_t)old->l[i].n);
         memcpy(ns->l[i].type, old->l[i].type, old->l[i].n);
     }
+    /* the record layout: the properties with a slot (to-many have none) */
+    unsigned nslots = 0;
+    for (unsigned i = 0; i < n; i++)
+        nslots += ns->p[i].type != MOTE_T_TOMANY;
     const mlayout *last = &old->l[old->nl - 1];
-    int same = last->n == n;
-    for (unsigned i = 0; same && i < n; i++)
-        same = last->pid[i] == ns->p[i].id && last->type[i] == ns->p[i].type;
+    int same = last->n == nslots;
+    for (unsigned i = 0, j = 0; same && i < n; i++) {
+        if (ns->p[i].type == MOTE_T_TOMANY)
+            continue;
+        same = last->pid[j] == ns->p[i].id && last->type[j] == ns->p[i].type;
+        j++;
+    }
     if (!same) {
         if (ns->nl >= 0xFFFF) {
             schema_free(ns);
             return mote__err(MOTE_FULL, "entity %s: too many schema versions", name);
         }
         mlayout *L = &ns->l[ns->nl++];
-        L->n = n;
-        L->pid = mote__malloc(2 * (size_t)n + 2);
-        L->type = mote__malloc((size_t)n + 1);
+        L->n = nslots;
+        L->pid = mote__malloc(2 * (size_t)nslots + 2);
+        L->type = mote__malloc((size_t)nslots + 1);
         if (!L->pid || !L->type) {
             schema_free(ns);
             return mote__err(MOTE_NOMEM, "out of memory evolving entity %s", name);
         }
-        for (unsigned i = 0; i < n; i++) {
-            L->pid[i] = ns->p[i].id;
-            L->type[i] = ns->p[i].type;
+        for (unsigned i = 0, j = 0; i < n; i++) {
+            if (ns->p[i].type == MOTE_T_TOMANY)
+                continue;
+            L->pid[j] = ns->p[i].id;
+            L->type[j++] = ns->p[i].type;
         }
     }
     return MOTE_OK;
@@ -565,8 +626,8 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
             continue;
         int keep = 0;
         for (unsigned i = 0; i < nprops; i++)
-            if (matched[i] == (int)j && (props[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) &&
-                ((props[i].flags & MOTE_P_UNIQUE) == (old.p[j].flags & MOTE_P_UNIQUE)))
+            if (matched[i] == (int)j && (e->props[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) &&
+                ((e->props[i].flags & MOTE_P_UNIQUE) == (old.p[j].flags & MOTE_P_UNIQUE)))
                 keep = 1;
         if (!keep) {
             char tn[64];
@@ -577,11 +638,11 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
         }
     }
     for (unsigned i = 0; !rc && exists && i < nprops; i++) {
-        if (!(props[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)))
+        if (!(e->props[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)))
             continue;
         int m = matched[i];
         int kept = m >= 0 && (old.p[m].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) &&
-                   (props[i].flags & MOTE_P_UNIQUE) == (old.p[m].flags & MOTE_P_UNIQUE);
+                   (e->props[i].flags & MOTE_P_UNIQUE) == (old.p[m].flags & MOTE_P_UNIQUE);
         if (!kept) {
             char tn[64]; /* the handle created it; it may hold stale keys if dropped above */
             index_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
@@ -629,6 +690,7 @@ int mote_entity_prop_def(const mote_entity *e, unsigned i, mote_prop_def *def)
     def->flags = e->props[i].flags;
     def->dim = e->props[i].dim;
     def->renamed_from = NULL;
+    def->target = e->props[i].target;
     return MOTE_OK;
 }
 

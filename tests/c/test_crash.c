@@ -201,9 +201,9 @@ typedef struct ostate {
 } ostate;
 
 static const mote_prop_def oprops[] = {
-    {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL},
-    {"tag", MOTE_T_INT32, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL},
-    {"pad", MOTE_T_STRING, 0, 0, NULL},
+    {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL},
+    {"tag", MOTE_T_INT32, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
+    {"pad", MOTE_T_STRING, 0, 0, NULL, NULL},
 };
 
 static const char pad[] = "padding so that objects fill several pages .......";

@@ -13,10 +13,10 @@ static mote_value S(const char *s) { mote_value v = {0}; v.v.s.p = s; v.v.s.n = 
 static mote_value N(void) { mote_value v = {0}; v.null = 1; return v; }
 
 static const mote_prop_def note_props[] = {
-    {"timestamp", MOTE_T_TIMESTAMP, 0, 0, NULL},
-    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL},
-    {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL},
-    {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL},
+    {"timestamp", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL},
+    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
+    {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL},
+    {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
 };
 
 static mote_entity *open_notes(mote_store *s)
@@ -33,14 +33,14 @@ TEST(obj_put_get_types)
 {
     mote_store *s = test_open(test_path("o.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"b", MOTE_T_BOOL, 0, 0, NULL},          {"i8", MOTE_T_INT8, 0, 0, NULL},
-        {"i16", MOTE_T_INT16, 0, 0, NULL},       {"i32", MOTE_T_INT32, 0, 0, NULL},
-        {"i64", MOTE_T_INT64, 0, 0, NULL},       {"f32", MOTE_T_FLOAT32, 0, 0, NULL},
-        {"f64", MOTE_T_FLOAT64, 0, 0, NULL},     {"s", MOTE_T_STRING, 0, 0, NULL},
-        {"by", MOTE_T_BYTES, 0, 0, NULL},        {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL},
-        {"d", MOTE_T_DATE, 0, 0, NULL},          {"dec", MOTE_T_DECIMAL, 0, 0, NULL},
-        {"js", MOTE_T_JSON, 0, 0, NULL},         {"vec", MOTE_T_VECTOR, 0, 3, NULL},
-        {"opt", MOTE_T_INT64, MOTE_P_NULLABLE, 0, NULL},
+        {"b", MOTE_T_BOOL, 0, 0, NULL, NULL},          {"i8", MOTE_T_INT8, 0, 0, NULL, NULL},
+        {"i16", MOTE_T_INT16, 0, 0, NULL, NULL},       {"i32", MOTE_T_INT32, 0, 0, NULL, NULL},
+        {"i64", MOTE_T_INT64, 0, 0, NULL, NULL},       {"f32", MOTE_T_FLOAT32, 0, 0, NULL, NULL},
+        {"f64", MOTE_T_FLOAT64, 0, 0, NULL, NULL},     {"s", MOTE_T_STRING, 0, 0, NULL, NULL},
+        {"by", MOTE_T_BYTES, 0, 0, NULL, NULL},        {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL},
+        {"d", MOTE_T_DATE, 0, 0, NULL, NULL},          {"dec", MOTE_T_DECIMAL, 0, 0, NULL, NULL},
+        {"js", MOTE_T_JSON, 0, 0, NULL, NULL},         {"vec", MOTE_T_VECTOR, 0, 3, NULL, NULL},
+        {"opt", MOTE_T_INT64, MOTE_P_NULLABLE, 0, NULL, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -109,7 +109,7 @@ TEST(obj_put_get_types)
     OK(mote_commit(t));
     /* bad definitions */
     OK(mote_begin(s, 0, &t));
-    mote_prop_def bd[2] = {{"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL}, {"x", MOTE_T_INT8, 0, 0, NULL}};
+    mote_prop_def bd[2] = {{"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL}, {"x", MOTE_T_INT8, 0, 0, NULL, NULL}};
     CHECK_RC(mote_entity_open(t, "Bad", bd, 1, &e), MOTE_INVALID);
     bd[0].flags = 0;
     CHECK_RC(mote_entity_open(t, "Bad", bd, 2, &e), MOTE_INVALID); /* twice */
@@ -168,8 +168,8 @@ TEST(obj_unique_index)
 {
     mote_store *s = test_open(test_path("u.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"email", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL},
-        {"n", MOTE_T_INT32, 0, 0, NULL},
+        {"email", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
+        {"n", MOTE_T_INT32, 0, 0, NULL, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -234,11 +234,11 @@ TEST(obj_schema_evolution)
     /* v2: drop timestamp, rename note -> remark, add score (indexed, int64)
      * and tag (nullable); level becomes unique? no: text gets unique */
     static const mote_prop_def v2[] = {
-        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL},
-        {"remark", MOTE_T_STRING, MOTE_P_NULLABLE, 0, "note"},
-        {"score", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL},
-        {"tag", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL},
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL},
+        {"remark", MOTE_T_STRING, MOTE_P_NULLABLE, 0, "note", NULL},
+        {"score", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL},
+        {"tag", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
     };
     s = test_open(p, NULL);
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
@@ -354,11 +354,11 @@ typedef struct dobj {
 } dobj;
 
 static const mote_prop_def dprops[DN] = {
-    {"a", MOTE_T_INT32, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL},
-    {"s", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL},
-    {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL},
-    {"u", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL},
-    {"t", MOTE_T_STRING, 0, 0, NULL},
+    {"a", MOTE_T_INT32, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
+    {"s", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL},
+    {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL},
+    {"u", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL, NULL},
+    {"t", MOTE_T_STRING, 0, 0, NULL, NULL},
 };
 
 static void rand_str(uint64_t *rs, char *out)
@@ -724,9 +724,9 @@ TEST(obj_aggregate_edges)
 {
     mote_store *s = test_open(test_path("agg.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"n", MOTE_T_INT64, 0, 0, NULL},
-        {"s", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL},
-        {"j", MOTE_T_JSON, 0, 0, NULL},
+        {"n", MOTE_T_INT64, 0, 0, NULL, NULL},
+        {"s", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
+        {"j", MOTE_T_JSON, 0, 0, NULL, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -755,5 +755,130 @@ TEST(obj_aggregate_edges)
     CHECK(n == 2 && out.v.f > 4e18);
     mote_query_free(q);
     OK(mote_commit(t));
+    OK(mote_close(s));
+}
+
+/* ---- relations -------------------------------------------------------------------- */
+
+static const mote_prop_def person_props[] = {
+    {"name", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL},
+    {"level", MOTE_T_INT32, 0, 0, NULL, NULL},
+    {"parent", MOTE_T_TOONE, 0, 0, NULL, "Person"},
+    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "Person"},
+};
+
+static uint64_t add_person(mote_txn *t, mote_entity *e, const char *name, int level,
+                           uint64_t parent)
+{
+    mote_value v[4] = {S(name), I(level), I((int64_t)parent), N()};
+    uint64_t id;
+    OK(mote_put(t, e, 0, v, 0, &id));
+    return id;
+}
+
+static size_t ids_of(mote_txn *t, mote_query *q, uint64_t *out)
+{
+    uint64_t *ids;
+    size_t n;
+    OK(mote_query_ids(t, q, &ids, &n));
+    if (out)
+        memcpy(out, ids, n * sizeof *ids);
+    mote_free(ids);
+    return n;
+}
+
+TEST(obj_relations)
+{
+    mote_store *s = test_open(test_path("rel.mote"), NULL);
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Person", person_props, 4, &e));
+    uint64_t ann = add_person(t, e, "Ann", 10, 0);
+    uint64_t bob = add_person(t, e, "Bob", 20, ann);
+    uint64_t cy = add_person(t, e, "Cy", 10, ann);
+    uint64_t dee = add_person(t, e, "Dee", 30, bob);
+    OK(mote_link(t, e, 3, ann, bob));
+    OK(mote_link(t, e, 3, ann, cy));
+    OK(mote_link(t, e, 3, dee, bob));
+    OK(mote_link(t, e, 3, ann, bob)); /* again: no-op */
+    CHECK_RC(mote_link(t, e, 3, ann, 999), MOTE_NOTFOUND);
+    CHECK_RC(mote_link(t, e, 2, ann, bob), MOTE_INVALID); /* to-one: not a link */
+    OK(mote_commit(t));
+    { int np_ = 0; CHECK_RC(mote_check(s, collect, &np_), MOTE_OK); }
+
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    uint64_t *ids;
+    size_t n;
+    OK(mote_links(t, e, 2, bob, &ids, &n)); /* to-one */
+    CHECK(n == 1 && ids[0] == ann);
+    mote_free(ids);
+    OK(mote_backlinks(t, e, 2, ann, &ids, &n)); /* Ann's children */
+    CHECK(n == 2 && ids[0] == bob && ids[1] == cy);
+    mote_free(ids);
+    OK(mote_links(t, e, 3, ann, &ids, &n));
+    CHECK(n == 2 && ids[0] == bob && ids[1] == cy);
+    mote_free(ids);
+    OK(mote_backlinks(t, e, 3, bob, &ids, &n)); /* who has Bob as a friend */
+    CHECK(n == 2 && ids[0] == ann && ids[1] == dee);
+    mote_free(ids);
+    /* query across links: people whose parent has level 10 */
+    mote_query *q, *sub;
+    int c, sc;
+    mote_value ten = I(10);
+    OK(mote_query_new(e, &sub));
+    OK(mote_query_cond(sub, 1, MOTE_EQ, &ten, 1, 0, &sc));
+    OK(mote_query_where(sub, sc));
+    OK(mote_query_new(e, &q));
+    OK(mote_query_link(q, 2, sub, &c));
+    OK(mote_query_where(q, c));
+    uint64_t got[8];
+    CHECK(ids_of(t, q, got) == 2 && got[0] == bob && got[1] == cy);
+    uint64_t cnt;
+    OK(mote_query_count(t, q, &cnt));
+    CHECK(cnt == 2);
+    CHECK(!strcmp(mote_query_plan(t, q), "index"));
+    mote_query_free(q);
+    /* people with a friend named Bob (to-many), and level < 30 */
+    mote_value bobname = S("Bob"), thirty = I(30);
+    mote_query *sub2;
+    int c2, lc, both[2];
+    OK(mote_query_new(e, &sub2));
+    OK(mote_query_cond(sub2, 0, MOTE_EQ, &bobname, 1, 0, &c2));
+    OK(mote_query_where(sub2, c2));
+    OK(mote_query_new(e, &q));
+    OK(mote_query_link(q, 3, sub2, &both[0]));
+    OK(mote_query_cond(q, 1, MOTE_LT, &thirty, 1, 0, &both[1]));
+    OK(mote_query_and(q, both, 2, &lc));
+    OK(mote_query_where(q, lc));
+    CHECK(ids_of(t, q, got) == 1 && got[0] == ann);
+    mote_abort(t);
+
+    /* removing Bob removes every link from and to him */
+    OK(mote_begin(s, 0, &t));
+    OK(mote_remove(t, e, bob));
+    OK(mote_links(t, e, 3, ann, &ids, &n));
+    CHECK(n == 1 && ids[0] == cy);
+    mote_free(ids);
+    OK(mote_links(t, e, 3, dee, &ids, &n));
+    CHECK(n == 0);
+    mote_free(ids);
+    CHECK(ids_of(t, q, NULL) == 0);
+    OK(mote_unlink(t, e, 3, ann, cy));
+    CHECK_RC(mote_unlink(t, e, 3, ann, cy), MOTE_NOTFOUND);
+    mote_query_free(q);
+    mote_query_free(sub);
+    mote_query_free(sub2);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    /* bad definitions */
+    mote_prop_def bad[1] = {{"p", MOTE_T_TOONE, 0, 0, NULL, NULL}};
+    mote_entity *be;
+    OK(mote_begin(s, 0, &t));
+    CHECK_RC(mote_entity_open(t, "B", bad, 1, &be), MOTE_INVALID); /* no target */
+    bad[0].type = MOTE_T_INT32;
+    bad[0].target = "Person";
+    CHECK_RC(mote_entity_open(t, "B", bad, 1, &be), MOTE_INVALID); /* target on an int */
+    mote_abort(t);
     OK(mote_close(s));
 }

@@ -198,13 +198,36 @@ typedef struct ostate {
     uint64_t id[OMAX];
     int32_t level[OMAX];
     int32_t tag[OMAX]; /* -1 = NULL; unique otherwise */
+    int nl;             /* to-many links "friends": src -> dst ids */
+    uint64_t lsrc[OMAX], ldst[OMAX];
 } ostate;
 
 static const mote_prop_def oprops[] = {
     {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL},
     {"tag", MOTE_T_INT32, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
     {"pad", MOTE_T_STRING, 0, 0, NULL, NULL},
+    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "O"},
 };
+
+static int o_has_link(const ostate *s, uint64_t a, uint64_t b)
+{
+    for (int i = 0; i < s->nl; i++)
+        if (s->lsrc[i] == a && s->ldst[i] == b)
+            return 1;
+    return 0;
+}
+
+/* drop the links of a removed object from the model */
+static void o_drop_links(ostate *s, uint64_t id)
+{
+    int w = 0;
+    for (int i = 0; i < s->nl; i++)
+        if (s->lsrc[i] != id && s->ldst[i] != id) {
+            s->lsrc[w] = s->lsrc[i];
+            s->ldst[w++] = s->ldst[i];
+        }
+    s->nl = w;
+}
 
 static const char pad[] = "padding so that objects fill several pages .......";
 
@@ -235,8 +258,16 @@ static ostate *o_states(uint64_t seed, int ncommits)
                 int i = (int)(test_rand(&rs) % (uint64_t)old);
                 s->level[i] = (int32_t)(test_rand(&rs) % 5) * 10;
                 s->tag[i] = test_rand(&rs) % 2 ? tagn++ : -1;
+            } else if (r == 8 && old >= 2 && s->nl < OMAX) { /* link two old objects */
+                uint64_t a = s->id[test_rand(&rs) % (uint64_t)old];
+                uint64_t b = s->id[test_rand(&rs) % (uint64_t)old];
+                if (!o_has_link(s, a, b)) {
+                    s->lsrc[s->nl] = a;
+                    s->ldst[s->nl++] = b;
+                }
             } else if (old) {
                 int i = (int)(test_rand(&rs) % (uint64_t)old);
+                o_drop_links(s, s->id[i]);
                 memmove(&s->id[i], &s->id[i + 1], (size_t)(s->n - i - 1) * 8);
                 memmove(&s->level[i], &s->level[i + 1], (size_t)(s->n - i - 1) * 4);
                 memmove(&s->tag[i], &s->tag[i + 1], (size_t)(s->n - i - 1) * 4);
@@ -249,7 +280,7 @@ static ostate *o_states(uint64_t seed, int ncommits)
 
 static void o_vals(const ostate *s, int i, mote_value *v)
 {
-    memset(v, 0, 3 * sizeof *v);
+    memset(v, 0, 4 * sizeof *v);
     v[0].v.i = s->level[i];
     v[1].null = s->tag[i] < 0;
     v[1].v.i = s->tag[i];
@@ -267,7 +298,7 @@ static int o_run(mote_store *s, const ostate *st, int ncommits, int *inflight)
         *inflight = 1;
         if (mote_begin(s, 0, &t))
             return c;
-        int rc = mote_entity_open(t, "O", oprops, 3, &e);
+        int rc = mote_entity_open(t, "O", oprops, 4, &e);
         const ostate *a = &st[c], *b = &st[c + 1];
         for (int i = 0; !rc && i < a->n; i++) { /* removed or changed */
             int j = 0;
@@ -282,7 +313,7 @@ static int o_run(mote_store *s, const ostate *st, int ncommits, int *inflight)
                 i++;
             if (i < a->n && a->level[i] == b->level[j] && a->tag[i] == b->tag[j])
                 continue;
-            mote_value v[3];
+            mote_value v[4];
             o_vals(b, j, v);
             uint64_t got;
             rc = mote_put(t, e, i < a->n ? b->id[j] : 0, v, 0, &got);
@@ -292,6 +323,9 @@ static int o_run(mote_store *s, const ostate *st, int ncommits, int *inflight)
                 abort();
             }
         }
+        for (int l = 0; !rc && l < b->nl; l++) /* new links (removals cascade) */
+            if (!o_has_link(a, b->lsrc[l], b->ldst[l]))
+                rc = mote_link(t, e, 3, b->lsrc[l], b->ldst[l]);
         if (rc) {
             mote_abort(t);
             return c;
@@ -320,6 +354,21 @@ static int o_cmp_one(void *ctx, const mote_record *r)
     return 0;
 }
 
+static int o_links_match(mote_txn *t, mote_entity *e, const ostate *st)
+{
+    int ok = 1, total = 0;
+    for (int i = 0; i < st->n && ok; i++) {
+        uint64_t *ids;
+        size_t n;
+        OK(mote_links(t, e, 3, st->id[i], &ids, &n));
+        for (size_t k = 0; k < n; k++)
+            ok &= o_has_link(st, st->id[i], ids[k]);
+        total += (int)n;
+        mote_free(ids);
+    }
+    return ok && total == st->nl;
+}
+
 static int o_matches(mote_store *s, const ostate *st)
 {
     mote_txn *t;
@@ -333,8 +382,9 @@ static int o_matches(mote_store *s, const ostate *st)
     }
     OK(rc);
     OK(mote_scan(t, e, o_cmp_one, &c));
+    int links = c.ok && c.i == st->n && o_links_match(t, e, st);
     mote_abort(t);
-    return c.ok && c.i == st->n;
+    return links;
 }
 
 TEST(crash_object_layer)
@@ -352,6 +402,7 @@ TEST(crash_object_layer)
         int inflight;
         OK(mote_open("/o/s.mote", &o, &s));
         CHECK(o_run(s, st, ncommits, &inflight) == ncommits);
+        CHECK(round > 0 || st[ncommits].nl > 0); /* the workload does link */
         OK(mote_close(s));
         long total = m.ops;
         memio_free(&m);
@@ -392,5 +443,6 @@ TEST(crash_object_layer)
         }
         free(st);
     }
-    printf("%ld crash images of object workloads: objects and indexes consistent\n", checked);
+    printf("%ld crash images of object workloads: objects, indexes and links consistent\n",
+           checked);
 }

@@ -846,10 +846,12 @@ static int resolve_links(mote_txn *t, mote_query *q)
     return MOTE_OK;
 }
 
-/* The matching ids after order, offset and limit. */
+/* The matching ids after order, offset and limit. On error *ids is NULL. */
 static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
 {
     plan pl;
+    *ids = NULL;
+    *n = 0;
     int rc = check_q(t, q);
     if (!rc)
         rc = resolve_links(t, q);

@@ -209,6 +209,13 @@ TEST(obj_unique_index)
     OK(mote_close(s));
 }
 
+static int count_cb(void *ctx, const mote_record *r)
+{
+    (void)ctx;
+    (void)r;
+    return 0;
+}
+
 TEST(obj_schema_evolution)
 {
     const char *p = test_path("ev.mote");
@@ -297,6 +304,16 @@ TEST(obj_schema_evolution)
     mote_abort(t);
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
     CHECK_RC(mote_count(t, gone, &n), MOTE_SCHEMA);
+    /* a query that fails before it runs frees nothing it did not allocate
+     * (regression: found by fuzz_file) */
+    mote_query *gq;
+    OK(mote_query_new(gone, &gq));
+    CHECK_RC(mote_query_find(t, gq, NULL, NULL), MOTE_INVALID);
+    OK(mote_query_order(gq, 0, 0));
+    CHECK_RC(mote_query_find(t, gq, count_cb, NULL), MOTE_SCHEMA);
+    mote_value agg;
+    CHECK_RC(mote_query_aggregate(t, gq, 0, MOTE_AGG_MAX, &agg, NULL), MOTE_SCHEMA);
+    mote_query_free(gq);
     OK(mote_count(t, e, &n));
     CHECK(n == 50);
     mote_abort(t);

@@ -58,6 +58,41 @@ static void fix_checksums(void)
     }
 }
 
+/* Read every object of every stored entity, every property. */
+static int read_record(void *ctx, const mote_record *r)
+{
+    (void)ctx;
+    for (unsigned i = 0; i < mote_entity_nprops(r->e); i++) {
+        mote_value v;
+        if (mote_record_get(r, i, &v, NULL) == MOTE_OK && !v.null && v.v.s.n < (1u << 30)) {
+            volatile uint8_t sink = 0;
+            (void)sink;
+        }
+    }
+    return 0;
+}
+
+static int scan_entity(void *ctx, const char *name)
+{
+    mote_txn *t = ctx;
+    mote_entity *e;
+    if (mote_entity_stored(t, name, &e) == MOTE_OK) {
+        mote_scan(t, e, read_record, NULL);
+        mote_query *q;
+        if (mote_query_new(e, &q) == MOTE_OK) {
+            mote_query_limit(q, 1, 3);
+            uint64_t n;
+            mote_query_count(t, q, &n);
+            if (mote_entity_nprops(e) > 0) {
+                mote_query_order(q, 0, MOTE_Q_DESC);
+                mote_query_find(t, q, read_record, NULL);
+            }
+            mote_query_free(q);
+        }
+    }
+    return 0;
+}
+
 static void exercise(mote_store *s, int write)
 {
     mote_check(s, NULL, NULL);
@@ -66,6 +101,7 @@ static void exercise(mote_store *s, int write)
     mote_txn *t;
     if (mote_begin(s, write ? 0 : MOTE_TXN_RDONLY, &t))
         return;
+    mote_entity_list(t, scan_entity, t);
     const char *names[] = {"wl", "t", "a", "notes"};
     for (int i = 0; i < 4; i++) {
         uint32_t tree;

@@ -61,6 +61,55 @@ static void store(const char *dir, const char *name, int n, size_t vlen, int cle
     memio_free(&m);
 }
 
+/* A store with objects: two entities, indexes, a relation, NULLs. */
+static void objects(const char *dir)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    if (mote_open("/c/o.mote", &o, &s))
+        exit(1);
+    static const mote_prop_def props[] = {
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL},
+        {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
+        {"parent", MOTE_T_TOONE, 0, 0, NULL, "Note"},
+        {"links", MOTE_T_TOMANY, 0, 0, NULL, "Note"},
+        {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL},
+    };
+    mote_txn *t;
+    mote_entity *e;
+    if (mote_begin(s, 0, &t) || mote_entity_open(t, "Note", props, 6, &e))
+        exit(3);
+    for (int i = 0; i < 60; i++) {
+        char txt[32];
+        snprintf(txt, sizeof txt, "text %d", i);
+        mote_value v[6];
+        memset(v, 0, sizeof v);
+        v[0].v.i = i % 5 * 10;
+        v[1].v.s.p = txt;
+        v[1].v.s.n = strlen(txt);
+        v[2].null = i % 2;
+        v[2].v.s.p = "note";
+        v[2].v.s.n = 4;
+        v[3].v.i = i / 2;
+        v[5].v.f = i * 0.5;
+        if (mote_put(t, e, 0, v, 0, NULL))
+            exit(4);
+        if (i > 2)
+            mote_link(t, e, 4, (uint64_t)i, (uint64_t)(i - 2));
+    }
+    if (mote_commit(t))
+        exit(5);
+    size_t len;
+    const uint8_t *img = memio_get(&m, "/c/o.mote", &len);
+    save(dir, "objects", 0, img, len);
+    save(dir, "objects", 1, img, len);
+    mote_close(s);
+    memio_free(&m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -73,6 +122,7 @@ int main(int argc, char **argv)
     store(d, "tiny-unclean", 10, 30, 0);
     store(d, "levels", 600, 60, 1);
     store(d, "overflow", 40, 9000, 0);
+    objects(d);
     snprintf(d, sizeof d, "%s/api", argv[1]);
     mkdir(d, 0755);
     uint64_t rs = 5;

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# bench/engine/run.sh — build and run the engine benchmark (`make bench-engine`).
+# bench/engine/run.sh — build and run the engine benchmarks (`make bench-engine`).
 # Installs liblmdb-dev and libsqlite3-dev if their headers are missing, builds
 # build-bench/ (release, -Dbench=true) with meson and ninja from PATH, runs
-# the benchmark and prints its Markdown table. Arguments go to the program,
-# e.g. `bash bench/engine/run.sh --json engine.json` (see README.md).
+# bench-engine (key/value engine) then bench-objects (object layer, Test 1
+# model) and prints their Markdown tables. Arguments before `--` go to
+# bench-engine, those after it to bench-objects, e.g.
+# `bash bench/engine/run.sh --json engine.json -- --json objects.json --large`
+# (see README.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -45,9 +48,22 @@ if [ ! -f build-bench/build.ninja ]; then
     rm -rf build-bench
     quiet meson setup build-bench -Dbench=true --buildtype=release
 fi
-quiet ninja -C build-bench bench/engine/bench-engine
+quiet ninja -C build-bench bench/engine/bench-engine bench/engine/bench-objects
 
-# Stores go to .bench-tmp/ in the repository (local disk; the program refuses
+engine_args=() objects_args=()
+while (($#)); do
+    if [ "$1" = "--" ]; then
+        shift
+        objects_args=("$@")
+        break
+    fi
+    engine_args+=("$1")
+    shift
+done
+
+# Stores go to .bench-tmp/ in the repository (local disk; the programs refuse
 # tmpfs), each run in a fresh subdirectory that it removes at the end.
 mkdir -p .bench-tmp
-exec ./build-bench/bench/engine/bench-engine --dir .bench-tmp "$@"
+./build-bench/bench/engine/bench-engine --dir .bench-tmp "${engine_args[@]}"
+echo
+exec ./build-bench/bench/engine/bench-objects --dir .bench-tmp "${objects_args[@]}"

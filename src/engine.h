@@ -178,6 +178,7 @@ struct mote_store {
     int synced;          /* a commit was synced by this handle (or clean open) */
     int marker_ok;       /* the other slot already holds a marker for txnid */
     int ntxn;            /* live transactions (for close) */
+    uint64_t txn_serial; /* last write transaction's serial */
 
     /* allocation state of the latest commit (writer side, loaded lazily) */
     uint8_t *bm;         /* bit = page in use by the latest commit */
@@ -211,6 +212,8 @@ struct mote_txn {
     size_t vbuf_cap;
     mote_cursor *cursors; /* open cursors, detached when the txn ends */
     struct mote_entity *new_entities; /* created/evolved here (object.h) */
+    uint64_t serial;     /* unique per write transaction of the store */
+    struct mote_entity *seq_dirty; /* entities whose id sequence to save */
     uint8_t *obuf, *oldbuf; /* object layer: encoded record, old record copy */
     size_t obuf_cap, oldbuf_cap;
 

@@ -112,6 +112,12 @@ int mote_commit(mote_txn *t)
         mote__txn_abort(t);
         return rc;
     }
+    int frc = t->write ? mote__entities_flush(t) : MOTE_OK;
+    if (frc) {
+        mote__entities_settle(t, 0);
+        mote__txn_abort(t);
+        return frc;
+    }
     mote_txn *keep = t; /* settled after the txn is freed: only its list is used */
     struct mote_entity *ents = t->new_entities;
     t->new_entities = NULL;

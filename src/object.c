@@ -100,6 +100,11 @@ static int write_seq(mote_txn *t, mote_entity *e, uint64_t seq)
                     (uint8_t)e->eid};
     uint8_t v[8];
     wr64(v, seq);
+    if (!e->seq_tree) { /* the handle came from a read transaction */
+        int rc = mote_kv_tree(t, "@seq", MOTE_TREE_CREATE, &e->seq_tree);
+        if (rc)
+            return rc;
+    }
     return mote_kv_put(t, e->seq_tree, k, 4, v, 8, 0);
 }
 
@@ -268,8 +273,45 @@ static int check_values(const mote_entity *e, const mote_value *vals)
     return MOTE_OK;
 }
 
+/* The entity's id sequence for this write transaction: read once, kept in
+ * the handle, saved by mote__entities_flush before the commit. */
+static int seq_load(mote_txn *t, mote_entity *e)
+{
+    if (e->seq_serial == t->serial)
+        return MOTE_OK;
+    uint64_t last;
+    int rc = last_id(t, e, &last);
+    if (rc)
+        return rc;
+    e->seq_serial = t->serial;
+    e->seq_hi = last;
+    e->seq_dirty = 0;
+    return MOTE_OK;
+}
+
+static void seq_mark(mote_txn *t, mote_entity *e)
+{
+    if (!e->seq_dirty) {
+        e->seq_dirty = 1;
+        e->seq_next_dirty = t->seq_dirty;
+        t->seq_dirty = e;
+    }
+}
+
+int mote__entities_flush(mote_txn *t)
+{
+    int rc = MOTE_OK;
+    for (mote_entity *e = t->seq_dirty; e; e = e->seq_next_dirty) {
+        if (!rc && e->seq_serial == t->serial)
+            rc = write_seq(t, e, e->seq_hi);
+        e->seq_dirty = 0;
+    }
+    t->seq_dirty = NULL;
+    return rc;
+}
+
 static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
-                       unsigned mode, uint64_t *seq)
+                       unsigned mode)
 {
     size_t oldlen = 0;
     int rc = load_old(t, e, id, &oldlen);
@@ -283,9 +325,9 @@ static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, const mote_valu
         return mote__err(MOTE_NOTFOUND, "%s: no object with id %llu to update", e->name,
                          (unsigned long long)id);
     rc = put_one(t, e, id, vals, exists ? t->oldbuf : NULL, oldlen);
-    if (!rc && !exists && id > *seq) { /* ids above the sequence are not reused */
-        *seq = id;
-        rc = write_seq(t, e, id);
+    if (!rc && !exists && id > e->seq_hi) { /* ids above the sequence are not reused */
+        e->seq_hi = id;
+        seq_mark(t, e);
     }
     return rc;
 }
@@ -322,16 +364,14 @@ int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
         nnew += !ids || !ids[i];
     if (nnew && mode == MOTE_PUT_UPDATE)
         return mote__err(MOTE_INVALID, "%s: update of an object without id", e->name);
-    uint64_t last, seq;
-    if ((rc = last_id(t, e, &last)) || (rc = read_seq(t, e, &seq)))
+    if ((rc = seq_load(t, e)))
         return rc;
-    if (last > UINT64_MAX - nnew - 1)
+    if (e->seq_hi > UINT64_MAX - nnew - 1)
         return mote__err(MOTE_FULL, "%s: object ids exhausted", e->name);
-    uint64_t next = last + 1;
+    uint64_t next = e->seq_hi + 1;
     if (nnew) { /* reserve a contiguous block */
-        seq = last + nnew;
-        if ((rc = write_result(t, write_seq(t, e, seq))))
-            return rc;
+        e->seq_hi += nnew;
+        seq_mark(t, e);
     }
     unsigned np = e->nprops;
     for (size_t i = 0; i < n; i++) {
@@ -340,7 +380,7 @@ int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
             break;
         uint64_t id = ids && ids[i] ? ids[i] : 0;
         if (id) {
-            rc = put_with_id(t, e, id, v, mode, &seq);
+            rc = put_with_id(t, e, id, v, mode);
         } else {
             id = next++;
             rc = put_one(t, e, id, v, NULL, 0);

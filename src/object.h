@@ -85,6 +85,11 @@ struct mote_entity {
     mote_txn *pending_txn;    /* created/changed by this uncommitted txn */
     struct mote_entity *pending_next;
     int dead;                 /* its transaction aborted */
+    /* id sequence cached for one write transaction (serial), saved to @seq
+     * before it commits */
+    uint64_t seq_serial, seq_hi;
+    int seq_dirty;
+    struct mote_entity *seq_next_dirty;
 };
 
 static inline int type_is_var(int t)
@@ -130,6 +135,8 @@ int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
 /* Usable in this transaction? MOTE_SCHEMA if not (aborted, or pending in
  * another transaction). */
 int mote__entity_usable(const mote_entity *e, const mote_txn *t);
+/* Save the id sequences a write transaction changed (before its commit). */
+int mote__entities_flush(mote_txn *t);
 /* Called by mote_commit / mote_abort for the entities a txn created. */
 void mote__entities_settle(mote_txn *t, int committed);
 

@@ -723,6 +723,7 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     t->bm_cap = s->bm_cap;
     t->hint = s->hint;
     t->txnid = s->next_txnid;
+    t->serial = ++s->txn_serial;
     t->npages = rd32(s->cur->data + 32);
     t->next_tree = rd32(s->cur->data + 36);
     pthread_mutex_lock(&s->mu);

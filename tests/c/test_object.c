@@ -899,3 +899,34 @@ TEST(obj_relations)
     mote_abort(t);
     OK(mote_close(s));
 }
+
+TEST(obj_handle_from_read_txn_writes)
+{
+    /* an entity handle obtained in a read transaction of a fresh store (no
+     * id sequence yet) can write in a later write transaction */
+    const char *p = test_path("rw.mote");
+    mote_store *s = test_open(p, NULL);
+    mote_entity *e = open_notes(s);
+    OK(mote_close(s));
+    s = test_open(p, NULL);
+    mote_txn *t;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_entity_open(t, "Note", note_props, 4, &e));
+    mote_abort(t);
+    OK(mote_begin(s, 0, &t));
+    mote_value v[4] = {I(1), I(10), S("a"), N()};
+    uint64_t id;
+    OK(mote_put(t, e, 0, v, 0, &id));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    OK(mote_commit(t));
+    CHECK(id == 2);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    mote_abort(t); /* nothing of it was committed: id 3 is handed out again */
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    OK(mote_commit(t));
+    CHECK(id == 3);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}

@@ -348,6 +348,8 @@ typedef struct mote_record {
     const uint8_t *data;
     size_t size;
     uint64_t id;
+    const void *layout_; /* private: the record's parsed layout (may be NULL) */
+    size_t nulls_;       /* private */
 } mote_record;
 
 /* Value of property `prop` (index in the entity's definition) of a record.

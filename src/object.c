@@ -200,8 +200,8 @@ static int same_value(int type, const mote_value *a, const mote_value *b)
 static int decode_all(const mote_entity *e, const uint8_t *rec, size_t len, uint64_t id,
                       mote_value *vals)
 {
-    mote_record r = {e, rec, len, id};
-    int rc = mote__record_check(e, rec, len);
+    mote_record r;
+    int rc = mote__record_init(&r, e, rec, len, id);
     for (unsigned i = 0; !rc && i < e->nprops; i++)
         rc = mote_record_get(&r, i, &vals[i], NULL);
     return rc;
@@ -446,15 +446,9 @@ int mote_get(mote_txn *t, mote_entity *e, uint64_t id, mote_record *out)
     mote__obj_tree_key(id, k);
     if ((rc = mote_kv_get(t, e->eid, k, 8, &v)))
         return rc;
-    if ((rc = mote__record_check(e, v.data, v.size)))
-        return rc;
-    if (out) {
-        out->e = e;
-        out->data = v.data;
-        out->size = v.size;
-        out->id = id;
-    }
-    return MOTE_OK;
+    mote_record r;
+    rc = mote__record_init(out ? out : &r, e, v.data, v.size, id);
+    return rc;
 }
 
 static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
@@ -553,9 +547,10 @@ int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
         return rc;
     for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
         mote_val k, v;
-        if ((rc = mote_cursor_get(c, &k, &v)) || (rc = mote__record_check(e, v.data, v.size)))
+        mote_record r;
+        if ((rc = mote_cursor_get(c, &k, &v)) ||
+            (rc = mote__record_init(&r, e, v.data, v.size, key_id(k.data))))
             break;
-        mote_record r = {e, v.data, v.size, key_id(k.data)};
         if ((rc = fn(ctx, &r)))
             break;
     }

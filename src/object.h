@@ -117,6 +117,10 @@ int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **
 /* Structural check of a record against its layout (damaged data gives
  * MOTE_CORRUPT, never a bad read). */
 int mote__record_check(const mote_entity *e, const uint8_t *rec, size_t len);
+/* Check a record and fill r (with its parsed layout, so that property
+ * reads do not parse the header again). */
+int mote__record_init(mote_record *r, const mote_entity *e, const uint8_t *rec, size_t len,
+                      uint64_t id);
 /* Index key part for a value (enc); returns its length; *cut = 1 if the
  * value was longer than IDX_MAX_VALUE. out has room for IDX_MAX_VALUE+16. */
 size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut);

@@ -615,10 +615,10 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
             return rc;
         for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
             mote_val k, v;
+            mote_record r;
             if ((rc = mote_cursor_get(c, &k, &v)) ||
-                (rc = mote__record_check(e, v.data, v.size)))
+                (rc = mote__record_init(&r, e, v.data, v.size, be_id(k.data))))
                 break;
-            mote_record r = {e, v.data, v.size, be_id(k.data)};
             int m = eval(q, q->root, &r);
             if (m < 0) {
                 rc = -m;
@@ -846,62 +846,75 @@ static int resolve_links(mote_txn *t, mote_query *q)
     return MOTE_OK;
 }
 
-/* The matching ids after order, offset and limit. On error *ids is NULL. */
-static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
+/*
+ * Plan a run: resolve relation conditions, choose the access path, and for
+ * an exact single index range jump over the offset with the index's ranks.
+ * *off is the offset still to skip; *empty is set when the offset is past
+ * the end. The caller frees pl->ranges.
+ */
+static int prepare_run(mote_txn *t, mote_query *q, plan *pl, uint64_t *off, int *empty)
 {
-    plan pl;
-    *ids = NULL;
-    *n = 0;
+    *empty = 0;
+    *off = q->offset;
+    memset(pl, 0, sizeof *pl);
     int rc = check_q(t, q);
     if (!rc)
         rc = resolve_links(t, q);
     if (!rc)
-        rc = make_plan(q, &pl);
+        rc = make_plan(q, pl);
     if (rc)
         return rc;
+    if (!pl->ordered && q->norder > 0)
+        pl->exact = 0; /* sorting by properties reads the records */
+    if (!(pl->ordered && pl->exact && pl->ip && pl->nranges == 1 && *off))
+        return MOTE_OK;
+    mote_cursor *cur;
+    uint64_t lo, hi;
+    range *R = &pl->ranges[0];
+    rc = mote_kv_count(t, pl->ip->index_tree, NULL, 0, R->lo, R->lol, &lo);
+    if (!rc)
+        rc = mote_kv_count(t, pl->ip->index_tree, NULL, 0, R->hi, R->hil, &hi);
+    if (!rc && lo + *off >= hi) {
+        *empty = 1;
+        return MOTE_OK;
+    }
+    if (!rc)
+        rc = mote_cursor_open(t, pl->ip->index_tree, &cur);
+    if (!rc) {
+        mote_val k;
+        rc = mote_cursor_nth(cur, lo + *off);
+        if (!rc)
+            rc = mote_cursor_get(cur, &k, NULL);
+        if (!rc) { /* start the range at that key */
+            size_t kl = k.size < sizeof R->lo ? k.size : sizeof R->lo;
+            memcpy(R->lo, k.data, kl);
+            R->lol = kl;
+            *off = 0;
+        }
+        mote_cursor_close(cur);
+    }
+    return rc;
+}
+
+/* The matching ids after order, offset and limit. On error *ids is NULL. */
+static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
+{
+    plan pl;
+    uint64_t off;
+    int empty;
+    *ids = NULL;
+    *n = 0;
     coll c;
     memset(&c, 0, sizeof c);
     c.q = q;
+    int rc = prepare_run(t, q, &pl, &off, &empty);
+    if (rc || empty) {
+        mote__free(pl.ranges);
+        return rc;
+    }
     /* without an order, results come in id order */
     int id_sort = !pl.ordered && q->norder == 0;
     c.sorting = !pl.ordered && !id_sort;
-    if (c.sorting)
-        pl.exact = 0; /* records are needed for the sort keys */
-    uint64_t off = q->offset;
-    /* exact single range: jump over the offset with the index's ranks */
-    if (pl.ordered && pl.exact && pl.ip && pl.nranges == 1 && off) {
-        mote_cursor *cur;
-        uint64_t lo, hi;
-        const range *R = &pl.ranges[0];
-        rc = mote_kv_count(t, pl.ip->index_tree, NULL, 0, R->lo, R->lol, &lo);
-        if (!rc)
-            rc = mote_kv_count(t, pl.ip->index_tree, NULL, 0, R->hi, R->hil, &hi);
-        if (!rc && lo + off >= hi) {
-            mote__free(pl.ranges);
-            *ids = NULL;
-            *n = 0;
-            return MOTE_OK;
-        }
-        if (!rc)
-            rc = mote_cursor_open(t, pl.ip->index_tree, &cur);
-        if (!rc) {
-            rc = mote_cursor_nth(cur, lo + off);
-            mote_val k;
-            if (!rc)
-                rc = mote_cursor_get(cur, &k, NULL);
-            if (!rc) { /* start the range at that key */
-                size_t kl = k.size < sizeof R->lo ? k.size : sizeof R->lo;
-                memcpy(pl.ranges[0].lo, k.data, kl);
-                pl.ranges[0].lol = kl;
-                off = 0;
-            }
-            mote_cursor_close(cur);
-        }
-        if (rc) {
-            mote__free(pl.ranges);
-            return rc;
-        }
-    }
     if (pl.ordered && q->limit)
         c.stop_after = off + q->limit;
     rc = run_matches(t, q, &pl, coll_add, &c);
@@ -957,13 +970,58 @@ int mote_query_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
     return matching_ids(t, q, ids, n);
 }
 
+/* find without collecting ids: the plan's order is the output order */
+typedef struct direct {
+    mote_txn *t;
+    mote_query *q;
+    mote_record_fn fn;
+    void *ctx;
+    uint64_t skip, left; /* left 0: no limit */
+    int limited;
+} direct;
+
+static int direct_one(void *ctx, uint64_t id, const mote_record *r)
+{
+    direct *d = ctx;
+    if (d->skip) {
+        d->skip--;
+        return MOTE_OK;
+    }
+    mote_record got;
+    if (!r) { /* exact index plan: fetch the object */
+        int rc = mote_get(d->t, d->q->e, id, &got);
+        if (rc)
+            return rc;
+        r = &got;
+    }
+    int rc = d->fn(d->ctx, r);
+    if (rc)
+        return rc;
+    if (d->limited && --d->left == 0)
+        return -1; /* done */
+    return MOTE_OK;
+}
+
 int mote_query_find(mote_txn *t, mote_query *q, mote_record_fn fn, void *ctx)
 {
     if (!fn)
         return mote__err(MOTE_INVALID, "mote_query_find: callback is NULL");
+    plan pl;
+    uint64_t off;
+    int empty;
+    int rc = prepare_run(t, q, &pl, &off, &empty);
+    if (!rc && !empty && pl.ordered) { /* the plan's order is the output order */
+        direct d = {t, q, fn, ctx, off, q->limit, q->limit != 0};
+        rc = run_matches(t, q, &pl, direct_one, &d);
+        mote__free(pl.ranges);
+        return rc == -1 ? MOTE_OK : rc;
+    }
+    mote__free(pl.ranges);
+    if (rc || empty)
+        return rc;
     uint64_t *ids;
     size_t n;
-    int rc = matching_ids(t, q, &ids, &n);
+    rc = matching_ids(t, q, &ids, &n);
     for (size_t i = 0; !rc && i < n; i++) {
         mote_record r;
         if (!(rc = mote_get(t, q->e, ids[i], &r)))

@@ -180,13 +180,37 @@ static int rec_parts(const mote_entity *e, const uint8_t *rec, size_t len,
     return MOTE_OK;
 }
 
+static int check_parts(const mote_entity *e, const uint8_t *rec, size_t len,
+                       const mlayout *L, size_t nulls);
+
 int mote__record_check(const mote_entity *e, const uint8_t *rec, size_t len)
 {
-    const mlayout *L;
-    size_t nulls;
+    const mlayout *L = NULL;
+    size_t nulls = 0;
     int rc = rec_parts(e, rec, len, &L, &nulls);
-    if (rc)
-        return rc;
+    return rc ? rc : check_parts(e, rec, len, L, nulls);
+}
+
+int mote__record_init(mote_record *r, const mote_entity *e, const uint8_t *rec, size_t len,
+                      uint64_t id)
+{
+    const mlayout *L = NULL;
+    size_t nulls = 0;
+    int rc = rec_parts(e, rec, len, &L, &nulls);
+    if (!rc)
+        rc = check_parts(e, rec, len, L, nulls);
+    r->e = e;
+    r->data = rec;
+    r->size = len;
+    r->id = id;
+    r->layout_ = rc ? NULL : L;
+    r->nulls_ = nulls;
+    return rc;
+}
+
+static int check_parts(const mote_entity *e, const uint8_t *rec, size_t len,
+                       const mlayout *L, size_t nulls)
+{
     size_t var_start = nulls + (L->n + 7) / 8 + L->fixed;
     uint32_t prev = 0;
     for (unsigned j = 0; j < L->n; j++) {
@@ -205,11 +229,13 @@ int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *a
     if (!r || !out || !r->e || prop >= r->e->nprops)
         return mote__err(MOTE_INVALID, "mote_record_get: bad argument");
     const mote_entity *e = r->e;
-    const mlayout *L;
-    size_t nulls;
-    int rc = rec_parts(e, r->data, r->size, &L, &nulls);
-    if (rc)
-        return rc;
+    const mlayout *L = r->layout_;
+    size_t nulls = r->nulls_;
+    if (!L) {
+        int rc = rec_parts(e, r->data, r->size, &L, &nulls);
+        if (rc)
+            return rc;
+    }
     int32_t j = L->slot_of[prop];
     int type = e->props[prop].type;
     memset(out, 0, sizeof *out);

@@ -374,14 +374,12 @@ int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop)
         mote_val k, v;
         if ((rc = mote_cursor_get(c, &k, &v)))
             break;
-        mote_record r = {e, v.data, v.size, 0};
+        mote_record r;
         mote_value val;
-        uint8_t key[8];
-        memcpy(key, k.data, 8);
-        r.id = 0;
-        for (int i = 0; i < 8; i++)
-            r.id = r.id << 8 | key[i];
-        if ((rc = mote__record_check(e, v.data, v.size)) ||
+        uint64_t id = 0;
+        for (int i = 0; i < 8 && i < (int)k.size; i++)
+            id = id << 8 | ((const uint8_t *)k.data)[i];
+        if ((rc = mote__record_init(&r, e, v.data, v.size, id)) ||
             (rc = mote_record_get(&r, prop, &val, NULL)))
             break;
         /* copy variable data: the index write may move the record's page */

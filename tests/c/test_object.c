@@ -488,6 +488,24 @@ static void rand_value(uint64_t *rs, unsigned prop, mote_value *v, char *buf)
     }
 }
 
+typedef struct fcoll {
+    size_t n;
+    uint64_t ids[512];
+    int ok;
+} fcoll;
+
+static int find_collect(void *ctx, const mote_record *r)
+{
+    fcoll *f = ctx;
+    mote_value v;
+    if (mote_record_get(r, 1, &v, NULL)) /* the record is readable */
+        f->ok = 0;
+    if (f->n < 512)
+        f->ids[f->n] = r->id;
+    f->n++;
+    return 0;
+}
+
 static dobj *dobjs;
 static int ndobj;
 static const dleaf *dls;
@@ -625,6 +643,12 @@ TEST(obj_query_differential)
         uint64_t c;
         OK(mote_query_count(t, q, &c));
         bad |= c != (uint64_t)cnt;
+        /* find streams the same objects in the same order */
+        fcoll fc = {0, {0}, 1};
+        OK(mote_query_find(t, q, find_collect, &fc));
+        bad |= fc.n != (size_t)cnt;
+        for (int i = 0; !bad && i < cnt && i < 512; i++)
+            bad = fc.ids[i] != sel[start + i]->id;
         /* an aggregate of a random property over the same rows */
         unsigned ap = (unsigned)(test_rand(&rs) % DN);
         int aop = 1 + (int)(test_rand(&rs) % 6);

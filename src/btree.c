@@ -968,6 +968,21 @@ static int cur_move(mote_cursor *c, int dir)
 
 int mote__cur_seek(mote_cursor *c, const uint8_t *k, size_t kl, int mode)
 {
+    /* the key lies within the current leaf: search that leaf only (ids
+     * fetched in ascending order mostly stay in one leaf) */
+    if (mode == MOTE_SEEK_GE && c->depth > 0 && c->gen == c->t->gen) {
+        const uint8_t *leaf = cur_node(c, c->depth - 1);
+        unsigned nk = n_nkeys(leaf);
+        uint32_t fl, ll;
+        const uint8_t *fk = nk ? leaf_key(leaf, 0, &fl) : NULL;
+        const uint8_t *lk = nk ? leaf_key(leaf, nk - 1, &ll) : NULL;
+        if (nk && keycmp(k, (uint32_t)kl, fk, fl) >= 0 && keycmp(k, (uint32_t)kl, lk, ll) <= 0) {
+            int found;
+            mote__txn_release_held(c->t);
+            c->idx[c->depth - 1] = leaf_search(leaf, k, (uint32_t)kl, &found);
+            return cur_finish(c);
+        }
+    }
     int rc = cur_descend(c, k, (uint32_t)kl, 0);
     if (!rc)
         rc = cur_move(c, 1); /* leaf index may be past the end */

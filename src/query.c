@@ -604,6 +604,24 @@ static uint64_t be_id(const uint8_t *k)
     return id;
 }
 
+/* Read object id through a cursor on the object tree: consecutive ids
+ * mostly stay in one leaf, where the cursor's seek is a local search. */
+static int fetch_obj(mote_entity *e, mote_cursor *oc, uint64_t id, mote_record *r)
+{
+    uint8_t k[8];
+    mote_val kk, v;
+    mote__obj_tree_key(id, k);
+    int rc = mote_cursor_seek(oc, k, 8, MOTE_SEEK_GE);
+    if (!rc)
+        rc = mote_cursor_get(oc, &kk, &v);
+    if (!rc && (kk.size != 8 || memcmp(kk.data, k, 8)))
+        rc = MOTE_NOTFOUND;
+    if (rc == MOTE_NOTFOUND)
+        return CORRUPT("%s: an index names object %llu, which does not exist", e->name,
+                       (unsigned long long)id);
+    return rc ? rc : mote__record_init(r, e, v.data, v.size, id);
+}
+
 /* Iterate the matches of q (ignoring offset/limit and order) in plan order. */
 static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, void *ctx)
 {
@@ -631,9 +649,13 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
         return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
     }
     int unique = (pl->ip->flags & MOTE_P_UNIQUE) != 0;
-    mote_cursor *c;
+    mote_cursor *c, *oc = NULL;
     if ((rc = mote_cursor_open(t, pl->ip->index_tree, &c)))
         return rc;
+    if (!pl->exact && (rc = mote_cursor_open(t, e->eid, &oc))) {
+        mote_cursor_close(c);
+        return rc;
+    }
     for (size_t ri = 0; ri < pl->nranges && !rc; ri++) {
         const range *R = &pl->ranges[ri];
         for (rc = mote_cursor_seek(c, R->lo, R->lol, MOTE_SEEK_GE); rc == MOTE_OK;
@@ -654,7 +676,7 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
             if (pl->exact) {
                 rc = fn(ctx, id, NULL);
             } else {
-                if ((rc = mote_get(t, e, id, &r)))
+                if ((rc = fetch_obj(e, oc, id, &r)))
                     break;
                 int mt = eval(q, q->root, &r);
                 rc = mt < 0 ? -mt : mt ? fn(ctx, id, &r) : MOTE_OK;
@@ -666,6 +688,7 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
             rc = MOTE_OK;
     }
     mote_cursor_close(c);
+    mote_cursor_close(oc);
     return rc;
 }
 
@@ -973,6 +996,7 @@ int mote_query_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
 /* find without collecting ids: the plan's order is the output order */
 typedef struct direct {
     mote_txn *t;
+    mote_cursor *oc; /* on the object tree, for exact index plans */
     mote_query *q;
     mote_record_fn fn;
     void *ctx;
@@ -989,7 +1013,7 @@ static int direct_one(void *ctx, uint64_t id, const mote_record *r)
     }
     mote_record got;
     if (!r) { /* exact index plan: fetch the object */
-        int rc = mote_get(d->t, d->q->e, id, &got);
+        int rc = fetch_obj(d->q->e, d->oc, id, &got);
         if (rc)
             return rc;
         r = &got;
@@ -1011,8 +1035,12 @@ int mote_query_find(mote_txn *t, mote_query *q, mote_record_fn fn, void *ctx)
     int empty;
     int rc = prepare_run(t, q, &pl, &off, &empty);
     if (!rc && !empty && pl.ordered) { /* the plan's order is the output order */
-        direct d = {t, q, fn, ctx, off, q->limit, q->limit != 0};
-        rc = run_matches(t, q, &pl, direct_one, &d);
+        direct d = {t, NULL, q, fn, ctx, off, q->limit, q->limit != 0};
+        if (pl.exact)
+            rc = mote_cursor_open(t, q->e->eid, &d.oc);
+        if (!rc)
+            rc = run_matches(t, q, &pl, direct_one, &d);
+        mote_cursor_close(d.oc);
         mote__free(pl.ranges);
         return rc == -1 ? MOTE_OK : rc;
     }

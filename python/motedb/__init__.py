@@ -1,5 +1,73 @@
-"""MoteDB: an embedded object database for Python, written in C."""
+"""MoteDB: an embedded object database for Python, written in C.
 
-from ._core import version as __version__
+    import motedb
+    from typing import Annotated
 
-__all__ = ["__version__"]
+    class Note(motedb.Entity):
+        id: int = 0
+        text: Annotated[str, motedb.Index]
+        level: Annotated[int, motedb.Int16] = 0
+
+    with motedb.open("notes.mote") as store:
+        box = store.box(Note)
+        box.put(Note(text="hello", level=3))
+        box.query(Note.level >= 3).order_by(Note.text).find()
+
+See docs/python.md for the whole API.
+"""
+
+from __future__ import annotations
+
+import decimal as _decimal
+import json as _json
+import os as _os
+
+from . import _core, _schema
+from ._core import (  # noqa: F401  (re-exported)
+    Box,
+    BusyError,
+    ClosedError,
+    Condition,
+    CorruptError,
+    Entity,
+    Error,
+    ExistsError,
+    NotFoundError,
+    Order,
+    Property,
+    Query,
+    ReadOnlyError,
+    SchemaError,
+    Store,
+    StoreLockedError,
+    Transaction,
+    TransactionError,
+    UniqueViolationError,
+)
+from ._schema import Float32, Index, Int8, Int16, Int32, ToMany, ToOne, Unique, Vector, field
+
+__version__ = _core.version
+
+_json_encoder = _json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_core._init(prepare=_schema.prepare, Decimal=_decimal.Decimal, dumps=_json_encoder.encode,
+            loads=_json.loads, missing=_schema.MISSING)
+
+
+def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = True,
+         sync: bool = True) -> Store:
+    """Open the store file at ``path`` (created if missing unless ``create=False``).
+
+    ``readonly=True`` opens it for reading only (other processes may read it too);
+    ``sync=False`` makes commits fast but not durable (a crash may lose the latest
+    commits, never corrupt the file). Use the store as a context manager or call
+    ``close()``."""
+    return Store(path, readonly=readonly, create=create, sync=sync)
+
+
+__all__ = [
+    "Box", "BusyError", "ClosedError", "Condition", "CorruptError", "Entity", "Error",
+    "ExistsError", "Float32", "Index", "Int8", "Int16", "Int32", "NotFoundError", "Order",
+    "Property", "Query", "ReadOnlyError", "SchemaError", "Store", "StoreLockedError", "ToMany",
+    "ToOne", "Transaction", "TransactionError", "Unique", "UniqueViolationError", "Vector",
+    "__version__", "field", "open",
+]

@@ -1,0 +1,134 @@
+"""Threads (concurrent readers and a writer) and reference-counting leaks."""
+
+import datetime as dt
+import gc
+import os
+import threading
+import tracemalloc
+from typing import Annotated
+
+import pytest
+
+import motedb
+
+
+class Item(motedb.Entity):
+    id: int = 0
+    n: Annotated[int, motedb.Index]
+    text: str = ""
+    when: dt.datetime = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def test_readers_and_writer(tmp_path):
+    with motedb.open(tmp_path / "t.mote", sync=False) as store:
+        box = store.box(Item)
+        box.put_many([Item(n=0, text="seed") for _ in range(100)])
+        stop = threading.Event()
+        errors = []
+
+        def reader():
+            q = box.query(Item.n == 1)  # one Query per thread
+            try:
+                while not stop.is_set():
+                    with store.read():
+                        total = box.count()
+                        ones = q.count()
+                        assert len(box.query(Item.n >= 0).ids()) == total  # snapshot
+                        assert len(q.find()) == ones
+                    assert box.get(1) is not None
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        def writer():
+            try:
+                for i in range(300):
+                    if i % 3 == 0:
+                        with store.write():
+                            box.put_many([Item(n=1, text=str(i)), Item(n=2)])
+                    else:
+                        box.put(Item(n=i % 4, text="w"))
+                    if i % 50 == 0:
+                        box.query(Item.n == 2).remove()
+            except Exception as e:  # pragma: no cover
+                errors.append(e)
+
+        readers = [threading.Thread(target=reader) for _ in range(3)]
+        writers = [threading.Thread(target=writer) for _ in range(2)]
+        for t in readers + writers:
+            t.start()
+        for t in writers:
+            t.join(60)
+        stop.set()
+        for t in readers:
+            t.join(60)
+        assert not errors, errors
+        assert box.count() == len(box.all())
+
+
+def test_query_object_used_by_two_threads(tmp_path):
+    """A Query runs on one thread at a time: a second thread gets an error, not a crash."""
+    with motedb.open(tmp_path / "q.mote", sync=False) as store:
+        box = store.box(Item)
+        box.put_many([Item(n=i % 7) for i in range(20000)])
+        q = box.query(Item.n.in_([1, 2, 3])).order_by(Item.text)
+        errors, counts = [], []
+
+        def run():
+            for _ in range(20):
+                try:
+                    counts.append(len(q.ids()))
+                except RuntimeError as e:
+                    errors.append(e)
+
+        ts = [threading.Thread(target=run) for _ in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        assert counts and all(c == counts[0] for c in counts)
+        assert all("another thread" in str(e) for e in errors)
+
+
+def _rss_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_no_leaks(tmp_path):
+    """100,000 put/get/query cycles: Python allocations and RSS stay bounded."""
+    store = motedb.open(tmp_path / "leak.mote", sync=False)
+    box = store.box(Item)
+    when = dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
+
+    def cycles(n):
+        q = box.query(Item.n == 3).limit(5)
+        for i in range(n):
+            o = Item(n=i % 10, text="text %d" % (i % 100), when=when)
+            box.put(o)
+            got = box.get(o.id)
+            assert got.n == o.n
+            if i % 10 == 0:
+                q.find()
+                q.count()
+                box.query(Item.n == i % 10, Item.text.startswith("text")).limit(3).ids()
+            if i % 1000 == 999:
+                box.remove_all()
+
+    cycles(5_000)  # warm up caches
+    gc.collect()
+    tracemalloc.start()
+    rss0 = _rss_kb()
+    snap0 = tracemalloc.take_snapshot()
+    cycles(100_000)
+    gc.collect()
+    snap1 = tracemalloc.take_snapshot()
+    rss1 = _rss_kb()
+    tracemalloc.stop()
+    growth = sum(s.size_diff for s in snap1.compare_to(snap0, "filename"))
+    store.close()
+    assert growth < 256 * 1024, f"Python allocations grew by {growth} bytes"
+    if "asan" not in os.environ.get("LD_PRELOAD", ""):  # ASan's quarantine holds freed memory
+        assert rss1 - rss0 < 20 * 1024, f"RSS grew by {rss1 - rss0} KB"

@@ -34,8 +34,7 @@ class BackendInfo:
 
 
 BACKENDS = [
-    BackendInfo("motedb", "MoteDB", "motedb_backend", "motedb", "sync", "motedb", False,
-                "not yet available: motedb package not built"),
+    BackendInfo("motedb", "MoteDB", "motedb_backend", "motedb", "sync", "motedb", False),
     BackendInfo("objectbox", "ObjectBox", "objectbox_backend", "core", "sync", "objectbox", False),
     BackendInfo("sqlite3", "sqlite3", "sqlite3_backend", "core", "sync", "sqlite3", True),
     BackendInfo("django", "Django", "django_backend", "core", "sync", "django", True),
@@ -62,4 +61,4 @@ PROFILES = {
 }
 # --smoke: one backend per family that the quick profile and the async SA path cover;
 # `--smoke --backends all` smokes every backend.
-SMOKE_BACKENDS = ["sqlite3", "objectbox", "peewee", "sa", "sa-async", "django"]
+SMOKE_BACKENDS = ["motedb", "sqlite3", "objectbox", "peewee", "sa", "sa-async", "django"]

@@ -59,6 +59,7 @@ def ensure(group, log=print):
     if not os.path.exists(req):
         raise RuntimeError(f"no requirements file {os.path.relpath(req, REPO)}")
     if is_ready(group):
+        _motedb(group, log)
         return venv_python(group)
     d = venv_dir(group)
     if os.path.exists(d):
@@ -74,7 +75,16 @@ def ensure(group, log=print):
         raise RuntimeError(f"pip install -r requirements-{group}.txt failed:\n" + "\n".join(lines[-25:]))
     with open(os.path.join(d, STAMP), "w") as f:
         f.write(_stamp_value(group))
+    _motedb(group, log)
     return venv_python(group)
+
+
+def _motedb(group, log):
+    """The motedb group gets the package of this checkout, rebuilt when its sources changed."""
+    if group == "motedb":
+        sys.path.insert(0, REPO)
+        from bench.motedb_pkg import ensure_installed
+        ensure_installed(venv_python(group), venv_dir(group), log=log)
 
 
 def installed_versions(group):

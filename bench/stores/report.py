@@ -275,6 +275,10 @@ def smoke_check(results, stores, memory_stores):
                 v = vals.get(metric)
                 if v is None or not isinstance(v, (int, float)) or math.isnan(v):
                     problems.append(f"{where}: {metric} missing")
+                elif metric.startswith("memory_per_store"):
+                    # a handful of small stores may grow the heap by less than a page: 0 is
+                    # plausible here; a negative growth is noise but not a failure either
+                    continue
                 elif v <= 0:
                     problems.append(f"{where}: {metric} = {v} (expected > 0)")
             if vals.get("open_query_close_p99_ms", 0) < vals.get("open_query_close_median_ms", 0):

@@ -55,6 +55,7 @@ def ensure_venv(say=print) -> dict:
         try:
             stamp = json.loads(STAMP.read_text())
             if all(stamp.get(k) == v for k, v in wanted.items()):
+                _motedb(say)
                 return stamp
         except (OSError, ValueError):
             pass
@@ -78,7 +79,18 @@ def ensure_venv(say=print) -> dict:
     STAMP.write_text(json.dumps(stamp, indent=2))
     if failures:
         say(f"bench.stores: could not install: {', '.join(failures)}")
+    _motedb(say)
     return stamp
+
+
+def _motedb(say):
+    """The motedb package of this checkout, rebuilt when its sources changed; a failure only makes MoteDB
+    unavailable (its engine module reports why)."""
+    from bench.motedb_pkg import ensure_installed
+    try:
+        ensure_installed(str(venv_python()), str(VENV_DIR), log=say)
+    except RuntimeError as e:
+        say(f"bench.stores: {e}")
 
 
 def _same_python() -> bool:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXPECTED_BACKENDS = {"sqlite3", "ObjectBox", "peewee", "SA ORM", "SA ORM async", "Django"}
+EXPECTED_BACKENDS = {"MoteDB", "sqlite3", "ObjectBox", "peewee", "SA ORM", "SA ORM async", "Django"}
 
 
 def test_bench_orm_smoke(tmp_path):

@@ -1010,18 +1010,31 @@ int mote__cur_seek(mote_cursor *c, const uint8_t *k, size_t kl, int mode)
     return cur_finish(c);
 }
 
+/* After its transaction changed the tree, position the cursor again from
+ * its saved key (mode: GE to stay, GT/LT to step). */
+static int cur_refind(mote_cursor *c, int mode)
+{
+    if (!c->saved)
+        return mote__err(MOTE_INVALID, "internal: cursor position lost");
+    uint8_t k[MAX_IKEY];
+    uint32_t kl = c->klen;
+    memcpy(k, c->key, kl); /* seek from a copy, not from the cursor itself */
+    int rc = mote__cur_seek(c, k, kl, mode);
+    if (!rc && mode == MOTE_SEEK_GE) {
+        uint32_t nkl;
+        const uint8_t *nk = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &nkl);
+        if (keycmp(nk, nkl, k, kl) != 0)
+            rc = MOTE_NOTFOUND; /* deleted meanwhile; the cursor moved on */
+    }
+    return rc;
+}
+
 int mote__cur_step(mote_cursor *c, int dir)
 {
     if (c->depth == 0)
         return MOTE_NOTFOUND;
-    if (c->gen != c->t->gen) { /* the txn changed the tree: re-find by key */
-        if (!c->saved)
-            return mote__err(MOTE_INVALID, "internal: cursor position lost");
-        uint8_t k[MAX_IKEY];
-        uint32_t kl = c->klen;
-        memcpy(k, c->key, kl);
-        return mote__cur_seek(c, k, kl, dir > 0 ? MOTE_SEEK_GT : MOTE_SEEK_LT);
-    }
+    if (c->gen != c->t->gen) /* the txn changed the tree: re-find by key */
+        return cur_refind(c, dir > 0 ? MOTE_SEEK_GT : MOTE_SEEK_LT);
     mote__txn_release_held(c->t);
     int rc;
     if (dir > 0) {
@@ -1081,18 +1094,9 @@ int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v)
     if (c->depth == 0)
         return MOTE_NOTFOUND;
     if (c->gen != c->t->gen) { /* re-find the current key after changes */
-        if (!c->saved)
-            return mote__err(MOTE_INVALID, "internal: cursor position lost");
-        uint8_t key[MAX_IKEY];
-        uint32_t kl = c->klen;
-        memcpy(key, c->key, kl);
-        int rc = mote__cur_seek(c, key, kl, MOTE_SEEK_GE);
+        int rc = cur_refind(c, MOTE_SEEK_GE);
         if (rc)
             return rc;
-        uint32_t nkl;
-        const uint8_t *nk = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &nkl);
-        if (keycmp(nk, nkl, key, kl) != 0)
-            return MOTE_NOTFOUND; /* deleted meanwhile; the cursor moved on */
     }
     int d = c->depth - 1;
     const uint8_t *n = cur_node(c, d);

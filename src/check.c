@@ -18,27 +18,13 @@
 
 typedef struct ck {
     mote_store *s;
-    void (*report)(void *, const char *);
-    void *ctx;
-    unsigned problems;
+    mote_problems pr;
     uint8_t *seen;   /* reachable pages */
     uint32_t npages;
     uint64_t txnid;
     uint8_t *ids;    /* tree ids present in the catalog */
     uint32_t next_tree;
 } ck;
-
-__attribute__((format(printf, 2, 3))) static void problem(ck *k, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    k->problems++;
-    if (k->report && k->problems <= 1000)
-        k->report(k->ctx, msg);
-}
 
 static int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
 {
@@ -51,12 +37,12 @@ static int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
 static int mark(ck *k, uint32_t pgno, const char *what)
 {
     if (pgno < 2 || pgno >= k->npages) {
-        problem(k, "%s pointer to page %u outside the file (%u pages)", what, pgno,
+        mote__problem(&k->pr, "%s pointer to page %u outside the file (%u pages)", what, pgno,
                 k->npages);
         return 0;
     }
     if (k->seen[pgno >> 3] & (1u << (pgno & 7))) {
-        problem(k, "page %u is reachable twice (%s)", pgno, what);
+        mote__problem(&k->pr, "page %u is reachable twice (%s)", pgno, what);
         return 0;
     }
     k->seen[pgno >> 3] |= (uint8_t)(1u << (pgno & 7));
@@ -69,11 +55,11 @@ static int load(ck *k, const uint8_t *ptr, uint8_t *buf, const char *what)
     if (!mark(k, ptr_pgno(ptr), what))
         return 0;
     if (ptr_birth(ptr) > (uint32_t)k->txnid && k->txnid < 0xFFFFFFFFull)
-        problem(k, "page %u: born in txn %u, after the commit (%llu)", ptr_pgno(ptr),
+        mote__problem(&k->pr, "page %u: born in txn %u, after the commit (%llu)", ptr_pgno(ptr),
                 ptr_birth(ptr), (unsigned long long)k->txnid);
     if (mote__read_page_raw(k->s, ptr_pgno(ptr), buf) ||
         mote__verify_page(k->s, buf, ptr, what)) {
-        problem(k, "%s", mote_errmsg(k->s));
+        mote__problem(&k->pr, "%s", mote_errmsg(k->s));
         return 0;
     }
     return 1;
@@ -88,21 +74,21 @@ static void check_ovf(ck *k, const uint8_t *ptr12, uint64_t vlen, uint8_t *buf)
         if (!load(k, ptr, buf, "overflow"))
             return;
         if (buf[0] != PAGE_OVERFLOW) {
-            problem(k, "page %u: type %u in an overflow chain", ptr_pgno(ptr), buf[0]);
+            mote__problem(&k->pr, "page %u: type %u in an overflow chain", ptr_pgno(ptr), buf[0]);
             return;
         }
         have += chunk;
         memcpy(ptr, buf + NH, PTR12);
     }
     if (have < vlen || have >= vlen + chunk)
-        problem(k, "overflow chain of %llu bytes holds a %llu-byte value",
+        mote__problem(&k->pr, "overflow chain of %llu bytes holds a %llu-byte value",
                 (unsigned long long)have, (unsigned long long)vlen);
 }
 
 static void check_key_tree(ck *k, const uint8_t *key, uint32_t kl, int is_leaf)
 {
     if (kl == 0) {
-        problem(k, "empty internal key");
+        mote__problem(&k->pr, "empty internal key");
         return;
     }
     uint32_t id = key[0] < 0x80 ? key[0] : kl >= 2 ? ((key[0] & 0x7fu) << 8 | key[1]) : 0xFFFFFFFF;
@@ -111,11 +97,11 @@ static void check_key_tree(ck *k, const uint8_t *key, uint32_t kl, int is_leaf)
             /* a catalog entry: remember its id */
             return;
         }
-        problem(k, "key with a malformed tree prefix");
+        mote__problem(&k->pr, "key with a malformed tree prefix");
         return;
     }
     if (id >= k->next_tree || !(k->ids[id >> 3] & (1u << (id & 7))))
-        problem(k, "key of tree %u, which is not in the catalog", id);
+        mote__problem(&k->pr, "key of tree %u, which is not in the catalog", id);
 }
 
 /* Returns the number of entries below the node. lo/hi bound its keys. */
@@ -127,38 +113,38 @@ static uint64_t check_node(ck *k, const uint8_t *n, uint32_t cap, int depth,
     unsigned nk = n_nkeys(n);
     uint8_t *buf = NULL;
     if (depth >= MAX_DEPTH) {
-        problem(k, "tree deeper than %d levels", MAX_DEPTH);
+        mote__problem(&k->pr, "tree deeper than %d levels", MAX_DEPTH);
         return 0;
     }
     if (mote__node_check_order(n, cap))
-        problem(k, "%s (level %u)", mote_errmsg(k->s), n_level(n));
+        mote__problem(&k->pr, "%s (level %u)", mote_errmsg(k->s), n_level(n));
     for (unsigned i = 0; i < nk; i++) {
         cell c;
         if (mote__cell(n, cap, i, &c)) {
-            problem(k, "%s", mote_errmsg(k->s));
+            mote__problem(&k->pr, "%s", mote_errmsg(k->s));
             break;
         }
         int is_first_branch = n_type(n) == NODE_BRANCH && i == 0;
         if (!is_first_branch) {
             if (lo && keycmp(c.key, c.klen, lo, lol) < 0)
-                problem(k, "key below its parent's separator (level %u)", n_level(n));
+                mote__problem(&k->pr, "key below its parent's separator (level %u)", n_level(n));
             if (has_hi && keycmp(c.key, c.klen, hi, hil) >= 0)
-                problem(k, "key at or above the next separator (level %u)", n_level(n));
+                mote__problem(&k->pr, "key at or above the next separator (level %u)", n_level(n));
         }
         if (n_type(n) == NODE_LEAF) {
             total++;
             check_key_tree(k, c.key, c.klen, 1);
             if (c.klen >= 1 && c.key[0] == 0) { /* catalog entry */
                 if (c.vlen != 4 || c.ovf) {
-                    problem(k, "catalog entry with a %llu-byte value",
+                    mote__problem(&k->pr, "catalog entry with a %llu-byte value",
                             (unsigned long long)c.vlen);
                 } else {
                     uint32_t id = rd32(c.val);
                     if (id < 1 || id >= k->next_tree)
-                        problem(k, "catalog names tree id %u (next id %u)", id,
+                        mote__problem(&k->pr, "catalog names tree id %u (next id %u)", id,
                                 k->next_tree);
                     else if (k->ids[id >> 3] & (1u << (id & 7)))
-                        problem(k, "tree id %u named twice in the catalog", id);
+                        mote__problem(&k->pr, "tree id %u named twice in the catalog", id);
                     else
                         k->ids[id >> 3] |= (uint8_t)(1u << (id & 7));
                 }
@@ -187,15 +173,15 @@ static uint64_t check_node(ck *k, const uint8_t *n, uint32_t cap, int depth,
         if (!load(k, c.ptr, buf, "tree"))
             continue;
         if (mote__node_validate(buf, k->s->P, (int)n_level(n) - 1, ptr_pgno(c.ptr))) {
-            problem(k, "%s", mote_errmsg(k->s));
+            mote__problem(&k->pr, "%s", mote_errmsg(k->s));
             continue;
         }
         uint64_t below = check_node(k, buf, k->s->P, depth + 1, clo, clol, chi, chil, chas);
         if (below != ptr_count(c.ptr))
-            problem(k, "page %u: pointer says %llu entries, found %llu", ptr_pgno(c.ptr),
+            mote__problem(&k->pr, "page %u: pointer says %llu entries, found %llu", ptr_pgno(c.ptr),
                     (unsigned long long)ptr_count(c.ptr), (unsigned long long)below);
         if (n_nkeys(buf) == 0)
-            problem(k, "page %u: empty node below a branch", ptr_pgno(c.ptr));
+            mote__problem(&k->pr, "page %u: empty node below a branch", ptr_pgno(c.ptr));
         total += below;
     }
     mote__free(buf);
@@ -214,8 +200,8 @@ int mote_check(mote_store *s, void (*report)(void *, const char *), void *ctx)
     ck k;
     memset(&k, 0, sizeof k);
     k.s = s;
-    k.report = report;
-    k.ctx = ctx;
+    k.pr.report = report;
+    k.pr.ctx = ctx;
     k.npages = rd32(slot + 32);
     k.txnid = t->txnid;
     k.next_tree = rd32(slot + 36);
@@ -235,7 +221,7 @@ int mote_check(mote_store *s, void (*report)(void *, const char *), void *ctx)
         memcpy(ptr, slot + SLOT_BMP_OFF + i * PTR12, PTR12);
         if (load(&k, ptr, buf, "bitmap")) {
             if (buf[0] != PAGE_BITMAP)
-                problem(&k, "bitmap page %u has type %u", ptr_pgno(ptr), buf[0]);
+                mote__problem(&k.pr, "bitmap page %u has type %u", ptr_pgno(ptr), buf[0]);
             memcpy(bm + SLOT_INLINE_BM + (size_t)i * bpp, buf + OVF_HDR, bpp);
         }
     }
@@ -244,15 +230,15 @@ int mote_check(mote_store *s, void (*report)(void *, const char *), void *ctx)
     for (uint32_t p = 0; p < k.npages; p++) {
         int used = (bm[p >> 3] >> (p & 7)) & 1, reach = (k.seen[p >> 3] >> (p & 7)) & 1;
         if (used && !reach)
-            problem(&k, "page %u is marked in use but nothing refers to it (leak)", p);
+            mote__problem(&k.pr, "page %u is marked in use but nothing refers to it (leak)", p);
         else if (!used && reach)
-            problem(&k, "page %u is in use but marked free", p);
+            mote__problem(&k.pr, "page %u is in use but marked free", p);
     }
     /* objects and indexes, once the pages are known to be sound */
-    if (!k.problems && (rc = mote__check_objects(t, report, ctx, &k.problems)))
+    if (!k.pr.n && (rc = mote__check_objects(t, &k.pr)))
         goto out;
-    rc = k.problems ? mote__err(MOTE_CORRUPT, "%s: %u problem(s) found", s->path,
-                                k.problems)
+    rc = k.pr.n ? mote__err(MOTE_CORRUPT, "%s: %u problem(s) found", s->path,
+                                k.pr.n)
                     : MOTE_OK;
 out:
     mote__free(k.seen);

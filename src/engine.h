@@ -124,6 +124,15 @@ int mote__err(int rc, const char *fmt, ...)
 #define CORRUPT(...) mote__corrupt(__FILE__, __LINE__, __VA_ARGS__)
 int mote__corrupt(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Problems found by mote_check: counted, and the first 1,000 passed to the
+ * caller's report callback (may be NULL). */
+typedef struct mote_problems {
+    void (*report)(void *ctx, const char *problem);
+    void *ctx;
+    unsigned n;
+} mote_problems;
+void mote__problem(mote_problems *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Map -errno from the I/O shim to MOTE_IO / MOTE_NOSPACE / MOTE_NOMEM. */
 int mote__ioerr(int neg_errno, const char *what, const char *path);
 

@@ -566,22 +566,8 @@ static int exists(mote_txn *t, uint32_t tree, uint64_t id);
 
 typedef struct ocheck {
     mote_txn *t;
-    void (*report)(void *, const char *);
-    void *ctx;
-    unsigned problems;
+    mote_problems *pr;
 } ocheck;
-
-__attribute__((format(printf, 2, 3))) static void oproblem(ocheck *k, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    k->problems++;
-    if (k->report && k->problems <= 1000)
-        k->report(k->ctx, msg);
-}
 
 static int check_entity(void *ctx, const char *name)
 {
@@ -590,7 +576,7 @@ static int check_entity(void *ctx, const char *name)
     mote_entity *e;
     int rc = mote_entity_stored(t, name, &e);
     if (rc) {
-        oproblem(k, "entity %s: %s", name, mote_errmsg(t->s));
+        mote__problem(k->pr, "entity %s: %s", name, mote_errmsg(t->s));
         return MOTE_OK;
     }
     unsigned np = e->nprops;
@@ -609,7 +595,7 @@ static int check_entity(void *ctx, const char *name)
             break;
         nobj++;
         if (key.size != 8) {
-            oproblem(k, "%s: object key of %zu bytes", name, key.size);
+            mote__problem(k->pr, "%s: object key of %zu bytes", name, key.size);
             continue;
         }
         uint64_t id = key_id(key.data);
@@ -620,7 +606,7 @@ static int check_entity(void *ctx, const char *name)
         }
         memcpy(copy, v.data, v.size);
         if (decode_all(e, copy, v.size, id, vals)) {
-            oproblem(k, "%s: object %llu: %s", name, (unsigned long long)id,
+            mote__problem(k->pr, "%s: object %llu: %s", name, (unsigned long long)id,
                      mote_errmsg(t->s));
             continue;
         }
@@ -633,11 +619,11 @@ static int check_entity(void *ctx, const char *name)
             mote_val got;
             int g = mote_kv_get(t, p->index_tree, ik, kl, &got);
             if (g == MOTE_NOTFOUND)
-                oproblem(k, "%s.%s: object %llu is missing from the index", name, p->name,
+                mote__problem(k->pr, "%s.%s: object %llu is missing from the index", name, p->name,
                          (unsigned long long)id);
             else if (g == MOTE_OK && (p->flags & MOTE_P_UNIQUE) && !vals[i].null &&
                      (got.size != 8 || rd64(got.data) != id))
-                oproblem(k, "%s.%s: unique index names another object for %llu", name,
+                mote__problem(k->pr, "%s.%s: unique index names another object for %llu", name,
                          p->name, (unsigned long long)id);
         }
     }
@@ -650,7 +636,7 @@ static int check_entity(void *ctx, const char *name)
         uint64_t n;
         if (e->props[i].index_tree &&
             !mote_kv_count(t, e->props[i].index_tree, NULL, 0, NULL, 0, &n) && n != nobj)
-            oproblem(k, "%s.%s: index has %llu entries for %llu objects", name,
+            mote__problem(k->pr, "%s.%s: index has %llu entries for %llu objects", name,
                      e->props[i].name, (unsigned long long)n, (unsigned long long)nobj);
     }
     for (unsigned i = 0; i < np; i++) { /* to-many: each link has its backlink */
@@ -669,28 +655,25 @@ static int check_entity(void *ctx, const char *name)
             uint64_t src = key_id(lk.data), dst = key_id((const uint8_t *)lk.data + 8);
             backlink_key(dst, e->eid, p->id, src, bk);
             if (!hasb || mote_kv_get(t, btree, bk, 22, NULL))
-                oproblem(k, "%s.%s: link %llu -> %llu has no backlink", name, p->name,
+                mote__problem(k->pr, "%s.%s: link %llu -> %llu has no backlink", name, p->name,
                          (unsigned long long)src, (unsigned long long)dst);
             if (exists(t, e->eid, src) || !teid || exists(t, teid, dst))
-                oproblem(k, "%s.%s: link %llu -> %llu names a missing object", name,
+                mote__problem(k->pr, "%s.%s: link %llu -> %llu names a missing object", name,
                          p->name, (unsigned long long)src, (unsigned long long)dst);
         }
         mote_cursor_close(c);
     }
     uint64_t seq;
     if (!read_seq(t, e, &seq) && seq && seq < maxid)
-        oproblem(k, "%s: id sequence %llu below the highest id %llu", name,
+        mote__problem(k->pr, "%s: id sequence %llu below the highest id %llu", name,
                  (unsigned long long)seq, (unsigned long long)maxid);
     return MOTE_OK;
 }
 
-int mote__check_objects(mote_txn *t, void (*report)(void *, const char *), void *ctx,
-                        unsigned *problems)
+int mote__check_objects(mote_txn *t, mote_problems *pr)
 {
-    ocheck k = {t, report, ctx, 0};
-    int rc = mote_entity_list(t, check_entity, &k);
-    *problems += k.problems;
-    return rc;
+    ocheck k = {t, pr};
+    return mote_entity_list(t, check_entity, &k);
 }
 
 /* ---- relations ---------------------------------------------------------------------- */

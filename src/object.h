@@ -144,9 +144,8 @@ int mote__entities_flush(mote_txn *t);
 /* Called by mote_commit / mote_abort for the entities a txn created. */
 void mote__entities_settle(mote_txn *t, int committed);
 
-/* Check objects against their indexes (mote_check); adds to *problems. */
-int mote__check_objects(mote_txn *t, void (*report)(void *, const char *), void *ctx,
-                        unsigned *problems);
+/* Check objects against their indexes and links (mote_check). */
+int mote__check_objects(mote_txn *t, mote_problems *pr);
 
 /* Remove every to-many link from or to object id of e (object removal). */
 int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id);

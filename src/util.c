@@ -58,6 +58,18 @@ int mote__corrupt(const char *file, int line, const char *fmt, ...)
                      base ? base + 1 : file, line);
 }
 
+void mote__problem(mote_problems *p, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    p->n++;
+    if (p->report && p->n <= 1000)
+        p->report(p->ctx, msg);
+}
+
 int mote__ioerr(int neg_errno, const char *what, const char *path)
 {
     int e = -neg_errno;

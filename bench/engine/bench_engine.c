@@ -48,27 +48,21 @@
  *            made and removed. tmpfs and ramfs are refused.
  *   --mote-cache-pages  MoteDB's page cache (default: the library's, 2048).
  * Output: a Markdown table on stdout (progress on stderr); --json writes
- * every raw sample.
+ * every raw sample. Helpers shared with bench-objects are in common.c.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/sysmacros.h>
-#include <sys/utsname.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <lmdb.h>
 #include <sqlite3.h>
 
+#include "common.h"
 #include "mote.h"
 
 #define N_SINGLE 100      /* durable single-put commits */
@@ -85,47 +79,7 @@
 
 /* ---- Helpers ------------------------------------------------------------ */
 
-static char work_dir[4096]; /* a fresh directory under --dir, removed at exit */
-static void rm_tree(const char *path);
-
-static void die(const char *fmt, ...)
-{
-    static int dying;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("bench-engine: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    if (!dying++ && work_dir[0])
-        rm_tree(work_dir); /* best effort: stores may still be open */
-    exit(1);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n, size);
-    if (!p)
-        die("out of memory");
-    return p;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-
-static uint64_t rng_next(void) /* splitmix64: fixed seed, same data every run */
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
+const char bench_prog[] = "bench-engine";
 
 static void put_be64(uint8_t *b, uint64_t v)
 {
@@ -133,49 +87,14 @@ static void put_be64(uint8_t *b, uint64_t v)
         b[i] = (uint8_t)v;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorted copy of n samples (the caller frees it). */
-static double *sorted(const double *v, int n)
-{
-    double *s = xcalloc((size_t)n, sizeof *s);
-    memcpy(s, v, (size_t)n * sizeof *v);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return s;
-}
-
-static double median(const double *v, int n)
-{
-    double *s = sorted(v, n);
-    double m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-    free(s);
-    return m;
-}
-
 /* The 99th percentile, nearest rank. */
 static double p99(const double *v, int n)
 {
-    double *s = sorted(v, n);
+    double *s = bench_sorted(v, n);
     int rank = (99 * n + 99) / 100; /* ceil(0.99 n) */
     double q = s[rank - 1];
     free(s);
     return q;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *path)
-{
-    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-        die("cannot remove %s: %s", path, strerror(errno));
 }
 
 /* ---- Workload data -------------------------------------------------------- */
@@ -192,14 +111,14 @@ static const uint8_t *value_of(uint64_t id)
 
 static void make_data(void)
 {
-    values = xcalloc(N_STORE, VAL_LEN);
+    values = bench_xcalloc(N_STORE, VAL_LEN);
     for (size_t i = 0; i < (size_t)N_STORE * VAL_LEN; i += 8) {
-        uint64_t r = rng_next();
+        uint64_t r = bench_rng_next();
         memcpy(values + i, &r, 8);
     }
-    get_ids = xcalloc(N_GETS, sizeof *get_ids);
+    get_ids = bench_xcalloc(N_GETS, sizeof *get_ids);
     for (int i = 0; i < N_GETS; i++) {
-        get_ids[i] = 1 + rng_next() % N_STORE;
+        get_ids[i] = 1 + bench_rng_next() % N_STORE;
         const uint8_t *v = value_of(get_ids[i]);
         get_expect += v[0] + v[VAL_LEN - 1];
     }
@@ -230,51 +149,27 @@ typedef struct engine {
 static unsigned mote_cache_pages; /* --mote-cache-pages; 0 = the default */
 
 typedef struct mt_handle {
-    mote_store *store;
-    mote_txn *txn;
+    bench_mt mt; /* first: the shared begin and commit take the handle */
     uint32_t tree;
 } mt_handle;
 
-#define MT_CHECK(h, call)                                                        \
-    do {                                                                         \
-        int rc_ = (call);                                                        \
-        if (rc_ != MOTE_OK)                                                      \
-            die("MoteDB: %s: %s (%s)", #call, mote_strerror(rc_),                \
-                mote_errmsg((h)->store));                                        \
-    } while (0)
-
-static void mt_begin(void *hp, int write)
-{
-    mt_handle *h = hp;
-    MT_CHECK(h, mote_begin(h->store, write ? 0 : MOTE_TXN_RDONLY, &h->txn));
-}
-
-static void mt_commit(void *hp)
-{
-    mt_handle *h = hp;
-    MT_CHECK(h, mote_commit(h->txn));
-    h->txn = NULL;
-}
+#define MT_CHECK(h, call) BENCH_MT_CHECK(&(h)->mt, call)
 
 static void *mt_open(const engine *e, const char *dir)
 {
     (void)e;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/store.mote", dir);
-    mt_handle *h = xcalloc(1, sizeof *h);
-    mote_options opts = {.flags = MOTE_CREATE, .cache_pages = mote_cache_pages};
-    if (mote_open(path, &opts, &h->store) != MOTE_OK)
-        die("MoteDB: open %s: %s", path, mote_last_open_error());
-    mt_begin(h, 1);
-    MT_CHECK(h, mote_kv_tree(h->txn, "bench", MOTE_TREE_CREATE, &h->tree));
-    mt_commit(h);
+    mt_handle *h = bench_xcalloc(1, sizeof *h);
+    bench_mt_open(&h->mt, dir, mote_cache_pages);
+    bench_mt_begin(h, 1);
+    MT_CHECK(h, mote_kv_tree(h->mt.txn, "bench", MOTE_TREE_CREATE, &h->tree));
+    bench_mt_commit(h);
     return h;
 }
 
 static void mt_close(void *hp)
 {
     mt_handle *h = hp;
-    MT_CHECK(h, mote_close(h->store));
+    bench_mt_close(&h->mt);
     free(h);
 }
 
@@ -283,7 +178,7 @@ static void mt_put(void *hp, uint64_t id, const uint8_t *val)
     mt_handle *h = hp;
     uint8_t k[8];
     put_be64(k, id);
-    MT_CHECK(h, mote_kv_put(h->txn, h->tree, k, 8, val, VAL_LEN, 0));
+    MT_CHECK(h, mote_kv_put(h->mt.txn, h->tree, k, 8, val, VAL_LEN, 0));
 }
 
 static const uint8_t *mt_get(void *hp, uint64_t id, size_t *len)
@@ -292,7 +187,7 @@ static const uint8_t *mt_get(void *hp, uint64_t id, size_t *len)
     uint8_t k[8];
     mote_val v;
     put_be64(k, id);
-    MT_CHECK(h, mote_kv_get(h->txn, h->tree, k, 8, &v));
+    MT_CHECK(h, mote_kv_get(h->mt.txn, h->tree, k, 8, &v));
     *len = v.size;
     return v.data;
 }
@@ -302,7 +197,7 @@ static uint64_t mt_scan(void *hp, uint64_t *sum)
     mt_handle *h = hp;
     mote_cursor *cur;
     uint64_t n = 0;
-    MT_CHECK(h, mote_cursor_open(h->txn, h->tree, &cur));
+    MT_CHECK(h, mote_cursor_open(h->mt.txn, h->tree, &cur));
     int rc;
     for (rc = mote_cursor_first(cur); rc == MOTE_OK; rc = mote_cursor_next(cur)) {
         mote_val k, v;
@@ -311,7 +206,7 @@ static uint64_t mt_scan(void *hp, uint64_t *sum)
         n++;
     }
     if (rc != MOTE_NOTFOUND)
-        die("MoteDB: cursor: %s", mote_strerror(rc));
+        bench_die("MoteDB: cursor: %s", mote_strerror(rc));
     mote_cursor_close(cur);
     return n;
 }
@@ -328,7 +223,7 @@ typedef struct lm_handle {
     do {                                                                         \
         int rc_ = (call);                                                        \
         if (rc_ != MDB_SUCCESS)                                                  \
-            die("LMDB: %s: %s", #call, mdb_strerror(rc_));                       \
+            bench_die("LMDB: %s: %s", #call, mdb_strerror(rc_));                 \
     } while (0)
 
 static void lm_begin(void *hp, int write)
@@ -347,7 +242,7 @@ static void lm_commit(void *hp)
 static void *lm_open(const engine *e, const char *dir)
 {
     (void)e;
-    lm_handle *h = xcalloc(1, sizeof *h);
+    lm_handle *h = bench_xcalloc(1, sizeof *h);
     LM_CHECK(mdb_env_create(&h->env));
     LM_CHECK(mdb_env_set_mapsize(h->env, (size_t)1 << 30));
     LM_CHECK(mdb_env_open(h->env, dir, 0, 0644)); /* durable defaults */
@@ -398,7 +293,7 @@ static uint64_t lm_scan(void *hp, uint64_t *sum)
         n++;
     }
     if (rc != MDB_NOTFOUND)
-        die("LMDB: cursor: %s", mdb_strerror(rc));
+        bench_die("LMDB: cursor: %s", mdb_strerror(rc));
     mdb_cursor_close(cur);
     return n;
 }
@@ -408,36 +303,9 @@ static uint64_t lm_scan(void *hp, uint64_t *sum)
 static int sqlite_blob_key; /* --sqlite-blob-key */
 
 typedef struct sq_handle {
-    sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *put, *get, *scan;
+    bench_sq sq; /* first: the shared begin and commit take the handle */
+    sqlite3_stmt *put, *get, *scan;
 } sq_handle;
-
-static void sq_fail(sq_handle *h, const char *what)
-{
-    die("SQLite: %s: %s", what, sqlite3_errmsg(h->db));
-}
-
-static void sq_exec(sq_handle *h, const char *sql)
-{
-    if (sqlite3_exec(h->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-        sq_fail(h, sql);
-}
-
-static sqlite3_stmt *sq_prepare(sq_handle *h, const char *sql)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK)
-        sq_fail(h, sql);
-    return st;
-}
-
-/* Run a statement that returns no rows, and reset it for reuse. */
-static void sq_run(sq_handle *h, sqlite3_stmt *st)
-{
-    if (sqlite3_step(st) != SQLITE_DONE)
-        sq_fail(h, sqlite3_sql(st));
-    sqlite3_reset(st);
-}
 
 static void sq_bind_key(sq_handle *h, sqlite3_stmt *st, uint64_t id, uint8_t *buf)
 {
@@ -449,51 +317,36 @@ static void sq_bind_key(sq_handle *h, sqlite3_stmt *st, uint64_t id, uint8_t *bu
         rc = sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     }
     if (rc != SQLITE_OK)
-        sq_fail(h, "bind key");
-}
-
-static void sq_begin(void *hp, int write)
-{
-    (void)write; /* BEGIN is deferred: the first read or write takes the lock */
-    sq_handle *h = hp;
-    sq_run(h, h->begin);
+        bench_sq_fail(&h->sq, "bind key");
 }
 
 static void sq_commit(void *hp)
 {
     sq_handle *h = hp;
     sqlite3_reset(h->get);
-    sq_run(h, h->commit);
+    bench_sq_commit(h);
 }
 
 static void *sq_open(const engine *e, const char *dir)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/store.db", dir);
-    sq_handle *h = xcalloc(1, sizeof *h);
-    if (sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK)
-        sq_fail(h, "open");
-    sq_exec(h, e->variant ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=DELETE");
-    sq_exec(h, "PRAGMA synchronous=FULL");
-    sq_exec(h, sqlite_blob_key ? "CREATE TABLE kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID"
-                               : "CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB)");
-    h->begin = sq_prepare(h, "BEGIN");
-    h->commit = sq_prepare(h, "COMMIT");
-    h->put = sq_prepare(h, "INSERT OR REPLACE INTO kv(k, v) VALUES(?, ?)");
-    h->get = sq_prepare(h, "SELECT v FROM kv WHERE k = ?");
-    h->scan = sq_prepare(h, "SELECT k, v FROM kv ORDER BY k");
+    sq_handle *h = bench_xcalloc(1, sizeof *h);
+    bench_sq_open(&h->sq, dir, e->variant);
+    bench_sq_exec(&h->sq, sqlite_blob_key
+                              ? "CREATE TABLE kv(k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID"
+                              : "CREATE TABLE kv(k INTEGER PRIMARY KEY, v BLOB)");
+    h->put = bench_sq_prepare(&h->sq, "INSERT OR REPLACE INTO kv(k, v) VALUES(?, ?)");
+    h->get = bench_sq_prepare(&h->sq, "SELECT v FROM kv WHERE k = ?");
+    h->scan = bench_sq_prepare(&h->sq, "SELECT k, v FROM kv ORDER BY k");
     return h;
 }
 
 static void sq_close(void *hp)
 {
     sq_handle *h = hp;
-    sqlite3_stmt *all[] = {h->begin, h->commit, h->put, h->get, h->scan};
+    sqlite3_stmt *all[] = {h->put, h->get, h->scan};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         sqlite3_finalize(all[i]);
-    if (sqlite3_close(h->db) != SQLITE_OK)
-        sq_fail(h, "close");
+    bench_sq_close(&h->sq);
     free(h);
 }
 
@@ -503,8 +356,8 @@ static void sq_put(void *hp, uint64_t id, const uint8_t *val)
     uint8_t k[8];
     sq_bind_key(h, h->put, id, k);
     if (sqlite3_bind_blob(h->put, 2, val, VAL_LEN, SQLITE_STATIC) != SQLITE_OK)
-        sq_fail(h, "bind value");
-    sq_run(h, h->put);
+        bench_sq_fail(&h->sq, "bind value");
+    bench_sq_run(&h->sq, h->put);
 }
 
 static const uint8_t *sq_get(void *hp, uint64_t id, size_t *len)
@@ -515,7 +368,7 @@ static const uint8_t *sq_get(void *hp, uint64_t id, size_t *len)
     sqlite3_reset(h->get);
     sq_bind_key(h, h->get, id, k);
     if (sqlite3_step(h->get) != SQLITE_ROW)
-        sq_fail(h, "get: no row");
+        bench_sq_fail(&h->sq, "get: no row");
     *len = (size_t)sqlite3_column_bytes(h->get, 0);
     return sqlite3_column_blob(h->get, 0);
 }
@@ -536,15 +389,15 @@ static uint64_t sq_scan(void *hp, uint64_t *sum)
         n++;
     }
     if (rc != SQLITE_DONE)
-        sq_fail(h, "scan");
+        bench_sq_fail(&h->sq, "scan");
     sqlite3_reset(h->scan);
     return n;
 }
 
-#define SQLITE_OPS sq_open, sq_close, sq_begin, sq_commit, sq_put, sq_get, sq_scan
+#define SQLITE_OPS sq_open, sq_close, bench_sq_begin, sq_commit, sq_put, sq_get, sq_scan
 
 static const engine engines[] = {
-    {"MoteDB", mt_open, mt_close, mt_begin, mt_commit, mt_put, mt_get, mt_scan, 0},
+    {"MoteDB", mt_open, mt_close, bench_mt_begin, bench_mt_commit, mt_put, mt_get, mt_scan, 0},
     {"LMDB", lm_open, lm_close, lm_begin, lm_commit, lm_put, lm_get, lm_scan, 0},
     {"SQLite WAL", SQLITE_OPS, 1},
     {"SQLite rollback", SQLITE_OPS, 0},
@@ -577,28 +430,23 @@ static probe disk;
 /* A fresh, empty store directory for engine e. */
 static void *fresh_store(const engine *e, const char *what, int rep, char *dir, size_t n)
 {
-    snprintf(dir, n, "%s/%s-%s-%d", work_dir, e->name, what, rep);
-    for (char *p = dir + strlen(work_dir) + 1; *p; p++)
-        if (*p == ' ')
-            *p = '_';
-    if (mkdir(dir, 0755) != 0)
-        die("mkdir %s: %s", dir, strerror(errno));
+    bench_mkdir(dir, n, "%s-%s-%d", e->name, what, rep);
     return e->open(e, dir);
 }
 
 static void drop_store(const engine *e, void *h, const char *dir)
 {
     e->close(h);
-    rm_tree(dir);
+    bench_rm_tree(dir);
 }
 
 static int probe_file(const char *name)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/%s", work_dir, name);
+    snprintf(path, sizeof path, "%s/%s", bench_work_dir, name);
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fd < 0)
-        die("open %s: %s", path, strerror(errno));
+        bench_die("open %s: %s", path, strerror(errno));
     return fd;
 }
 
@@ -606,16 +454,16 @@ static int probe_file(const char *name)
 static void probe_open(void)
 {
     for (size_t i = 0; i < BLOCK; i += 8) {
-        uint64_t r = rng_next();
+        uint64_t r = bench_rng_next();
         memcpy(disk.buf + i, &r, 8);
     }
     disk.over_fd = probe_file("probe-overwrite");
     disk.append_fd = probe_file("probe-append");
     for (int b = 0; b < PROBE_BLOCKS; b++)
         if (pwrite(disk.over_fd, disk.buf, BLOCK, (off_t)b * BLOCK) != BLOCK)
-            die("probe: write: %s", strerror(errno));
+            bench_die("probe: write: %s", strerror(errno));
     if (fsync(disk.over_fd) != 0)
-        die("probe: fsync: %s", strerror(errno));
+        bench_die("probe: fsync: %s", strerror(errno));
 }
 
 /* One 4 KB overwrite of an allocated block + fdatasync; microseconds. */
@@ -623,20 +471,20 @@ static double probe_overwrite(void)
 {
     disk.buf[disk.next_block]++; /* new contents every time */
     off_t off = (off_t)(disk.next_block++ % PROBE_BLOCKS) * BLOCK;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     if (pwrite(disk.over_fd, disk.buf, BLOCK, off) != BLOCK || fdatasync(disk.over_fd) != 0)
-        die("probe: %s", strerror(errno));
-    return (double)(now_ns() - t0) / 1e3;
+        bench_die("probe: %s", strerror(errno));
+    return (double)(bench_now_ns() - t0) / 1e3;
 }
 
 /* One 4 KB append (the file grows) + fdatasync; microseconds. */
 static double probe_append(void)
 {
     disk.buf[0]++;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     if (write(disk.append_fd, disk.buf, BLOCK) != BLOCK || fdatasync(disk.append_fd) != 0)
-        die("probe: %s", strerror(errno));
-    return (double)(now_ns() - t0) / 1e3;
+        bench_die("probe: %s", strerror(errno));
+    return (double)(bench_now_ns() - t0) / 1e3;
 }
 
 enum { OVERWRITE = N_ENGINES, APPEND, PARTS }; /* the parts of the single-put phase */
@@ -650,11 +498,11 @@ static void single_step(int part, void *h[], int sample, uint64_t id)
         disk.append_us[sample] = probe_append();
     } else {
         const engine *e = &engines[part];
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->begin(h[part], 1);
         e->put(h[part], id, value_of(id));
         e->commit(h[part]);
-        results[part].single_us[sample] = (double)(now_ns() - t0) / 1e3;
+        results[part].single_us[sample] = (double)(bench_now_ns() - t0) / 1e3;
     }
 }
 
@@ -698,12 +546,12 @@ static void run_batch(int ei, int rep)
     const engine *e = &engines[ei];
     char dir[4200];
     void *h = fresh_store(e, "batch", rep, dir, sizeof dir);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     e->begin(h, 1);
     for (uint64_t id = 1; id <= N_BATCH; id++)
         e->put(h, id, value_of(id));
     e->commit(h);
-    results[ei].batch_ms[rep] = (double)(now_ns() - t0) / 1e6;
+    results[ei].batch_ms[rep] = (double)(bench_now_ns() - t0) / 1e6;
     drop_store(e, h, dir);
 }
 
@@ -721,96 +569,32 @@ static void run_gets(int ei, void *h, int rep)
 {
     const engine *e = &engines[ei];
     uint64_t sum = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     e->begin(h, 0);
     for (int i = 0; i < N_GETS; i++) {
         size_t len;
         const uint8_t *v = e->get(h, get_ids[i], &len);
         if (len != VAL_LEN)
-            die("%s: get returned %zu bytes", e->name, len);
+            bench_die("%s: get returned %zu bytes", e->name, len);
         sum += v[0] + v[VAL_LEN - 1];
     }
     e->commit(h);
-    results[ei].get_ns[rep] = (double)(now_ns() - t0) / N_GETS;
+    results[ei].get_ns[rep] = (double)(bench_now_ns() - t0) / N_GETS;
     if (sum != get_expect)
-        die("%s: gets returned wrong values", e->name);
+        bench_die("%s: gets returned wrong values", e->name);
 }
 
 static void run_scan(int ei, void *h, int rep)
 {
     const engine *e = &engines[ei];
     uint64_t sum = 0;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = bench_now_ns();
     e->begin(h, 0);
     uint64_t n = e->scan(h, &sum);
     e->commit(h);
-    results[ei].scan_ns[rep] = (double)(now_ns() - t0) / N_STORE;
+    results[ei].scan_ns[rep] = (double)(bench_now_ns() - t0) / N_STORE;
     if (n != N_STORE || sum != scan_expect)
-        die("%s: scan saw %llu entries, or wrong ones", e->name, (unsigned long long)n);
-}
-
-/* ---- Environment ---------------------------------------------------------- */
-
-static char env_cpu[256] = "unknown", env_kernel[256] = "unknown", env_fs[64];
-
-/*
- * Name the block device of an ext4 directory and say whether the file system
- * has a journal (jbd2 lists it): without one, an append's fdatasync costs
- * little more than an overwrite's, which flatters WAL-style engines.
- */
-static void describe_ext4(const char *dir)
-{
-    struct stat st;
-    char link[512], sys[64], jbd2[600];
-    if (stat(dir, &st) != 0)
-        return;
-    snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
-    ssize_t n = readlink(sys, link, sizeof link - 1);
-    if (n <= 0)
-        return;
-    link[n] = 0;
-    const char *dev = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
-    snprintf(jbd2, sizeof jbd2, "/proc/fs/jbd2/%s-8", dev);
-    snprintf(env_fs, sizeof env_fs, "ext4 on %.24s, %s", dev,
-             access(jbd2, F_OK) == 0 ? "journaled" : "no journal");
-}
-
-static void read_env(const char *dir)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            snprintf(env_cpu, sizeof env_cpu, "%s", colon + 2);
-            env_cpu[strcspn(env_cpu, "\n")] = 0;
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-    struct utsname u;
-    if (uname(&u) == 0)
-        snprintf(env_kernel, sizeof env_kernel, "%s %s", u.sysname, u.release);
-
-    static const struct {
-        unsigned long magic;
-        const char *name;
-    } fs[] = {{0xEF53, "ext4"},          {0x58465342, "xfs"},  {0x9123683E, "btrfs"},
-              {0x794C7630, "overlayfs"}, {0x2FC12FC1, "zfs"},  {0xF2F52010, "f2fs"},
-              {0x6969, "nfs"},           {0x01021994, "tmpfs"}, {0x858458F6, "ramfs"}};
-    struct statfs sf;
-    if (statfs(dir, &sf) != 0)
-        die("statfs %s: %s", dir, strerror(errno));
-    snprintf(env_fs, sizeof env_fs, "0x%lx", (unsigned long)sf.f_type);
-    for (size_t i = 0; i < sizeof fs / sizeof *fs; i++)
-        if ((unsigned long)sf.f_type == fs[i].magic)
-            snprintf(env_fs, sizeof env_fs, "%s", fs[i].name);
-    if (strcmp(env_fs, "ext4") == 0)
-        describe_ext4(dir);
-    if (strcmp(env_fs, "tmpfs") == 0 || strcmp(env_fs, "ramfs") == 0)
-        die("%s is on %s: fdatasync costs nothing there; use a directory on disk", dir,
-            env_fs);
+        bench_die("%s: scan saw %llu entries, or wrong ones", e->name, (unsigned long long)n);
 }
 
 /* ---- Report --------------------------------------------------------------- */
@@ -834,35 +618,16 @@ static summary summarize(int ei)
     int n = reps * N_SINGLE;
     for (int i = 0; i < n; i++)
         total += r->single_us[i];
-    s.single_med_us = median(r->single_us, n);
+    s.single_med_us = bench_median(r->single_us, n);
     s.single_p99_us = p99(r->single_us, n);
     s.single_per_s = n / (total / 1e6);
-    s.batch_ms = median(r->batch_ms, reps);
+    s.batch_ms = bench_median(r->batch_ms, reps);
     s.batch_per_s = N_BATCH / (s.batch_ms / 1e3);
-    s.get_ns = median(r->get_ns, reps);
+    s.get_ns = bench_median(r->get_ns, reps);
     s.get_per_s = 1e9 / s.get_ns;
-    s.scan_per_s = 1e9 / median(r->scan_ns, reps);
+    s.scan_per_s = 1e9 / bench_median(r->scan_ns, reps);
     s.commit_over_probe = s.single_med_us / probe_overwrite_us;
     return s;
-}
-
-/* A number with 3 significant digits below 100 and thousands separators above. */
-static void fmt_num(char *out, size_t n, double v)
-{
-    if (v < 10)
-        snprintf(out, n, "%.2f", v);
-    else if (v < 100)
-        snprintf(out, n, "%.1f", v);
-    else {
-        char digits[32];
-        int len = snprintf(digits, sizeof digits, "%.0f", v), j = 0;
-        for (int i = 0; i < len && j + 2 < (int)n; i++) {
-            if (i > 0 && (len - i) % 3 == 0)
-                out[j++] = ',';
-            out[j++] = digits[i];
-        }
-        out[j] = 0;
-    }
 }
 
 /* The rows of the table: one metric each. */
@@ -897,14 +662,6 @@ static const metric metrics[] = {
 #define CELL 64
 static char cell[1 + N_METRICS][COLS][CELL];
 
-static int display_width(const char *s) /* UTF-8: count non-continuation bytes */
-{
-    int w = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        w += (*p & 0xC0) != 0x80;
-    return w;
-}
-
 static void print_table(const summary *s)
 {
     const int target_col = COLS - 1;
@@ -924,7 +681,7 @@ static void print_table(const summary *s)
         snprintf(row[1], CELL, "%s", mt->unit);
         for (int e = 0; e < N_ENGINES; e++) {
             v[e] = *(const double *)((const char *)&s[e] + mt->off);
-            fmt_num(row[2 + e], CELL, v[e]);
+            bench_fmt_num(row[2 + e], CELL, v[e]);
         }
         for (int e = 1; e < N_ENGINES && mt->kind != VS_PROBE; e++) {
             double speed = mt->higher_better ? v[0] / v[e] : v[e] / v[0];
@@ -939,37 +696,12 @@ static void print_table(const summary *s)
     }
 
     /* Pad every column to its widest cell; numbers right-aligned. */
-    int width[COLS] = {0};
-    for (int r = 0; r <= N_METRICS; r++)
-        for (int c = 0; c < COLS; c++)
-            if (display_width(cell[r][c]) > width[c])
-                width[c] = display_width(cell[r][c]);
-    for (int r = 0; r <= N_METRICS; r++) {
-        for (int c = 0; c < COLS; c++) {
-            int pad = width[c] - display_width(cell[r][c]);
-            int right = c >= 2 && c < target_col;
-            printf("| %*s%s%*s ", right ? pad : 0, "", cell[r][c], right ? 0 : pad, "");
-        }
-        printf("|\n");
-        for (int c = 0; r == 0 && c < COLS; c++) {
-            int right = c >= 2 && c < target_col;
-            printf("|%c", right ? '-' : ':');
-            for (int i = 0; i < width[c]; i++)
-                putchar('-');
-            printf("%c%s", right ? ':' : '-', c == COLS - 1 ? "|\n" : "");
-        }
-    }
+    bench_print_cells(&cell[0][0][0], 1 + N_METRICS, COLS, CELL, 2);
 }
 
 static void print_report(const summary *s)
 {
-    char when[64];
-    time_t t = time(NULL);
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-    printf("## bench/engine — %s\n\n", when);
-    printf("- machine: %s, %ld CPUs, %s\n", env_cpu, sysconf(_SC_NPROCESSORS_ONLN),
-           env_kernel);
-    printf("- directory: %s (%s)\n", work_dir, env_fs);
+    bench_print_header("bench/engine");
     printf("- versions: MoteDB %s, %s, SQLite %s (table %s)\n", MOTE_VERSION_STRING,
            mdb_version(NULL, NULL, NULL), sqlite3_libversion(),
            sqlite_blob_key ? "k BLOB PRIMARY KEY WITHOUT ROWID" : "k INTEGER PRIMARY KEY");
@@ -1004,12 +736,7 @@ static void json_array(FILE *f, const char *name, const double *v, int n, int la
 
 static void write_json(const char *path, const summary *s)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        die("cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "{\n  \"machine\": {\"cpu\": \"%s\", \"cpus\": %ld, \"kernel\": \"%s\", "
-               "\"fs\": \"%s\"},\n",
-            env_cpu, sysconf(_SC_NPROCESSORS_ONLN), env_kernel, env_fs);
+    FILE *f = bench_json_open(path);
     fprintf(f, "  \"versions\": {\"motedb\": \"%s\", \"lmdb\": \"%s\", \"sqlite\": \"%s\"},\n",
             MOTE_VERSION_STRING, mdb_version(NULL, NULL, NULL), sqlite3_libversion());
     fprintf(f, "  \"sqlite_table\": \"%s\",\n", sqlite_blob_key ? "blob_key_without_rowid"
@@ -1035,9 +762,7 @@ static void write_json(const char *path, const summary *s)
         json_array(f, "scan_ns_per_entry", r->scan_ns, reps, 1);
         fprintf(f, "    }%s\n", e + 1 < N_ENGINES ? "," : "");
     }
-    fprintf(f, "  }\n}\n");
-    if (fclose(f) != 0)
-        die("cannot write %s: %s", path, strerror(errno));
+    bench_json_close(f, path);
 }
 
 /* ---- Main ----------------------------------------------------------------- */
@@ -1053,13 +778,9 @@ int main(int argc, char **argv)
 {
     const char *base = "/var/tmp", *json = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            base = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-            json = argv[++i];
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--sqlite-blob-key") == 0)
+        if (bench_common_opt(argc, argv, &i, &base, &json, &reps))
+            continue;
+        if (strcmp(argv[i], "--sqlite-blob-key") == 0)
             sqlite_blob_key = 1;
         else if (strcmp(argv[i], "--mote-cache-pages") == 0 && i + 1 < argc)
             mote_cache_pages = (unsigned)atoi(argv[++i]);
@@ -1067,12 +788,9 @@ int main(int argc, char **argv)
             usage();
     }
     if (reps < 1 || reps > MAX_REPS)
-        die("--reps must be 1..%d", MAX_REPS);
+        bench_die("--reps must be 1..%d", MAX_REPS);
 
-    read_env(base);
-    snprintf(work_dir, sizeof work_dir, "%s/bench-engine-XXXXXX", base);
-    if (!mkdtemp(work_dir))
-        die("mkdtemp %s: %s", work_dir, strerror(errno));
+    bench_start(base);
     make_data();
 
     run_single_and_probe();
@@ -1097,10 +815,10 @@ int main(int argc, char **argv)
     }
     for (int e = 0; e < N_ENGINES; e++)
         drop_store(&engines[e], stores[e], dirs[e]);
-    rm_tree(work_dir);
+    bench_rm_tree(bench_work_dir);
 
-    probe_overwrite_us = median(disk.overwrite_us, reps * N_SINGLE);
-    probe_append_us = median(disk.append_us, reps * N_SINGLE);
+    probe_overwrite_us = bench_median(disk.overwrite_us, reps * N_SINGLE);
+    probe_append_us = bench_median(disk.append_us, reps * N_SINGLE);
     summary s[N_ENGINES];
     for (int e = 0; e < N_ENGINES; e++)
         s[e] = summarize(e);

@@ -53,26 +53,20 @@
  * Usage: bench-objects [--dir DIR] [--reps R] [--json FILE] [--large]
  *                      [--sqlite-bulk-rows K]
  * Output: a Markdown table on stdout (progress on stderr); --json writes
- * every raw sample.
+ * every raw sample. Helpers shared with bench-engine are in common.c.
  */
-#include <errno.h>
-#include <ftw.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/sysmacros.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
+#include "common.h"
 #include "mote.h"
 
 #define N 100            /* ITERATIONS of the seed */
@@ -93,37 +87,7 @@ enum { P_TS, P_LEVEL, P_TEXT, NPROPS }; /* MoteDB property order */
 
 /* ---- Helpers ------------------------------------------------------------ */
 
-static char work_dir[4096]; /* a fresh directory under --dir, removed at exit */
-static void rm_tree(const char *path);
-
-static void die(const char *fmt, ...)
-{
-    static int dying;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("bench-objects: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    if (!dying++ && work_dir[0])
-        rm_tree(work_dir); /* best effort: stores may still be open */
-    exit(1);
-}
-
-static void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p)
-        die("out of memory");
-    return p;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+const char bench_prog[] = "bench-objects";
 
 static int64_t wall_ns(void) /* "now" for the timestamp property */
 {
@@ -132,52 +96,15 @@ static int64_t wall_ns(void) /* "now" for the timestamp property */
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-
-static uint64_t rng_next(void) /* splitmix64: fixed seed, same data every run */
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The q-quantile (nearest rank) of n samples; q = 0.5 gives the median. */
 static double quantile(const double *v, int n, double q)
 {
-    double *s = xcalloc((size_t)n, sizeof *s);
-    memcpy(s, v, (size_t)n * sizeof *v);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    double r;
     if (q == 0.5)
-        r = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-    else
-        r = s[(int)ceil(q * n) - 1];
+        return bench_median(v, n);
+    double *s = bench_sorted(v, n);
+    double r = s[(int)ceil(q * n) - 1];
     free(s);
     return r;
-}
-
-static double median(const double *v, int n)
-{
-    return quantile(v, n, 0.5);
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(const char *path)
-{
-    if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-        die("cannot remove %s: %s", path, strerror(errno));
 }
 
 /* ---- Objects and the model ------------------------------------------------ */
@@ -200,7 +127,7 @@ typedef struct batch {
 
 static void batch_values(batch *b)
 {
-    b->mv = xcalloc(b->n * NPROPS, sizeof *b->mv);
+    b->mv = bench_xcalloc(b->n * NPROPS, sizeof *b->mv);
     for (size_t i = 0; i < b->n; i++) {
         mote_value *v = b->mv + i * NPROPS;
         v[P_TS].v.i = b->o[i].ts;
@@ -212,10 +139,10 @@ static void batch_values(batch *b)
 
 static batch make_batch(char op, size_t n)
 {
-    batch b = {n, xcalloc(n, sizeof(obj)), NULL};
+    batch b = {n, bench_xcalloc(n, sizeof(obj)), NULL};
     for (size_t i = 0; i < n; i++) {
         b.o[i].ts = wall_ns();
-        b.o[i].level = levels[rng_next() % N_LEVELS];
+        b.o[i].level = levels[bench_rng_next() % N_LEVELS];
         b.o[i].len = (uint32_t)snprintf(b.o[i].text, TEXT_CAP, "Insert from %c, item %zu", op, i);
     }
     batch_values(&b);
@@ -249,7 +176,7 @@ static void model_add(const batch *b, size_t n)
 {
     model = realloc(model, (nmodel + n) * sizeof *model);
     if (!model)
-        die("out of memory");
+        bench_die("out of memory");
     memcpy(model + nmodel, b->o, n * sizeof *model);
     nmodel += n;
 }
@@ -290,53 +217,29 @@ static const mote_prop_def journal_props[NPROPS] = {
 };
 
 typedef struct mt_handle {
-    mote_store *store;
-    mote_txn *txn;
+    bench_mt mt; /* first: the shared begin and commit take the handle */
     mote_entity *ent;
     mote_query *q; /* level == ? */
     int q_level;   /* its node */
     uint64_t *ids_out;
 } mt_handle;
 
-#define MT_CHECK(h, call)                                                        \
-    do {                                                                         \
-        int rc_ = (call);                                                        \
-        if (rc_ != MOTE_OK)                                                      \
-            die("MoteDB: %s: %s (%s)", #call, mote_strerror(rc_),                \
-                mote_errmsg((h)->store));                                        \
-    } while (0)
-
-static void mt_begin(void *hp, int write)
-{
-    mt_handle *h = hp;
-    MT_CHECK(h, mote_begin(h->store, write ? 0 : MOTE_TXN_RDONLY, &h->txn));
-}
-
-static void mt_commit(void *hp)
-{
-    mt_handle *h = hp;
-    MT_CHECK(h, mote_commit(h->txn));
-    h->txn = NULL;
-}
+#define MT_CHECK(h, call) BENCH_MT_CHECK(&(h)->mt, call)
 
 static void *mt_open(const engine *e, const char *dir)
 {
     (void)e;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/store.mote", dir);
-    mt_handle *h = xcalloc(1, sizeof *h);
-    mote_options opts = {.flags = MOTE_CREATE};
-    if (mote_open(path, &opts, &h->store) != MOTE_OK)
-        die("MoteDB: open %s: %s", path, mote_last_open_error());
-    mt_begin(h, 1);
-    MT_CHECK(h, mote_entity_open(h->txn, "Journal", journal_props, NPROPS, &h->ent));
-    mt_commit(h);
+    mt_handle *h = bench_xcalloc(1, sizeof *h);
+    bench_mt_open(&h->mt, dir, 0);
+    bench_mt_begin(h, 1);
+    MT_CHECK(h, mote_entity_open(h->mt.txn, "Journal", journal_props, NPROPS, &h->ent));
+    bench_mt_commit(h);
     mote_value v = {0};
     v.v.i = levels[0];
     MT_CHECK(h, mote_query_new(h->ent, &h->q));
     MT_CHECK(h, mote_query_cond(h->q, P_LEVEL, MOTE_EQ, &v, 1, 0, &h->q_level));
     MT_CHECK(h, mote_query_where(h->q, h->q_level));
-    h->ids_out = xcalloc(BATCH, sizeof *h->ids_out);
+    h->ids_out = bench_xcalloc(BATCH, sizeof *h->ids_out);
     return h;
 }
 
@@ -344,7 +247,7 @@ static void mt_close(void *hp)
 {
     mt_handle *h = hp;
     mote_query_free(h->q);
-    MT_CHECK(h, mote_close(h->store));
+    bench_mt_close(&h->mt);
     free(h->ids_out);
     free(h);
 }
@@ -353,17 +256,17 @@ static uint64_t mt_insert(void *hp, const batch *b, size_t i)
 {
     mt_handle *h = hp;
     uint64_t id;
-    MT_CHECK(h, mote_put(h->txn, h->ent, 0, b->mv + i * NPROPS, MOTE_PUT_INSERT, &id));
+    MT_CHECK(h, mote_put(h->mt.txn, h->ent, 0, b->mv + i * NPROPS, MOTE_PUT_INSERT, &id));
     return id;
 }
 
 static void mt_bulk(void *hp, const batch *b)
 {
     mt_handle *h = hp;
-    mt_begin(h, 1);
-    MT_CHECK(h, mote_put_many(h->txn, h->ent, b->n, NULL, b->mv, MOTE_PUT_INSERT,
+    bench_mt_begin(h, 1);
+    MT_CHECK(h, mote_put_many(h->mt.txn, h->ent, b->n, NULL, b->mv, MOTE_PUT_INSERT,
                               h->ids_out, NULL));
-    mt_commit(h);
+    bench_mt_commit(h);
 }
 
 /* Read every property of a record into the check sum. */
@@ -390,21 +293,21 @@ static void mt_filter(void *hp, int level, uint64_t off, uint64_t limit, acc *a)
     v.v.i = level;
     MT_CHECK(h, mote_query_set(h->q, h->q_level, &v, 1));
     MT_CHECK(h, mote_query_limit(h->q, off, limit));
-    MT_CHECK(h, mote_query_find(h->txn, h->q, mt_read, a));
+    MT_CHECK(h, mote_query_find(h->mt.txn, h->q, mt_read, a));
 }
 
 static void mt_get(void *hp, uint64_t id, acc *a)
 {
     mt_handle *h = hp;
     mote_record r;
-    MT_CHECK(h, mote_get(h->txn, h->ent, id, &r));
+    MT_CHECK(h, mote_get(h->mt.txn, h->ent, id, &r));
     MT_CHECK(h, mt_read(a, &r));
 }
 
 static void mt_update(void *hp, uint64_t id, const batch *b, size_t i)
 {
     mt_handle *h = hp;
-    MT_CHECK(h, mote_put(h->txn, h->ent, id, b->mv + i * NPROPS, MOTE_PUT_UPDATE, NULL));
+    MT_CHECK(h, mote_put(h->mt.txn, h->ent, id, b->mv + i * NPROPS, MOTE_PUT_UPDATE, NULL));
 }
 
 static void mt_set_level(void *hp, uint64_t id, int level)
@@ -413,13 +316,13 @@ static void mt_set_level(void *hp, uint64_t id, int level)
     static const unsigned prop = P_LEVEL;
     mote_value v = {0};
     v.v.i = level;
-    MT_CHECK(h, mote_update(h->txn, h->ent, id, &prop, &v, 1));
+    MT_CHECK(h, mote_update(h->mt.txn, h->ent, id, &prop, &v, 1));
 }
 
 static void mt_remove(void *hp, uint64_t id)
 {
     mt_handle *h = hp;
-    MT_CHECK(h, mote_remove(h->txn, h->ent, id));
+    MT_CHECK(h, mote_remove(h->mt.txn, h->ent, id));
 }
 
 typedef struct loader {
@@ -436,12 +339,12 @@ static void loader_add(loader *l, uint64_t id, int64_t ts, int64_t level, const 
         l->ids = realloc(l->ids, l->cap * sizeof *l->ids);
         l->rows = realloc(l->rows, l->cap * sizeof *l->rows);
         if (!l->ids || !l->rows)
-            die("out of memory");
+            bench_die("out of memory");
     }
     obj *o = &l->rows[l->n];
     memset(o, 0, sizeof *o);
     if (len >= TEXT_CAP)
-        die("a text of %zu bytes: not written by this benchmark", len);
+        bench_die("a text of %zu bytes: not written by this benchmark", len);
     o->ts = ts;
     o->level = (int)level;
     o->len = (uint32_t)len;
@@ -463,13 +366,13 @@ static size_t mt_load(void *hp, uint64_t **ids, obj **rows)
 {
     mt_handle *h = hp;
     loader l = {0};
-    mt_begin(h, 0);
-    MT_CHECK(h, mote_scan(h->txn, h->ent, mt_load_one, &l));
+    bench_mt_begin(h, 0);
+    MT_CHECK(h, mote_scan(h->mt.txn, h->ent, mt_load_one, &l));
     uint64_t count;
-    MT_CHECK(h, mote_count(h->txn, h->ent, &count));
-    mt_commit(h);
+    MT_CHECK(h, mote_count(h->mt.txn, h->ent, &count));
+    bench_mt_commit(h);
     if (count != l.n)
-        die("MoteDB: mote_count says %llu objects, the scan saw %zu",
+        bench_die("MoteDB: mote_count says %llu objects, the scan saw %zu",
             (unsigned long long)count, l.n);
     *ids = l.ids;
     *rows = l.rows;
@@ -481,106 +384,58 @@ static size_t mt_load(void *hp, uint64_t **ids, obj **rows)
 static int sqlite_bulk_rows = 1000; /* --sqlite-bulk-rows */
 
 typedef struct sq_handle {
-    sqlite3 *db;
-    sqlite3_stmt *begin, *commit, *insert, *insert_many, *filter, *filter_lim, *get,
-        *update, *set_level, *remove, *load;
+    bench_sq sq; /* first: the shared begin and commit take the handle */
+    sqlite3_stmt *insert, *insert_many, *filter, *filter_lim, *get, *update, *set_level,
+        *remove, *load;
 } sq_handle;
-
-static void sq_fail(sq_handle *h, const char *what)
-{
-    die("SQLite: %s: %s", what, sqlite3_errmsg(h->db));
-}
-
-static void sq_exec(sq_handle *h, const char *sql)
-{
-    if (sqlite3_exec(h->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-        sq_fail(h, sql);
-}
-
-static sqlite3_stmt *sq_prepare(sq_handle *h, const char *sql)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK)
-        sq_fail(h, sql);
-    return st;
-}
-
-/* Run a statement that returns no rows, and reset it for reuse. */
-static void sq_run(sq_handle *h, sqlite3_stmt *st)
-{
-    if (sqlite3_step(st) != SQLITE_DONE)
-        sq_fail(h, sqlite3_sql(st));
-    sqlite3_reset(st);
-}
 
 #define SQ_BIND(h, call)                                                         \
     do {                                                                         \
         if ((call) != SQLITE_OK)                                                 \
-            sq_fail(h, #call);                                                   \
+            bench_sq_fail(&(h)->sq, #call);                                      \
     } while (0)
-
-static void sq_begin(void *hp, int write)
-{
-    (void)write; /* BEGIN is deferred: the first read or write takes the lock */
-    sq_handle *h = hp;
-    sq_run(h, h->begin);
-}
-
-static void sq_commit(void *hp)
-{
-    sq_handle *h = hp;
-    sq_run(h, h->commit);
-}
 
 #define SQ_COLS "id, timestamp, level, text"
 
 static void *sq_open(const engine *e, const char *dir)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/store.db", dir);
-    sq_handle *h = xcalloc(1, sizeof *h);
-    if (sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK)
-        sq_fail(h, "open");
-    sq_exec(h, e->variant ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=DELETE");
-    sq_exec(h, "PRAGMA synchronous=FULL");
-    sq_exec(h, "CREATE TABLE journal(id INTEGER PRIMARY KEY, timestamp INTEGER NOT NULL, "
-               "level INTEGER NOT NULL, text TEXT NOT NULL)");
-    sq_exec(h, "CREATE INDEX journal_level ON journal(level)");
-    sq_exec(h, "CREATE INDEX journal_text ON journal(text)");
-    h->begin = sq_prepare(h, "BEGIN");
-    h->commit = sq_prepare(h, "COMMIT");
-    h->insert = sq_prepare(h, "INSERT INTO journal(timestamp, level, text) VALUES(?, ?, ?)");
+    sq_handle *h = bench_xcalloc(1, sizeof *h);
+    bench_sq *s = &h->sq;
+    bench_sq_open(s, dir, e->variant);
+    bench_sq_exec(s, "CREATE TABLE journal(id INTEGER PRIMARY KEY, timestamp INTEGER NOT NULL, "
+                     "level INTEGER NOT NULL, text TEXT NOT NULL)");
+    bench_sq_exec(s, "CREATE INDEX journal_level ON journal(level)");
+    bench_sq_exec(s, "CREATE INDEX journal_text ON journal(text)");
+    h->insert =
+        bench_sq_prepare(s, "INSERT INTO journal(timestamp, level, text) VALUES(?, ?, ?)");
     /* INSERT ... VALUES (?, ?, ?), (?, ?, ?), ... with sqlite_bulk_rows rows */
     size_t cap = 64 + (size_t)sqlite_bulk_rows * 10;
-    char *sql = xcalloc(cap, 1);
+    char *sql = bench_xcalloc(cap, 1);
     size_t len = (size_t)snprintf(sql, cap, "INSERT INTO journal(timestamp, level, text) VALUES");
     for (int i = 0; i < sqlite_bulk_rows; i++)
         len += (size_t)snprintf(sql + len, cap - len, "%s(?,?,?)", i ? "," : "");
-    h->insert_many = sq_prepare(h, sql);
+    h->insert_many = bench_sq_prepare(s, sql);
     free(sql);
-    h->filter = sq_prepare(h, "SELECT " SQ_COLS " FROM journal WHERE level = ?");
-    h->filter_lim = sq_prepare(h, "SELECT " SQ_COLS " FROM journal WHERE level = ? "
-                                  "LIMIT ? OFFSET ?");
-    h->get = sq_prepare(h, "SELECT " SQ_COLS " FROM journal WHERE id = ?");
-    h->update = sq_prepare(h, "UPDATE journal SET timestamp = ?, level = ?, text = ? "
-                              "WHERE id = ?");
-    h->set_level = sq_prepare(h, "UPDATE journal SET level = ? WHERE id = ?");
-    h->remove = sq_prepare(h, "DELETE FROM journal WHERE id = ?");
-    h->load = sq_prepare(h, "SELECT " SQ_COLS " FROM journal ORDER BY id");
+    h->filter = bench_sq_prepare(s, "SELECT " SQ_COLS " FROM journal WHERE level = ?");
+    h->filter_lim = bench_sq_prepare(s, "SELECT " SQ_COLS " FROM journal WHERE level = ? "
+                                        "LIMIT ? OFFSET ?");
+    h->get = bench_sq_prepare(s, "SELECT " SQ_COLS " FROM journal WHERE id = ?");
+    h->update = bench_sq_prepare(s, "UPDATE journal SET timestamp = ?, level = ?, text = ? "
+                                    "WHERE id = ?");
+    h->set_level = bench_sq_prepare(s, "UPDATE journal SET level = ? WHERE id = ?");
+    h->remove = bench_sq_prepare(s, "DELETE FROM journal WHERE id = ?");
+    h->load = bench_sq_prepare(s, "SELECT " SQ_COLS " FROM journal ORDER BY id");
     return h;
 }
 
 static void sq_close(void *hp)
 {
     sq_handle *h = hp;
-    sqlite3_stmt *all[] = {h->begin,  h->commit,     h->insert, h->insert_many,
-                           h->filter, h->filter_lim, h->get,    h->update,
-                           h->set_level, h->remove,  h->load};
+    sqlite3_stmt *all[] = {h->insert, h->insert_many, h->filter, h->filter_lim, h->get,
+                           h->update, h->set_level,   h->remove, h->load};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         sqlite3_finalize(all[i]);
-    if (sqlite3_close(h->db) != SQLITE_OK)
-        sq_fail(h, "close");
+    bench_sq_close(&h->sq);
     free(h);
 }
 
@@ -595,23 +450,23 @@ static uint64_t sq_insert(void *hp, const batch *b, size_t i)
 {
     sq_handle *h = hp;
     sq_bind_obj(h, h->insert, 1, &b->o[i]);
-    sq_run(h, h->insert);
-    return (uint64_t)sqlite3_last_insert_rowid(h->db);
+    bench_sq_run(&h->sq, h->insert);
+    return (uint64_t)sqlite3_last_insert_rowid(h->sq.db);
 }
 
 static void sq_bulk(void *hp, const batch *b)
 {
     sq_handle *h = hp;
     size_t k = (size_t)sqlite_bulk_rows, i = 0;
-    sq_begin(h, 1);
+    bench_sq_begin(h, 1);
     for (; k > 1 && i + k <= b->n; i += k) {
         for (size_t j = 0; j < k; j++)
             sq_bind_obj(h, h->insert_many, 1 + 3 * (int)j, &b->o[i + j]);
-        sq_run(h, h->insert_many);
+        bench_sq_run(&h->sq, h->insert_many);
     }
     for (; i < b->n; i++)
         sq_insert(h, b, i);
-    sq_commit(h);
+    bench_sq_commit(h);
 }
 
 /* Step a SELECT of SQ_COLS to its end, reading every column of every row. */
@@ -625,12 +480,12 @@ static void sq_read_rows(sq_handle *h, sqlite3_stmt *st, acc *a)
         const unsigned char *text = sqlite3_column_text(st, 3);
         size_t len = (size_t)sqlite3_column_bytes(st, 3);
         if (id == 0)
-            die("SQLite: a row with id 0");
+            bench_die("SQLite: a row with id 0");
         a->sum += row_sum(ts, level, text, len);
         a->rows++;
     }
     if (rc != SQLITE_DONE)
-        sq_fail(h, sqlite3_sql(st));
+        bench_sq_fail(&h->sq, sqlite3_sql(st));
     sqlite3_reset(st);
 }
 
@@ -653,7 +508,7 @@ static void sq_get(void *hp, uint64_t id, acc *a)
     SQ_BIND(h, sqlite3_bind_int64(h->get, 1, (sqlite3_int64)id));
     sq_read_rows(h, h->get, a);
     if (a->rows != before + 1)
-        die("SQLite: get %llu: no row", (unsigned long long)id);
+        bench_die("SQLite: get %llu: no row", (unsigned long long)id);
 }
 
 static void sq_update(void *hp, uint64_t id, const batch *b, size_t i)
@@ -661,9 +516,9 @@ static void sq_update(void *hp, uint64_t id, const batch *b, size_t i)
     sq_handle *h = hp;
     sq_bind_obj(h, h->update, 1, &b->o[i]);
     SQ_BIND(h, sqlite3_bind_int64(h->update, 4, (sqlite3_int64)id));
-    sq_run(h, h->update);
-    if (sqlite3_changes(h->db) != 1)
-        die("SQLite: update %llu: no row", (unsigned long long)id);
+    bench_sq_run(&h->sq, h->update);
+    if (sqlite3_changes(h->sq.db) != 1)
+        bench_die("SQLite: update %llu: no row", (unsigned long long)id);
 }
 
 static void sq_set_level(void *hp, uint64_t id, int level)
@@ -671,18 +526,18 @@ static void sq_set_level(void *hp, uint64_t id, int level)
     sq_handle *h = hp;
     SQ_BIND(h, sqlite3_bind_int(h->set_level, 1, level));
     SQ_BIND(h, sqlite3_bind_int64(h->set_level, 2, (sqlite3_int64)id));
-    sq_run(h, h->set_level);
-    if (sqlite3_changes(h->db) != 1)
-        die("SQLite: update %llu: no row", (unsigned long long)id);
+    bench_sq_run(&h->sq, h->set_level);
+    if (sqlite3_changes(h->sq.db) != 1)
+        bench_die("SQLite: update %llu: no row", (unsigned long long)id);
 }
 
 static void sq_remove(void *hp, uint64_t id)
 {
     sq_handle *h = hp;
     SQ_BIND(h, sqlite3_bind_int64(h->remove, 1, (sqlite3_int64)id));
-    sq_run(h, h->remove);
-    if (sqlite3_changes(h->db) != 1)
-        die("SQLite: delete %llu: no row", (unsigned long long)id);
+    bench_sq_run(&h->sq, h->remove);
+    if (sqlite3_changes(h->sq.db) != 1)
+        bench_die("SQLite: delete %llu: no row", (unsigned long long)id);
 }
 
 static size_t sq_load(void *hp, uint64_t **ids, obj **rows)
@@ -690,27 +545,27 @@ static size_t sq_load(void *hp, uint64_t **ids, obj **rows)
     sq_handle *h = hp;
     loader l = {0};
     int rc;
-    sq_begin(h, 0);
+    bench_sq_begin(h, 0);
     while ((rc = sqlite3_step(h->load)) == SQLITE_ROW)
         loader_add(&l, (uint64_t)sqlite3_column_int64(h->load, 0),
                    sqlite3_column_int64(h->load, 1), sqlite3_column_int(h->load, 2),
                    sqlite3_column_text(h->load, 3), (size_t)sqlite3_column_bytes(h->load, 3));
     if (rc != SQLITE_DONE)
-        sq_fail(h, "load");
+        bench_sq_fail(&h->sq, "load");
     sqlite3_reset(h->load);
-    sq_commit(h);
+    bench_sq_commit(h);
     *ids = l.ids;
     *rows = l.rows;
     return l.n;
 }
 
 #define SQLITE_OPS                                                                        \
-    sq_open, sq_close, sq_begin, sq_commit, sq_insert, sq_bulk, sq_filter, sq_get,        \
-        sq_update, sq_set_level, sq_remove, sq_load
+    sq_open, sq_close, bench_sq_begin, bench_sq_commit, sq_insert, sq_bulk, sq_filter,    \
+        sq_get, sq_update, sq_set_level, sq_remove, sq_load
 
 static const engine engines[] = {
-    {"MoteDB", mt_open, mt_close, mt_begin, mt_commit, mt_insert, mt_bulk, mt_filter, mt_get,
-     mt_update, mt_set_level, mt_remove, mt_load, 0},
+    {"MoteDB", mt_open, mt_close, bench_mt_begin, bench_mt_commit, mt_insert, mt_bulk,
+     mt_filter, mt_get, mt_update, mt_set_level, mt_remove, mt_load, 0},
     {"SQLite WAL", SQLITE_OPS, 1},
     {"SQLite rollback", SQLITE_OPS, 0},
 };
@@ -746,7 +601,7 @@ typedef struct store {
 static void record(int ei, int op, int rep, double rows, uint64_t t0)
 {
     results[ei].rows[op][rep] = rows;
-    results[ei].secs[op][rep] = (double)(now_ns() - t0) / 1e9;
+    results[ei].secs[op][rep] = (double)(bench_now_ns() - t0) / 1e9;
 }
 
 /* Compare an engine's rows with the model; keep its ids. */
@@ -757,12 +612,12 @@ static void verify(int ei, store *s, const char *when)
     obj *rows;
     size_t n = e->load(s->h, &ids, &rows);
     if (n != nmodel)
-        die("%s: %zu rows %s, expected %zu", e->name, n, when, nmodel);
+        bench_die("%s: %zu rows %s, expected %zu", e->name, n, when, nmodel);
     for (size_t i = 0; i < n; i++) {
         const obj *a = &rows[i], *b = &model[i];
         if (a->ts != b->ts || a->level != b->level || a->len != b->len ||
             memcmp(a->text, b->text, a->len) != 0)
-            die("%s: row %zu (id %llu) %s differs from what was written", e->name, i,
+            bench_die("%s: row %zu (id %llu) %s differs from what was written", e->name, i,
                 (unsigned long long)ids[i], when);
     }
     free(s->ids);
@@ -788,7 +643,7 @@ static void trim(int ei, store *s, size_t keep)
 static void check_sum(int ei, const char *op, const acc *a, const acc *want)
 {
     if (a->rows != want->rows || a->sum != want->sum)
-        die("%s: %s read %llu rows (expected %llu) or wrong values", engines[ei].name, op,
+        bench_die("%s: %s read %llu rows (expected %llu) or wrong values", engines[ei].name, op,
             (unsigned long long)a->rows, (unsigned long long)want->rows);
 }
 
@@ -801,11 +656,11 @@ static void run_single(store *st, const batch *b, int rep)
             int ei = (first / SINGLE_RUN + k + rep) % N_ENGINES;
             const engine *e = &engines[ei];
             for (int i = first; i < first + SINGLE_RUN; i++) {
-                uint64_t t0 = now_ns();
+                uint64_t t0 = bench_now_ns();
                 e->begin(st[ei].h, 1);
                 e->insert(st[ei].h, b, (size_t)i);
                 e->commit(st[ei].h);
-                double us = (double)(now_ns() - t0) / 1e3;
+                double us = (double)(bench_now_ns() - t0) / 1e3;
                 results[ei].commit_us[rep * N + i] = us;
                 total[ei] += us;
             }
@@ -822,12 +677,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     store st[N_ENGINES];
     memset(st, 0, sizeof st);
     for (int ei = 0; ei < N_ENGINES; ei++) {
-        snprintf(st[ei].dir, sizeof st[ei].dir, "%s/%s-%d", work_dir, engines[ei].name, rep);
-        for (char *p = st[ei].dir + strlen(work_dir) + 1; *p; p++)
-            if (*p == ' ')
-                *p = '_';
-        if (mkdir(st[ei].dir, 0755) != 0)
-            die("mkdir %s: %s", st[ei].dir, strerror(errno));
+        bench_mkdir(st[ei].dir, sizeof st[ei].dir, "%s-%d", engines[ei].name, rep);
         st[ei].h = engines[ei].open(&engines[ei], st[ei].dir);
     }
     nmodel = 0;
@@ -843,7 +693,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     fprintf(stderr, " B");
     EACH_ENGINE(OP_B) {
         const engine *e = &engines[ei];
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->begin(st[ei].h, 1);
         for (size_t i = 0; i < bB->n; i++)
             e->insert(st[ei].h, bB, i);
@@ -857,7 +707,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     fprintf(stderr, " C");
     EACH_ENGINE(OP_C) {
         const engine *e = &engines[ei];
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->bulk(st[ei].h, bC);
         record(ei, OP_C, rep, (double)bC->n, t0);
         if (!large)
@@ -881,7 +731,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     for (int q = 0; q < E_QUERIES; q++) {
         int l = q % N_LEVELS;
         size_t span = count[l] > E_LIMIT ? count[l] - E_LIMIT + 1 : 1;
-        e_off[q] = rng_next() % span;
+        e_off[q] = bench_rng_next() % span;
         for (size_t i = 0, seen = 0; i < nmodel; i++) /* matches in id order */
             if (model[i].level == levels[l] && seen++ >= e_off[q] &&
                 seen <= e_off[q] + E_LIMIT) {
@@ -889,11 +739,11 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
                 want_e.sum += obj_sum(&model[i]);
             }
     }
-    size_t *f_pos = xcalloc(nmodel, sizeof *f_pos); /* a random permutation's head */
+    size_t *f_pos = bench_xcalloc(nmodel, sizeof *f_pos); /* a random permutation's head */
     for (size_t i = 0; i < nmodel; i++)
         f_pos[i] = i;
     for (size_t i = 0; i < F_GETS && i < nmodel; i++) {
-        size_t j = i + rng_next() % (nmodel - i), t = f_pos[i];
+        size_t j = i + bench_rng_next() % (nmodel - i), t = f_pos[i];
         f_pos[i] = f_pos[j];
         f_pos[j] = t;
     }
@@ -902,16 +752,16 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
         want_f.rows++;
         want_f.sum += obj_sum(&model[f_pos[i]]);
     }
-    batch bI = {nmodel, xcalloc(nmodel, sizeof(obj)), NULL};
-    int *j_level = xcalloc(nmodel, sizeof *j_level);
+    batch bI = {nmodel, bench_xcalloc(nmodel, sizeof(obj)), NULL};
+    int *j_level = bench_xcalloc(nmodel, sizeof *j_level);
     for (size_t i = 0; i < nmodel; i++) {
         bI.o[i] = model[i];
-        bI.o[i].level = levels[rng_next() % N_LEVELS];
+        bI.o[i].level = levels[bench_rng_next() % N_LEVELS];
         if (bI.o[i].len + 7 >= TEXT_CAP)
-            die("text too long to update");
+            bench_die("text too long to update");
         memcpy(bI.o[i].text + bI.o[i].len, " Update", 8);
         bI.o[i].len += 7;
-        j_level[i] = levels[rng_next() % N_LEVELS];
+        j_level[i] = levels[bench_rng_next() % N_LEVELS];
     }
     batch_values(&bI);
 
@@ -919,7 +769,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     EACH_ENGINE(OP_D) {
         const engine *e = &engines[ei];
         acc a = {0};
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->begin(st[ei].h, 0);
         for (int r = 0; r < D_ROUNDS; r++)
             for (int l = 0; l < N_LEVELS; l++)
@@ -933,7 +783,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     EACH_ENGINE(OP_E) {
         const engine *e = &engines[ei];
         acc a = {0};
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->begin(st[ei].h, 0);
         for (int q = 0; q < E_QUERIES; q++)
             e->filter(st[ei].h, levels[q % N_LEVELS], e_off[q], E_LIMIT, &a);
@@ -947,7 +797,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
         const engine *e = &engines[ei];
         const uint64_t *ids = st[ei].ids;
         acc a = {0};
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->begin(st[ei].h, 0);
         for (size_t i = 0; i < nget; i++)
             e->get(st[ei].h, ids[f_pos[i]], &a);
@@ -960,7 +810,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     EACH_ENGINE(OP_I) {
         const engine *e = &engines[ei];
         const uint64_t *ids = st[ei].ids;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->begin(st[ei].h, 1);
         for (size_t i = 0; i < nmodel; i++)
             e->update(st[ei].h, ids[i], &bI, i);
@@ -973,7 +823,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     EACH_ENGINE(OP_J) {
         const engine *e = &engines[ei];
         const uint64_t *ids = st[ei].ids;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->begin(st[ei].h, 1);
         for (size_t i = 0; i < nmodel; i++)
             e->set_level(st[ei].h, ids[i], j_level[i]);
@@ -989,7 +839,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     EACH_ENGINE(OP_K) {
         const engine *e = &engines[ei];
         const uint64_t *ids = st[ei].ids;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         e->begin(st[ei].h, 1);
         for (size_t i = 0; i < nmodel; i++)
             e->remove(st[ei].h, ids[i]);
@@ -1001,7 +851,7 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     for (int ei = 0; ei < N_ENGINES; ei++) {
         verify(ei, &st[ei], "after the delete");
         engines[ei].close(st[ei].h);
-        rm_tree(st[ei].dir);
+        bench_rm_tree(st[ei].dir);
         free(st[ei].ids);
     }
     nmodel = rows_dk; /* for the report */
@@ -1009,66 +859,6 @@ static void run_rep(int rep, batch *bA, batch *bB, batch *bC)
     free(j_level);
     free_batch(&bI);
 #undef EACH_ENGINE
-}
-
-/* ---- Environment ---------------------------------------------------------- */
-
-static char env_cpu[256] = "unknown", env_kernel[256] = "unknown", env_fs[64];
-
-/* Name the block device of an ext4 directory and whether it has a journal. */
-static void describe_ext4(const char *dir)
-{
-    struct stat st;
-    char link[512], sys[64], jbd2[600];
-    if (stat(dir, &st) != 0)
-        return;
-    snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
-    ssize_t n = readlink(sys, link, sizeof link - 1);
-    if (n <= 0)
-        return;
-    link[n] = 0;
-    const char *dev = strrchr(link, '/') ? strrchr(link, '/') + 1 : link;
-    snprintf(jbd2, sizeof jbd2, "/proc/fs/jbd2/%s-8", dev);
-    snprintf(env_fs, sizeof env_fs, "ext4 on %.24s, %s", dev,
-             access(jbd2, F_OK) == 0 ? "journaled" : "no journal");
-}
-
-static void read_env(const char *dir)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            snprintf(env_cpu, sizeof env_cpu, "%s", colon + 2);
-            env_cpu[strcspn(env_cpu, "\n")] = 0;
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-    struct utsname u;
-    if (uname(&u) == 0)
-        snprintf(env_kernel, sizeof env_kernel, "%s %s", u.sysname, u.release);
-
-    static const struct {
-        unsigned long magic;
-        const char *name;
-    } fs[] = {{0xEF53, "ext4"},          {0x58465342, "xfs"},  {0x9123683E, "btrfs"},
-              {0x794C7630, "overlayfs"}, {0x2FC12FC1, "zfs"},  {0xF2F52010, "f2fs"},
-              {0x6969, "nfs"},           {0x01021994, "tmpfs"}, {0x858458F6, "ramfs"}};
-    struct statfs sf;
-    if (statfs(dir, &sf) != 0)
-        die("statfs %s: %s", dir, strerror(errno));
-    snprintf(env_fs, sizeof env_fs, "0x%lx", (unsigned long)sf.f_type);
-    for (size_t i = 0; i < sizeof fs / sizeof *fs; i++)
-        if ((unsigned long)sf.f_type == fs[i].magic)
-            snprintf(env_fs, sizeof env_fs, "%s", fs[i].name);
-    if (strcmp(env_fs, "ext4") == 0)
-        describe_ext4(dir);
-    if (strcmp(env_fs, "tmpfs") == 0 || strcmp(env_fs, "ramfs") == 0)
-        die("%s is on %s: fdatasync costs nothing there; use a directory on disk", dir,
-            env_fs);
 }
 
 /* ---- Report --------------------------------------------------------------- */
@@ -1084,29 +874,10 @@ static void summarize(void)
             double r[MAX_REPS];
             for (int i = 0; i < reps; i++)
                 r[i] = results[e].rows[op][i] / results[e].secs[op][i];
-            rate[e][op] = median(r, reps);
+            rate[e][op] = bench_median(r, reps);
             logs += log(rate[e][op]);
         }
         geomean[e] = exp(logs / N_OPS);
-    }
-}
-
-/* A number with 3 significant digits below 100 and thousands separators above. */
-static void fmt_num(char *out, size_t n, double v)
-{
-    if (v < 10)
-        snprintf(out, n, "%.2f", v);
-    else if (v < 100)
-        snprintf(out, n, "%.1f", v);
-    else {
-        char digits[32];
-        int len = snprintf(digits, sizeof digits, "%.0f", v), j = 0;
-        for (int i = 0; i < len && j + 2 < (int)n; i++) {
-            if (i > 0 && (len - i) % 3 == 0)
-                out[j++] = ',';
-            out[j++] = digits[i];
-        }
-        out[j] = 0;
     }
 }
 
@@ -1116,18 +887,10 @@ static void fmt_num(char *out, size_t n, double v)
 #define CELL 80
 static char cell[ROWS][COLS][CELL];
 
-static int display_width(const char *s) /* UTF-8: count non-continuation bytes */
-{
-    int w = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        w += (*p & 0xC0) != 0x80;
-    return w;
-}
-
 static void fill_row(char (*row)[CELL], const double *v, const char *target)
 {
     for (int e = 0; e < N_ENGINES; e++)
-        fmt_num(row[1 + e], CELL, v[e]);
+        bench_fmt_num(row[1 + e], CELL, v[e]);
     for (int e = 1; e < N_ENGINES; e++)
         snprintf(row[N_ENGINES + e], CELL, "%.2fx", v[0] / v[e]);
     snprintf(row[COLS - 1], CELL, "%s", target);
@@ -1159,37 +922,12 @@ static void print_table(void)
     snprintf(cell[ROWS - 1][0], CELL, "geometric mean (A–F, I–K)");
     fill_row(cell[ROWS - 1], geomean, "");
 
-    int width[COLS] = {0};
-    for (int r = 0; r < ROWS; r++)
-        for (int c = 0; c < COLS; c++)
-            if (display_width(cell[r][c]) > width[c])
-                width[c] = display_width(cell[r][c]);
-    for (int r = 0; r < ROWS; r++) {
-        for (int c = 0; c < COLS; c++) {
-            int pad = width[c] - display_width(cell[r][c]);
-            int right = c >= 1 && c < COLS - 1;
-            printf("| %*s%s%*s ", right ? pad : 0, "", cell[r][c], right ? 0 : pad, "");
-        }
-        printf("|\n");
-        for (int c = 0; r == 0 && c < COLS; c++) {
-            int right = c >= 1 && c < COLS - 1;
-            printf("|%c", right ? '-' : ':');
-            for (int i = 0; i < width[c]; i++)
-                putchar('-');
-            printf("%c%s", right ? ':' : '-', c == COLS - 1 ? "|\n" : "");
-        }
-    }
+    bench_print_cells(&cell[0][0][0], ROWS, COLS, CELL, 1);
 }
 
 static void print_report(void)
 {
-    char when[64];
-    time_t t = time(NULL);
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-    printf("## bench/engine objects (Test 1 model) — %s\n\n", when);
-    printf("- machine: %s, %ld CPUs, %s\n", env_cpu, sysconf(_SC_NPROCESSORS_ONLN),
-           env_kernel);
-    printf("- directory: %s (%s)\n", work_dir, env_fs);
+    bench_print_header("bench/engine objects (Test 1 model)");
     printf("- versions: MoteDB %s, SQLite %s (synchronous=FULL)\n", MOTE_VERSION_STRING,
            sqlite3_libversion());
     printf("- N = %d, BATCH = %d; D–K on %zu rows%s; medians of %d repetitions, fresh "
@@ -1217,12 +955,7 @@ static void print_report(void)
 
 static void write_json(const char *path)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        die("cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "{\n  \"machine\": {\"cpu\": \"%s\", \"cpus\": %ld, \"kernel\": \"%s\", "
-               "\"fs\": \"%s\"},\n",
-            env_cpu, sysconf(_SC_NPROCESSORS_ONLN), env_kernel, env_fs);
+    FILE *f = bench_json_open(path);
     fprintf(f, "  \"versions\": {\"motedb\": \"%s\", \"sqlite\": \"%s\"},\n",
             MOTE_VERSION_STRING, sqlite3_libversion());
     fprintf(f, "  \"n\": %d, \"batch\": %d, \"rows_d_to_k\": %zu, \"large\": %s, "
@@ -1250,9 +983,7 @@ static void write_json(const char *path)
             fprintf(f, "%s%.3f", i ? ", " : "", r->commit_us[i]);
         fprintf(f, "]\n    }%s\n", e + 1 < N_ENGINES ? "," : "");
     }
-    fprintf(f, "  }\n}\n");
-    if (fclose(f) != 0)
-        die("cannot write %s: %s", path, strerror(errno));
+    bench_json_close(f, path);
 }
 
 /* ---- Main ----------------------------------------------------------------- */
@@ -1268,13 +999,9 @@ int main(int argc, char **argv)
 {
     const char *base = "/var/tmp", *json = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            base = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc)
-            json = argv[++i];
-        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--large") == 0)
+        if (bench_common_opt(argc, argv, &i, &base, &json, &reps))
+            continue;
+        if (strcmp(argv[i], "--large") == 0)
             large = 1;
         else if (strcmp(argv[i], "--sqlite-bulk-rows") == 0 && i + 1 < argc)
             sqlite_bulk_rows = atoi(argv[++i]);
@@ -1282,19 +1009,16 @@ int main(int argc, char **argv)
             usage();
     }
     if (reps < 1 || reps > MAX_REPS)
-        die("--reps must be 1..%d", MAX_REPS);
+        bench_die("--reps must be 1..%d", MAX_REPS);
     if (sqlite_bulk_rows < 1 || sqlite_bulk_rows > MAX_BULK_ROWS)
-        die("--sqlite-bulk-rows must be 1..%d", MAX_BULK_ROWS);
+        bench_die("--sqlite-bulk-rows must be 1..%d", MAX_BULK_ROWS);
 
-    read_env(base);
-    snprintf(work_dir, sizeof work_dir, "%s/bench-objects-XXXXXX", base);
-    if (!mkdtemp(work_dir))
-        die("mkdtemp %s: %s", work_dir, strerror(errno));
+    bench_start(base);
 
     batch bA = make_batch('A', N), bB = make_batch('B', BATCH), bC = make_batch('C', BATCH);
     for (int rep = 0; rep < reps; rep++)
         run_rep(rep, &bA, &bB, &bC);
-    rm_tree(work_dir);
+    bench_rm_tree(bench_work_dir);
 
     summarize();
     print_report();

@@ -126,8 +126,11 @@ const char *mote_last_open_error(void);
  */
 int mote_close(mote_store *store);
 
-/* Message of the last error on this store (thread-local to the store's last
- * failing call; "" if none). Valid until the next failing call. */
+/* Message of the last failing call on the calling thread (whatever the
+ * store; `store` may be NULL). Calls that succeed, and lookups that return
+ * MOTE_NOTFOUND as an answer, may leave an older message in place: read it
+ * right after a call returned an error. Valid until the thread's next
+ * failing call. */
 const char *mote_errmsg(const mote_store *store);
 
 /* Statistics of a store, as of its latest commit. */
@@ -308,7 +311,8 @@ typedef struct mote_prop_def {
  * property. Indexes added later are built from the existing objects.
  *
  * The handle belongs to the store and stays valid until mote_close; the
- * property order of `props` is the order used by mote_value arrays.
+ * property order of `props` is the order used by mote_value arrays. Entity
+ * handles may be opened and used from several threads.
  */
 int mote_entity_open(mote_txn *txn, const char *name, const mote_prop_def *props,
                      unsigned nprops, mote_entity **out);

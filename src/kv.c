@@ -108,24 +108,25 @@ int mote_commit(mote_txn *t)
     detach_cursors(t);
     if (t->failed) {
         int rc = mote__err(t->failed, "commit of a failed transaction: rolled back");
-        mote__entities_settle(t, 0);
+        mote__entities_settle(t->s, t, 0);
         mote__txn_abort(t);
         return rc;
     }
     int frc = t->write ? mote__entities_flush(t) : MOTE_OK;
     if (frc) {
-        mote__entities_settle(t, 0);
+        mote__entities_settle(t->s, t, 0);
         mote__txn_abort(t);
         return frc;
     }
-    mote_txn *keep = t; /* settled after the txn is freed: only its list is used */
-    struct mote_entity *ents = t->new_entities;
+    /* the txn is freed by the commit: settle its entities through a stand-in
+     * that holds only their list */
+    mote_store *s = t->s;
+    mote_txn done;
+    memset(&done, 0, sizeof done);
+    done.new_entities = t->new_entities;
     t->new_entities = NULL;
-    int rc = mote__txn_commit(keep);
-    mote_txn fake;
-    memset(&fake, 0, sizeof fake);
-    fake.new_entities = ents;
-    mote__entities_settle(&fake, rc == MOTE_OK);
+    int rc = mote__txn_commit(t);
+    mote__entities_settle(s, &done, rc == MOTE_OK);
     return rc;
 }
 
@@ -134,7 +135,7 @@ void mote_abort(mote_txn *t)
     if (!t)
         return;
     detach_cursors(t);
-    mote__entities_settle(t, 0);
+    mote__entities_settle(t->s, t, 0);
     mote__txn_abort(t);
 }
 

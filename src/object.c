@@ -23,14 +23,16 @@ int mote__entity_usable(const mote_entity *e, const mote_txn *t)
     return MOTE_OK;
 }
 
-void mote__entities_settle(mote_txn *t, int committed)
+void mote__entities_settle(mote_store *s, mote_txn *t, int committed)
 {
+    pthread_mutex_lock(&s->mu); /* other threads look handles up */
     for (mote_entity *e = t->new_entities; e; e = e->pending_next) {
         e->pending_txn = NULL;
         if (!committed)
             e->dead = 1;
     }
     t->new_entities = NULL;
+    pthread_mutex_unlock(&s->mu);
 }
 
 static int check(mote_txn *t, mote_entity *e, int write)

@@ -142,7 +142,7 @@ int mote__entity_usable(const mote_entity *e, const mote_txn *t);
 /* Save the id sequences a write transaction changed (before its commit). */
 int mote__entities_flush(mote_txn *t);
 /* Called by mote_commit / mote_abort for the entities a txn created. */
-void mote__entities_settle(mote_txn *t, int committed);
+void mote__entities_settle(mote_store *s, mote_txn *t, int committed);
 
 /* Check objects against their indexes and links (mote_check). */
 int mote__check_objects(mote_txn *t, mote_problems *pr);

@@ -271,6 +271,29 @@ static char *dupstr(const char *s)
     return d;
 }
 
+/* The store's entity handles are shared by its threads: the list and the
+ * handles' pending/dead state change under the store's mutex. */
+static mote_entity *find_handle(mote_store *s, const char *name, uint64_t hash, uint32_t eid,
+                                unsigned nlayouts)
+{
+    mote_entity *found = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (mote_entity *e = s->entities; e && !found; e = e->next)
+        if (e->hash == hash && e->eid == eid && e->nlayouts == nlayouts && !e->pending_txn &&
+            !e->dead && !strcmp(e->name, name))
+            found = e;
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+static void add_handle(mote_store *s, mote_entity *e)
+{
+    pthread_mutex_lock(&s->mu);
+    e->next = s->entities;
+    s->entities = e;
+    pthread_mutex_unlock(&s->mu);
+}
+
 static int index_tree_name(char *buf, size_t n, uint32_t eid, uint16_t pid)
 {
     return snprintf(buf, n, "@i:%u:%u", eid, pid);
@@ -555,22 +578,13 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
             return rc;
         }
         if (old.hash == hash) { /* unchanged: reuse a handle if we have one */
-            for (mote_entity *e = t->s->entities; e; e = e->next)
-                if (e->hash == hash && e->eid == old.eid && e->nlayouts == old.nl &&
-                    !e->pending_txn && !strcmp(e->name, name)) {
-                    schema_free(&old);
-                    mote__free(names);
-                    *out = e;
-                    return MOTE_OK;
-                }
-            mote_entity *e;
-            rc = entity_build(t, name, &old, &e);
+            mote_entity *e = find_handle(t->s, name, hash, old.eid, old.nl);
+            if (!e && !(rc = entity_build(t, name, &old, &e)))
+                add_handle(t->s, e);
             schema_free(&old);
             mote__free(names);
             if (rc)
                 return rc;
-            e->next = t->s->entities;
-            t->s->entities = e;
             *out = e;
             return MOTE_OK;
         }
@@ -663,8 +677,7 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
     e->pending_txn = t;
     e->pending_next = t->new_entities;
     t->new_entities = e;
-    e->next = t->s->entities;
-    t->s->entities = e;
+    add_handle(t->s, e);
     *out = e;
     return MOTE_OK;
 }
@@ -716,17 +729,11 @@ int mote_entity_stored(mote_txn *t, const char *name, mote_entity **out)
         mote__free(names);
         return rc;
     }
-    for (mote_entity *e = t->s->entities; e; e = e->next)
-        if (e->hash == ss.hash && e->eid == ss.eid && e->nlayouts == ss.nl &&
-            !e->pending_txn && !e->dead && !strcmp(e->name, name)) {
-            *out = e;
-            break;
-        }
+    *out = find_handle(t->s, name, ss.hash, ss.eid, ss.nl);
     if (!*out) {
         mote_entity *e;
         if (!(rc = entity_build(t, name, &ss, &e))) {
-            e->next = t->s->entities;
-            t->s->entities = e;
+            add_handle(t->s, e);
             *out = e;
         }
     }

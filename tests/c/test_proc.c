@@ -254,3 +254,52 @@ TEST(footprint_memory_per_open_store)
     for (int i = 0; i < n; i++)
         OK(mote_close(open_stores[i]));
 }
+
+/* ---- entity handles opened from several threads ------------------------------- */
+
+static const mote_prop_def tprops[] = {
+    {"n", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL},
+};
+static mote_store *es;
+
+static void *entity_user(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 300; i++) {
+        mote_txn *t;
+        mote_entity *e;
+        uint64_t n;
+        OK(mote_begin(es, MOTE_TXN_RDONLY, &t));
+        OK(mote_entity_open(t, "T", tprops, 1, &e));
+        OK(mote_count(t, e, &n));
+        CHECK(n >= 1);
+        mote_abort(t);
+    }
+    return NULL;
+}
+
+TEST(threads_entity_open)
+{
+    es = test_open(test_path("ent.mote"), NULL);
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(es, 0, &t));
+    OK(mote_entity_open(t, "T", tprops, 1, &e));
+    mote_value v = {0};
+    OK(mote_put(t, e, 0, &v, 0, NULL));
+    OK(mote_commit(t));
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, entity_user, NULL);
+    for (int i = 0; i < 200; i++) { /* a writer opening the entity too */
+        OK(mote_begin(es, 0, &t));
+        OK(mote_entity_open(t, "T", tprops, 1, &e));
+        v.v.i = i;
+        OK(mote_put(t, e, 0, &v, 0, NULL));
+        OK(mote_commit(t));
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    OK(mote_check(es, NULL, NULL));
+    OK(mote_close(es));
+}

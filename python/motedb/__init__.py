@@ -50,7 +50,8 @@ __version__ = _core.version
 
 _json_encoder = _json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _core._init(prepare=_schema.prepare, Decimal=_decimal.Decimal, dumps=_json_encoder.encode,
-            loads=_json.loads, missing=_schema.MISSING)
+            loads=_json.loads, missing=_schema.MISSING, rel_get=_schema.rel_get,
+            rel_set=_schema.rel_set, after_put=_schema.after_put)
 
 
 def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = True,

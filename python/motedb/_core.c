@@ -40,16 +40,17 @@
 
 enum {
     K_ID, K_BOOL, K_INT, K_FLOAT, K_STR, K_BYTES, K_DATETIME, K_DATE, K_DECIMAL, K_DICT,
-    K_LIST, K_VECTOR
+    K_LIST, K_VECTOR, K_TOONE, K_TOMANY
 };
 
 static const char *kind_expect[] = {
     "int", "bool", "int", "float", "str", "bytes", "aware datetime", "date",
-    "Decimal or int", "dict", "list", "sequence of floats"};
+    "Decimal or int", "dict", "list", "sequence of floats", "object or id", "list of objects"};
 
 /* ---- module globals --------------------------------------------------------- */
 
-static PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_missing;
+static PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_missing, *g_rel_get, *g_rel_set,
+    *g_after_put;
 static PyObject *E_Error, *E_Locked, *E_Corrupt, *E_Schema, *E_Unique, *E_Closed,
     *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn;
 static PyObject *s_id, *s_utcoffset, *s_code;
@@ -118,6 +119,7 @@ typedef struct FieldInfo {
     int64_t imin, imax;  /* integer range of the property type */
     const char *cname;   /* UTF-8 of name (owned by name) */
     char *renamed;       /* renamed_from, PyMem, or NULL */
+    PyObject *target;    /* relations: the target entity name (str), else NULL */
 } FieldInfo;
 
 typedef struct EntityInfo {
@@ -126,6 +128,8 @@ typedef struct EntityInfo {
     Py_ssize_t nf;       /* properties (without the id) */
     FieldInfo *f;
     Py_ssize_t id_off;   /* slot offset of the id */
+    Py_ssize_t store_off; /* slot of the store an object was loaded from / put to; -1: none */
+    int has_tomany;      /* relations: call g_after_put after a put */
     mote_prop_def *defs;
 } EntityInfo;
 
@@ -155,6 +159,7 @@ static void info_free(EntityInfo *in)
         Py_XDECREF(in->f[i].dflt);
         Py_XDECREF(in->f[i].factory);
         PyMem_Free(in->f[i].renamed);
+        Py_XDECREF(in->f[i].target);
     }
     Py_XDECREF(in->name);
     PyMem_Free(in->f);
@@ -200,6 +205,9 @@ static PyObject *prop_get(PyObject *self, PyObject *obj, PyObject *type)
         PyErr_Format(PyExc_AttributeError, "%s.%U is not set", prop_entity(p), p->name);
         return NULL;
     }
+    FieldInfo *f = prop_field(p);
+    if (f && f->target) /* relations: lazy loading (motedb/_relations.py) */
+        return PyObject_CallFunctionObjArgs(g_rel_get, self, obj, v, NULL);
     return Py_NewRef(v);
 }
 
@@ -215,6 +223,14 @@ static int prop_set(PyObject *self, PyObject *obj, PyObject *value)
     if (!value && !*slot) {
         PyErr_Format(PyExc_AttributeError, "%s.%U is not set", prop_entity(p), p->name);
         return -1;
+    }
+    FieldInfo *f = prop_field(p);
+    if (value && f && f->target) { /* relations: check (motedb/_relations.py) */
+        PyObject *v = PyObject_CallFunctionObjArgs(g_rel_set, self, obj, value, NULL);
+        if (!v)
+            return -1;
+        Py_XSETREF(*slot, v);
+        return 0;
     }
     Py_XSETREF(*slot, Py_XNewRef(value));
     return 0;
@@ -484,6 +500,32 @@ static void exc_message(PyObject **msg)
 static int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
                     PyObject **keep, Py_ssize_t *nk, int put)
 {
+    if (f->kind == K_TOMANY) { /* links are written by g_after_put */
+        out->null = 1;
+        return 0;
+    }
+    if (f->kind == K_TOONE && v != Py_None && !PyLong_Check(v)) {
+        EntityInfo *ti = info_of_type(Py_TYPE(v));
+        if (!ti)
+            return wrong_type(ent, f, v);
+        if (PyUnicode_Compare(ti->name, f->target) != 0) {
+            PyErr_Format(PyExc_TypeError, "%s.%s: expected a %U object (or its id), got a %U "
+                         "object", ent, f->cname, f->target, ti->name);
+            return -1;
+        }
+        PyObject *idv = SLOT(v, ti->id_off);
+        unsigned long long x = idv && PyLong_Check(idv) ? PyLong_AsUnsignedLongLong(idv) : 0;
+        if (x == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+        if (!x) {
+            PyErr_Format(PyExc_ValueError, "%s.%s: the %U object has no id yet: put it first",
+                         ent, f->cname, f->target);
+            return -1;
+        }
+        out->null = 0;
+        out->v.i = (int64_t)x;
+        return 0;
+    }
     if (v == Py_None) {
         if (f->flags & MOTE_P_NULLABLE) {
             out->null = 1;
@@ -524,6 +566,18 @@ static int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value
         Py_DECREF(v);
         out->v.i = x;
         return rc;
+    }
+    case K_TOONE: {
+        if (PyBool_Check(v))
+            return wrong_type(ent, f, v);
+        unsigned long long x = PyLong_AsUnsignedLongLong(v);
+        if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return out_of_range(ent, f, v);
+        }
+        out->null = x == 0;
+        out->v.i = (int64_t)x;
+        return 0;
     }
     case K_FLOAT: {
         double d;
@@ -663,6 +717,11 @@ static PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent)
     switch (f->kind) {
     case K_BOOL: return PyBool_FromLong(v->v.i != 0);
     case K_INT: return PyLong_FromLongLong(v->v.i);
+    case K_TOONE:
+        if (!v->v.i)
+            Py_RETURN_NONE;
+        return PyLong_FromUnsignedLongLong((uint64_t)v->v.i);
+    case K_TOMANY: Py_RETURN_NONE;
     case K_FLOAT: return PyFloat_FromDouble(v->v.f);
     case K_STR: return PyUnicode_DecodeUTF8(v->v.s.p, (Py_ssize_t)v->v.s.n, "surrogateescape");
     case K_BYTES: return PyBytes_FromStringAndSize(v->v.s.p, (Py_ssize_t)v->v.s.n);
@@ -790,11 +849,11 @@ static EntityInfo *build_info(PyTypeObject *type, PyObject *name, PyObject *spec
         return NULL;
     }
     for (Py_ssize_t i = 0; i <= n; i++) {
-        PyObject *spec = PyList_GET_ITEM(specs, i), *fname, *dflt, *factory, *renamed;
+        PyObject *spec = PyList_GET_ITEM(specs, i), *fname, *dflt, *factory, *renamed, *target;
         int kind, mtype;
         unsigned flags, dim;
-        if (!PyArg_ParseTuple(spec, "UiiIIOOO", &fname, &kind, &mtype, &flags, &dim, &dflt,
-                              &factory, &renamed))
+        if (!PyArg_ParseTuple(spec, "UiiIIOOOO", &fname, &kind, &mtype, &flags, &dim, &dflt,
+                              &factory, &renamed, &target))
             goto fail;
         PyObject *descr = PyDict_GetItemWithError(type->tp_dict, fname);
         if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
@@ -862,7 +921,17 @@ static EntityInfo *build_info(PyTypeObject *type, PyObject *name, PyObject *spec
         d->flags = flags;
         d->dim = dim;
         d->renamed_from = f->renamed;
+        if (target != Py_None) {
+            if (!PyUnicode_Check(target) || !(d->target = PyUnicode_AsUTF8(target)))
+                goto fail;
+            f->target = Py_NewRef(target);
+            in->has_tomany |= kind == K_TOMANY;
+        }
     }
+    in->store_off = -1;
+    PyObject *sd = PyDict_GetItemString(type->tp_dict, "_motedb_store");
+    if (sd && Py_IS_TYPE(sd, &PyMemberDescr_Type))
+        in->store_off = ((PyMemberDescrObject *)sd)->d_member->offset;
     return in;
 fail:
     info_free(in);
@@ -1046,6 +1115,12 @@ static PyObject *ent_repr(PyObject *self)
     for (Py_ssize_t i = -1; i < in->nf; i++) {
         PyObject *v = SLOT(self, i < 0 ? in->id_off : in->f[i].offset);
         PyObject *name = i < 0 ? s_id : in->f[i].name;
+        if (i >= 0 && in->f[i].kind == K_TOMANY)
+            continue; /* relations: links are not shown */
+        if (i >= 0 && in->f[i].kind == K_TOONE && v && info_of_type(Py_TYPE(v))) {
+            EntityInfo *ti = info_of_type(Py_TYPE(v)); /* a loaded target: its id */
+            v = SLOT(v, ti->id_off);
+        }
         PyObject *part = v ? PyUnicode_FromFormat("%U=%R", name, v)
                            : PyUnicode_FromFormat("%U=<unset>", name);
         if (!part || PyList_Append(parts, part) < 0) {
@@ -1077,6 +1152,19 @@ static PyObject *ent_richcompare(PyObject *a, PyObject *b, int op)
     for (Py_ssize_t i = -1; eq && i < in->nf; i++) {
         Py_ssize_t off = i < 0 ? in->id_off : in->f[i].offset;
         PyObject *x = SLOT(a, off), *y = SLOT(b, off);
+        if (i >= 0 && in->f[i].kind == K_TOMANY)
+            continue;
+        if (i >= 0 && in->f[i].kind == K_TOONE && x && y) { /* compare the ids */
+            mote_value vx, vy;
+            if (to_value(in->cname, &in->f[i], x, &vx, NULL, NULL, 0) < 0 ||
+                to_value(in->cname, &in->f[i], y, &vy, NULL, NULL, 0) < 0) {
+                PyErr_Clear(); /* e.g. an unsaved object: the same object or not */
+                eq = x == y;
+                continue;
+            }
+            eq = vx.null == vy.null && (vx.null || vx.v.i == vy.v.i);
+            continue;
+        }
         if (!x || !y) {
             eq = x == y;
             continue;
@@ -1182,7 +1270,7 @@ static PyTypeObject Order_Type = {
 
 /* ---- Condition ------------------------------------------------------------------------ */
 
-enum { C_LEAF, C_AND, C_OR };
+enum { C_LEAF, C_AND, C_OR, C_LINK };
 
 typedef struct {
     PyObject_HEAD
@@ -1244,7 +1332,8 @@ static CondObject *cond_alloc(int kind, PyTypeObject *owner)
 
 static int comparable(FieldInfo *f)
 {
-    return f->kind != K_DECIMAL && f->kind != K_DICT && f->kind != K_LIST && f->kind != K_VECTOR;
+    return f->kind != K_DECIMAL && f->kind != K_DICT && f->kind != K_LIST && f->kind != K_VECTOR &&
+           f->kind != K_TOMANY;
 }
 
 /* A leaf condition; steals nothing. Values are checked now (TypeError early). */
@@ -1354,6 +1443,10 @@ static PyObject *cond_or(PyObject *a, PyObject *b) { return cond_group(C_OR, a, 
 static PyObject *cond_invert(PyObject *self)
 {
     CondObject *c = (CondObject *)self;
+    if (c->kind == C_LINK) {
+        PyErr_Format(PyExc_TypeError, "~%R: a relation condition cannot be negated", self);
+        return NULL;
+    }
     if (c->kind != C_LEAF) { /* De Morgan */
         Py_ssize_t n = PyTuple_GET_SIZE(c->kids);
         PyObject *res = NULL;
@@ -1415,6 +1508,9 @@ static int cond_bool(PyObject *self)
 static PyObject *cond_repr(PyObject *self)
 {
     CondObject *c = (CondObject *)self;
+    if (c->kind == C_LINK)
+        return PyUnicode_FromFormat("%R.has(%R)", (PyObject *)c->prop,
+                                    PyTuple_GET_ITEM(c->kids, 0));
     if (c->kind != C_LEAF) {
         PyObject *sep = PyUnicode_FromString(c->kind == C_AND ? " & " : " | ");
         PyObject *parts = PyList_New(0), *res = NULL;
@@ -1610,7 +1706,49 @@ static PyObject *prop_get_entity(PyObject *self, void *closure)
     return Py_NewRef((PyObject *)((PropertyObject *)self)->owner);
 }
 
+/* Note.parent.has(cond): objects whose to-one target, or any of whose to-many
+ * targets, match cond (a condition on the target entity). */
+static PyObject *prop_has(PyObject *self, PyObject *sub)
+{
+    PropertyObject *p = (PropertyObject *)self;
+    FieldInfo *f = prop_field(p);
+    if (!f || !f->target) {
+        PyErr_Format(PyExc_TypeError, "%R.has(): not a relation (motedb.ToOne / motedb.ToMany)",
+                     self);
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(sub, &Cond_Type)) {
+        PyErr_Format(PyExc_TypeError, "%R.has() takes a condition on %U, got %.100s", self,
+                     f->target, Py_TYPE(sub)->tp_name);
+        return NULL;
+    }
+    EntityInfo *ti = info_of_type(((CondObject *)sub)->owner);
+    if (!ti || PyUnicode_Compare(ti->name, f->target) != 0) {
+        PyErr_Format(PyExc_TypeError, "%R.has(): the condition %R is not on %U", self, sub,
+                     f->target);
+        return NULL;
+    }
+    CondObject *c = cond_alloc(C_LINK, p->owner);
+    if (!c)
+        return NULL;
+    c->prop = (PropertyObject *)Py_NewRef(self);
+    if (!(c->kids = PyTuple_Pack(1, sub))) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+static PyObject *prop_get_target(PyObject *self, void *closure)
+{
+    (void)closure;
+    FieldInfo *f = prop_field((PropertyObject *)self);
+    return Py_NewRef(f && f->target ? f->target : Py_None);
+}
+
 static PyMethodDef prop_methods[] = {
+    {"has", prop_has, METH_O,
+     "Relations: has(cond) matches objects whose related object(s) match cond."},
     {"between", (PyCFunction)(void (*)(void))prop_between, METH_FASTCALL,
      "lo <= value <= hi."},
     {"in_", prop_in, METH_O, "value is one of the given values."},
@@ -1632,6 +1770,8 @@ static PyMethodDef prop_methods[] = {
 static PyGetSetDef prop_getset[] = {
     {"name", prop_get_name, NULL, "The property name.", NULL},
     {"entity", prop_get_entity, NULL, "The entity class.", NULL},
+    {"target", prop_get_target, NULL, "Relations: the name of the related entity, else None.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1686,6 +1826,31 @@ typedef struct {
     mote_entity *e;     /* NULL: open it again (its transaction rolled back) */
     mote_txn *pending;  /* opened in this uncommitted write transaction */
 } BoxObject;
+
+/* An object of box b from a record; it remembers the store (relations). */
+static PyObject *box_build(BoxObject *b, const mote_record *r)
+{
+    PyObject *o = build_obj(b->cls, b->info, r);
+    if (o && b->info->store_off >= 0)
+        SLOT(o, b->info->store_off) = Py_NewRef((PyObject *)b->store);
+    return o;
+}
+
+/* After a put of obj (new id `id`) in the thread's write transaction: write
+ * its to-many links (motedb/_relations.py) and remember the store. */
+static int after_put(BoxObject *b, PyObject *obj, uint64_t id)
+{
+    if (b->info->store_off >= 0)
+        Py_XSETREF(SLOT(obj, b->info->store_off), Py_NewRef((PyObject *)b->store));
+    if (!b->info->has_tomany)
+        return 0;
+    PyObject *idv = PyLong_FromUnsignedLongLong(id);
+    PyObject *r = idv ? PyObject_CallFunctionObjArgs(g_after_put, (PyObject *)b, obj, idv, NULL)
+                      : NULL;
+    Py_XDECREF(idv);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
 
 static int closed_error(StoreObject *st)
 {
@@ -2496,6 +2661,11 @@ static PyObject *box_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         int rc = mote_put(op.ts->txn, b->e, id, vals, mode, &newid);
         if (rc)
             ok = raise_rc(rc) == 0;
+        else if (after_put(b, obj, newid) < 0) {
+            ok = 0;
+            if (!op.own)
+                op.ts->doomed = 1; /* the object is in the transaction, its links are not */
+        }
     }
     if (op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
         goto done;
@@ -2581,6 +2751,12 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
             if (!op.own && ndone > 0)
                 op.ts->doomed = 1; /* the transaction holds a part of the objects */
         }
+        for (Py_ssize_t i = 0; ok && i < n; i++)
+            if (after_put(b, PyTuple_GET_ITEM(seq, i), out[i]) < 0) {
+                ok = 0;
+                if (!op.own)
+                    op.ts->doomed = 1;
+            }
     }
     if (op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
         goto done;
@@ -2625,7 +2801,7 @@ static PyObject *box_get(PyObject *self, PyObject *arg)
         else if (rc)
             raise_rc(rc);
         else
-            res = build_obj(b->cls, b->info, &r);
+            res = box_build(b, &r);
     }
     if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
         Py_CLEAR(res);
@@ -2661,7 +2837,7 @@ static PyObject *box_get_many(PyObject *self, PyObject *arg)
         else if (rc)
             raise_rc(rc);
         else
-            o = build_obj(b->cls, b->info, &r);
+            o = box_build(b, &r);
         if (!o)
             ok = 0;
         else
@@ -2681,7 +2857,7 @@ typedef struct {
 static int scan_cb(void *ctx, const mote_record *r)
 {
     ScanCtx *c = ctx;
-    PyObject *o = build_obj(c->b->cls, c->b->info, r);
+    PyObject *o = box_build(c->b, r);
     if (!o)
         return -1;
     int rc = PyList_Append(c->list, o);
@@ -2849,6 +3025,186 @@ static PyObject *box_remove_all(PyObject *self, PyObject *unused)
 
 static PyObject *box_query(PyObject *self, PyObject *args);
 
+/* ---- Box: relations -------------------------------------------------------------- */
+
+static FieldInfo *rel_prop(BoxObject *b, PyObject *prop)
+{
+    FieldInfo *f = NULL;
+    if (PyObject_TypeCheck(prop, &Property_Type) && ((PropertyObject *)prop)->owner == b->cls)
+        f = prop_field((PropertyObject *)prop);
+    if (!f || !f->target) {
+        PyErr_Format(PyExc_TypeError, "Box of %s: expected a relation property of %s "
+                     "(motedb.ToOne / motedb.ToMany), got %R", b->info->cname, b->info->cname,
+                     prop);
+        return NULL;
+    }
+    return f;
+}
+
+/* An id, or an object of entity `name` with an id. */
+static int rel_id(const char *ent, PyObject *name, PyObject *v, uint64_t *id)
+{
+    EntityInfo *ti = info_of_type(Py_TYPE(v));
+    if (ti) {
+        if (PyUnicode_Compare(ti->name, name) != 0) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a %U object or id, got a %U object", ent,
+                         name, ti->name);
+            return -1;
+        }
+        v = SLOT(v, ti->id_off);
+        if (!v) {
+            PyErr_Format(PyExc_AttributeError, "%U.id is not set", name);
+            return -1;
+        }
+    } else if (!PyLong_Check(v) || PyBool_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a %U object or id, got %.100s", ent, name,
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (!x) {
+        PyErr_Format(PyExc_ValueError, "%s: the %U object has no id yet: put it first", ent,
+                     name);
+        return -1;
+    }
+    *id = x;
+    return 0;
+}
+
+static PyObject *ids_to_list(const uint64_t *ids, size_t n)
+{
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; l && i < n; i++) {
+        PyObject *x = PyLong_FromUnsignedLongLong(ids[i]);
+        if (!x) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+    }
+    return l;
+}
+
+/* _links(prop, id) -> ids of the targets; backlinks: the sources pointing at id. */
+static PyObject *box_links_common(BoxObject *b, PyObject *const *args, Py_ssize_t nargs,
+                                  int back)
+{
+    const char *fn = back ? "backlinks" : "_links";
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments: a relation property and an "
+                     "object or id", fn);
+        return NULL;
+    }
+    FieldInfo *f = rel_prop(b, args[0]);
+    if (!f)
+        return NULL;
+    uint64_t id;
+    if (rel_id(b->info->cname, back ? f->target : b->info->name, args[1], &id) < 0)
+        return NULL;
+    Op op;
+    if (op_begin(b->store, 0, &op) < 0)
+        return NULL;
+    PyObject *res = NULL;
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    if (box_entity(b, op.ts) == 0) {
+        unsigned prop = (unsigned)((PropertyObject *)args[0])->index;
+        int rc = back ? mote_backlinks(op.ts->txn, b->e, prop, id, &ids, &n)
+                      : mote_links(op.ts->txn, b->e, prop, id, &ids, &n);
+        if (rc == MOTE_NOTFOUND) {
+            res = PyList_New(0);
+        } else if (rc) {
+            raise_rc(rc);
+        } else if (!back) {
+            res = ids_to_list(ids, n);
+        } else {
+            res = PyList_New((Py_ssize_t)n);
+            for (size_t i = 0; res && i < n; i++) {
+                mote_record r;
+                PyObject *o = NULL;
+                if ((rc = mote_get(op.ts->txn, b->e, ids[i], &r)))
+                    raise_rc(rc);
+                else
+                    o = box_build(b, &r);
+                if (!o) {
+                    Py_CLEAR(res);
+                    break;
+                }
+                PyList_SET_ITEM(res, (Py_ssize_t)i, o);
+            }
+        }
+        mote_free(ids);
+    }
+    if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *box_links(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return box_links_common((BoxObject *)self, args, nargs, 0);
+}
+
+static PyObject *box_backlinks(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return box_links_common((BoxObject *)self, args, nargs, 1);
+}
+
+/* _relink(prop, id, add_ids, remove_ids): to-many links, in one write operation. */
+static PyObject *box_relink(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    BoxObject *b = (BoxObject *)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "_relink(prop, id, add, remove)");
+        return NULL;
+    }
+    FieldInfo *f = rel_prop(b, args[0]);
+    uint64_t id;
+    if (!f || rel_id(b->info->cname, b->info->name, args[1], &id) < 0)
+        return NULL;
+    if (f->kind != K_TOMANY) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a to-many relation", b->info->cname,
+                     f->cname);
+        return NULL;
+    }
+    PyObject *add = PySequence_Fast(args[2], "_relink: add must be a sequence");
+    PyObject *rem = add ? PySequence_Fast(args[3], "_relink: remove must be a sequence") : NULL;
+    if (!rem) {
+        Py_XDECREF(add);
+        return NULL;
+    }
+    Op op;
+    int ok = op_begin(b->store, 1, &op) == 0;
+    if (ok) {
+        unsigned prop = (unsigned)((PropertyObject *)args[0])->index;
+        ok = box_entity(b, op.ts) == 0;
+        for (int pass = 0; ok && pass < 2; pass++) {
+            PyObject *seq = pass ? add : rem;
+            for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(seq); i++) {
+                uint64_t dst;
+                if (rel_id(b->info->cname, f->target, PySequence_Fast_GET_ITEM(seq, i), &dst)) {
+                    ok = 0;
+                    break;
+                }
+                int rc = pass ? mote_link(op.ts->txn, b->e, prop, id, dst)
+                              : mote_unlink(op.ts->txn, b->e, prop, id, dst);
+                if (rc && !(rc == MOTE_NOTFOUND && !pass))
+                    ok = raise_rc(rc) == 0;
+            }
+        }
+        if (!ok && !op.own)
+            op.ts->doomed = 1;
+        ok = op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) == 0;
+    }
+    Py_DECREF(add);
+    Py_DECREF(rem);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *box_repr(PyObject *self)
 {
     BoxObject *b = (BoxObject *)self;
@@ -2883,6 +3239,13 @@ static PyMethodDef box_methods[] = {
     {"remove_many", box_remove_many, METH_O, "remove_many(ids or objs) -> number removed."},
     {"remove_all", box_remove_all, METH_NOARGS, "remove_all() -> number removed."},
     {"query", box_query, METH_VARARGS, "query(*conditions) -> Query (several: AND)."},
+    {"backlinks", (PyCFunction)(void (*)(void))box_backlinks, METH_FASTCALL,
+     "backlinks(prop, obj_or_id) -> [objects of this box whose relation prop (to-one or "
+     "to-many) points at obj], in id order."},
+    {"_links", (PyCFunction)(void (*)(void))box_links, METH_FASTCALL,
+     "_links(prop, obj_or_id) -> [target ids]."},
+    {"_relink", (PyCFunction)(void (*)(void))box_relink, METH_FASTCALL,
+     "_relink(prop, id, add, remove): write to-many links."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2922,13 +3285,53 @@ typedef struct {
     int *leaf_node;        /* and node id */
     Py_ssize_t nleaves, capleaves;
     PyObject *params;      /* property index -> values given to set_parameter() */
+    int has_link;          /* relation conditions: built in each run's transaction */
+    TxnSlot *ts;           /* the transaction q_build runs in (relation conditions) */
+    PyObject *subs;        /* list of the Query objects of relation conditions */
 } QueryObject;
 
+static int cond_has_link(CondObject *c)
+{
+    if (c->kind == C_LINK)
+        return 1;
+    if (c->kind == C_LEAF)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->kids); i++)
+        if (cond_has_link((CondObject *)PyTuple_GET_ITEM(c->kids, i)))
+            return 1;
+    return 0;
+}
+
 static int q_set_values(QueryObject *q, Py_ssize_t prop, PyObject *vals);
+
+static int q_build(QueryObject *q);
 
 static int q_add_cond(QueryObject *q, CondObject *c, int *node)
 {
     int rc;
+    if (c->kind == C_LINK) { /* a query on the target entity, kept in q->subs */
+        CondObject *sc = (CondObject *)PyTuple_GET_ITEM(c->kids, 0);
+        PyObject *tb = store_box((PyObject *)q->box->store, (PyObject *)sc->owner);
+        if (!tb)
+            return -1;
+        PyObject *args = PyTuple_Pack(1, (PyObject *)sc);
+        QueryObject *sq = args ? (QueryObject *)box_query(tb, args) : NULL;
+        Py_XDECREF(args);
+        Py_DECREF(tb);
+        if (!sq)
+            return -1;
+        rc = PyList_Append(q->subs, (PyObject *)sq);
+        Py_DECREF(sq);
+        if (rc < 0)
+            return -1;
+        sq->ts = q->ts;
+        rc = box_entity(sq->box, q->ts) < 0 || q_build(sq) < 0;
+        sq->ts = NULL;
+        if (rc)
+            return -1;
+        rc = mote_query_link(q->mq, (unsigned)c->prop->index, sq->mq, node);
+        return rc ? raise_rc(rc) : 0;
+    }
     if (c->kind != C_LEAF) {
         Py_ssize_t n = PyTuple_GET_SIZE(c->kids);
         int *kids = PyMem_Malloc(sizeof *kids * (size_t)(n + 1));
@@ -2992,12 +3395,16 @@ done:
 static int q_build(QueryObject *q)
 {
     BoxObject *b = q->box;
-    if (q->mq && q->mqe == b->e)
+    if (q->has_link && !q->ts)
+        return 0; /* built when run */
+    if (q->mq && q->mqe == b->e && !q->has_link)
         return 0;
     if (q->mq) {
         mote_query_free(q->mq);
         q->mq = NULL;
     }
+    if (q->subs && PyList_SetSlice(q->subs, 0, PyList_GET_SIZE(q->subs), NULL) < 0)
+        return -1;
     int rc = mote_query_new(b->e, &q->mq);
     if (rc)
         return raise_rc(rc);
@@ -3088,8 +3495,11 @@ static PyObject *box_query(PyObject *self, PyObject *args)
     q->leaf_node = NULL;
     q->nleaves = q->capleaves = 0;
     q->params = NULL;
+    q->has_link = root ? cond_has_link((CondObject *)root) : 0;
+    q->ts = NULL;
+    q->subs = PyList_New(0);
     PyObject_GC_Track(q);
-    if (!q->orders) {
+    if (!q->orders || !q->subs) {
         Py_DECREF(q);
         return NULL;
     }
@@ -3107,6 +3517,7 @@ static int query_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(q->cond);
     Py_VISIT(q->orders);
     Py_VISIT(q->params);
+    Py_VISIT(q->subs);
     return 0;
 }
 
@@ -3117,6 +3528,7 @@ static int query_clear(PyObject *self)
     Py_CLEAR(q->cond);
     Py_CLEAR(q->orders);
     Py_CLEAR(q->params);
+    Py_CLEAR(q->subs);
     return 0;
 }
 
@@ -3305,7 +3717,10 @@ static int q_start(QueryObject *q, int write, Op *op)
         q->busy = 0;
         return -1;
     }
-    if (box_entity(q->box, op->ts) < 0 || q_build(q) < 0) {
+    q->ts = op->ts;
+    int bad = box_entity(q->box, op->ts) < 0 || q_build(q) < 0;
+    q->ts = NULL;
+    if (bad) {
         q->busy = 0;
         op_end(q->box->store, op, OP_FAIL);
         return -1;
@@ -3331,7 +3746,7 @@ static PyObject *q_objects(QueryObject *q, Op *op, uint64_t *ids, size_t n)
     for (size_t i = 0; list && i < n; i++) {
         mote_record r;
         int rc = mote_get(op->ts->txn, b->e, ids[i], &r);
-        PyObject *o = rc ? NULL : build_obj(b->cls, b->info, &r);
+        PyObject *o = rc ? NULL : box_build(b, &r);
         if (rc)
             raise_rc(rc);
         if (!o) {
@@ -3384,7 +3799,7 @@ static PyObject *query_first(PyObject *self, PyObject *unused)
             if (rc)
                 raise_rc(rc);
             else
-                res = build_obj(q->box->cls, q->box->info, &r);
+                res = box_build(q->box, &r);
         }
     }
     mote_query_limit(q->mq, q->offset, q->limit);
@@ -3811,11 +4226,15 @@ static PyTypeObject Query_Type = {
 static PyObject *mod_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
-    static char *kwlist[] = {"prepare", "Decimal", "dumps", "loads", "missing", NULL};
-    PyObject *prepare, *dec, *dumps, *loads, *missing;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO", kwlist, &prepare, &dec, &dumps,
-                                     &loads, &missing))
+    static char *kwlist[] = {"prepare", "Decimal", "dumps", "loads", "missing", "rel_get",
+                             "rel_set", "after_put", NULL};
+    PyObject *prepare, *dec, *dumps, *loads, *missing, *rel_get, *rel_set, *after_put;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOOO", kwlist, &prepare, &dec, &dumps,
+                                     &loads, &missing, &rel_get, &rel_set, &after_put))
         return NULL;
+    Py_XSETREF(g_rel_get, Py_NewRef(rel_get));
+    Py_XSETREF(g_rel_set, Py_NewRef(rel_set));
+    Py_XSETREF(g_after_put, Py_NewRef(after_put));
     Py_XSETREF(g_prepare, Py_NewRef(prepare));
     Py_XSETREF(g_Decimal, Py_NewRef(dec));
     Py_XSETREF(g_dumps, Py_NewRef(dumps));

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal as _decimal
+import re
 import sys
 import types
 import typing
 
+from . import _core
+
 # Kinds: how a Python value is marshalled (shared with _core.c).
 K_ID, K_BOOL, K_INT, K_FLOAT, K_STR, K_BYTES, K_DATETIME, K_DATE, K_DECIMAL, K_DICT, K_LIST, \
-    K_VECTOR = range(12)
+    K_VECTOR, K_TOONE, K_TOMANY = range(14)
 
 # Property types and flags of the C API (mote.h).
 T_BOOL, T_INT8, T_INT16, T_INT32, T_INT64, T_FLOAT32, T_FLOAT64, T_STRING, T_BYTES, \
-    T_TIMESTAMP, T_DATE, T_DECIMAL, T_JSON, T_VECTOR = range(1, 15)
+    T_TIMESTAMP, T_DATE, T_DECIMAL, T_JSON, T_VECTOR, T_TOONE, T_TOMANY = range(1, 17)
 P_NULLABLE, P_INDEXED, P_UNIQUE = 0x1, 0x2, 0x4
 
 MISSING = object()
@@ -98,19 +101,40 @@ class _Relation:
     def __repr__(self):
         return f"motedb.{self.kind}[{self.target!r}]"
 
+    def __or__(self, other):  # ToOne["X"] | None: to-one relations are always nullable
+        if other is None and self.kind == "ToOne":
+            return self
+        raise TypeError(f"{self!r} | {other!r}: only a to-one relation can be '| None'")
+
+    __ror__ = __or__
+
+
+def _target_name(kind, target) -> str:
+    if isinstance(target, type):
+        target = target.__name__
+    elif isinstance(target, typing.ForwardRef):
+        target = target.__forward_arg__
+    if not isinstance(target, str) or not target.isidentifier():
+        raise TypeError(f"motedb.{kind}[...]: the target must be an entity class or its name, "
+                        f"got {target!r}")
+    return target
+
 
 class ToOne:
-    """``motedb.ToOne["Other"]``: a to-one relation (not supported yet)."""
+    """``motedb.ToOne["Other"]``: a to-one relation (reads as the related object or None)."""
 
     def __class_getitem__(cls, target):
-        return _Relation("ToOne", target)
+        return _Relation("ToOne", _target_name("ToOne", target))
 
 
 class ToMany:
-    """``motedb.ToMany["Other"]``: a to-many relation (not supported yet)."""
+    """``motedb.ToMany["Other"]``: a to-many relation (reads as a list of related objects)."""
 
     def __class_getitem__(cls, target):
-        return _Relation("ToMany", target)
+        return _Relation("ToMany", _target_name("ToMany", target))
+
+
+_REL_RE = re.compile(r"^\s*(?:\w+\.)*(ToOne|ToMany)\[\s*(['\"]?)(\w+)\2\s*\]\s*(\|\s*None\s*)?$")
 
 
 _MUTABLE = (list, dict, set, bytearray)
@@ -136,8 +160,12 @@ def _annotations(ns: dict) -> dict:
 
 def _evaluate(where: str, tp, globalns: dict, localns: dict):
     if isinstance(tp, str):
+        m = _REL_RE.match(tp)
+        if m:
+            return _Relation(m.group(1), m.group(3))
         if _is_relation(tp):
-            return _Relation("ToOne", tp)
+            raise TypeError(f"{where}: cannot read the relation annotation {tp!r} (write "
+                            f"motedb.ToOne[\"Other\"] or motedb.ToMany[\"Other\"])")
         try:
             return eval(tp, globalns, localns)  # noqa: S307 (annotations are code)
         except Exception as e:
@@ -209,7 +237,8 @@ def _kind_of(where: str, tp, markers):
 def prepare(name: str, bases: tuple, ns: dict):
     """Called by the entity metaclass: -> (namespace with __slots__, field specs).
 
-    A spec is (name, kind, mote type, flags, dim, default, default_factory, renamed_from);
+    A spec is (name, kind, mote type, flags, dim, default, default_factory, renamed_from,
+    relation target entity name or None);
     the first one is the id."""
     if "__slots__" in ns:
         raise TypeError(f"entity {name}: do not declare __slots__ (motedb makes them from the annotations)")
@@ -225,6 +254,7 @@ def prepare(name: str, bases: tuple, ns: dict):
     names = []
     ns = dict(ns)
     id_seen = False
+    rels: dict = {}
     for attr, tp in ann.items():
         where = f"{name}.{attr}"
         tp = _evaluate(where, tp, globalns, localns)
@@ -237,15 +267,35 @@ def prepare(name: str, bases: tuple, ns: dict):
         if isinstance(raw, Field):
             default, factory, renamed = raw.default, raw.default_factory, raw.renamed_from
         base, nullable, markers = _split(where, tp)
-        if _is_relation(base) or any(_is_relation(m) for m in markers):
-            raise TypeError(f"{where}: relations (motedb.ToOne / motedb.ToMany) are not supported yet")
+        if any(_is_relation(m) for m in markers) or base is ToOne or base is ToMany:
+            raise TypeError(f"{where}: write a relation as motedb.ToOne[\"Other\"] or "
+                            f"motedb.ToMany[\"Other\"]")
+        if isinstance(base, _Relation):
+            if markers:
+                raise TypeError(f"{where}: a relation takes no markers (to-one relations are "
+                                f"always indexed)")
+            if base.kind == "ToMany" and nullable:
+                raise TypeError(f"{where}: a to-many relation cannot be None (it is a list)")
+            if factory is not MISSING or default not in (MISSING, None):
+                raise TypeError(f"{where}: a relation has no default (to-one: None, to-many: "
+                                f"an empty list)")
+            if attr == "id":
+                raise TypeError(f"{where}: the id must be declared as 'id: int = 0'")
+            if base.kind == "ToOne":
+                specs.append((attr, K_TOONE, T_TOONE, P_NULLABLE | P_INDEXED, 0, None, None,
+                              renamed, base.target))
+            else:
+                specs.append((attr, K_TOMANY, T_TOMANY, 0, 0, None, None, renamed, base.target))
+            names.append(attr)
+            rels[attr] = (base.kind, base.target)
+            continue
         if attr == "id":
             if base is not int or nullable or markers:
                 raise TypeError(f"{where}: the id must be declared as 'id: int = 0'")
             if factory is not MISSING or renamed is not None or default not in (MISSING, 0):
                 raise TypeError(f"{where}: the id must be declared as 'id: int = 0'")
             id_seen = True
-            specs.insert(0, ("id", K_ID, 0, 0, 0, 0, None, None))
+            specs.insert(0, ("id", K_ID, 0, 0, 0, 0, None, None, None))
             names.insert(0, "id")
             continue
         for m in markers:
@@ -265,7 +315,7 @@ def prepare(name: str, bases: tuple, ns: dict):
         if default is MISSING and factory is MISSING and nullable:
             default = None  # X | None fields default to None
         specs.append((attr, kind, mtype, flags, dim, default,
-                      None if factory is MISSING else factory, renamed))
+                      None if factory is MISSING else factory, renamed, None))
         names.append(attr)
     for attr, v in ns.items():
         if isinstance(v, Field):
@@ -274,5 +324,170 @@ def prepare(name: str, bases: tuple, ns: dict):
         raise TypeError(f"entity {name}: declare the object id as 'id: int = 0'")
     if len(specs) > 1000:
         raise TypeError(f"entity {name}: at most 1000 properties")
+    if rels:
+        names.append("_motedb_store")
+        ns["_motedb_relations"] = Relations(rels)
+        for attr, (kind, _target) in rels.items():
+            if kind == "ToOne" and f"{attr}_id" not in ann and f"{attr}_id" not in ns:
+                ns[f"{attr}_id"] = RawId(attr)
     ns["__slots__"] = tuple(names)
     return ns, specs
+
+
+# ---- relations: the Python side --------------------------------------------------
+#
+# The C core stores a to-one relation as the id of the target object (its slot
+# holds an id, the loaded object, or None) and a to-many relation as link
+# records (its slot holds None until loaded or assigned, then a plain list of
+# objects). Reading and setting these attributes calls rel_get / rel_set;
+# box.put calls after_put in its transaction to make the stored links of each
+# loaded or assigned to-many list equal to that list.
+
+
+TO_ONE, TO_MANY = "ToOne", "ToMany"
+
+
+class Relations:
+    """``_motedb_relations`` of an entity class with relations: attribute ->
+    (kind, target entity name); also keeps the raw slot descriptors."""
+
+    __slots__ = ("rels", "raw")
+
+    def __init__(self, rels: dict) -> None:
+        self.rels = rels
+        self.raw: dict = {}
+
+    def __set_name__(self, owner, name) -> None:
+        # Called while the class is created, before the C core replaces the slot
+        # descriptors by motedb.Property objects: keep them for raw access.
+        for attr in self.rels:
+            self.raw[attr] = owner.__dict__[attr]
+
+    def __repr__(self) -> str:
+        return f"<motedb relations {self.rels!r}>"
+
+
+class RawId:
+    """``obj.<relation>_id``: the id a to-one relation holds (None: unset)."""
+
+    __slots__ = ("attr", "member")
+
+    def __init__(self, attr: str) -> None:
+        self.attr = attr
+        self.member = None
+
+    def __set_name__(self, owner, name) -> None:
+        self.member = owner.__dict__[self.attr]
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        raw = self.member.__get__(obj, type(obj))
+        if isinstance(raw, _core.Entity):
+            return raw.id or None
+        return raw or None
+
+    def __set__(self, obj, value) -> None:
+        setattr(obj, self.attr, value)
+
+
+def resolve(name: str, src: type) -> type:
+    """The entity class named ``name`` (``src`` itself for a self-reference, else
+    the most recently defined entity class of that name)."""
+    if src.__name__ == name:
+        return src
+    for cls in reversed(_core.Entity.__subclasses__()):
+        if cls.__name__ == name:
+            return cls
+    raise LookupError(f"{src.__name__}: no entity class named {name!r} (relation target)")
+
+
+def _store(obj, where: str):
+    store = getattr(obj, "_motedb_store", None)
+    if store is None:
+        raise RuntimeError(f"{where}: the object was not loaded from or put to a store, so "
+                           f"its relation cannot be loaded")
+    return store
+
+
+def rel_get(prop, obj, raw):
+    cls = type(obj)
+    kind, target = cls._motedb_relations.rels[prop.name]
+    where = f"{cls.__name__}.{prop.name}"
+    if kind == TO_ONE:
+        if raw is None or isinstance(raw, _core.Entity):
+            return raw
+        other = _store(obj, where).box(resolve(target, cls)).get(raw)
+        if other is not None:
+            setattr(obj, prop.name, other)  # cache it (put writes its id)
+        return other
+    if raw is not None:
+        return raw
+    objs: list = []
+    if obj.id:
+        store = _store(obj, where)
+        ids = store.box(cls)._links(prop, obj.id)
+        if ids:
+            objs = [o for o in store.box(resolve(target, cls)).get_many(ids) if o is not None]
+    setattr(obj, prop.name, objs)
+    return cls._motedb_relations.raw[prop.name].__get__(obj, cls)
+
+
+def _check_target(where: str, target: str, v) -> None:
+    if not isinstance(v, _core.Entity):
+        raise TypeError(f"{where}: expected a {target} object, got {type(v).__name__}")
+    if type(v).__name__ != target:
+        raise TypeError(f"{where}: expected a {target} object, got a {type(v).__name__} object")
+
+
+def rel_set(prop, obj, value):
+    cls = type(obj)
+    kind, target = cls._motedb_relations.rels[prop.name]
+    where = f"{cls.__name__}.{prop.name}"
+    if kind == TO_ONE:
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < 0:
+                raise ValueError(f"{where}: invalid object id {value!r}")
+            return value or None
+        _check_target(where, target, value)
+        if not value.id:
+            raise ValueError(f"{where}: the {target} object has no id yet: put it first")
+        return value
+    if value is None or isinstance(value, (str, bytes, _core.Entity)):
+        raise TypeError(f"{where}: expected a list of {target} objects, got {type(value).__name__}")
+    items = list(value)
+    for v in items:
+        _check_target(where, target, v)
+    return items
+
+
+def after_put(box, obj, new_id) -> None:
+    """Inside box.put's transaction: write the to-many links of obj."""
+    cls = type(obj)
+    rels = cls._motedb_relations
+    for attr, (kind, target) in rels.rels.items():
+        if kind != TO_MANY:
+            continue
+        try:
+            items = rels.raw[attr].__get__(obj, cls)
+        except AttributeError:
+            continue
+        if items is None:  # not loaded nor assigned: links unchanged
+            continue
+        where = f"{cls.__name__}.{attr}"
+        want: list = []
+        for v in items:
+            _check_target(where, target, v)
+            if not v.id:
+                raise ValueError(f"{where}: a {target} object in the list has no id yet: "
+                                 f"put it first")
+            want.append(v.id)
+        prop = cls.__dict__[attr]
+        have = box._links(prop, new_id)
+        hs, ws = set(have), set(want)
+        add = [i for i in dict.fromkeys(want) if i not in hs]
+        remove = [i for i in have if i not in ws]
+        if add or remove:
+            box._relink(prop, new_id, add, remove)

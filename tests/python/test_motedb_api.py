@@ -104,8 +104,6 @@ def test_defaults_and_factories():
 @pytest.mark.parametrize("body, match", [
     ("x: int", "declare the object id"),
     ("id: str = ''", "id must be declared"),
-    ("id: int = 0\n    parent: motedb.ToOne['Note']", "relations"),
-    ("id: int = 0\n    kids: motedb.ToMany['Note']", "relations"),
     ("id: int = 0\n    x: set", "not supported"),
     ("id: int = 0\n    x: int | str", "unions are not supported"),
     ("id: int = 0\n    x: Annotated[str, motedb.Int16]", "needs an int"),

@@ -10,9 +10,9 @@ Fastest idiomatic path:
   yet, so J writes whole objects). K: box.remove_many(ids) in one transaction.
 - Durability: every write transaction is synced (exactly one fdatasync per commit).
 Deviations:
-- Test 2: relations exist in MoteDB's C layer but not yet in its Python API, so `parent_id` is an
-  indexed nullable int and the M2M is a link entity JournalRelated with two indexed ids (as
-  ObjectBox's Python binding does it).
+- Test 2: real relations: `parent: ToOne["Journal"]` (an indexed id) and
+  `related: ToMany["Journal"]` (link records with backlinks); the operations never set them,
+  so K measures the cleanup of links on removal.
 - Test 3: real Decimal, real JSON (dict) and real NULL for the nullable groups.
 - The timestamp is an aware UTC datetime (MoteDB rejects naive datetimes).
 - Warm mode restores the store by closing it and copying the file back.
@@ -49,8 +49,8 @@ def _journal_class():
            "text": Annotated[str, motedb.Index]}
     ns = {"id": 0, "timestamp": None}
     if TEST == 2:
-        ann["parent_id"] = Annotated[Optional[int], motedb.Index]
-        ns["parent_id"] = None
+        ann["parent"] = motedb.ToOne["Journal"]
+        ann["related"] = motedb.ToMany["Journal"]
     for name, t, nullable in WIDE:
         if nullable:
             ann[name] = Optional[_TYPES[t]]
@@ -66,11 +66,6 @@ def _journal_class():
 
 
 Journal = _journal_class()
-if TEST == 2:
-    class JournalRelated(motedb.Entity):
-        id: int = 0
-        journal_id: Annotated[int, motedb.Index] = 0
-        related_id: Annotated[int, motedb.Index] = 0
 
 
 def _now():
@@ -82,7 +77,7 @@ class Backend(SyncBackend):
     PARTIAL_UPDATE = "whole object (no partial update in the Python API yet)"
     NOTES = ["C put_many(list) sets ids; I/J put_many(list), K remove_many(ids), one transaction each",
              "G/H: query(...).dicts() / .tuples()",
-             "Test 2: indexed parent_id and a link entity (relations are not in the Python API yet)",
+             "Test 2: real ToOne parent and ToMany related (link records with backlinks)",
              "Test 3: real Decimal, JSON (dict) and NULL"]
 
     def __init__(self, test, directory):
@@ -104,8 +99,6 @@ class Backend(SyncBackend):
     def create(self):
         fresh_dir(self.directory)
         self.open()
-        if TEST == 2:
-            self.store.box(JournalRelated)
         self.close()
 
     def open(self):

@@ -121,8 +121,10 @@ const char *mote_last_open_error(void);
 /*
  * Close the store. Aborts nothing: all transactions must be ended first
  * (MOTE_BUSY otherwise, and the store stays open). After writes, a small
- * clean-close marker is written so that the next open needs no verification.
- * NULL is accepted and does nothing.
+ * clean-close marker is written (no sync) so that the next open needs no
+ * verification. A handle that wrote also shrinks the file when at least a
+ * quarter of it (and 1 MB) is free: one more commit (one fdatasync), then
+ * the file is truncated. NULL is accepted and does nothing.
  */
 int mote_close(mote_store *store);
 

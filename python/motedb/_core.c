@@ -3810,28 +3810,40 @@ static PyObject *query_first(PyObject *self, PyObject *unused)
     return res;
 }
 
-static PyObject *query_count(PyObject *self, PyObject *unused)
+/* Run a C query call that answers a number (count, or objects removed)
+ * without the GIL; a write (remove) commits when it changed something and
+ * dooms an outer transaction when it fails. */
+static PyObject *q_run_number(QueryObject *q, int write,
+                              int (*fn)(mote_txn *, mote_query *, uint64_t *))
 {
-    (void)unused;
-    QueryObject *q = (QueryObject *)self;
     if (q->limit_zero)
         return PyLong_FromLong(0);
     Op op;
-    if (q_start(q, 0, &op) < 0)
+    if (q_start(q, write, &op) < 0)
         return NULL;
     uint64_t n = 0;
     int rc;
     mote_txn *t = op.ts->txn;
     mote_query *mq = q->mq;
     Py_BEGIN_ALLOW_THREADS
-    rc = mote_query_count(t, mq, &n);
+    rc = fn(t, mq, &n);
     Py_END_ALLOW_THREADS
     q->busy = 0;
-    if (rc)
+    if (rc) {
         raise_rc(rc);
-    if (op_end(q->box->store, &op, rc ? OP_FAIL : OP_NOCHANGE) < 0)
+        if (write && !op.own)
+            op.ts->doomed = 1;
+    }
+    int outcome = rc ? OP_FAIL : write && n ? OP_COMMIT : OP_NOCHANGE;
+    if (op_end(q->box->store, &op, outcome) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(n);
+}
+
+static PyObject *query_count(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return q_run_number((QueryObject *)self, 0, mote_query_count);
 }
 
 static PyObject *query_ids(PyObject *self, PyObject *unused)
@@ -3866,28 +3878,7 @@ static PyObject *query_ids(PyObject *self, PyObject *unused)
 static PyObject *query_remove(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    QueryObject *q = (QueryObject *)self;
-    if (q->limit_zero)
-        return PyLong_FromLong(0);
-    Op op;
-    if (q_start(q, 1, &op) < 0)
-        return NULL;
-    uint64_t n = 0;
-    int rc;
-    mote_txn *t = op.ts->txn;
-    mote_query *mq = q->mq;
-    Py_BEGIN_ALLOW_THREADS
-    rc = mote_query_remove(t, mq, &n);
-    Py_END_ALLOW_THREADS
-    q->busy = 0;
-    if (rc) {
-        raise_rc(rc);
-        if (!op.own)
-            op.ts->doomed = 1;
-    }
-    if (op_end(q->box->store, &op, rc ? OP_FAIL : n ? OP_COMMIT : OP_NOCHANGE) < 0)
-        return NULL;
-    return PyLong_FromUnsignedLongLong(n);
+    return q_run_number((QueryObject *)self, 1, mote_query_remove);
 }
 
 /* Field indexes (-1 = id) of projection arguments; all fields if none. */

@@ -140,21 +140,55 @@ static inline const uint8_t *branch_key(const uint8_t *n, unsigned i, uint32_t *
 
 static inline uint8_t *branch_ptr(uint8_t *n, unsigned i) { return n + n_off(n, i); }
 
+/* Big-endian load: comparing these compares 8 key bytes at once. */
+static inline uint64_t be64(const uint8_t *p)
+{
+    uint64_t v = rd64(p);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* memcmp order, shorter first on a tie; inline because keys are short and
+ * share long prefixes (the tree id, then the index value). */
 static inline int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
 {
     uint32_t m = al < bl ? al : bl;
-    int r = m ? memcmp(a, b, m) : 0;
-    return r ? r : (al > bl) - (al < bl);
+    for (; m >= 8; m -= 8, a += 8, b += 8) {
+        uint64_t x = be64(a), y = be64(b);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    for (; m; m--, a++, b++)
+        if (*a != *b)
+            return *a < *b ? -1 : 1;
+    return (al > bl) - (al < bl);
 }
 
-/* First index with key >= k; *found if equal. */
+/*
+ * First index with key >= k; *found if equal. The last key is tried first:
+ * ascending inserts (new ids, appended index entries) then cost one compare
+ * per node instead of a binary search.
+ */
 static unsigned leaf_search(const uint8_t *n, const uint8_t *k, uint32_t kl, int *found)
 {
     unsigned lo = 0, hi = n_nkeys(n);
+    uint32_t ml;
     *found = 0;
+    if (hi) {
+        const uint8_t *lk = leaf_key(n, hi - 1, &ml);
+        int c = keycmp(lk, ml, k, kl);
+        if (c < 0)
+            return hi;
+        if (c == 0) {
+            *found = 1;
+            return hi - 1;
+        }
+        hi--;
+    }
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        uint32_t ml;
         const uint8_t *mk = leaf_key(n, mid, &ml);
         int c = keycmp(mk, ml, k, kl);
         if (c < 0) {
@@ -172,9 +206,15 @@ static unsigned leaf_search(const uint8_t *n, const uint8_t *k, uint32_t kl, int
 static unsigned branch_search(const uint8_t *n, const uint8_t *k, uint32_t kl)
 {
     unsigned lo = 1, hi = n_nkeys(n);
+    uint32_t ml;
+    if (hi > 1) { /* the last child first, as in leaf_search */
+        const uint8_t *mk = branch_key(n, hi - 1, &ml);
+        if (keycmp(mk, ml, k, kl) <= 0)
+            return hi - 1;
+        hi--;
+    }
     while (lo < hi) {
         unsigned mid = (lo + hi) / 2;
-        uint32_t ml;
         const uint8_t *mk = branch_key(n, mid, &ml);
         if (keycmp(mk, ml, k, kl) <= 0)
             lo = mid + 1;

@@ -140,30 +140,9 @@ static inline const uint8_t *branch_key(const uint8_t *n, unsigned i, uint32_t *
 
 static inline uint8_t *branch_ptr(uint8_t *n, unsigned i) { return n + n_off(n, i); }
 
-/* Big-endian load: comparing these compares 8 key bytes at once. */
-static inline uint64_t be64(const uint8_t *p)
-{
-    uint64_t v = rd64(p);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-/* memcmp order, shorter first on a tie; inline because keys are short and
- * share long prefixes (the tree id, then the index value). */
 static inline int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
 {
-    uint32_t m = al < bl ? al : bl;
-    for (; m >= 8; m -= 8, a += 8, b += 8) {
-        uint64_t x = be64(a), y = be64(b);
-        if (x != y)
-            return x < y ? -1 : 1;
-    }
-    for (; m; m--, a++, b++)
-        if (*a != *b)
-            return *a < *b ? -1 : 1;
-    return (al > bl) - (al < bl);
+    return mote__keycmp(a, al, b, bl);
 }
 
 /*
@@ -693,6 +672,25 @@ static int branch_fix_first(mote_txn *t, uint8_t *n, int is_root)
                : MOTE_OK;
 }
 
+/* After deletes below child idx of n: drop the child if empty, else merge it
+ * with a sibling if it is underfull. */
+static int child_fixup(mote_txn *t, uint8_t *n, int is_root, unsigned idx, mpage *child)
+{
+    unsigned nk = n_nkeys(n);
+    int rc = MOTE_OK;
+    if (n_nkeys(child->data) == 0) {
+        if ((rc = mote__page_free(t, child->pgno, (uint32_t)child->birth)))
+            return rc;
+        node_remove(n, node_cap(t, is_root), idx);
+        if (idx == 0 && nk > 1)
+            rc = branch_fix_first(t, n, is_root);
+    } else if (node_underfull(child->data, t->s->P) && nk > 1) {
+        int merged;
+        rc = try_merge(t, n, is_root, idx + 1 < nk ? idx : idx - 1, &merged);
+    }
+    return rc;
+}
+
 static int del_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k, uint32_t kl)
 {
     uint32_t cap = node_cap(t, is_root);
@@ -722,34 +720,30 @@ static int del_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k, uint3
         return rc;
     ptr = branch_ptr(n, idx);
     wr64(ptr + 12, ptr_count(ptr) - 1);
-    unsigned nk = n_nkeys(n);
-    if (n_nkeys(child->data) == 0) {
-        if ((rc = mote__page_free(t, child->pgno, (uint32_t)child->birth)))
-            return rc;
-        node_remove(n, cap, idx);
-        if (idx == 0 && nk > 1 && (rc = branch_fix_first(t, n, is_root)))
-            return rc;
-    } else if (node_underfull(child->data, t->s->P) && nk > 1) {
-        int merged;
-        rc = try_merge(t, n, is_root, idx + 1 < nk ? idx : idx - 1, &merged);
-        if (rc)
-            return rc;
-    }
-    return MOTE_OK;
+    return child_fixup(t, n, is_root, idx, child);
 }
 
-int mote__bt_del(mote_txn *t, const uint8_t *k, size_t kl)
+static int root_shrink(mote_txn *t);
+
+int mote__bt_del(mote_txn *t, const uint8_t *k, size_t kl, int known)
 {
     mote__txn_release_held(t);
-    int rc = mote__bt_get(t, k, kl, NULL); /* don't copy pages for nothing */
+    int rc = known ? MOTE_OK : mote__bt_get(t, k, kl, NULL); /* don't copy pages for nothing */
     mote__txn_release_held(t);
     if (rc)
         return rc;
+    rc = del_rec(t, txn_root(t), 1, k, (uint32_t)kl);
+    return rc ? rc : root_shrink(t);
+}
+
+/* After deletes: a root with one child takes over the child's cells if they
+ * fit; a root branch left without children becomes an empty leaf. */
+static int root_shrink(mote_txn *t)
+{
     uint8_t *root = txn_root(t);
-    rc = del_rec(t, root, 1, k, (uint32_t)kl);
-    if (rc)
-        return rc;
-    /* a root with one child takes over the child's cells if they fit */
+    int rc;
+    if (n_type(root) == NODE_BRANCH && n_nkeys(root) == 0)
+        mote__node_init(root, root_cap(t->s), NODE_LEAF, 0);
     while (n_type(root) == NODE_BRANCH && n_nkeys(root) == 1) {
         mpage *child;
         uint8_t *ptr = branch_ptr(root, 0);
@@ -767,6 +761,127 @@ int mote__bt_del(mote_txn *t, const uint8_t *k, size_t kl)
         mote__free(cells);
         if ((rc = mote__page_free(t, child->pgno, (uint32_t)child->birth)))
             return rc;
+    }
+    return MOTE_OK;
+}
+
+/* ---- sorted runs ------------------------------------------------------------ */
+
+/* State of one mote__bt_apply pass. */
+typedef struct run {
+    const mote_kvop *ops;
+    size_t n, i;        /* ops, their count, the next one */
+    uint64_t *missing;  /* deletes of absent keys */
+    int stuck;          /* the next op needs the one-at-a-time path */
+} run;
+
+/* Apply ops to leaf n while they fall below the bound (bk, NULL = none) and
+ * fit without a split or an overflow chain; *delta = entries added. */
+static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *bk,
+                    uint32_t bkl, int64_t *delta)
+{
+    uint32_t cap = node_cap(t, is_root), P = t->s->P;
+    uint8_t cb[CHILD + 16 + MAX_IKEY + 1024];
+    for (; r->i < r->n; r->i++) {
+        const mote_kvop *op = &r->ops[r->i];
+        if (bk && keycmp(op->key, op->klen, bk, bkl) >= 0)
+            return MOTE_OK;
+        int found;
+        unsigned idx = leaf_search(n, op->key, op->klen, &found);
+        cell c;
+        if (found)
+            mote__cell(n, cap, idx, &c);
+        if (op->del) {
+            if (!found) {
+                (*r->missing)++;
+                continue;
+            }
+            if (c.ovf) {
+                int rc = mote__ovf_free(t, c.val, c.vlen);
+                if (rc)
+                    return rc;
+            }
+            node_remove(n, cap, idx);
+            (*delta)--;
+            continue;
+        }
+        if (op->klen + op->vlen + 8 > P / 4 || op->klen + op->vlen + 8 > sizeof cb ||
+            (found && c.ovf)) {
+            r->stuck = 1; /* overflow values go one at a time */
+            return MOTE_OK;
+        }
+        uint32_t csize = make_leaf_cell(cb, op->key, op->klen, op->val, op->vlen, 0);
+        if (node_used(n) - (found ? c.size + 2 : 0) + 2 + csize > cap) {
+            r->stuck = 1; /* a split: one at a time */
+            return MOTE_OK;
+        }
+        if (found)
+            node_remove(n, cap, idx);
+        if (node_try_insert(t, n, cap, idx, cb, csize))
+            return mote__err(MOTE_CORRUPT, "internal: no room for a cell that fits");
+        *delta += !found;
+    }
+    return MOTE_OK;
+}
+
+/* Apply the run below node n (keys under bound bk), child by child. */
+static int run_rec(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *bk,
+                   uint32_t bkl, int64_t *delta)
+{
+    if (n_type(n) == NODE_LEAF)
+        return run_leaf(t, n, is_root, r, bk, bkl, delta);
+    while (r->i < r->n && !r->stuck) {
+        const mote_kvop *op = &r->ops[r->i];
+        if (bk && keycmp(op->key, op->klen, bk, bkl) >= 0)
+            break;
+        unsigned idx = branch_search(n, op->key, op->klen), nk = n_nkeys(n);
+        const uint8_t *cbk = bk;
+        uint32_t cbkl = bkl;
+        if (idx + 1 < nk)
+            cbk = branch_key(n, idx + 1, &cbkl);
+        uint8_t *ptr = branch_ptr(n, idx);
+        mpage *child;
+        int rc = mote__page_write(t, ptr, (int)n_level(n) - 1, &child);
+        if (rc)
+            return rc;
+        size_t before = r->i;
+        int64_t d = 0;
+        rc = run_rec(t, child->data, 0, r, cbk, cbkl, &d);
+        if (rc)
+            return rc;
+        ptr = branch_ptr(n, idx);
+        wr64(ptr + 12, (uint64_t)((int64_t)ptr_count(ptr) + d));
+        *delta += d;
+        if (d < 0 && (rc = child_fixup(t, n, is_root, idx, child)))
+            return rc;
+        if (r->i == before)
+            break;
+    }
+    return MOTE_OK;
+}
+
+int mote__bt_apply(mote_txn *t, const mote_kvop *ops, size_t n, uint64_t *missing)
+{
+    run r = {ops, n, 0, missing, 0};
+    mote__txn_release_held(t);
+    while (r.i < n) {
+        size_t before = r.i;
+        int64_t d = 0;
+        int rc = run_rec(t, txn_root(t), 1, &r, NULL, 0, &d);
+        if (!rc && d < 0)
+            rc = root_shrink(t);
+        if (!rc && r.i == before) { /* a split or an overflow value */
+            const mote_kvop *op = &ops[r.i++];
+            rc = op->del ? mote__bt_del(t, op->key, op->klen, 0)
+                         : mote__bt_put(t, op->key, op->klen, op->val, op->vlen, 0);
+            if (rc == MOTE_NOTFOUND) {
+                (*missing)++;
+                rc = MOTE_OK;
+            }
+        }
+        if (rc)
+            return rc;
+        r.stuck = 0;
     }
     return MOTE_OK;
 }

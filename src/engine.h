@@ -102,6 +102,31 @@
 static inline uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static inline uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+/* Big-endian load: comparing these compares 8 key bytes at once. */
+static inline uint64_t mote__be64(const uint8_t *p)
+{
+    uint64_t v = rd64(p);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* Key order: memcmp, shorter first on a tie. Inline because keys are short
+ * and share long prefixes (the tree id, then the index value). */
+static inline int mote__keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+    uint32_t m = al < bl ? al : bl;
+    for (; m >= 8; m -= 8, a += 8, b += 8) {
+        uint64_t x = mote__be64(a), y = mote__be64(b);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    for (; m; m--, a++, b++)
+        if (*a != *b)
+            return *a < *b ? -1 : 1;
+    return (al > bl) - (al < bl);
+}
 static inline void wr16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 static inline void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void wr64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
@@ -313,7 +338,31 @@ void mote__node_init(uint8_t *n, uint32_t cap, int type, int level);
 int mote__bt_get(mote_txn *t, const uint8_t *k, size_t kl, mote_val *v);
 int mote__bt_put(mote_txn *t, const uint8_t *k, size_t kl, const void *v,
                  size_t vl, unsigned flags);
-int mote__bt_del(mote_txn *t, const uint8_t *k, size_t kl);
+/* Delete k. known: the caller knows k exists, so the read-only descent that
+ * keeps a miss from copying pages is skipped (a miss then still returns
+ * MOTE_NOTFOUND, having copied the path). */
+int mote__bt_del(mote_txn *t, const uint8_t *k, size_t kl, int known);
+/* One put (del = 0) or delete of a sorted batch (see mote__kv_apply). */
+typedef struct mote_kvop {
+    const uint8_t *key;
+    uint32_t klen;
+    int del;
+    const void *val;
+    size_t vlen;
+} mote_kvop;
+/* Apply ops with internal keys in strictly ascending order: puts overwrite,
+ * deletes of absent keys add to *missing. The same result as one call per
+ * op, but the ops that fall into one leaf cost one descent together. */
+int mote__bt_apply(mote_txn *t, const mote_kvop *ops, size_t n, uint64_t *missing);
+/* Sort ops by key (stable). */
+int mote__kvops_sort(mote_kvop *ops, size_t n);
+/* mote__bt_apply on one tree with user keys (strictly ascending, else
+ * MOTE_INVALID before anything is written). */
+int mote__kv_apply(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
+                   uint64_t *missing);
+/* mote_kv_del for a key the caller knows exists (the object layer, which
+ * has just read the object or its index entries). */
+int mote__kv_del_known(mote_txn *t, uint32_t tree, const void *key, size_t klen);
 /* Copy every page at or above `cut` to a lower free page (write txn). */
 int mote__bt_relocate(mote_txn *t, uint32_t cut);
 /* number of keys < k (k NULL: all keys) */

@@ -215,7 +215,7 @@ int mote_kv_drop(mote_txn *t, const char *name)
         uint32_t kl = c.klen;
         memcpy(k, c.key, kl);
         mote__cur_reset(&c);
-        if ((rc = write_result(t, mote__bt_del(t, k, kl))))
+        if ((rc = write_result(t, mote__bt_del(t, k, kl, 0))))
             return rc;
     }
     mote__cur_reset(&c);
@@ -224,7 +224,7 @@ int mote_kv_drop(mote_txn *t, const char *name)
     uint8_t key[MAX_IKEY];
     size_t kl;
     catalog_key(name, key, &kl);
-    return write_result(t, mote__bt_del(t, key, kl));
+    return write_result(t, mote__bt_del(t, key, kl, 0));
 }
 
 /* ---- put / get / del / count ------------------------------------------------ */
@@ -263,7 +263,7 @@ int mote_kv_get(mote_txn *t, uint32_t tree, const void *key, size_t klen, mote_v
     return rc ? rc : mote__bt_get(t, k, kl, val);
 }
 
-int mote_kv_del(mote_txn *t, uint32_t tree, const void *key, size_t klen)
+static int kv_del(mote_txn *t, uint32_t tree, const void *key, size_t klen, int known)
 {
     uint8_t k[MAX_IKEY];
     size_t kl;
@@ -272,7 +272,105 @@ int mote_kv_del(mote_txn *t, uint32_t tree, const void *key, size_t klen)
         rc = check_tree(t, tree);
     if (!rc)
         rc = ikey(tree, key, klen, k, &kl);
-    return rc ? rc : write_result(t, mote__bt_del(t, k, kl));
+    if (rc)
+        return rc;
+    rc = mote__bt_del(t, k, kl, known);
+    if (rc == MOTE_NOTFOUND && known)
+        t->gen++; /* the miss copied the path: cursors revalidate */
+    return write_result(t, rc);
+}
+
+int mote_kv_del(mote_txn *t, uint32_t tree, const void *key, size_t klen)
+{
+    return kv_del(t, tree, key, klen, 0);
+}
+
+int mote__kv_del_known(mote_txn *t, uint32_t tree, const void *key, size_t klen)
+{
+    return kv_del(t, tree, key, klen, 1);
+}
+
+/* Bottom-up merge sort; input that is already in order costs one pass. */
+int mote__kvops_sort(mote_kvop *ops, size_t n)
+{
+    size_t i = 1;
+    while (i < n && mote__keycmp(ops[i - 1].key, ops[i - 1].klen, ops[i].key, ops[i].klen) <= 0)
+        i++;
+    if (i >= n)
+        return MOTE_OK;
+    mote_kvop *tmp = mote__malloc(n * sizeof *tmp), *a = ops, *b = tmp;
+    if (!tmp)
+        return mote__err(MOTE_NOMEM, "out of memory sorting a batch of %zu", n);
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t x = lo, y = mid, o = lo;
+            while (x < mid && y < hi)
+                b[o++] = mote__keycmp(a[y].key, a[y].klen, a[x].key, a[x].klen) < 0 ? a[y++]
+                                                                                     : a[x++];
+            while (x < mid)
+                b[o++] = a[x++];
+            while (y < hi)
+                b[o++] = a[y++];
+        }
+        mote_kvop *sw = a;
+        a = b;
+        b = sw;
+    }
+    if (a != ops)
+        memcpy(ops, a, n * sizeof *ops);
+    mote__free(tmp);
+    return MOTE_OK;
+}
+
+int mote__kv_apply(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
+                   uint64_t *missing)
+{
+    int rc = check_txn(t, 1);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (rc || !n)
+        return rc;
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const mote_kvop *op = &ops[i];
+        if (op->klen > MOTE_MAX_KEY || (!op->del && op->vlen > MOTE_MAX_VALUE))
+            return mote__err(MOTE_TOOBIG, "key or value too big in a batch");
+        if (i) { /* strictly ascending, or runs would land in wrong leaves */
+            const mote_kvop *pr = &ops[i - 1];
+            uint32_t m = pr->klen < op->klen ? pr->klen : op->klen;
+            int c = m ? memcmp(pr->key, op->key, m) : 0;
+            if (c > 0 || (c == 0 && pr->klen >= op->klen))
+                return mote__err(MOTE_INVALID, "batch keys not in ascending order");
+        }
+        bytes += op->klen + 5;
+    }
+    mote_kvop *iops = mote__malloc(n * sizeof *iops);
+    uint8_t *arena = mote__malloc(bytes);
+    if (!iops || !arena) {
+        mote__free(iops);
+        mote__free(arena);
+        return mote__err(MOTE_NOMEM, "out of memory for a batch of %zu", n);
+    }
+    uint8_t *p = arena;
+    for (size_t i = 0; i < n; i++) {
+        size_t kl;
+        ikey(tree, ops[i].key, ops[i].klen, p, &kl);
+        iops[i] = ops[i];
+        iops[i].key = p;
+        iops[i].klen = (uint32_t)kl;
+        if (!iops[i].val)
+            iops[i].val = "";
+        p += kl;
+    }
+    uint64_t miss = 0;
+    rc = mote__bt_apply(t, iops, n, &miss);
+    mote__free(iops);
+    mote__free(arena);
+    if (missing)
+        *missing = miss;
+    t->gen++; /* even a batch of misses copied pages: cursors revalidate */
+    return write_result(t, rc);
 }
 
 int mote_kv_count(mote_txn *t, uint32_t tree, const void *lo, size_t lolen,

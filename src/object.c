@@ -184,7 +184,7 @@ static int index_del(mote_txn *t, const mprop *p, const mote_value *v, uint64_t 
 {
     uint8_t key[IDX_MAX_VALUE + 16];
     size_t kl = index_key(p, v, id, key);
-    int rc = mote_kv_del(t, p->index_tree, key, kl);
+    int rc = mote__kv_del_known(t, p->index_tree, key, kl);
     return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
 }
 
@@ -478,7 +478,7 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
     uint8_t k[8];
     mote__obj_tree_key(id, k);
     if (!rc)
-        rc = mote_kv_del(t, e->eid, k, 8);
+        rc = mote__kv_del_known(t, e->eid, k, 8);
     return rc;
 }
 
@@ -925,9 +925,17 @@ int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id)
         mote__free(dst);
     }
     /* links to id: every backlink names a forward entry to remove */
-    uint32_t btree;
-    if (rc || backlink_tree(t, e->eid, 0, &btree))
+    if (rc)
         return rc;
+    if (e->bl_serial != t->serial || e->bl_next_tree != t->next_tree) {
+        uint32_t bt;
+        e->bl_tree = backlink_tree(t, e->eid, 0, &bt) ? 0 : bt;
+        e->bl_serial = t->serial;
+        e->bl_next_tree = t->next_tree;
+    }
+    uint32_t btree = e->bl_tree;
+    if (!btree)
+        return MOTE_OK;
     mote_cursor *c;
     if ((rc = mote_cursor_open(t, btree, &c)))
         return rc;

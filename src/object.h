@@ -90,6 +90,11 @@ struct mote_entity {
     uint64_t seq_serial, seq_hi;
     int seq_dirty;
     struct mote_entity *seq_next_dirty;
+    /* the backlink tree of this entity ("@b:<eid>", 0 = none) as looked up
+     * in write transaction bl_serial when the next new tree id was
+     * bl_next_tree: valid while both match (such trees are never dropped) */
+    uint64_t bl_serial;
+    uint32_t bl_next_tree, bl_tree;
 };
 
 static inline int type_is_var(int t)

@@ -385,7 +385,10 @@ int mote_put(mote_txn *txn, mote_entity *e, uint64_t id, const mote_value *vals,
  * Put n objects; vals holds n * nprops values, object after object. Ids 0
  * get a contiguous block of new ids, written to ids_out[i] (ids[i] in,
  * may be NULL for all-new). Stops at the first error (the transaction then
- * holds the objects before it; abort to discard them).
+ * holds the objects before it; abort to discard them). All-new objects, and
+ * updates of existing objects of an entity without unique indexes, are
+ * written as sorted batches (one descent per leaf of each tree); the result
+ * is the same as one put per object.
  */
 int mote_put_many(mote_txn *txn, mote_entity *e, size_t n, const uint64_t *ids,
                   const mote_value *vals, unsigned mode, uint64_t *ids_out,
@@ -400,6 +403,14 @@ int mote_get(mote_txn *txn, mote_entity *e, uint64_t id, mote_record *out);
 
 /* Remove one object with its index entries; MOTE_NOTFOUND if absent. */
 int mote_remove(mote_txn *txn, mote_entity *e, uint64_t id);
+/*
+ * Remove the objects of ids[0..n) that exist, with their index entries and
+ * links; absent ids (and repeats) are skipped. *removed (may be NULL) gets
+ * the number removed. Two or more ids are removed as one sorted batch (one
+ * descent per leaf, not per object).
+ */
+int mote_remove_many(mote_txn *txn, mote_entity *e, const uint64_t *ids, size_t n,
+                     uint64_t *removed);
 /* Remove every object of the entity; *removed may be NULL. */
 int mote_remove_all(mote_txn *txn, mote_entity *e, uint64_t *removed);
 /* Number of objects, O(log n). */

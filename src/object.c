@@ -343,6 +343,255 @@ static int write_result(mote_txn *t, int rc)
     return rc;
 }
 
+/* ---- batches: many objects, one descent per leaf ------------------------------- */
+
+/*
+ * put_many and remove_many of two or more objects gather the changes of each
+ * tree (the object tree, every index) into a sorted batch and apply it with
+ * mote__kv_apply, so that the changes falling into one leaf cost one descent.
+ * Everything that can refuse an object (values, unique indexes, missing ids)
+ * is checked before the first write; when something would, the batch is
+ * dropped unwritten (BATCH_NO) and the caller goes object by object, which
+ * writes the objects before the bad one and reports it, as documented.
+ */
+#define BATCH_NO (-1)
+
+/* The keys and values of one tree's batch in one buffer; the ops point into
+ * it from kb_apply on (the buffer moves while it grows). */
+typedef struct kbatch {
+    mote_kvop *ops;
+    size_t *off; /* key offset of ops[i]; its value follows the key */
+    size_t n, cap;
+    uint8_t *buf;
+    size_t len, bcap;
+} kbatch;
+
+static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t vl, int del)
+{
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? 2 * b->cap : 64;
+        mote_kvop *o = mote__realloc(b->ops, nc * sizeof *o);
+        if (o)
+            b->ops = o;
+        size_t *f = o ? mote__realloc(b->off, nc * sizeof *f) : NULL;
+        if (!f)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        b->off = f;
+        b->cap = nc;
+    }
+    int rc = grow(&b->buf, &b->bcap, b->len + kl + vl);
+    if (rc)
+        return rc;
+    mote_kvop *op = &b->ops[b->n];
+    b->off[b->n++] = b->len;
+    memcpy(b->buf + b->len, k, kl);
+    if (vl)
+        memcpy(b->buf + b->len + kl, v, vl);
+    b->len += kl + vl;
+    op->klen = kl;
+    op->vlen = vl;
+    op->del = del;
+    return MOTE_OK;
+}
+
+/* Point the ops into the buffer and sort them (when asked). */
+static int kb_seal(kbatch *b, int sort)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        b->ops[i].key = b->buf + b->off[i];
+        b->ops[i].val = b->ops[i].key + b->ops[i].klen;
+    }
+    return sort ? mote__kvops_sort(b->ops, b->n) : MOTE_OK;
+}
+
+static void kb_free(kbatch *b)
+{
+    mote__free(b->ops);
+    mote__free(b->off);
+    mote__free(b->buf);
+}
+
+/* Add (or delete) the index entry of value v of object id. */
+static int kb_index(kbatch *b, const mprop *p, const mote_value *v, uint64_t id, int del)
+{
+    uint8_t key[IDX_MAX_VALUE + 16], idv[8];
+    size_t kl = index_key(p, v, id, key);
+    wr64(idv, id);
+    int with_id = (p->flags & MOTE_P_UNIQUE) && !v->null && !del;
+    return kb_add(b, key, (uint32_t)kl, idv, with_id ? 8 : 0, del);
+}
+
+/* One batch per indexed property (ib[i] for property i) and one for the
+ * object tree. */
+typedef struct objbatch {
+    kbatch ob, *ib;
+    unsigned np;
+} objbatch;
+
+static int ob_init(objbatch *b, const mote_entity *e)
+{
+    memset(b, 0, sizeof *b);
+    b->np = e->nprops;
+    b->ib = mote__calloc(e->nprops + 1, sizeof *b->ib);
+    return b->ib ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory");
+}
+
+static void ob_free(objbatch *b)
+{
+    kb_free(&b->ob);
+    for (unsigned i = 0; b->ib && i < b->np; i++)
+        kb_free(&b->ib[i]);
+    mote__free(b->ib);
+}
+
+/* Seal every index batch; a unique index given one value twice: BATCH_NO. */
+static int ob_seal_indexes(objbatch *b, const mote_entity *e)
+{
+    for (unsigned i = 0; i < b->np; i++) {
+        kbatch *k = &b->ib[i];
+        int rc = kb_seal(k, 1);
+        if (rc)
+            return rc;
+        for (size_t j = 1; j < k->n; j++)
+            if (k->ops[j].klen == k->ops[j - 1].klen &&
+                !memcmp(k->ops[j].key, k->ops[j - 1].key, k->ops[j].klen))
+                return (e->props[i].flags & MOTE_P_UNIQUE) ? BATCH_NO
+                                                            : mote__err(MOTE_CORRUPT,
+                                                                  "internal: index key twice");
+    }
+    return MOTE_OK;
+}
+
+/* Write the sealed batches: objects, then every index. */
+static int ob_write(mote_txn *t, const mote_entity *e, objbatch *b)
+{
+    int rc = mote__kv_apply(t, e->eid, b->ob.ops, b->ob.n, NULL);
+    for (unsigned i = 0; !rc && i < b->np; i++)
+        if (b->ib[i].n)
+            rc = mote__kv_apply(t, e->props[i].index_tree, b->ib[i].ops, b->ib[i].n, NULL);
+    return rc;
+}
+
+/* Add object id's record (values vals) to the object batch. */
+static int ob_record(mote_txn *t, const mote_entity *e, objbatch *b, uint64_t id,
+                     const mote_value *vals)
+{
+    size_t len = 0;
+    uint8_t k[8];
+    int rc = mote__record_encode(e, vals, &t->obuf, &t->obuf_cap, &len);
+    mote__obj_tree_key(id, k);
+    return rc ? rc : kb_add(&b->ob, k, 8, t->obuf, len, 0);
+}
+
+/* n new objects with ids first, first + 1, ... */
+static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value *vals,
+                         uint64_t first)
+{
+    unsigned np = e->nprops;
+    for (size_t i = 0; i < n; i++)
+        if (check_values(e, vals + i * np))
+            return BATCH_NO;
+    objbatch b;
+    int rc = ob_init(&b, e);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const mote_value *v = vals + i * np;
+        for (unsigned j = 0; !rc && j < np; j++) {
+            if (!e->props[j].index_tree)
+                continue;
+            rc = unique_check(t, e, &e->props[j], &v[j], first + i);
+            if (rc == MOTE_UNIQUE)
+                rc = BATCH_NO;
+            if (!rc)
+                rc = kb_index(&b.ib[j], &e->props[j], &v[j], first + i, 0);
+        }
+        if (!rc)
+            rc = ob_record(t, e, &b, first + i, v);
+    }
+    if (!rc)
+        rc = ob_seal_indexes(&b, e);
+    if (!rc)
+        rc = kb_seal(&b.ob, 0); /* new ids ascend */
+    if (!rc)
+        rc = ob_write(t, e, &b);
+    ob_free(&b);
+    return rc;
+}
+
+static int cmp_u64(const void *a, const void *b);
+
+/* A sorted copy of ids without repeats (*m of them). */
+static int sorted_ids(const uint64_t *ids, size_t n, uint64_t **out, size_t *m)
+{
+    uint64_t *s = mote__malloc((n + 1) * sizeof *s);
+    if (!s)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    memcpy(s, ids, n * sizeof *s);
+    qsort(s, n, sizeof *s, cmp_u64);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!k || s[k - 1] != s[i])
+            s[k++] = s[i];
+    *out = s;
+    *m = k;
+    return MOTE_OK;
+}
+
+/* Updates of n existing objects (no unique index: swapping unique values
+ * between objects must fail as it does one by one). */
+static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
+                              const mote_value *vals)
+{
+    unsigned np = e->nprops;
+    for (unsigned j = 0; j < np; j++)
+        if (e->props[j].flags & MOTE_P_UNIQUE)
+            return BATCH_NO;
+    for (size_t i = 0; i < n; i++)
+        if (check_values(e, vals + i * np))
+            return BATCH_NO;
+    uint64_t *sorted;
+    size_t m;
+    int rc = sorted_ids(ids, n, &sorted, &m);
+    if (rc)
+        return rc;
+    mote__free(sorted);
+    if (m != n)
+        return BATCH_NO; /* an id twice: the later put sees the earlier */
+    objbatch b;
+    rc = ob_init(&b, e);
+    for (size_t i = 0; !rc && i < n; i++) {
+        const mote_value *v = vals + i * np;
+        uint8_t k[8];
+        mote_val old;
+        mote__obj_tree_key(ids[i], k);
+        rc = mote_kv_get(t, e->eid, k, 8, &old);
+        if (rc == MOTE_NOTFOUND)
+            rc = BATCH_NO;
+        mote_record r;
+        if (!rc)
+            rc = mote__record_init(&r, e, old.data, old.size, ids[i]);
+        for (unsigned j = 0; !rc && j < np; j++) {
+            const mprop *p = &e->props[j];
+            mote_value ov;
+            if (!p->index_tree || (rc = mote_record_get(&r, j, &ov, NULL)) ||
+                same_value(p->type, &ov, &v[j]))
+                continue;
+            rc = kb_index(&b.ib[j], p, &ov, ids[i], 1);
+            if (!rc)
+                rc = kb_index(&b.ib[j], p, &v[j], ids[i], 0);
+        }
+        if (!rc)
+            rc = ob_record(t, e, &b, ids[i], v);
+    }
+    if (!rc)
+        rc = ob_seal_indexes(&b, e);
+    if (!rc)
+        rc = kb_seal(&b.ob, 1);
+    if (!rc)
+        rc = ob_write(t, e, &b);
+    ob_free(&b);
+    return rc;
+}
+
 int mote_put(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
              unsigned mode, uint64_t *out_id)
 {
@@ -361,19 +610,41 @@ int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
         rc = mote__err(t->failed, "an earlier operation of this transaction failed");
     if (rc)
         return rc;
-    size_t nnew = 0;
-    for (size_t i = 0; i < n; i++)
-        nnew += !ids || !ids[i];
-    if (nnew && mode == MOTE_PUT_UPDATE)
-        return mote__err(MOTE_INVALID, "%s: update of an object without id", e->name);
     if ((rc = seq_load(t, e)))
         return rc;
-    if (e->seq_hi > UINT64_MAX - nnew - 1)
+    /* new objects get a contiguous block above the sequence and above every
+     * explicit id of the batch (so that none collides with them) */
+    size_t nnew = 0;
+    uint64_t top = e->seq_hi;
+    for (size_t i = 0; i < n; i++) {
+        nnew += !ids || !ids[i];
+        if (ids && ids[i] > top)
+            top = ids[i];
+    }
+    if (nnew && mode == MOTE_PUT_UPDATE)
+        return mote__err(MOTE_INVALID, "%s: update of an object without id", e->name);
+    if (top > UINT64_MAX - nnew - 1)
         return mote__err(MOTE_FULL, "%s: object ids exhausted", e->name);
-    uint64_t next = e->seq_hi + 1;
-    if (nnew) { /* reserve a contiguous block */
-        e->seq_hi += nnew;
-        seq_mark(t, e);
+    uint64_t next = top + 1;
+    if (n >= 2) {
+        if (nnew == n && mode != MOTE_PUT_UPDATE)
+            rc = put_new_batch(t, e, n, vals, next);
+        else if (!nnew && mode != MOTE_PUT_INSERT)
+            rc = put_existing_batch(t, e, n, ids, vals);
+        else
+            rc = BATCH_NO;
+        if (rc != BATCH_NO) {
+            if (!rc && nnew) {
+                e->seq_hi = next + nnew - 1;
+                seq_mark(t, e);
+            }
+            for (size_t i = 0; !rc && ids_out && i < n; i++)
+                ids_out[i] = nnew ? next + i : ids[i];
+            if (!rc && done)
+                *done = n;
+            return write_result(t, rc);
+        }
+        rc = MOTE_OK;
     }
     unsigned np = e->nprops;
     for (size_t i = 0; i < n; i++) {
@@ -385,7 +656,10 @@ int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
             rc = put_with_id(t, e, id, v, mode);
         } else {
             id = next++;
-            rc = put_one(t, e, id, v, NULL, 0);
+            if (!(rc = put_one(t, e, id, v, NULL, 0)) && id > e->seq_hi) {
+                e->seq_hi = id; /* only written objects use up ids */
+                seq_mark(t, e);
+            }
         }
         if (rc)
             break;
@@ -488,11 +762,63 @@ int mote_remove(mote_txn *t, mote_entity *e, uint64_t id)
     return rc ? rc : write_result(t, remove_one(t, e, id));
 }
 
+/* Remove the objects of ids that exist (sorted, no repeats), as a batch. */
+static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
+                        uint64_t *removed)
+{
+    unsigned np = e->nprops;
+    uint64_t cnt = 0;
+    objbatch b;
+    int rc = ob_init(&b, e);
+    for (size_t i = 0; !rc && i < n; i++) {
+        uint8_t k[8];
+        mote_val old;
+        mote_record r;
+        mote__obj_tree_key(ids[i], k);
+        rc = mote_kv_get(t, e->eid, k, 8, &old);
+        if (rc == MOTE_NOTFOUND) {
+            rc = MOTE_OK;
+            continue;
+        }
+        if (!rc)
+            rc = mote__record_init(&r, e, old.data, old.size, ids[i]);
+        for (unsigned j = 0; !rc && j < np; j++) {
+            mote_value ov;
+            if (e->props[j].index_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
+                rc = kb_index(&b.ib[j], &e->props[j], &ov, ids[i], 1);
+        }
+        if (!rc)
+            rc = kb_add(&b.ob, k, 8, NULL, 0, 1);
+        if (!rc)
+            rc = mote__links_cleanup(t, e, ids[i]);
+        cnt++;
+    }
+    if (!rc)
+        rc = ob_seal_indexes(&b, e);
+    if (!rc)
+        rc = kb_seal(&b.ob, 0);
+    if (!rc)
+        rc = ob_write(t, e, &b);
+    ob_free(&b);
+    if (removed)
+        *removed = rc ? 0 : cnt;
+    return rc;
+}
+
 int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
                      uint64_t *removed)
 {
     int rc = MOTE_OK;
     uint64_t cnt = 0;
+    if (n >= 2) {
+        uint64_t *s;
+        size_t m;
+        if (!(rc = sorted_ids(ids, n, &s, &m))) {
+            rc = remove_batch(t, e, s, m, removed);
+            mote__free(s);
+        }
+        return write_result(t, rc);
+    }
     for (size_t i = 0; i < n && !rc; i++) {
         rc = remove_one(t, e, ids[i]);
         if (rc == MOTE_NOTFOUND)
@@ -505,28 +831,41 @@ int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
     return write_result(t, rc);
 }
 
+int mote_remove_many(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
+                     uint64_t *removed)
+{
+    int rc = check(t, e, 1);
+    if (!rc && n && !ids)
+        rc = mote__err(MOTE_INVALID, "mote_remove_many: ids is NULL");
+    if (!rc && t->failed)
+        rc = mote__err(t->failed, "an earlier operation of this transaction failed");
+    return rc ? rc : mote__remove_ids(t, e, ids, n, removed);
+}
+
 int mote_remove_all(mote_txn *t, mote_entity *e, uint64_t *removed)
 {
     int rc = check(t, e, 1);
     if (rc)
         return rc;
-    uint64_t cnt = 0;
-    mote_cursor *c;
-    if ((rc = mote_cursor_open(t, e->eid, &c)))
-        return rc;
-    while ((rc = mote_cursor_first(c)) == MOTE_OK) {
+    uint64_t *ids = NULL, count;
+    size_t n = 0;
+    mote_cursor *c = NULL;
+    if (!(rc = mote_kv_count(t, e->eid, NULL, 0, NULL, 0, &count)) &&
+        !(ids = mote__malloc((count + 1) * sizeof *ids)))
+        rc = mote__err(MOTE_NOMEM, "out of memory for %llu ids", (unsigned long long)count);
+    if (!rc)
+        rc = mote_cursor_open(t, e->eid, &c);
+    for (int r = rc ? rc : mote_cursor_first(c); !rc && r == MOTE_OK && n < count;
+         r = mote_cursor_next(c)) {
         mote_val k;
-        if ((rc = mote_cursor_get(c, &k, NULL)))
-            break;
-        uint64_t id = key_id(k.data);
-        if ((rc = remove_one(t, e, id)))
-            break;
-        cnt++;
+        if (!(rc = mote_cursor_get(c, &k, NULL)))
+            ids[n++] = key_id(k.data);
     }
     mote_cursor_close(c);
-    if (removed)
-        *removed = cnt;
-    return write_result(t, rc == MOTE_NOTFOUND ? MOTE_OK : rc);
+    if (!rc)
+        rc = mote__remove_ids(t, e, ids, n, removed);
+    mote__free(ids);
+    return rc;
 }
 
 int mote_count(mote_txn *t, mote_entity *e, uint64_t *count)

@@ -2982,14 +2982,11 @@ static PyObject *box_remove_many(PyObject *self, PyObject *arg)
         mote_txn *t = op.ts->txn;
         mote_entity *e = b->e;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n && (rc == MOTE_OK || rc == MOTE_NOTFOUND); i++) {
-            rc = mote_remove(t, e, ids[i]);
-            removed += rc == MOTE_OK;
-        }
+        rc = mote_remove_many(t, e, ids, (size_t)n, &removed);
         Py_END_ALLOW_THREADS
-        if (rc != MOTE_OK && rc != MOTE_NOTFOUND) {
+        if (rc != MOTE_OK) {
             ok = raise_rc(rc) == 0;
-            if (!op.own && removed)
+            if (!op.own) /* a failed batch may have written part of it */
                 op.ts->doomed = 1;
         }
     }

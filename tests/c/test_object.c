@@ -139,13 +139,26 @@ TEST(obj_ids_and_modes)
     size_t done;
     OK(mote_put_many(t, e, 5, NULL, many, 0, ids, &done));
     CHECK(done == 5 && ids[0] == 2 && ids[4] == 6);
+    /* a mixed batch: the new ids come after the explicit one, never on it */
+    uint64_t mixed_in[3] = {0, 8, 0}, mixed[3];
+    OK(mote_put_many(t, e, 3, mixed_in, many, 0, mixed, &done));
+    CHECK(done == 3 && mixed[0] == 9 && mixed[1] == 8 && mixed[2] == 10);
+    OK(mote_remove(t, e, 8));
+    OK(mote_remove(t, e, 9));
+    OK(mote_remove(t, e, 10));
+    /* a failed put uses up no id */
+    mote_value bad[4] = {I(1), I(40000), S("a"), N()};
+    CHECK_RC(mote_put(t, e, 0, bad, 0, NULL), MOTE_RANGE);
     CHECK_RC(mote_put(t, e, 3, v, MOTE_PUT_INSERT, NULL), MOTE_EXISTS);
     CHECK_RC(mote_put(t, e, 99, v, MOTE_PUT_UPDATE, NULL), MOTE_NOTFOUND);
     OK(mote_put(t, e, 3, v, MOTE_PUT_UPDATE, NULL));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 11); /* removed ids are not reused */
+    OK(mote_remove(t, e, 11));
     OK(mote_put(t, e, 50, v, MOTE_PUT_INSERT, NULL)); /* explicit id */
     OK(mote_remove(t, e, 50));
     OK(mote_put(t, e, 0, v, 0, &id));
-    CHECK(id == 51); /* removed ids are not reused */
+    CHECK(id == 51);
     OK(mote_remove(t, e, 51));
     OK(mote_commit(t));
     OK(mote_begin(s, 0, &t));
@@ -953,4 +966,144 @@ TEST(obj_handle_from_read_txn_writes)
     CHECK(id == 3);
     OK(mote_check(s, NULL, NULL));
     OK(mote_close(s));
+}
+
+/*
+ * put_many / remove_many / remove_all go through sorted batches; mote_put and
+ * mote_remove one object at a time. Two twin entities get the same random
+ * operations, one through each path, and must end up equal after every
+ * round: the same return codes, `done` counts and ids (values out of range
+ * and unique violations in the middle of a batch included), the same
+ * records, and indexes that mote_check finds consistent. Once with a unique
+ * index (updates then go object by object) and once without.
+ */
+typedef struct twin_rows {
+    uint64_t *id;
+    uint64_t *sum; /* FNV over the record bytes */
+    size_t n, cap;
+} twin_rows;
+
+static int twin_collect(void *ctx, const mote_record *r)
+{
+    twin_rows *w = ctx;
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 256;
+        w->id = realloc(w->id, w->cap * sizeof *w->id);
+        w->sum = realloc(w->sum, w->cap * sizeof *w->sum);
+    }
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < r->size; i++)
+        h = (h ^ r->data[i]) * 1099511628211ull;
+    w->id[w->n] = r->id;
+    w->sum[w->n++] = h;
+    return MOTE_OK;
+}
+
+static void twins_equal(mote_txn *t, mote_entity *a, mote_entity *b)
+{
+    twin_rows x = {0}, y = {0};
+    OK(mote_scan(t, a, twin_collect, &x));
+    OK(mote_scan(t, b, twin_collect, &y));
+    CHECK(x.n == y.n);
+    for (size_t i = 0; i < x.n; i++)
+        CHECK(x.id[i] == y.id[i] && x.sum[i] == y.sum[i]);
+    free(x.id), free(x.sum), free(y.id), free(y.sum);
+}
+
+static void twin_values(uint64_t *rs, mote_value *v, char (*txt)[24], size_t i, int bad)
+{
+    v[0] = I((int64_t)(test_rand(rs) % 5) * 10);
+    if (bad)
+        v[0] = I(40000); /* out of int16's range */
+    snprintf(txt[2 * i], 24, "t%llu", (unsigned long long)(test_rand(rs) % 300));
+    v[1] = test_rand(rs) % 8 ? S(txt[2 * i]) : N();
+    snprintf(txt[2 * i + 1], 24, "c%llu", (unsigned long long)(test_rand(rs) % 5000));
+    v[2] = test_rand(rs) % 4 ? S(txt[2 * i + 1]) : N();
+    v[3] = I((int64_t)test_rand(rs));
+}
+
+static void twin_run(int with_unique)
+{
+    mote_prop_def props[] = {
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
+        {"code", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
+        {"n", MOTE_T_INT64, 0, 0, NULL, NULL},
+    };
+    if (with_unique)
+        props[2].flags |= MOTE_P_INDEXED | MOTE_P_UNIQUE;
+    mote_store *s = test_open(test_path(with_unique ? "twu.mote" : "tw.mote"), NULL);
+    mote_txn *t;
+    mote_entity *a, *b;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "A", props, 4, &a));
+    OK(mote_entity_open(t, "B", props, 4, &b));
+    enum { MAXN = 600 };
+    mote_value *v = malloc(MAXN * 4 * sizeof *v);
+    char (*txt)[24] = malloc(2 * MAXN * 24);
+    uint64_t *ids = malloc(MAXN * sizeof *ids), *ida = malloc(MAXN * sizeof *ida);
+    uint64_t rs = with_unique ? 11 : 12, hi = 0;
+    for (int round = 0; round < 150; round++) {
+        size_t n = 1 + test_rand(&rs) % (round % 4 ? 40 : MAXN);
+        int kind = (int)(test_rand(&rs) % 10);
+        if (kind < 5 || hi == 0) { /* new objects; now and then a bad one */
+            size_t badat = test_rand(&rs) % 6 == 0 ? test_rand(&rs) % n : n;
+            for (size_t i = 0; i < n; i++)
+                twin_values(&rs, v + 4 * i, txt, i, i == badat);
+            size_t done_a = 0, done_b = 0;
+            int ra = mote_put_many(t, a, n, NULL, v, 0, ida, &done_a), rb = MOTE_OK;
+            for (; done_b < n && !(rb = mote_put(t, b, 0, v + 4 * done_b, 0, &ids[done_b]));
+                 done_b++)
+                ;
+            CHECK(ra == rb && done_a == done_b);
+            for (size_t i = 0; i < done_a; i++)
+                CHECK(ida[i] == ids[i]);
+            if (done_a)
+                hi = ida[done_a - 1];
+        } else if (kind < 8) { /* updates of existing (and a few absent, repeated) ids */
+            unsigned mode = test_rand(&rs) % 2 ? MOTE_PUT_UPDATE : MOTE_PUT_UPSERT;
+            for (size_t i = 0; i < n; i++) {
+                ids[i] = 1 + test_rand(&rs) % hi;
+                twin_values(&rs, v + 4 * i, txt, i, 0);
+            }
+            size_t done_a = 0, done_b = 0;
+            int ra = mote_put_many(t, a, n, ids, v, mode, NULL, &done_a), rb = MOTE_OK;
+            for (; done_b < n && !(rb = mote_put(t, b, ids[done_b], v + 4 * done_b, mode, NULL));
+                 done_b++)
+                ;
+            CHECK(ra == rb && done_a == done_b);
+        } else if (kind < 9 || round % 50) { /* remove many */
+            for (size_t i = 0; i < n; i++)
+                ids[i] = 1 + test_rand(&rs) % (hi + 5);
+            uint64_t ra, rb = 0;
+            OK(mote_remove_many(t, a, ids, n, &ra));
+            for (size_t i = 0; i < n; i++) {
+                int rc = mote_remove(t, b, ids[i]);
+                CHECK(rc == MOTE_OK || rc == MOTE_NOTFOUND);
+                rb += rc == MOTE_OK;
+            }
+            CHECK(ra == rb);
+        } else {
+            uint64_t ra, rb;
+            OK(mote_remove_all(t, a, &ra));
+            OK(mote_remove_all(t, b, &rb));
+            CHECK(ra == rb);
+        }
+        twins_equal(t, a, b);
+        if (round % 25 == 24) {
+            OK(mote_commit(t));
+            OK(mote_check(s, NULL, NULL));
+            OK(mote_begin(s, 0, &t));
+        }
+    }
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    free(v), free(txt), free(ids), free(ida);
+}
+
+TEST(obj_batches_match_single)
+{
+    twin_run(0);
+    twin_run(1);
 }

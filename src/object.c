@@ -421,6 +421,20 @@ static int kb_index(kbatch *b, const mprop *p, const mote_value *v, uint64_t id,
     return kb_add(b, key, (uint32_t)kl, idv, with_id ? 8 : 0, del);
 }
 
+/* Replace the (non-unique) index entry of value ov of object id by that of
+ * nv. Compared as keys, not values: strings that differ only after the
+ * indexed prefix have one key, which stays. */
+static int kb_change(kbatch *b, const mprop *p, const mote_value *ov, const mote_value *nv,
+                     uint64_t id)
+{
+    uint8_t ko[IDX_MAX_VALUE + 16], kn[IDX_MAX_VALUE + 16];
+    size_t lo = index_key(p, ov, id, ko), ln = index_key(p, nv, id, kn);
+    if (lo == ln && !memcmp(ko, kn, lo))
+        return MOTE_OK;
+    int rc = kb_add(b, ko, (uint32_t)lo, NULL, 0, 1);
+    return rc ? rc : kb_add(b, kn, (uint32_t)ln, NULL, 0, 0);
+}
+
 /* One batch per indexed property (ib[i] for property i) and one for the
  * object tree. */
 typedef struct objbatch {
@@ -570,14 +584,9 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
         if (!rc)
             rc = mote__record_init(&r, e, old.data, old.size, ids[i]);
         for (unsigned j = 0; !rc && j < np; j++) {
-            const mprop *p = &e->props[j];
             mote_value ov;
-            if (!p->index_tree || (rc = mote_record_get(&r, j, &ov, NULL)) ||
-                same_value(p->type, &ov, &v[j]))
-                continue;
-            rc = kb_index(&b.ib[j], p, &ov, ids[i], 1);
-            if (!rc)
-                rc = kb_index(&b.ib[j], p, &v[j], ids[i], 0);
+            if (e->props[j].index_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
+                rc = kb_change(&b.ib[j], &e->props[j], &ov, &v[j], ids[i]);
         }
         if (!rc)
             rc = ob_record(t, e, &b, ids[i], v);

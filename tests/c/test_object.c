@@ -1106,4 +1106,23 @@ TEST(obj_batches_match_single)
 {
     twin_run(0);
     twin_run(1);
+    /* indexed strings that differ only after the indexed prefix (400 bytes)
+     * share one index key: a batch update between them keeps it */
+    mote_store *s = test_open(test_path("long.mote"), NULL);
+    mote_entity *e = open_notes(s);
+    static char a[600], b[600];
+    memset(a, 'x', sizeof a - 1);
+    memcpy(b, a, sizeof b);
+    b[500] = 'y';
+    mote_value v[2 * 4] = {I(1), I(10), S(a), N(), I(2), I(20), S(a), N()};
+    uint64_t ids[2];
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put_many(t, e, 2, NULL, v, 0, ids, NULL));
+    v[2] = S(b);
+    v[6] = S(b);
+    OK(mote_put_many(t, e, 2, ids, v, MOTE_PUT_UPDATE, NULL, NULL));
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
 }

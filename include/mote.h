@@ -134,6 +134,9 @@ int mote_close(mote_store *store);
  * right after a call returned an error. Valid until the thread's next
  * failing call. */
 const char *mote_errmsg(const mote_store *store);
+/* Empty the calling thread's message (mote_errmsg then returns ""), e.g.
+ * before a call whose MOTE_NOTFOUND answer should not show an old message. */
+void mote_clear_error(void);
 
 /* Statistics of a store, as of its latest commit. */
 typedef struct mote_stat {
@@ -455,7 +458,10 @@ enum {
     MOTE_IS_NULL, MOTE_NOT_NULL,
     MOTE_STARTS_WITH, MOTE_ENDS_WITH, MOTE_CONTAINS
 };
-#define MOTE_Q_NOCASE 0x1u  /* strings: case-insensitive (ASCII + Latin-1) */
+#define MOTE_Q_NOCASE 0x1u  /* strings: case-insensitive (ASCII + Latin-1) for EQ,
+                               NE, IN, NOT IN and the three string operators */
+#define MOTE_PROP_ID 0xFFFFFFFFu /* as `prop` of a condition: the object id
+                                    (values in v.i; EQ..BETWEEN, IN, NOT IN) */
 #define MOTE_Q_DESC 0x1u    /* order: descending */
 #define MOTE_Q_NULLS_LAST 0x2u /* order: NULLs after the values (default:
                                   before), in either direction */
@@ -483,6 +489,16 @@ int mote_query_order(mote_query *q, unsigned prop, unsigned flags);
 int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit); /* 0 = none */
 
 int mote_query_find(mote_txn *txn, mote_query *q, mote_record_fn fn, void *ctx);
+/*
+ * Projection: the matches as rows of chosen properties (MOTE_PROP_ID gives
+ * the id, in v.i), in the query's order, offset and limit. fn gets the id
+ * and nprops values; strings and bytes point into the store's pages and are
+ * valid only during the call. fn returns 0 to go on, non-zero to stop (that
+ * value is returned). MOTE_INVALID for an unknown property.
+ */
+typedef int (*mote_row_fn)(void *ctx, uint64_t id, const mote_value *vals, size_t n);
+int mote_query_project(mote_txn *txn, mote_query *q, const unsigned *props, size_t nprops,
+                       mote_row_fn fn, void *ctx);
 /* Ids of the matches into a malloc'd array (free with mote_free). */
 int mote_query_ids(mote_txn *txn, mote_query *q, uint64_t **ids, size_t *n);
 int mote_query_count(mote_txn *txn, mote_query *q, uint64_t *count);

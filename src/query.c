@@ -13,6 +13,10 @@
  * that index; otherwise the objects are scanned in id order. A requested
  * order the access path does not give is made by sorting encoded keys.
  *
+ * Conditions on the id (MOTE_PROP_ID) bound the scan: EQ, IN, BETWEEN and
+ * the ranges seek the object tree to the smallest id and stop after the
+ * largest; an id EQ or IN is preferred to any index.
+ *
  * SEMANTICS. A comparison with a NULL property value is false (as in SQL),
  * except IS NULL / IS NOT NULL; NE and NOT IN are false for NULL too.
  * Case-insensitive string matching folds ASCII and Latin-1 letters (UTF-8
@@ -23,7 +27,7 @@
 
 #include "object.h"
 
-enum { Q_LEAF, Q_AND, Q_OR, Q_LINK };
+enum { Q_LEAF, Q_AND, Q_OR, Q_LINK, Q_ID }; /* Q_ID: a leaf on the object id */
 
 typedef struct qnode {
     int kind;
@@ -133,10 +137,18 @@ static int copy_vals(qnode *n, int type, const mote_value *vals, size_t nvals)
     return MOTE_OK;
 }
 
+/* Conditions on the id compare it as an unsigned integer (in v.i). */
+static const mprop id_prop = {.name = "id", .type = MOTE_T_INT64};
+
+static const mprop *leaf_prop(const mote_query *q, unsigned prop)
+{
+    return prop == MOTE_PROP_ID ? &id_prop : &q->e->props[prop];
+}
+
 static int check_leaf_vals(const mote_query *q, unsigned prop, int op, const mote_value *vals,
                            size_t nvals)
 {
-    const mprop *p = &q->e->props[prop];
+    const mprop *p = leaf_prop(q, prop);
     size_t want = op == MOTE_BETWEEN ? 2 : op == MOTE_IS_NULL || op == MOTE_NOT_NULL ? 0 : 1;
     if (op == MOTE_IN || op == MOTE_NOT_IN)
         want = nvals;
@@ -163,21 +175,33 @@ int mote_query_cond(mote_query *q, unsigned prop, int op, const mote_value *vals
 {
     if (!q || !node)
         return mote__err(MOTE_INVALID, "mote_query_cond: NULL argument");
-    if (prop >= q->e->nprops)
+    if (prop >= q->e->nprops && prop != MOTE_PROP_ID)
         return mote__err(MOTE_INVALID, "%s: no property %u", q->e->name, prop);
     if (op < MOTE_EQ || op > MOTE_CONTAINS || (flags & ~MOTE_Q_NOCASE))
         return mote__err(MOTE_INVALID, "mote_query_cond: bad operator or flags");
+    const mprop *p = leaf_prop(q, prop);
+    if (prop == MOTE_PROP_ID && (op == MOTE_IS_NULL || op == MOTE_NOT_NULL || op >= MOTE_STARTS_WITH))
+        return mote__err(MOTE_INVALID, "%s.id: ids take comparisons, BETWEEN and IN", q->e->name);
+    if (flags & MOTE_Q_NOCASE) {
+        if (p->type != MOTE_T_STRING && p->type != MOTE_T_BYTES)
+            return mote__err(MOTE_TYPE, "%s.%s: case-insensitive condition on a %s property",
+                             q->e->name, p->name, mote__type_name(p->type));
+        if (op != MOTE_EQ && op != MOTE_NE && op != MOTE_IN && op != MOTE_NOT_IN &&
+            op < MOTE_STARTS_WITH)
+            return mote__err(MOTE_INVALID, "%s.%s: case-insensitive ordering is not supported",
+                             q->e->name, p->name);
+    }
     int rc = check_leaf_vals(q, prop, op, vals, nvals), id;
     if (!rc)
         rc = new_node(q, &id);
     if (rc)
         return rc;
     qnode *n = &q->nodes[id];
-    n->kind = Q_LEAF;
+    n->kind = prop == MOTE_PROP_ID ? Q_ID : Q_LEAF;
     n->prop = prop;
     n->op = op;
     n->flags = flags;
-    if ((rc = copy_vals(n, q->e->props[prop].type, vals, nvals))) {
+    if ((rc = copy_vals(n, p->type, vals, nvals))) {
         q->nn--;
         return rc;
     }
@@ -249,11 +273,12 @@ int mote_query_where(mote_query *q, int node)
 
 int mote_query_set(mote_query *q, int node, const mote_value *vals, size_t nvals)
 {
-    if (!q || node < 0 || (size_t)node >= q->nn || q->nodes[node].kind != Q_LEAF)
+    if (!q || node < 0 || (size_t)node >= q->nn ||
+        (q->nodes[node].kind != Q_LEAF && q->nodes[node].kind != Q_ID))
         return mote__err(MOTE_INVALID, "mote_query_set: not a condition node");
     qnode *n = &q->nodes[node];
     int rc = check_leaf_vals(q, n->prop, n->op, vals, nvals);
-    return rc ? rc : copy_vals(n, q->e->props[n->prop].type, vals, nvals);
+    return rc ? rc : copy_vals(n, leaf_prop(q, n->prop)->type, vals, nvals);
 }
 
 int mote_query_order(mote_query *q, unsigned prop, unsigned flags)
@@ -312,6 +337,56 @@ static int str_match(int op, const uint8_t *h, size_t hn, const uint8_t *nd, siz
     return memmem(h, hn, nd, nn) != NULL;
 }
 
+/* Equal after case folding (ASCII + Latin-1 keep their byte lengths). */
+static int nocase_eq(const mote_value *x, const mote_value *v)
+{
+    size_t n = x->v.s.n;
+    if (n != v->v.s.n)
+        return 0;
+    const uint8_t *a = x->v.s.p, *b = v->v.s.p;
+    uint8_t fa[2], fb[2];
+    for (size_t i = 0; i < n; i++) {
+        size_t w = a[i] == 0xC3 && i + 1 < n ? 2 : 1; /* fold a Latin-1 pair at once */
+        if (w == 2 && b[i] != 0xC3)
+            return 0;
+        fold(a + i, w, fa);
+        fold(b + i, w, fb);
+        if (memcmp(fa, fb, w))
+            return 0;
+        i += w - 1;
+    }
+    return 1;
+}
+
+/* x op v for the value types of conditions; flags: MOTE_Q_NOCASE */
+static int cmp_eq(int type, unsigned flags, const mote_value *x, const mote_value *v)
+{
+    if (flags & MOTE_Q_NOCASE)
+        return nocase_eq(x, v);
+    return mote__value_cmp(type, x, v) == 0;
+}
+
+static int eval_id(const qnode *n, uint64_t id)
+{
+    const mote_value *v = n->vals;
+    uint64_t a = (uint64_t)v[0].v.i;
+    switch (n->op) {
+    case MOTE_EQ: return id == a;
+    case MOTE_NE: return id != a;
+    case MOTE_LT: return id < a;
+    case MOTE_LE: return id <= a;
+    case MOTE_GT: return id > a;
+    case MOTE_GE: return id >= a;
+    case MOTE_BETWEEN: return id >= a && id <= (uint64_t)v[1].v.i;
+    default: { /* IN, NOT IN */
+        int in = 0;
+        for (size_t i = 0; i < n->nvals && !in; i++)
+            in = id == (uint64_t)v[i].v.i;
+        return n->op == MOTE_IN ? in : !in;
+    }
+    }
+}
+
 static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
 {
     int type = e->props[n->prop].type;
@@ -323,8 +398,8 @@ static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
         return 0;
     const mote_value *v = n->vals;
     switch (n->op) {
-    case MOTE_EQ: return mote__value_cmp(type, x, v) == 0;
-    case MOTE_NE: return mote__value_cmp(type, x, v) != 0;
+    case MOTE_EQ: return cmp_eq(type, n->flags, x, v);
+    case MOTE_NE: return !cmp_eq(type, n->flags, x, v);
     case MOTE_LT: return mote__value_cmp(type, x, v) < 0;
     case MOTE_LE: return mote__value_cmp(type, x, v) <= 0;
     case MOTE_GT: return mote__value_cmp(type, x, v) > 0;
@@ -335,7 +410,7 @@ static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
     case MOTE_NOT_IN: {
         int in = 0;
         for (size_t i = 0; i < n->nvals && !in; i++)
-            in = mote__value_cmp(type, x, &v[i]) == 0;
+            in = cmp_eq(type, n->flags, x, &v[i]);
         return n->op == MOTE_IN ? in : !in;
     }
     default: { /* string operations */
@@ -378,6 +453,8 @@ static int eval(const mote_query *q, int node, const mote_record *r)
         }
         return lo < n->nidset && n->idset[lo] == r->id;
     }
+    if (n->kind == Q_ID)
+        return eval_id(n, r->id);
     if (n->kind == Q_LEAF || n->kind == Q_LINK) {
         mote_value x;
         int rc = mote_record_get(r, n->prop, &x, NULL);
@@ -409,8 +486,37 @@ typedef struct plan {
     size_t nranges;
     int exact;       /* index ranges = the whole condition */
     int ordered;     /* output order is the requested order */
+    uint64_t id_lo, id_hi; /* scan: the ids that can match */
     const char *desc;
 } plan;
+
+/* Narrow [*lo, *hi] by id condition n; 1 if n is an EQ or IN. */
+static int id_bounds(const qnode *n, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t a = n->nvals ? (uint64_t)n->vals[0].v.i : 0, l = 0, h = UINT64_MAX;
+    switch (n->op) {
+    case MOTE_EQ: l = h = a; break;
+    case MOTE_BETWEEN: l = a, h = (uint64_t)n->vals[1].v.i; break;
+    case MOTE_LT: if (a) h = a - 1; else l = 1, h = 0; break;
+    case MOTE_LE: h = a; break;
+    case MOTE_GT: if (a < UINT64_MAX) l = a + 1; else l = 1, h = 0; break;
+    case MOTE_GE: l = a; break;
+    case MOTE_IN:
+        l = UINT64_MAX, h = 0;
+        for (size_t i = 0; i < n->nvals; i++) {
+            uint64_t x = (uint64_t)n->vals[i].v.i;
+            l = x < l ? x : l;
+            h = x > h ? x : h;
+        }
+        break;
+    default: return 0; /* NE, NOT IN: no bound */
+    }
+    if (l > *lo)
+        *lo = l;
+    if (h < *hi)
+        *hi = h;
+    return n->op == MOTE_EQ || n->op == MOTE_IN;
+}
 
 /* Smallest key greater than every key starting with p. */
 static size_t successor(uint8_t *p, size_t n)
@@ -425,6 +531,8 @@ static size_t successor(uint8_t *p, size_t n)
 static int score(const mote_query *q, const qnode *n)
 {
     if ((n->kind != Q_LEAF && n->kind != Q_LINK) || !q->e->props[n->prop].index_tree)
+        return 0;
+    if ((n->flags & MOTE_Q_NOCASE) && n->op != MOTE_STARTS_WITH)
         return 0;
     switch (n->op) {
     case MOTE_EQ: return 5;
@@ -526,23 +634,35 @@ static int make_plan(const mote_query *q, plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     pl->leaf = -1;
+    pl->id_hi = UINT64_MAX;
     const qnode *root = q->root >= 0 ? &q->nodes[q->root] : NULL;
-    int best = 0;
+    int best = 0, id_few = 0, id_bound = 0;
     size_t nconj = 0;
     if (root && (root->kind == Q_LEAF || root->kind == Q_LINK)) {
         nconj = 1;
         if ((best = score(q, root)))
             pl->leaf = q->root;
+    } else if (root && root->kind == Q_ID) {
+        id_bound = 1;
+        id_few = id_bounds(root, &pl->id_lo, &pl->id_hi);
     } else if (root && root->kind == Q_AND) {
         nconj = root->nkids;
         for (size_t i = 0; i < root->nkids; i++) {
-            int sc = score(q, &q->nodes[root->kids[i]]);
+            const qnode *k = &q->nodes[root->kids[i]];
+            if (k->kind == Q_ID) {
+                id_bound = 1;
+                id_few |= id_bounds(k, &pl->id_lo, &pl->id_hi);
+                continue;
+            }
+            int sc = score(q, k);
             if (sc > best) {
                 best = sc;
                 pl->leaf = root->kids[i];
             }
         }
     }
+    if (id_few) /* a few ids beat any index */
+        pl->leaf = -1;
     if (pl->leaf >= 0) {
         const qnode *n = &q->nodes[pl->leaf];
         pl->ip = &q->e->props[n->prop];
@@ -561,7 +681,8 @@ static int make_plan(const mote_query *q, plan *pl)
         return MOTE_OK;
     }
     /* no index condition: walk the index of the first order property */
-    if (q->norder == 1 && !q->order[0].flags && q->e->props[q->order[0].prop].index_tree) {
+    if (!id_bound && q->norder == 1 && !q->order[0].flags &&
+        q->e->props[q->order[0].prop].index_tree) {
         pl->ip = &q->e->props[q->order[0].prop];
         pl->ranges = mote__calloc(1, sizeof *pl->ranges);
         if (!pl->ranges)
@@ -577,7 +698,7 @@ static int make_plan(const mote_query *q, plan *pl)
     }
     pl->exact = root == NULL;
     pl->ordered = q->norder == 0; /* a scan is in id order */
-    pl->desc = "scan";
+    pl->desc = id_bound ? "id range" : "scan";
     return MOTE_OK;
 }
 
@@ -627,15 +748,25 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
 {
     mote_entity *e = q->e;
     int rc;
-    if (!pl->ip) { /* scan */
+    if (!pl->ip) { /* scan, from id_lo to id_hi */
         mote_cursor *c;
+        uint8_t lo[8];
+        if (pl->id_lo > pl->id_hi)
+            return MOTE_OK;
         if ((rc = mote_cursor_open(t, e->eid, &c)))
             return rc;
-        for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote__obj_tree_key(pl->id_lo, lo);
+        for (rc = mote_cursor_seek(c, lo, 8, MOTE_SEEK_GE); rc == MOTE_OK;
+             rc = mote_cursor_next(c)) {
             mote_val k, v;
             mote_record r;
-            if ((rc = mote_cursor_get(c, &k, &v)) ||
-                (rc = mote__record_init(&r, e, v.data, v.size, be_id(k.data))))
+            if ((rc = mote_cursor_get(c, &k, &v)))
+                break;
+            if (be_id(k.data) > pl->id_hi) {
+                rc = MOTE_NOTFOUND;
+                break;
+            }
+            if ((rc = mote__record_init(&r, e, v.data, v.size, be_id(k.data))))
                 break;
             int m = eval(q, q->root, &r);
             if (m < 0) {
@@ -1056,6 +1187,49 @@ int mote_query_find(mote_txn *t, mote_query *q, mote_record_fn fn, void *ctx)
             rc = fn(ctx, &r);
     }
     mote__free(ids);
+    return rc;
+}
+
+/* mote_query_project: a find whose callback reads the chosen columns. */
+typedef struct project {
+    const unsigned *props;
+    size_t n;
+    mote_value *vals;
+    mote_row_fn fn;
+    void *ctx;
+} project;
+
+static int project_one(void *ctx, const mote_record *r)
+{
+    project *p = ctx;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->props[i] == MOTE_PROP_ID) {
+            memset(&p->vals[i], 0, sizeof p->vals[i]);
+            p->vals[i].v.i = (int64_t)r->id;
+            continue;
+        }
+        int rc = mote_record_get(r, p->props[i], &p->vals[i], NULL);
+        if (rc)
+            return rc;
+    }
+    return p->fn(p->ctx, r->id, p->vals, p->n);
+}
+
+int mote_query_project(mote_txn *t, mote_query *q, const unsigned *props, size_t nprops,
+                       mote_row_fn fn, void *ctx)
+{
+    if (!q || !fn || (nprops && !props))
+        return mote__err(MOTE_INVALID, "mote_query_project: NULL argument");
+    for (size_t i = 0; i < nprops; i++)
+        if (props[i] >= q->e->nprops && props[i] != MOTE_PROP_ID)
+            return mote__err(MOTE_INVALID, "%s: no property %u", q->e->name, props[i]);
+    mote_value stackv[16];
+    project p = {props, nprops, stackv, fn, ctx};
+    if (nprops > 16 && !(p.vals = mote__malloc(nprops * sizeof *p.vals)))
+        return mote__err(MOTE_NOMEM, "out of memory");
+    int rc = mote_query_find(t, q, project_one, &p);
+    if (p.vals != stackv)
+        mote__free(p.vals);
     return rc;
 }
 

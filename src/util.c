@@ -86,6 +86,8 @@ const char *mote_errmsg(const mote_store *store)
     return errbuf;
 }
 
+void mote_clear_error(void) { errbuf[0] = 0; }
+
 const char *mote_last_open_error(void) { return errbuf; }
 
 const char *mote_strerror(int rc)

@@ -439,8 +439,43 @@ static int vcmp(unsigned prop, const mote_value *a, const mote_value *b)
     return (a->v.i > b->v.i) - (a->v.i < b->v.i);
 }
 
+static int naive_id(const dleaf *l, uint64_t id)
+{
+    uint64_t a = (uint64_t)l->vals[0].v.i;
+    switch (l->op) {
+    case MOTE_EQ: return id == a;
+    case MOTE_NE: return id != a;
+    case MOTE_LT: return id < a;
+    case MOTE_LE: return id <= a;
+    case MOTE_GT: return id > a;
+    case MOTE_GE: return id >= a;
+    case MOTE_BETWEEN: return id >= a && id <= (uint64_t)l->vals[1].v.i;
+    default: {
+        int in = 0;
+        for (size_t i = 0; i < l->nvals; i++)
+            in |= id == (uint64_t)l->vals[i].v.i;
+        return l->op == MOTE_IN ? in : !in;
+    }
+    }
+}
+
+/* a == b, folded when the leaf is case-insensitive */
+static int leaf_eq(const dleaf *l, const mote_value *a, const mote_value *b)
+{
+    if (!(l->flags & MOTE_Q_NOCASE))
+        return vcmp(l->prop, a, b) == 0;
+    char x[64], y[64];
+    if (a->v.s.n != b->v.s.n)
+        return 0;
+    fold_s(a->v.s.p, a->v.s.n, x);
+    fold_s(b->v.s.p, b->v.s.n, y);
+    return !memcmp(x, y, a->v.s.n);
+}
+
 static int naive_leaf(const dleaf *l, const dobj *o)
 {
+    if (l->prop == MOTE_PROP_ID)
+        return naive_id(l, o->id);
     const mote_value *x = &o->v[l->prop];
     if (l->op == MOTE_IS_NULL)
         return x->null;
@@ -450,8 +485,8 @@ static int naive_leaf(const dleaf *l, const dobj *o)
         return 0;
     const mote_value *v = l->vals;
     switch (l->op) {
-    case MOTE_EQ: return vcmp(l->prop, x, v) == 0;
-    case MOTE_NE: return vcmp(l->prop, x, v) != 0;
+    case MOTE_EQ: return leaf_eq(l, x, v);
+    case MOTE_NE: return !leaf_eq(l, x, v);
     case MOTE_LT: return vcmp(l->prop, x, v) < 0;
     case MOTE_LE: return vcmp(l->prop, x, v) <= 0;
     case MOTE_GT: return vcmp(l->prop, x, v) > 0;
@@ -461,7 +496,7 @@ static int naive_leaf(const dleaf *l, const dobj *o)
     case MOTE_NOT_IN: {
         int in = 0;
         for (size_t i = 0; i < l->nvals; i++)
-            in |= vcmp(l->prop, x, &v[i]) == 0;
+            in |= leaf_eq(l, x, &v[i]);
         return l->op == MOTE_IN ? in : !in;
     }
     default: {
@@ -516,6 +551,26 @@ static int find_collect(void *ctx, const mote_record *r)
     if (f->n < 512)
         f->ids[f->n] = r->id;
     f->n++;
+    return 0;
+}
+
+typedef struct pcoll {
+    size_t n;
+    const dobj **want;
+    int nwant, ok;
+} pcoll;
+
+static int project_collect(void *ctx, uint64_t id, const mote_value *v, size_t n)
+{
+    pcoll *p = ctx;
+    if (n != 3 || p->n >= (size_t)p->nwant) {
+        p->ok = 0;
+        return 0;
+    }
+    const dobj *o = p->want[p->n++];
+    p->ok &= id == o->id && (uint64_t)v[0].v.i == o->id;
+    p->ok &= v[1].v.s.n == o->v[1].v.s.n && !memcmp(v[1].v.s.p, o->v[1].v.s.p, v[1].v.s.n);
+    p->ok &= v[2].null == o->v[0].null && (v[2].null || v[2].v.i == o->v[0].v.i);
     return 0;
 }
 
@@ -601,19 +656,28 @@ TEST(obj_query_differential)
         for (int i = 0; i < dnl; i++) {
             dleaf *l = &leaves[i];
             memset(l, 0, sizeof *l);
-            l->prop = (unsigned)(test_rand(&rs) % DN);
-            int str = dprops[l->prop].type == MOTE_T_STRING;
+            int on_id = test_rand(&rs) % 6 == 0; /* a condition on the id */
+            l->prop = on_id ? MOTE_PROP_ID : (unsigned)(test_rand(&rs) % DN);
+            int str = !on_id && dprops[l->prop].type == MOTE_T_STRING;
             do
                 l->op = ops[test_rand(&rs) % 14];
-            while (!str && l->op >= MOTE_STARTS_WITH);
+            while ((!str && l->op >= MOTE_STARTS_WITH) ||
+                   (on_id && (l->op == MOTE_IS_NULL || l->op == MOTE_NOT_NULL)));
             if (str && test_rand(&rs) % 3 == 0)
                 l->flags = MOTE_Q_NOCASE;
-            if (l->flags && l->op < MOTE_STARTS_WITH)
+            if (l->flags && l->op < MOTE_STARTS_WITH && l->op != MOTE_EQ && l->op != MOTE_NE &&
+                l->op != MOTE_IN && l->op != MOTE_NOT_IN)
                 l->flags = 0;
             l->nvals = l->op == MOTE_BETWEEN ? 2 : l->op == MOTE_IN || l->op == MOTE_NOT_IN ? 1 + test_rand(&rs) % 3
                      : l->op == MOTE_IS_NULL || l->op == MOTE_NOT_NULL ? 0 : 1;
-            for (size_t k = 0; k < l->nvals; k++)
-                rand_value(&rs, l->prop, &l->vals[k], l->sv[k]);
+            for (size_t k = 0; k < l->nvals; k++) {
+                if (on_id) {
+                    memset(&l->vals[k], 0, sizeof l->vals[k]);
+                    l->vals[k].v.i = (int64_t)(test_rand(&rs) % (uint64_t)(nobj + 10));
+                } else {
+                    rand_value(&rs, l->prop, &l->vals[k], l->sv[k]);
+                }
+            }
             OK(mote_query_cond(q, l->prop, l->op, l->vals, l->nvals, l->flags, &nodes[i]));
         }
         dls = leaves;
@@ -662,6 +726,11 @@ TEST(obj_query_differential)
         bad |= fc.n != (size_t)cnt;
         for (int i = 0; !bad && i < cnt && i < 512; i++)
             bad = fc.ids[i] != sel[start + i]->id;
+        /* a projection (id, s, a) gives the same rows with their values */
+        pcoll pc = {0, sel + start, cnt, 1};
+        static const unsigned cols[3] = {MOTE_PROP_ID, 1, 0};
+        OK(mote_query_project(t, q, cols, 3, project_collect, &pc));
+        bad |= pc.n != (size_t)cnt || !pc.ok;
         /* an aggregate of a random property over the same rows */
         unsigned ap = (unsigned)(test_rand(&rs) % DN);
         int aop = 1 + (int)(test_rand(&rs) % 6);
@@ -1124,5 +1193,73 @@ TEST(obj_batches_match_single)
     OK(mote_put_many(t, e, 2, ids, v, MOTE_PUT_UPDATE, NULL, NULL));
     OK(mote_commit(t));
     OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+/* Conditions on the id, case-insensitive equality, bad flag uses, the
+ * error message reset. (Random cases: obj_query_differential.) */
+TEST(obj_query_id_and_nocase)
+{
+    mote_store *s = test_open(test_path("qi.mote"), NULL);
+    mote_entity *e = open_notes(s);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    const char *texts[] = {"Straße", "STRASSE", "Élan", "élan", "x"};
+    for (int i = 0; i < 5; i++) {
+        mote_value v[4] = {I(i), I(10 * i), S(texts[i]), N()};
+        OK(mote_put(t, e, 0, v, 0, NULL));
+    }
+    mote_query *q;
+    int node, lo;
+    uint64_t c;
+    OK(mote_query_new(e, &q));
+    mote_value id3 = I(3), ids[2] = {I(2), I(5)};
+    OK(mote_query_cond(q, MOTE_PROP_ID, MOTE_EQ, &id3, 1, 0, &node));
+    OK(mote_query_where(q, node));
+    CHECK(strcmp(mote_query_plan(t, q), "id range") == 0);
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 1);
+    CHECK_RC(mote_query_set(q, node, ids, 2), MOTE_INVALID); /* EQ takes one value */
+    OK(mote_query_set(q, node, &ids[1], 1));
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 1);
+    mote_query_free(q);
+    /* id > 2 AND level >= 10 (an index): the id bounds the scan or the index
+     * range; both give ids 3, 4, 5 */
+    OK(mote_query_new(e, &q));
+    mote_value l10 = I(10);
+    int both[2];
+    OK(mote_query_cond(q, MOTE_PROP_ID, MOTE_GT, &ids[0], 1, 0, &both[0]));
+    OK(mote_query_cond(q, 1, MOTE_GE, &l10, 1, 0, &both[1]));
+    OK(mote_query_and(q, both, 2, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 3);
+    CHECK_RC(mote_query_cond(q, MOTE_PROP_ID, MOTE_IS_NULL, NULL, 0, 0, &lo), MOTE_INVALID);
+    mote_query_free(q);
+    /* case-insensitive equality and IN over ASCII and Latin-1 */
+    OK(mote_query_new(e, &q));
+    mote_value elan = S("ÉLAN");
+    OK(mote_query_cond(q, 2, MOTE_EQ, &elan, 1, MOTE_Q_NOCASE, &node));
+    OK(mote_query_where(q, node));
+    CHECK(strcmp(mote_query_plan(t, q), "scan") == 0); /* the index is case-sensitive */
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 2);
+    mote_value two[2] = {S("strasse"), S("X")};
+    OK(mote_query_cond(q, 2, MOTE_IN, two, 2, MOTE_Q_NOCASE, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 2); /* "STRASSE" and "x"; "Straße" is not folded to "strasse" */
+    OK(mote_query_cond(q, 2, MOTE_NE, &elan, 1, MOTE_Q_NOCASE, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 3);
+    CHECK_RC(mote_query_cond(q, 2, MOTE_LT, &elan, 1, MOTE_Q_NOCASE, &lo), MOTE_INVALID);
+    CHECK_RC(mote_query_cond(q, 1, MOTE_EQ, &l10, 1, MOTE_Q_NOCASE, &lo), MOTE_TYPE);
+    CHECK(mote_errmsg(NULL)[0] != 0);
+    mote_clear_error();
+    CHECK(mote_errmsg(NULL)[0] == 0);
+    mote_query_free(q);
+    OK(mote_commit(t));
     OK(mote_close(s));
 }

@@ -1337,16 +1337,47 @@ static int comparable(FieldInfo *f)
 }
 
 /* A leaf condition; steals nothing. Values are checked now (TypeError early). */
+/* An id in a condition: an int in 0 .. 2**64-1, as v.i. */
+static int id_value(const char *ent, PyObject *v, mote_value *mv)
+{
+    if (!PyLong_Check(v) || PyBool_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s.id: ids are ints, got %.100s", ent, Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_OverflowError, "%s.id: %R is not an id (0 .. 2**64-1)", ent, v);
+        return -1;
+    }
+    memset(mv, 0, sizeof *mv);
+    mv->v.i = (int64_t)x;
+    return 0;
+}
+
 static PyObject *cond_leaf(PropertyObject *p, int op, PyObject *vals, unsigned flags)
 {
     FieldInfo *f = prop_field(p);
     const char *ent = prop_entity(p);
-    if (!f) {
-        PyErr_Format(PyExc_TypeError, "%s.id: conditions on the object id are not supported; "
-                     "use box.get(), box.get_many() or box.contains()", ent);
+    if (!f) { /* the id: comparisons, between, in_, not_in with ints >= 0 */
+        if (op == MOTE_IS_NULL || op == MOTE_NOT_NULL || op >= MOTE_STARTS_WITH || flags) {
+            PyErr_Format(PyExc_TypeError, "%s.id: ids take ==, !=, <, <=, >, >=, between(), "
+                         "in_() and not_in()", ent);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vals); i++) {
+            mote_value mv;
+            if (id_value(ent, PyTuple_GET_ITEM(vals, i), &mv) < 0)
+                return NULL;
+        }
+    } else if ((flags & MOTE_Q_NOCASE) && f->kind != K_STR && f->kind != K_BYTES) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: case_sensitive=False needs a str or bytes "
+                     "property", ent, f->cname);
         return NULL;
     }
     int str_op = op == MOTE_STARTS_WITH || op == MOTE_ENDS_WITH || op == MOTE_CONTAINS;
+    if (!f)
+        goto make;
     if (str_op && f->kind != K_STR && f->kind != K_BYTES) {
         PyErr_Format(PyExc_TypeError, "%s.%s: %s() needs a str or bytes property", ent,
                      f->cname, op_text[op]);
@@ -1372,6 +1403,7 @@ static PyObject *cond_leaf(PropertyObject *p, int op, PyObject *vals, unsigned f
         if (nk)
             Py_DECREF(keep[0]);
     }
+make:;
     CondObject *c = cond_alloc(C_LEAF, p->owner);
     if (!c)
         return NULL;
@@ -1644,6 +1676,16 @@ static PyObject *prop_strop(PyObject *self, PyObject *args, PyObject *kwds, int 
     return cond_leaf_args((PropertyObject *)self, op, cs ? 0 : MOTE_Q_NOCASE, 1, v);
 }
 
+static PyObject *prop_equals(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return prop_strop(self, args, kwds, MOTE_EQ);
+}
+
+static PyObject *prop_not_equals(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return prop_strop(self, args, kwds, MOTE_NE);
+}
+
 static PyObject *prop_startswith(PyObject *self, PyObject *args, PyObject *kwds)
 {
     return prop_strop(self, args, kwds, MOTE_STARTS_WITH);
@@ -1755,6 +1797,10 @@ static PyMethodDef prop_methods[] = {
     {"not_in", prop_not_in, METH_O, "value is none of the given values (and not NULL)."},
     {"is_null", prop_is_null, METH_NOARGS, "value is NULL (None)."},
     {"is_not_null", prop_is_not_null, METH_NOARGS, "value is not NULL."},
+    {"equals", (PyCFunction)(void (*)(void))prop_equals, METH_VARARGS | METH_KEYWORDS,
+     "equals(value, case_sensitive=True): ==, or case-insensitive for str and bytes."},
+    {"not_equals", (PyCFunction)(void (*)(void))prop_not_equals, METH_VARARGS | METH_KEYWORDS,
+     "not_equals(value, case_sensitive=True): !=, or case-insensitive for str and bytes."},
     {"startswith", (PyCFunction)(void (*)(void))prop_startswith, METH_VARARGS | METH_KEYWORDS,
      "startswith(s, case_sensitive=True)."},
     {"endswith", (PyCFunction)(void (*)(void))prop_endswith, METH_VARARGS | METH_KEYWORDS,
@@ -3356,12 +3402,15 @@ static int q_add_cond(QueryObject *q, CondObject *c, int *node)
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        if (to_value(q->box->info->cname, f, PyTuple_GET_ITEM(c->vals, i), &vals[i], keep, &nk,
-                     0) < 0)
+        if ((f ? to_value(q->box->info->cname, f, PyTuple_GET_ITEM(c->vals, i), &vals[i], keep,
+                          &nk, 0)
+               : id_value(q->box->info->cname, PyTuple_GET_ITEM(c->vals, i), &vals[i])) < 0)
             goto done;
-    rc = mote_query_cond(q->mq, (unsigned)c->prop->index, c->op, vals, (size_t)n, c->flags,
-                         node);
+    rc = mote_query_cond(q->mq, f ? (unsigned)c->prop->index : MOTE_PROP_ID, c->op, vals,
+                         (size_t)n, c->flags, node);
     res = rc ? raise_rc(rc) : 0;
+    if (!f) /* set_parameter() names properties, not the id */
+        goto done;
     if (!res && q->nleaves == q->capleaves) {
         Py_ssize_t cap = q->capleaves ? q->capleaves * 2 : 4;
         Py_ssize_t *lp = PyMem_Realloc(q->leaf_prop, sizeof *lp * (size_t)cap);

@@ -635,6 +635,31 @@ def test_query_terminals(notes):
     assert notes.count() == 5
 
 
+def test_query_ids(notes):
+    q = notes.query
+    assert q(Note.id == 3).ids() == [3]
+    assert q(Note.id == 3).plan() == "id range"
+    assert q(Note.id > 4).ids() == [5, 6]
+    assert q(Note.id.between(2, 4), Note.level >= 2).ids() == [2, 3]
+    assert q(Note.id.in_([6, 1, 99])).ids() == [1, 6]
+    assert q(Note.id.not_in([1, 2]), Note.level == 2).ids() == [6]
+    assert q(~(Note.id <= 5)).ids() == [6]
+    assert q((Note.id == 1) | (Note.text == "cherry")).ids() == [1, 3]
+    assert q(Note.id >= 2**64 - 1).ids() == []
+    assert q(Note.id < 4).order_by(Note.level.desc()).ids() == [3, 2, 1]
+    assert q(Note.id < 3).remove() == 2 and notes.count() == 4
+
+
+def test_query_case_insensitive_equality(notes):
+    q = notes.query
+    assert q(Note.text.equals("BANANA", case_sensitive=False)).ids() == [2]
+    assert q(Note.text.equals("BANANA")).ids() == []
+    assert q(Note.text.equals("äpfel", case_sensitive=False)).ids() == [6]
+    assert q(Note.text.not_equals("APPLE", case_sensitive=False)).count() == 5
+    assert q(~Note.text.equals("apple", case_sensitive=False)).count() == 5
+    assert q(Note.text.equals("Banana", case_sensitive=False)).plan() == "scan"
+
+
 def test_query_plan_uses_index(notes):
     assert notes.query(Note.level == 1).plan().startswith("index")
     assert notes.query(Note.score == 1.0).plan() == "scan"
@@ -645,8 +670,14 @@ def test_query_errors(notes, store):
         Note.level == "x"
     with pytest.raises(TypeError, match="cannot compare with None"):
         Note.level < None
-    with pytest.raises(TypeError, match="conditions on the object id"):
-        Note.id == 1
+    with pytest.raises(TypeError, match="ids take"):
+        Note.id.is_null()
+    with pytest.raises(TypeError, match="ids are ints"):
+        Note.id == "1"
+    with pytest.raises(OverflowError, match="not an id"):
+        Note.id == -1
+    with pytest.raises(TypeError, match="needs a str or bytes"):
+        Note.level.equals(1, case_sensitive=False)
     with pytest.raises(TypeError, match="only is_null"):
         AllTypes.meta == {}
     with pytest.raises(TypeError, match="cannot order"):

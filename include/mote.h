@@ -7,8 +7,12 @@
  *   - Handles are opaque: mote_store (one open store file), mote_txn (a
  *     transaction), mote_cursor (a position in a tree).
  *   - Functions return an int: MOTE_OK (0) on success, a MOTE_* code
- *     otherwise. mote_strerror(rc) names a code; mote_errmsg(store) gives the
- *     message of the last error on that store (which file, what was wrong).
+ *     otherwise. mote_strerror(rc) names a code; mote_errmsg() gives the
+ *     message of the calling thread's last error (which file, entity,
+ *     property or value, and what was wrong). MOTE_NOTFOUND is an answer,
+ *     not a failure. A NULL handle or output pointer where one is required
+ *     gives MOTE_INVALID; functions that free (mote_close, mote_abort,
+ *     mote_cursor_close, mote_query_free, mote_free) accept NULL.
  *   - Lengths are size_t, byte strings are (pointer, length) pairs and may
  *     contain NUL bytes.
  *   - Bytes returned by the library (mote_val) belong to the library and stay
@@ -150,6 +154,8 @@ typedef struct mote_stat {
     unsigned depth;          /* levels of the B+tree (1 = root only) */
 } mote_stat;
 
+/* Fill *st (MOTE_INVALID if either pointer is NULL). Reads only the
+ * in-memory state; any thread, any time while the store is open. */
 int mote_store_stat(mote_store *store, mote_stat *st);
 
 /* ---- Transactions ------------------------------------------------------ */
@@ -157,9 +163,13 @@ int mote_store_stat(mote_store *store, mote_stat *st);
 #define MOTE_TXN_RDONLY 0x1u /* a read-only snapshot */
 
 /*
- * Begin a transaction. A read transaction sees the latest commit as of this
- * call and nothing after it. A write transaction waits for any other write
- * transaction of this store to end. Release with mote_commit or mote_abort.
+ * Begin a transaction. A read transaction (MOTE_TXN_RDONLY) sees the latest
+ * commit as of this call and nothing after it; it never blocks and costs no
+ * I/O. A write transaction waits for any other write transaction of this
+ * store to end (MOTE_READONLY on a store opened read-only; MOTE_POISONED
+ * after a failed sync). *out is released with mote_commit or mote_abort, on
+ * the thread that uses it; a thread must not begin a second write
+ * transaction while it holds one (it would wait for itself).
  */
 int mote_begin(mote_store *store, unsigned flags, mote_txn **out);
 
@@ -203,11 +213,15 @@ int mote_kv_drop(mote_txn *txn, const char *name);
 /* Flags for mote_kv_put */
 #define MOTE_NOOVERWRITE 0x1u /* MOTE_EXISTS if the key is present */
 
-/* Insert or replace key -> value in `tree` (write txn). */
+/* Insert or replace key -> value in `tree` (write txn): MOTE_READONLY in a
+ * read transaction, MOTE_TOOBIG above MOTE_MAX_KEY / MOTE_MAX_VALUE,
+ * MOTE_EXISTS with MOTE_NOOVERWRITE. The bytes are copied. Values larger
+ * than a quarter page go to overflow pages. */
 int mote_kv_put(mote_txn *txn, uint32_t tree, const void *key, size_t klen,
                 const void *val, size_t vlen, unsigned flags);
 
-/* Look up `key`; MOTE_NOTFOUND if absent. `val` may be NULL (existence). */
+/* Look up `key`; MOTE_NOTFOUND if absent. `val` may be NULL (existence);
+ * its bytes follow the ownership rule at the top. */
 int mote_kv_get(mote_txn *txn, uint32_t tree, const void *key, size_t klen,
                 mote_val *val);
 
@@ -397,14 +411,21 @@ int mote_put_many(mote_txn *txn, mote_entity *e, size_t n, const uint64_t *ids,
                   const mote_value *vals, unsigned mode, uint64_t *ids_out,
                   size_t *done);
 
-/* Set the given properties of an existing object, keeping the others. */
+/* Partial update: set properties props[0..n) of object id to vals[0..n),
+ * keeping the others; only the indexes of changed values are touched.
+ * MOTE_NOTFOUND if there is no such object, MOTE_INVALID for an unknown
+ * property, and the checks of mote_put (nothing written on error). */
 int mote_update(mote_txn *txn, mote_entity *e, uint64_t id, const unsigned *props,
                 const mote_value *vals, unsigned n);
 
-/* Read one object; MOTE_NOTFOUND if absent. */
+/* Read one object into *out (valid like a mote_val; read properties with
+ * mote_record_get); MOTE_NOTFOUND if absent. out may be NULL: "contains".
+ * Several objects: one mote_get per id (each O(log n), no I/O for cached
+ * pages). */
 int mote_get(mote_txn *txn, mote_entity *e, uint64_t id, mote_record *out);
 
-/* Remove one object with its index entries; MOTE_NOTFOUND if absent. */
+/* Remove one object with its index entries and to-many links;
+ * MOTE_NOTFOUND if absent. */
 int mote_remove(mote_txn *txn, mote_entity *e, uint64_t id);
 /*
  * Remove the objects of ids[0..n) that exist, with their index entries and
@@ -414,7 +435,8 @@ int mote_remove(mote_txn *txn, mote_entity *e, uint64_t id);
  */
 int mote_remove_many(mote_txn *txn, mote_entity *e, const uint64_t *ids, size_t n,
                      uint64_t *removed);
-/* Remove every object of the entity; *removed may be NULL. */
+/* Remove every object of the entity (as one batch); *removed may be NULL.
+ * The id sequence is kept: new objects do not reuse old ids. */
 int mote_remove_all(mote_txn *txn, mote_entity *e, uint64_t *removed);
 /* Number of objects, O(log n). */
 int mote_count(mote_txn *txn, mote_entity *e, uint64_t *count);
@@ -484,10 +506,20 @@ int mote_query_where(mote_query *q, int node);
  * must outlive q; its order, offset and limit are ignored). */
 int mote_query_link(mote_query *q, unsigned prop, mote_query *sub, int *node);
 int mote_query_set(mote_query *q, int node, const mote_value *vals, size_t nvals);
-/* Order by properties, in the order of calls; ties by id. */
+/* Order by properties, in the order of calls (MOTE_Q_DESC,
+ * MOTE_Q_NULLS_LAST); ties by id. Without an order, results come in id
+ * order. Decimal, JSON, vector and to-many properties have no order:
+ * MOTE_TYPE. */
 int mote_query_order(mote_query *q, unsigned prop, unsigned flags);
-int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit); /* 0 = none */
+/* Skip `offset` matches, then return at most `limit` (0 = no limit). */
+int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit);
 
+/*
+ * Run the query in `txn` (read or write) and call fn for each match, in
+ * order; fn returns 0 to go on, non-zero to stop (that value is returned).
+ * Records are valid during the call only. The query object is not changed
+ * by running and may be run again; it must not run on two threads at once.
+ */
 int mote_query_find(mote_txn *txn, mote_query *q, mote_record_fn fn, void *ctx);
 /*
  * Projection: the matches as rows of chosen properties (MOTE_PROP_ID gives
@@ -499,9 +531,14 @@ int mote_query_find(mote_txn *txn, mote_query *q, mote_record_fn fn, void *ctx);
 typedef int (*mote_row_fn)(void *ctx, uint64_t id, const mote_value *vals, size_t n);
 int mote_query_project(mote_txn *txn, mote_query *q, const unsigned *props, size_t nprops,
                        mote_row_fn fn, void *ctx);
-/* Ids of the matches into a malloc'd array (free with mote_free). */
+/* Ids of the matches, in order, into a malloc'd array *ids of *n entries
+ * (free with mote_free; NULL when there are none). */
 int mote_query_ids(mote_txn *txn, mote_query *q, uint64_t **ids, size_t *n);
+/* Number of matches (offset and limit apply); O(log n) for a condition that
+ * is exactly one index range, else one pass over the candidates. */
 int mote_query_count(mote_txn *txn, mote_query *q, uint64_t *count);
+/* Remove the matches (write txn; offset and limit apply), as one batch;
+ * *removed (may be NULL) gets their number. */
 int mote_query_remove(mote_txn *txn, mote_query *q, uint64_t *removed);
 /* Aggregates over the matches (offset and limit apply). */
 enum {
@@ -523,9 +560,12 @@ enum {
 int mote_query_aggregate(mote_txn *txn, mote_query *q, unsigned prop, int agg,
                          mote_value *out, uint64_t *n);
 
-/* How the query runs: "index", "index order" or "scan" (static string). */
+/* How the query runs: "index" (a condition's index), "index order" (walks
+ * the index of the order property), "id range" (a scan bounded by id
+ * conditions) or "scan"; "invalid" for a NULL query. Static string. */
 const char *mote_query_plan(mote_txn *txn, mote_query *q);
 
+/* Free memory the library returned (mote_query_ids, mote_links, ...). */
 void mote_free(void *p);
 
 /* ---- Maintenance --------------------------------------------------------- */

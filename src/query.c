@@ -285,6 +285,9 @@ int mote_query_order(mote_query *q, unsigned prop, unsigned flags)
 {
     if (!q || prop >= q->e->nprops || (flags & ~(MOTE_Q_DESC | MOTE_Q_NULLS_LAST)))
         return mote__err(MOTE_INVALID, "mote_query_order: bad property or flags");
+    if (!type_indexable(q->e->props[prop].type))
+        return mote__err(MOTE_TYPE, "%s.%s: %s values have no order", q->e->name,
+                         q->e->props[prop].name, mote__type_name(q->e->props[prop].type));
     qorder *o = mote__realloc(q->order, (q->norder + 1) * sizeof *o);
     if (!o)
         return mote__err(MOTE_NOMEM, "out of memory");

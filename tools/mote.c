@@ -1,7 +1,8 @@
 /*
  * mote — command-line tool for MoteDB stores.
  *
- *   mote stat FILE            txnid, page size, pages used/free, trees, bytes
+ *   mote stat FILE            txnid, page size, pages used/free, trees, bytes;
+ *                             per entity: objects, record bytes per object
  *   mote check FILE           full consistency check; exit 0 = consistent,
  *                             1 = problems (listed), 2 = cannot open
  *   mote compact FILE [OUT]   write a compacted copy (default FILE.compact)
@@ -27,6 +28,39 @@ static mote_store *open_ro(const char *path)
         return NULL;
     }
     return s;
+}
+
+/* mote stat: objects and record bytes of each entity. */
+typedef struct obj_sizes {
+    uint64_t n, bytes;
+} obj_sizes;
+
+static int add_size(void *ctx, const mote_record *r)
+{
+    obj_sizes *z = ctx;
+    z->n++;
+    z->bytes += r->size;
+    return 0;
+}
+
+static int stat_entity(void *ctx, const char *name)
+{
+    mote_txn *t = ctx;
+    mote_entity *e;
+    obj_sizes z = {0, 0};
+    int rc = mote_entity_stored(t, name, &e);
+    if (!rc)
+        rc = mote_scan(t, e, add_size, &z);
+    if (rc) {
+        printf("entity %s: unreadable (%s)\n", name, mote_strerror(rc));
+        return 0;
+    }
+    printf("entity %s: %llu objects, %llu record bytes", name, (unsigned long long)z.n,
+           (unsigned long long)z.bytes);
+    if (z.n)
+        printf(" (%.1f bytes per object)", (double)z.bytes / (double)z.n);
+    printf("\n");
+    return 0;
 }
 
 static int usage(void)
@@ -177,6 +211,11 @@ int main(int argc, char **argv)
         printf("trees:       %llu\n", (unsigned long long)st.trees);
         printf("entries:     %llu\n", (unsigned long long)st.entries);
         printf("depth:       %u\n", st.depth);
+        mote_txn *t;
+        if (mote_begin(s, MOTE_TXN_RDONLY, &t) == MOTE_OK) {
+            mote_entity_list(t, stat_entity, t);
+            mote_abort(t);
+        }
         mote_close(s);
         return 0;
     }

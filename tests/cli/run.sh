@@ -16,6 +16,7 @@ exit_is() { local want=$1; shift; "$@"; [ $? -eq "$want" ]; }
 "$B/examples/objects" "$D/a.mote" >/dev/null
 "$B/examples/objects" "$D/a.mote" >/dev/null # twice: the entity is reopened
 t "stat" bash -c "'$B/mote' stat '$D/a.mote' | grep -q 'entries:'"
+t "stat: bytes per object" bash -c "'$B/mote' stat '$D/a.mote' | grep -Eq '^entity Note: 10 objects, [0-9]+ record bytes \([0-9.]+ bytes per object\)$'"
 t "check consistent: exit 0" exit_is 0 "$B/mote" check "$D/a.mote"
 t "dump: 10 valid JSON lines" bash -c "'$B/mote' dump '$D/a.mote' Note | python3 -c '
 import json, sys

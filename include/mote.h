@@ -21,9 +21,16 @@
  *
  * Threads: a store may be used from any number of threads. At most one write
  * transaction exists at a time (mote_begin for writing blocks until the
- * previous writer ends); any number of read transactions (snapshots) run
- * concurrently with it, each on one thread at a time. A transaction or cursor
- * must not be used by two threads at once.
+ * previous writer ends; MOTE_BUSY if the calling thread holds it already);
+ * any number of read transactions (snapshots) run concurrently with it, each
+ * on one thread at a time. A transaction or cursor must not be used by two
+ * threads at once.
+ *
+ * Implicit transactions: object-layer functions (mote_put ... mote_query_*)
+ * accept txn == NULL and then run in a transaction of their own on the
+ * entity's store: a write transaction committed (durably) when the call
+ * succeeds and rolled back when it fails, or a read snapshot. mote_get needs
+ * an explicit transaction (its record would not outlive an implicit one).
  *
  * Layers: this header exposes the ordered key/value engine ("kv": named trees
  * of byte keys and values in one file) and, built on it, the object layer
@@ -419,7 +426,8 @@ int mote_update(mote_txn *txn, mote_entity *e, uint64_t id, const unsigned *prop
                 const mote_value *vals, unsigned n);
 
 /* Read one object into *out (valid like a mote_val; read properties with
- * mote_record_get); MOTE_NOTFOUND if absent. out may be NULL: "contains".
+ * mote_record_get); MOTE_NOTFOUND if absent. out may be NULL: "contains"
+ * (then txn may be NULL too).
  * Several objects: one mote_get per id (each O(log n), no I/O for cached
  * pages). */
 int mote_get(mote_txn *txn, mote_entity *e, uint64_t id, mote_record *out);

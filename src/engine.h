@@ -67,6 +67,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -202,6 +203,7 @@ struct mote_store {
 
     pthread_mutex_t mu;  /* cache, readers, cur, poisoned */
     pthread_mutex_t wmu; /* held by the write transaction */
+    _Atomic(const void *) writer; /* the writer thread's token, NULL if none */
 
     snap *cur;           /* latest commit's slot */
     uint64_t txnid;      /* latest commit */

@@ -35,6 +35,21 @@ void mote__entities_settle(mote_store *s, mote_txn *t, int committed)
     pthread_mutex_unlock(&s->mu);
 }
 
+int mote__implicit_begin(const mote_entity *e, int write, mote_txn **t)
+{
+    if (!e)
+        return mote__err(MOTE_INVALID, "entity or query is NULL");
+    return mote_begin(e->s, write ? 0 : MOTE_TXN_RDONLY, t);
+}
+
+int mote__implicit_end(mote_txn *t, int rc)
+{
+    if (rc == MOTE_OK)
+        return mote_commit(t);
+    mote_abort(t);
+    return rc;
+}
+
 static int check(mote_txn *t, mote_entity *e, int write)
 {
     if (!t || !e)
@@ -610,6 +625,7 @@ int mote_put(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
 int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
                   const mote_value *vals, unsigned mode, uint64_t *ids_out, size_t *done)
 {
+    IMPLICIT(t, e, 1, mote_put_many(t_, e, n, ids, vals, mode, ids_out, done));
     int rc = check(t, e, 1);
     if (done)
         *done = 0;
@@ -683,6 +699,7 @@ int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
 int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
                 const mote_value *vals, unsigned n)
 {
+    IMPLICIT(t, e, 1, mote_update(t_, e, id, props, vals, n));
     int rc = check(t, e, 1);
     if (rc)
         return rc;
@@ -723,6 +740,8 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
 
 int mote_get(mote_txn *t, mote_entity *e, uint64_t id, mote_record *out)
 {
+    if (!t && !out) /* contains */
+        IMPLICIT(t, e, 0, mote_get(t_, e, id, NULL));
     int rc = check(t, e, 0);
     if (rc)
         return rc;
@@ -767,6 +786,7 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
 
 int mote_remove(mote_txn *t, mote_entity *e, uint64_t id)
 {
+    IMPLICIT(t, e, 1, mote_remove(t_, e, id));
     int rc = check(t, e, 1);
     return rc ? rc : write_result(t, remove_one(t, e, id));
 }
@@ -843,6 +863,7 @@ int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
 int mote_remove_many(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
                      uint64_t *removed)
 {
+    IMPLICIT(t, e, 1, mote_remove_many(t_, e, ids, n, removed));
     int rc = check(t, e, 1);
     if (!rc && n && !ids)
         rc = mote__err(MOTE_INVALID, "mote_remove_many: ids is NULL");
@@ -853,6 +874,7 @@ int mote_remove_many(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
 
 int mote_remove_all(mote_txn *t, mote_entity *e, uint64_t *removed)
 {
+    IMPLICIT(t, e, 1, mote_remove_all(t_, e, removed));
     int rc = check(t, e, 1);
     if (rc)
         return rc;
@@ -879,6 +901,7 @@ int mote_remove_all(mote_txn *t, mote_entity *e, uint64_t *removed)
 
 int mote_count(mote_txn *t, mote_entity *e, uint64_t *count)
 {
+    IMPLICIT(t, e, 0, mote_count(t_, e, count));
     int rc = check(t, e, 0);
     if (!rc && !count)
         rc = mote__err(MOTE_INVALID, "mote_count: count is NULL");
@@ -887,6 +910,7 @@ int mote_count(mote_txn *t, mote_entity *e, uint64_t *count)
 
 int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
 {
+    IMPLICIT(t, e, 0, mote_scan(t_, e, fn, ctx));
     int rc = check(t, e, 0);
     if (!rc && !fn)
         rc = mote__err(MOTE_INVALID, "mote_scan: callback is NULL");
@@ -1119,11 +1143,13 @@ static int link_op(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uin
 
 int mote_link(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_t dst)
 {
+    IMPLICIT(t, e, 1, mote_link(t_, e, prop, src, dst));
     return link_op(t, e, prop, src, dst, 1);
 }
 
 int mote_unlink(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_t dst)
 {
+    IMPLICIT(t, e, 1, mote_unlink(t_, e, prop, src, dst));
     return link_op(t, e, prop, src, dst, 0);
 }
 
@@ -1176,6 +1202,7 @@ static int cmp_u64(const void *a, const void *b)
 int mote_links(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_t **ids,
                size_t *n)
 {
+    IMPLICIT(t, e, 0, mote_links(t_, e, prop, src, ids, n));
     const mprop *p = NULL;
     int rc = check(t, e, 0);
     if (!rc && (!ids || !n))
@@ -1209,6 +1236,7 @@ int mote_links(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_
 int mote_backlinks(mote_txn *t, mote_entity *e, unsigned prop, uint64_t dst, uint64_t **ids,
                    size_t *n)
 {
+    IMPLICIT(t, e, 0, mote_backlinks(t_, e, prop, dst, ids, n));
     const mprop *p = NULL;
     int rc = check(t, e, 0);
     if (!rc && (!ids || !n))

@@ -97,6 +97,25 @@ struct mote_entity {
     uint32_t bl_next_tree, bl_tree;
 };
 
+/*
+ * Implicit transactions: object-layer calls given txn == NULL run in their
+ * own transaction on the entity's store, committed (durably, for writes)
+ * when the call succeeds and rolled back when it fails:
+ *     IMPLICIT(t, e, 1, mote_remove(t_, e, id));
+ * returns from the calling function when t is NULL; `expr` is the same call
+ * on the transaction t_.
+ */
+int mote__implicit_begin(const mote_entity *e, int write, mote_txn **t);
+int mote__implicit_end(mote_txn *t, int rc);
+#define IMPLICIT(t, e, write, expr)                                                       \
+    do {                                                                                  \
+        if (!(t)) {                                                                       \
+            mote_txn *t_;                                                                 \
+            int rc_ = mote__implicit_begin((e), (write), &t_);                            \
+            return rc_ ? rc_ : mote__implicit_end(t_, (expr));                            \
+        }                                                                                 \
+    } while (0)
+
 static inline int type_is_var(int t)
 {
     return t == MOTE_T_STRING || t == MOTE_T_BYTES || t == MOTE_T_DECIMAL ||

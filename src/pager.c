@@ -47,6 +47,8 @@
 static const uint8_t zero_page[65536];
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Its address identifies a thread: the one holding a store's writer lock. */
+static _Thread_local char thread_token;
 static mote_store *reg_head;
 
 /* ---- Bitmap helpers ---------------------------------------------------- */
@@ -694,7 +696,13 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
         mote__free(t);
         return mote__err(MOTE_READONLY, "store %s was opened read-only", s->path);
     }
+    if (atomic_load(&s->writer) == &thread_token) { /* waiting would never end */
+        mote__free(t);
+        return mote__err(MOTE_BUSY, "store %s: this thread already holds its write "
+                         "transaction", s->path);
+    }
     pthread_mutex_lock(&s->wmu);
+    atomic_store(&s->writer, &thread_token);
     int rc = MOTE_OK;
     if (s->poisoned)
         rc = mote__err(MOTE_POISONED, "store %s: an earlier sync failed; close "
@@ -715,6 +723,7 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
         mote__free(t->bm);
         mote__free(t->scratch);
         mote__free(t);
+        atomic_store(&s->writer, NULL);
         pthread_mutex_unlock(&s->wmu);
         return rc;
     }
@@ -767,8 +776,10 @@ static void txn_free(mote_txn *t)
     mote__free(t->vbuf);
     mote__free(t->obuf);
     mote__free(t->oldbuf);
-    if (t->write)
+    if (t->write) {
+        atomic_store(&s->writer, NULL);
         pthread_mutex_unlock(&s->wmu);
+    }
     mote__free(t);
 }
 

@@ -1120,6 +1120,7 @@ static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
 
 int mote_query_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
 {
+    IMPLICIT(t, q ? q->e : NULL, 0, mote_query_ids(t_, q, ids, n));
     if (!ids || !n)
         return mote__err(MOTE_INVALID, "mote_query_ids: NULL argument");
     *ids = NULL;
@@ -1162,6 +1163,7 @@ static int direct_one(void *ctx, uint64_t id, const mote_record *r)
 
 int mote_query_find(mote_txn *t, mote_query *q, mote_record_fn fn, void *ctx)
 {
+    IMPLICIT(t, q ? q->e : NULL, 0, mote_query_find(t_, q, fn, ctx));
     if (!fn)
         return mote__err(MOTE_INVALID, "mote_query_find: callback is NULL");
     plan pl;
@@ -1221,6 +1223,7 @@ static int project_one(void *ctx, const mote_record *r)
 int mote_query_project(mote_txn *t, mote_query *q, const unsigned *props, size_t nprops,
                        mote_row_fn fn, void *ctx)
 {
+    IMPLICIT(t, q ? q->e : NULL, 0, mote_query_project(t_, q, props, nprops, fn, ctx));
     if (!q || !fn || (nprops && !props))
         return mote__err(MOTE_INVALID, "mote_query_project: NULL argument");
     for (size_t i = 0; i < nprops; i++)
@@ -1250,6 +1253,7 @@ static int count_one(void *ctx, uint64_t id, const mote_record *r)
 
 int mote_query_count(mote_txn *t, mote_query *q, uint64_t *count)
 {
+    IMPLICIT(t, q ? q->e : NULL, 0, mote_query_count(t_, q, count));
     plan pl;
     int rc = check_q(t, q);
     if (!rc && !count)
@@ -1288,6 +1292,7 @@ int mote_query_count(mote_txn *t, mote_query *q, uint64_t *count)
 
 int mote_query_remove(mote_txn *t, mote_query *q, uint64_t *removed)
 {
+    IMPLICIT(t, q ? q->e : NULL, 1, mote_query_remove(t_, q, removed));
     uint64_t *ids;
     size_t n;
     if (t && !t->write)
@@ -1410,6 +1415,7 @@ static int cmp_dist(const void *x, const void *y)
 int mote_query_aggregate(mote_txn *t, mote_query *q, unsigned prop, int op, mote_value *out,
                          uint64_t *n)
 {
+    IMPLICIT(t, q ? q->e : NULL, 0, mote_query_aggregate(t_, q, prop, op, out, n));
     int rc = check_q(t, q);
     if (!rc && (!out || prop >= q->e->nprops || op < MOTE_AGG_MIN ||
                 op > MOTE_AGG_COUNT_DISTINCT))

@@ -1263,3 +1263,56 @@ TEST(obj_query_id_and_nocase)
     OK(mote_commit(t));
     OK(mote_close(s));
 }
+
+/* txn == NULL: each call runs in its own transaction, committed on success
+ * (so it survives a reopen) and rolled back on error; a thread that holds
+ * the write transaction gets MOTE_BUSY instead of waiting for itself. */
+TEST(obj_implicit_transactions)
+{
+    const char *path = test_path("imp.mote");
+    mote_store *s = test_open(path, NULL);
+    mote_entity *e = open_notes(s);
+    mote_value v[4] = {I(1), I(10), S("a"), N()};
+    uint64_t id, id2, n;
+    OK(mote_put(NULL, e, 0, v, 0, &id));
+    v[1] = I(20);
+    OK(mote_put(NULL, e, 0, v, 0, &id2));
+    v[1] = I(40000);
+    CHECK_RC(mote_put(NULL, e, 0, v, 0, NULL), MOTE_RANGE); /* rolled back */
+    static const unsigned lvl = 1;
+    mote_value l30 = I(30);
+    OK(mote_update(NULL, e, id2, &lvl, &l30, 1));
+    OK(mote_count(NULL, e, &n));
+    CHECK(n == 2);
+    OK(mote_get(NULL, e, id, NULL)); /* contains */
+    CHECK_RC(mote_get(NULL, e, 99, NULL), MOTE_NOTFOUND);
+    mote_record rec;
+    CHECK_RC(mote_get(NULL, e, id, &rec), MOTE_INVALID);
+    mote_query *q;
+    int node;
+    OK(mote_query_new(e, &q));
+    OK(mote_query_cond(q, 1, MOTE_EQ, &l30, 1, 0, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_count(NULL, q, &n));
+    CHECK(n == 1);
+    /* holding the write transaction: implicit writes and a second begin
+     * are refused, reads in their own snapshot still work */
+    mote_txn *t, *t2;
+    OK(mote_begin(s, 0, &t));
+    CHECK_RC(mote_remove(NULL, e, id), MOTE_BUSY);
+    CHECK_RC(mote_begin(s, 0, &t2), MOTE_BUSY);
+    OK(mote_count(NULL, e, &n));
+    mote_abort(t);
+    OK(mote_remove(NULL, e, id));
+    OK(mote_query_remove(NULL, q, &n));
+    CHECK(n == 1);
+    mote_query_free(q);
+    CHECK_RC(mote_put(NULL, NULL, 0, v, 0, NULL), MOTE_INVALID);
+    OK(mote_close(s));
+    s = test_open(path, NULL);
+    e = open_notes(s);
+    OK(mote_count(NULL, e, &n));
+    CHECK(n == 0);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}

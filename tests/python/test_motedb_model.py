@@ -37,7 +37,8 @@ SMALL = st.integers(-2**15, 2**15 - 1)
 FLOATS = st.one_of(st.floats(width=64), st.sampled_from([0.0, -0.0, 1.5, math.nan, -math.inf]))
 TEXT = st.text(alphabet="aAbBzZ äÄöÖ×\x00é✓🎉", max_size=6)
 
-VALUES = {"level": INT64, "small": SMALL, "score": FLOATS, "text": TEXT, "flag": st.booleans()}
+VALUES = {"level": INT64, "small": SMALL, "score": FLOATS, "text": TEXT, "flag": st.booleans(),
+          "id": st.integers(0, 2**64 - 1) | st.integers(0, 40)}
 NULLABLE = {"level", "score", "text"}
 
 
@@ -78,6 +79,8 @@ def m_eval(cond, o):
     if op in ("startswith", "endswith", "contains"):
         h, n = (x, vals[0]) if cs else (fold(x), fold(vals[0]))
         return getattr(h, op)(n) if op != "contains" else n in h
+    if op in ("eq", "ne") and not cs:  # text.equals / not_equals(case_sensitive=False)
+        return (fold(x) == fold(vals[0])) == (op == "eq")
     k = vkey(prop, x)
     ks = [vkey(prop, v) for v in vals]
     return {"eq": lambda: k == ks[0], "ne": lambda: k != ks[0], "lt": lambda: k < ks[0],
@@ -130,6 +133,8 @@ def build(cond):
     p = getattr(Rec, prop)
     if op in ("startswith", "endswith", "contains"):
         return getattr(p, op)(vals[0], case_sensitive=cs)
+    if op in ("eq", "ne") and not cs:
+        return (p.equals if op == "eq" else p.not_equals)(vals[0], case_sensitive=False)
     return {"eq": lambda: p == vals[0], "ne": lambda: p != vals[0], "lt": lambda: p < vals[0],
             "le": lambda: p <= vals[0], "gt": lambda: p > vals[0], "ge": lambda: p >= vals[0],
             "between": lambda: p.between(vals[0], vals[1]), "in": lambda: p.in_(vals),
@@ -139,8 +144,10 @@ def build(cond):
 
 @st.composite
 def leaf(draw, pool):
-    prop = draw(st.sampled_from(PROPS))
+    prop = draw(st.sampled_from(PROPS + ("id",)))
     ops = ["eq", "ne", "lt", "le", "gt", "ge", "between", "in", "not_in", "is_null", "not_null"]
+    if prop == "id":  # the object id: no NULL
+        ops = ops[:-2]
     if prop == "text":
         ops += ["startswith", "endswith", "contains"] * 2
     op = draw(st.sampled_from(ops))
@@ -157,7 +164,10 @@ def leaf(draw, pool):
         vals = [s[:draw(st.integers(0, len(s)))] if draw(st.booleans()) else s]
     else:
         vals = [draw(value)]
-    return ("leaf", prop, op, vals, draw(st.booleans()))
+    # case_sensitive=False: string operators, and equality of text
+    cs = draw(st.booleans()) if prop == "text" and op in ("eq", "ne", "startswith", "endswith",
+                                                           "contains") else True
+    return ("leaf", prop, op, vals, cs)
 
 
 @st.composite

@@ -1,0 +1,208 @@
+/*
+ * _core.h — what the C files of the motedb extension share: the field kinds,
+ * the module globals, the object structures and the functions one file
+ * calls in another. Files: _core.c (module, errors, entity info), values.c
+ * (Python <-> mote_value), entity.c (metatype, Entity, Property, Order,
+ * Condition), store.c (Store, transactions, operations), box.c (Box),
+ * query.c (Query). See _core.c for the design.
+ */
+#ifndef MOTEDB_CORE_H
+#define MOTEDB_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mote.h"
+
+/* ---- kinds (shared with _schema.py) ----------------------------------------- */
+
+enum {
+    K_ID, K_BOOL, K_INT, K_FLOAT, K_STR, K_BYTES, K_DATETIME, K_DATE, K_DECIMAL, K_DICT,
+    K_LIST, K_VECTOR, K_TOONE, K_TOMANY
+};
+
+extern const char *kind_expect[];
+
+/* module globals (_core.c) */
+extern PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_missing, *g_rel_get, *g_rel_set,
+    *g_after_put;
+extern PyObject *E_Error, *E_Locked, *E_Corrupt, *E_Schema, *E_Unique, *E_Closed,
+    *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn;
+extern PyObject *s_id, *s_utcoffset, *s_code;
+
+typedef struct FieldInfo {
+    PyObject *name;      /* interned attribute name */
+    PyObject *dflt;      /* default value, NULL if none */
+    PyObject *factory;   /* default factory, NULL if none */
+    Py_ssize_t offset;   /* slot offset in instances */
+    int kind, mtype;
+    unsigned flags, dim;
+    int64_t imin, imax;  /* integer range of the property type */
+    const char *cname;   /* UTF-8 of name (owned by name) */
+    char *renamed;       /* renamed_from, PyMem, or NULL */
+    PyObject *target;    /* relations: the target entity name (str), else NULL */
+} FieldInfo;
+
+typedef struct EntityInfo {
+    PyObject *name;      /* the entity name (class __name__) */
+    const char *cname;
+    Py_ssize_t nf;       /* properties (without the id) */
+    FieldInfo *f;
+    Py_ssize_t id_off;   /* slot offset of the id */
+    Py_ssize_t store_off; /* slot of the store an object was loaded from / put to; -1: none */
+    int has_tomany;      /* relations: call g_after_put after a put */
+    mote_prop_def *defs;
+} EntityInfo;
+
+typedef struct {
+    PyHeapTypeObject ht;
+    EntityInfo *info;
+} EntityTypeObject;
+
+extern PyTypeObject EntityMeta_Type, EntityBase_Type, Property_Type, Cond_Type, Order_Type,
+    Store_Type, Box_Type, Query_Type, Txn_Type;
+
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+/* entity.c */
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *owner;  /* the entity class */
+    PyObject *name;
+    Py_ssize_t index;     /* field index; -1 = the id */
+    Py_ssize_t offset;
+} PropertyObject;
+
+typedef struct {
+    PyObject_HEAD
+    PropertyObject *prop;
+    unsigned flags; /* MOTE_Q_DESC | MOTE_Q_NULLS_LAST */
+} OrderObject;
+
+enum { C_LEAF, C_AND, C_OR, C_LINK };
+
+typedef struct {
+    PyObject_HEAD
+    int kind;
+    PropertyObject *prop; /* leaves */
+    int op;
+    unsigned flags;
+    PyObject *vals;       /* leaves: tuple of values */
+    PyObject *kids;       /* and/or: tuple of conditions */
+    PyTypeObject *owner;  /* the entity class */
+} CondObject;
+
+/* store.c */
+typedef struct TxnSlot {
+    struct TxnSlot *next;
+    unsigned long tid;
+    mote_txn *txn;
+    int write;
+    int depth;   /* entered blocks (explicit transactions) */
+    int doomed;  /* a nested block failed: roll back at the end */
+} TxnSlot;
+
+typedef struct {
+    PyObject_HEAD
+    mote_store *s;
+    PyObject *path;
+    PyObject *boxes;    /* entity class -> Box */
+    TxnSlot *txns;      /* transactions in progress, one per thread at most */
+    int nexplicit;      /* store.write() / store.read() blocks in progress */
+    int nimplicit;      /* single-operation transactions in progress */
+    int npending;       /* boxes whose entity was opened in an uncommitted txn */
+    int readonly;
+    PyObject *weakrefs;
+} StoreObject;
+
+typedef struct {
+    PyObject_HEAD
+    StoreObject *store;
+    PyTypeObject *cls;
+    EntityInfo *info;
+    mote_entity *e;     /* NULL: open it again (its transaction rolled back) */
+    mote_txn *pending;  /* opened in this uncommitted write transaction */
+} BoxObject;
+
+typedef struct {
+    TxnSlot slot;
+    TxnSlot *ts;
+    int own;
+} Op;
+
+enum { OP_FAIL = 0, OP_COMMIT = 1, OP_NOCHANGE = 2 };
+
+typedef struct {
+    PyObject_HEAD
+    StoreObject *store;
+    TxnSlot *slot;
+    int write;
+    int state;   /* 0 new, 1 entered, 2 exited */
+    int joined;  /* entered inside another transaction of the thread */
+    unsigned long tid;
+} TxnObject;
+
+/* query.c */
+typedef struct {
+    PyObject_HEAD
+    BoxObject *box;
+    mote_query *mq;
+    mote_entity *mqe;  /* the entity mq was built for */
+    PyObject *cond;    /* root condition or NULL */
+    PyObject *orders;  /* list of Order */
+    uint64_t offset, limit;
+    int limit_zero;
+    int busy;
+    Py_ssize_t *leaf_prop; /* the leaves of the built query: property index */
+    int *leaf_node;        /* and node id */
+    Py_ssize_t nleaves, capleaves;
+    PyObject *params;      /* property index -> values given to set_parameter() */
+    int has_link;          /* relation conditions: built in each run's transaction */
+    TxnSlot *ts;           /* the transaction q_build runs in (relation conditions) */
+    PyObject *subs;        /* list of the Query objects of relation conditions */
+} QueryObject;
+
+/* _core.c */
+int raise_code(int rc, const char *prefix, const char *msg);
+int raise_rc(int rc);
+EntityInfo *info_of_type(PyTypeObject *tp);
+void info_free(EntityInfo *in);
+
+/* values.c */
+int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
+             PyObject **keep, Py_ssize_t *nk, int put);
+PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent);
+PyObject *build_obj(PyTypeObject *cls, const EntityInfo *in, const mote_record *r);
+PyObject *record_field(const EntityInfo *in, const mote_record *r, Py_ssize_t i);
+
+/* entity.c */
+FieldInfo *prop_field(PropertyObject *p);
+int set_slot(PyObject *o, Py_ssize_t off, PyObject *v);
+int id_value(const char *ent, PyObject *v, mote_value *mv);
+PyObject *cond_group(int kind, PyObject *a, PyObject *b);
+PyObject *prop_order(PyObject *self, unsigned flags);
+
+/* store.c */
+PyObject *box_build(BoxObject *b, const mote_record *r);
+int after_put(BoxObject *b, PyObject *obj, uint64_t id);
+int op_begin(StoreObject *st, int write, Op *op);
+int op_end(StoreObject *st, Op *op, int how);
+int box_entity(BoxObject *b, TxnSlot *ts);
+PyObject *store_box(PyObject *self, PyObject *cls);
+
+/* box.c */
+void release_keep(PyObject **keep, Py_ssize_t nk);
+
+/* query.c */
+PyObject *box_query(PyObject *self, PyObject *args);
+
+int values_init(void); /* values.c: imports the datetime C API */
+
+#endif

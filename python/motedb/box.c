@@ -1,0 +1,782 @@
+/*
+ * box.c — Box: put/get/remove/count and relations of one entity. Part of
+ * the _core extension (_core.h).
+ */
+#include "_core.h"
+
+/* ---- Box ----------------------------------------------------------------------------------- */
+
+static int box_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    BoxObject *b = (BoxObject *)self;
+    Py_VISIT(b->store);
+    Py_VISIT(b->cls);
+    return 0;
+}
+
+static int box_clear(PyObject *self)
+{
+    BoxObject *b = (BoxObject *)self;
+    if (b->pending && b->store) {
+        b->pending = NULL;
+        b->store->npending--;
+    }
+    Py_CLEAR(b->store);
+    Py_CLEAR(b->cls);
+    return 0;
+}
+
+static void box_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    box_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int box_check_obj(BoxObject *b, PyObject *obj)
+{
+    if (Py_TYPE(obj) == b->cls)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "Box of %s: expected a %s object, got %.100s", b->info->cname,
+                 b->info->cname, Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+static int parse_id(BoxObject *b, PyObject *v, uint64_t *id)
+{
+    if (!PyLong_Check(v) || PyBool_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s: an object id is an int, got %.100s", b->info->cname,
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: invalid object id %R (ids are 1 to 2**64-1)",
+                     b->info->cname, v);
+        return -1;
+    }
+    *id = x;
+    return 0;
+}
+
+/* id or object of this box's class */
+static int parse_id_or_obj(BoxObject *b, PyObject *v, uint64_t *id)
+{
+    if (Py_TYPE(v) == b->cls) {
+        PyObject *idv = SLOT(v, b->info->id_off);
+        if (!idv) {
+            PyErr_Format(PyExc_AttributeError, "%s.id is not set", b->info->cname);
+            return -1;
+        }
+        return parse_id(b, idv, id);
+    }
+    if (PyLong_Check(v))
+        return parse_id(b, v, id);
+    PyErr_Format(PyExc_TypeError, "Box of %s: expected an id or a %s object, got %.100s",
+                 b->info->cname, b->info->cname, Py_TYPE(v)->tp_name);
+    return -1;
+}
+
+/* The values of obj into vals (nf of them); references to keep. */
+static int marshal(BoxObject *b, PyObject *obj, mote_value *vals, PyObject **keep,
+                   Py_ssize_t *nk, uint64_t *id)
+{
+    const EntityInfo *in = b->info;
+    PyObject *idv = SLOT(obj, in->id_off);
+    if (!idv) {
+        PyErr_Format(PyExc_AttributeError, "%s.id is not set", in->cname);
+        return -1;
+    }
+    if (parse_id(b, idv, id) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < in->nf; i++) {
+        const FieldInfo *f = &in->f[i];
+        PyObject *v = SLOT(obj, f->offset);
+        if (!v) {
+            PyErr_Format(PyExc_AttributeError, "%s.%s is not set", in->cname, f->cname);
+            return -1;
+        }
+        if (to_value(in->cname, f, v, &vals[i], keep, nk, 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+void release_keep(PyObject **keep, Py_ssize_t nk)
+{
+    for (Py_ssize_t i = 0; i < nk; i++)
+        Py_DECREF(keep[i]);
+}
+
+static int parse_mode(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                      Py_ssize_t npos, unsigned *mode, const char *fn)
+{
+    *mode = MOTE_PUT_UPSERT;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs != npos || nkw > 1) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd positional argument and an optional "
+                     "mode=", fn, npos);
+        return -1;
+    }
+    if (!nkw)
+        return 0;
+    PyObject *k = PyTuple_GET_ITEM(kwnames, 0), *v = args[nargs];
+    if (!PyUnicode_Check(k) || PyUnicode_CompareWithASCIIString(k, "mode")) {
+        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", fn, k);
+        return -1;
+    }
+    if (PyUnicode_Check(v) && !PyUnicode_CompareWithASCIIString(v, "upsert"))
+        *mode = MOTE_PUT_UPSERT;
+    else if (PyUnicode_Check(v) && !PyUnicode_CompareWithASCIIString(v, "insert"))
+        *mode = MOTE_PUT_INSERT;
+    else if (PyUnicode_Check(v) && !PyUnicode_CompareWithASCIIString(v, "update"))
+        *mode = MOTE_PUT_UPDATE;
+    else {
+        PyErr_Format(PyExc_ValueError, "%s(): mode must be 'upsert', 'insert' or 'update', "
+                     "got %R", fn, v);
+        return -1;
+    }
+    return 0;
+}
+
+#define STACK_VALS 32
+
+static PyObject *box_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames)
+{
+    BoxObject *b = (BoxObject *)self;
+    unsigned mode;
+    if (parse_mode(args, nargs, kwnames, 1, &mode, "put") < 0)
+        return NULL;
+    PyObject *obj = args[0];
+    if (box_check_obj(b, obj) < 0)
+        return NULL;
+    const EntityInfo *in = b->info;
+    mote_value sv[STACK_VALS];
+    PyObject *sk[STACK_VALS];
+    mote_value *vals = in->nf <= STACK_VALS ? sv : PyMem_Malloc(sizeof *vals * (size_t)in->nf);
+    PyObject **keep = in->nf <= STACK_VALS ? sk : PyMem_Malloc(sizeof *keep * (size_t)in->nf);
+    Py_ssize_t nk = 0;
+    PyObject *res = NULL;
+    uint64_t id, newid = 0;
+    if (!vals || !keep) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (marshal(b, obj, vals, keep, &nk, &id) < 0)
+        goto done;
+    if (mode == MOTE_PUT_UPDATE && !id) {
+        PyErr_Format(E_NotFound, "%s: put(mode='update') of an object without id", in->cname);
+        goto done;
+    }
+    Op op;
+    if (op_begin(b->store, 1, &op) < 0)
+        goto done;
+    int ok = box_entity(b, op.ts) == 0;
+    if (ok) {
+        int rc = mote_put(op.ts->txn, b->e, id, vals, mode, &newid);
+        if (rc)
+            ok = raise_rc(rc) == 0;
+        else if (after_put(b, obj, newid) < 0) {
+            ok = 0;
+            if (!op.own)
+                op.ts->doomed = 1; /* the object is in the transaction, its links are not */
+        }
+    }
+    if (op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
+        goto done;
+    if (!(res = PyLong_FromUnsignedLongLong(newid)))
+        goto done;
+    if (newid != id)
+        set_slot(obj, in->id_off, res);
+done:
+    release_keep(keep, nk);
+    if (vals != sv)
+        PyMem_Free(vals);
+    if (keep != sk)
+        PyMem_Free(keep);
+    return res;
+}
+
+static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    BoxObject *b = (BoxObject *)self;
+    unsigned mode;
+    if (parse_mode(args, nargs, kwnames, 1, &mode, "put_many") < 0)
+        return NULL;
+    PyObject *seq = PySequence_Tuple(args[0]);
+    if (!seq)
+        return NULL;
+    const EntityInfo *in = b->info;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq), nf = in->nf, nk = 0;
+    mote_value *vals = NULL;
+    PyObject **keep = NULL, *res = NULL;
+    uint64_t *ids = NULL, *out = NULL;
+    if (n == 0) {
+        res = PyList_New(0);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (box_check_obj(b, PyTuple_GET_ITEM(seq, i)) < 0)
+            goto done;
+    vals = PyMem_Malloc(sizeof *vals * (size_t)(n * nf + 1));
+    keep = PyMem_Malloc(sizeof *keep * (size_t)(n * nf + 1));
+    ids = PyMem_Malloc(sizeof *ids * (size_t)n);
+    out = PyMem_Malloc(sizeof *out * (size_t)n);
+    if (!vals || !keep || !ids || !out) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int any_id = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (marshal(b, PyTuple_GET_ITEM(seq, i), vals + i * nf, keep, &nk, &ids[i]) < 0)
+            goto done;
+        any_id |= ids[i] != 0;
+    }
+    if (mode == MOTE_PUT_UPDATE) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!ids[i]) {
+                PyErr_Format(E_NotFound, "%s: put_many(mode='update'): object %zd has no id",
+                             in->cname, i);
+                goto done;
+            }
+    }
+    Op op;
+    if (op_begin(b->store, 1, &op) < 0)
+        goto done;
+    int ok = box_entity(b, op.ts) == 0;
+    if (ok) {
+        size_t ndone = 0;
+        int rc;
+        mote_txn *t = op.ts->txn;
+        mote_entity *e = b->e;
+        const uint64_t *idp = any_id ? ids : NULL;
+        if (n >= 64) {
+            Py_BEGIN_ALLOW_THREADS
+            rc = mote_put_many(t, e, (size_t)n, idp, vals, mode, out, &ndone);
+            Py_END_ALLOW_THREADS
+        } else {
+            rc = mote_put_many(t, e, (size_t)n, idp, vals, mode, out, &ndone);
+        }
+        if (rc) {
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "put_many: object %zu of %zd: ", ndone, n);
+            raise_code(rc, prefix, NULL);
+            ok = 0;
+            if (!op.own && ndone > 0)
+                op.ts->doomed = 1; /* the transaction holds a part of the objects */
+        }
+        for (Py_ssize_t i = 0; ok && i < n; i++)
+            if (after_put(b, PyTuple_GET_ITEM(seq, i), out[i]) < 0) {
+                ok = 0;
+                if (!op.own)
+                    op.ts->doomed = 1;
+            }
+    }
+    if (op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
+        goto done;
+    if (!(res = PyList_New(n)))
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *idv = PyLong_FromUnsignedLongLong(out[i]);
+        if (!idv) {
+            Py_CLEAR(res);
+            goto done;
+        }
+        if (out[i] != ids[i])
+            set_slot(PyTuple_GET_ITEM(seq, i), in->id_off, idv);
+        PyList_SET_ITEM(res, i, idv);
+    }
+done:
+    if (keep)
+        release_keep(keep, nk);
+    PyMem_Free(vals);
+    PyMem_Free(keep);
+    PyMem_Free(ids);
+    PyMem_Free(out);
+    Py_DECREF(seq);
+    return res;
+}
+
+static PyObject *box_get(PyObject *self, PyObject *arg)
+{
+    BoxObject *b = (BoxObject *)self;
+    uint64_t id;
+    if (parse_id(b, arg, &id) < 0)
+        return NULL;
+    Op op;
+    if (op_begin(b->store, 0, &op) < 0)
+        return NULL;
+    PyObject *res = NULL;
+    if (box_entity(b, op.ts) == 0) {
+        mote_record r;
+        int rc = mote_get(op.ts->txn, b->e, id, &r);
+        if (rc == MOTE_NOTFOUND)
+            res = Py_NewRef(Py_None);
+        else if (rc)
+            raise_rc(rc);
+        else
+            res = box_build(b, &r);
+    }
+    if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *box_get_many(PyObject *self, PyObject *arg)
+{
+    BoxObject *b = (BoxObject *)self;
+    PyObject *seq = PySequence_Fast(arg, "get_many() takes a sequence of ids");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *res = PyList_New(n);
+    Op op;
+    if (!res || op_begin(b->store, 0, &op) < 0) {
+        Py_XDECREF(res);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    int ok = box_entity(b, op.ts) == 0;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        uint64_t id;
+        PyObject *o = NULL;
+        mote_record r;
+        if (parse_id(b, PySequence_Fast_GET_ITEM(seq, i), &id) < 0) {
+            ok = 0;
+            break;
+        }
+        int rc = mote_get(op.ts->txn, b->e, id, &r);
+        if (rc == MOTE_NOTFOUND)
+            o = Py_NewRef(Py_None);
+        else if (rc)
+            raise_rc(rc);
+        else
+            o = box_build(b, &r);
+        if (!o)
+            ok = 0;
+        else
+            PyList_SET_ITEM(res, i, o);
+    }
+    Py_DECREF(seq);
+    if (op_end(b->store, &op, ok ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+typedef struct {
+    BoxObject *b;
+    PyObject *list;
+} ScanCtx;
+
+static int scan_cb(void *ctx, const mote_record *r)
+{
+    ScanCtx *c = ctx;
+    PyObject *o = box_build(c->b, r);
+    if (!o)
+        return -1;
+    int rc = PyList_Append(c->list, o);
+    Py_DECREF(o);
+    return rc < 0 ? -1 : 0;
+}
+
+static PyObject *box_all(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    BoxObject *b = (BoxObject *)self;
+    ScanCtx c = {b, PyList_New(0)};
+    Op op;
+    if (!c.list || op_begin(b->store, 0, &op) < 0) {
+        Py_XDECREF(c.list);
+        return NULL;
+    }
+    int ok = box_entity(b, op.ts) == 0;
+    if (ok) {
+        int rc = mote_scan(op.ts->txn, b->e, scan_cb, &c);
+        if (rc) {
+            if (rc != -1)
+                raise_rc(rc);
+            ok = 0;
+        }
+    }
+    if (op_end(b->store, &op, ok ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(c.list);
+    return c.list;
+}
+
+static PyObject *box_count(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    BoxObject *b = (BoxObject *)self;
+    Op op;
+    if (op_begin(b->store, 0, &op) < 0)
+        return NULL;
+    uint64_t n = 0;
+    int ok = box_entity(b, op.ts) == 0;
+    if (ok) {
+        int rc = mote_count(op.ts->txn, b->e, &n);
+        if (rc)
+            ok = raise_rc(rc) == 0;
+    }
+    if (op_end(b->store, &op, ok ? OP_NOCHANGE : OP_FAIL) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+static PyObject *box_contains(PyObject *self, PyObject *arg)
+{
+    BoxObject *b = (BoxObject *)self;
+    uint64_t id;
+    if (parse_id(b, arg, &id) < 0)
+        return NULL;
+    Op op;
+    if (op_begin(b->store, 0, &op) < 0)
+        return NULL;
+    int ok = box_entity(b, op.ts) == 0, found = 0;
+    if (ok) {
+        int rc = mote_get(op.ts->txn, b->e, id, NULL);
+        if (rc == MOTE_OK)
+            found = 1;
+        else if (rc != MOTE_NOTFOUND)
+            ok = raise_rc(rc) == 0;
+    }
+    if (op_end(b->store, &op, ok ? OP_NOCHANGE : OP_FAIL) < 0)
+        return NULL;
+    return PyBool_FromLong(found);
+}
+
+static PyObject *box_remove(PyObject *self, PyObject *arg)
+{
+    BoxObject *b = (BoxObject *)self;
+    uint64_t id;
+    if (parse_id_or_obj(b, arg, &id) < 0)
+        return NULL;
+    Op op;
+    if (op_begin(b->store, 1, &op) < 0)
+        return NULL;
+    int ok = box_entity(b, op.ts) == 0, found = 0;
+    if (ok) {
+        int rc = mote_remove(op.ts->txn, b->e, id);
+        if (rc == MOTE_OK)
+            found = 1;
+        else if (rc != MOTE_NOTFOUND)
+            ok = raise_rc(rc) == 0;
+    }
+    if (op_end(b->store, &op, !ok ? OP_FAIL : found ? OP_COMMIT : OP_NOCHANGE) < 0)
+        return NULL;
+    return PyBool_FromLong(found);
+}
+
+static PyObject *box_remove_many(PyObject *self, PyObject *arg)
+{
+    BoxObject *b = (BoxObject *)self;
+    PyObject *seq = PySequence_Fast(arg, "remove_many() takes a sequence of ids or objects");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    uint64_t *ids = PyMem_Malloc(sizeof *ids * (size_t)(n + 1));
+    if (!ids) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (parse_id_or_obj(b, PySequence_Fast_GET_ITEM(seq, i), &ids[i]) < 0) {
+            Py_DECREF(seq);
+            PyMem_Free(ids);
+            return NULL;
+        }
+    Py_DECREF(seq);
+    Op op;
+    if (op_begin(b->store, 1, &op) < 0) {
+        PyMem_Free(ids);
+        return NULL;
+    }
+    uint64_t removed = 0;
+    int ok = box_entity(b, op.ts) == 0, rc = MOTE_OK;
+    if (ok) {
+        mote_txn *t = op.ts->txn;
+        mote_entity *e = b->e;
+        Py_BEGIN_ALLOW_THREADS
+        rc = mote_remove_many(t, e, ids, (size_t)n, &removed);
+        Py_END_ALLOW_THREADS
+        if (rc != MOTE_OK) {
+            ok = raise_rc(rc) == 0;
+            if (!op.own) /* a failed batch may have written part of it */
+                op.ts->doomed = 1;
+        }
+    }
+    PyMem_Free(ids);
+    if (op_end(b->store, &op, !ok ? OP_FAIL : removed ? OP_COMMIT : OP_NOCHANGE) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(removed);
+}
+
+static PyObject *box_remove_all(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    BoxObject *b = (BoxObject *)self;
+    Op op;
+    if (op_begin(b->store, 1, &op) < 0)
+        return NULL;
+    uint64_t removed = 0;
+    int ok = box_entity(b, op.ts) == 0;
+    if (ok) {
+        int rc;
+        mote_txn *t = op.ts->txn;
+        mote_entity *e = b->e;
+        Py_BEGIN_ALLOW_THREADS
+        rc = mote_remove_all(t, e, &removed);
+        Py_END_ALLOW_THREADS
+        if (rc)
+            ok = raise_rc(rc) == 0;
+    }
+    if (op_end(b->store, &op, !ok ? OP_FAIL : removed ? OP_COMMIT : OP_NOCHANGE) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(removed);
+}
+
+/* ---- Box: relations -------------------------------------------------------------- */
+
+static FieldInfo *rel_prop(BoxObject *b, PyObject *prop)
+{
+    FieldInfo *f = NULL;
+    if (PyObject_TypeCheck(prop, &Property_Type) && ((PropertyObject *)prop)->owner == b->cls)
+        f = prop_field((PropertyObject *)prop);
+    if (!f || !f->target) {
+        PyErr_Format(PyExc_TypeError, "Box of %s: expected a relation property of %s "
+                     "(motedb.ToOne / motedb.ToMany), got %R", b->info->cname, b->info->cname,
+                     prop);
+        return NULL;
+    }
+    return f;
+}
+
+/* An id, or an object of entity `name` with an id. */
+static int rel_id(const char *ent, PyObject *name, PyObject *v, uint64_t *id)
+{
+    EntityInfo *ti = info_of_type(Py_TYPE(v));
+    if (ti) {
+        if (PyUnicode_Compare(ti->name, name) != 0) {
+            PyErr_Format(PyExc_TypeError, "%s: expected a %U object or id, got a %U object", ent,
+                         name, ti->name);
+            return -1;
+        }
+        v = SLOT(v, ti->id_off);
+        if (!v) {
+            PyErr_Format(PyExc_AttributeError, "%U.id is not set", name);
+            return -1;
+        }
+    } else if (!PyLong_Check(v) || PyBool_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a %U object or id, got %.100s", ent, name,
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (!x) {
+        PyErr_Format(PyExc_ValueError, "%s: the %U object has no id yet: put it first", ent,
+                     name);
+        return -1;
+    }
+    *id = x;
+    return 0;
+}
+
+static PyObject *ids_to_list(const uint64_t *ids, size_t n)
+{
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; l && i < n; i++) {
+        PyObject *x = PyLong_FromUnsignedLongLong(ids[i]);
+        if (!x) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+    }
+    return l;
+}
+
+/* _links(prop, id) -> ids of the targets; backlinks: the sources pointing at id. */
+static PyObject *box_links_common(BoxObject *b, PyObject *const *args, Py_ssize_t nargs,
+                                  int back)
+{
+    const char *fn = back ? "backlinks" : "_links";
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 2 arguments: a relation property and an "
+                     "object or id", fn);
+        return NULL;
+    }
+    FieldInfo *f = rel_prop(b, args[0]);
+    if (!f)
+        return NULL;
+    uint64_t id;
+    if (rel_id(b->info->cname, back ? f->target : b->info->name, args[1], &id) < 0)
+        return NULL;
+    Op op;
+    if (op_begin(b->store, 0, &op) < 0)
+        return NULL;
+    PyObject *res = NULL;
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    if (box_entity(b, op.ts) == 0) {
+        unsigned prop = (unsigned)((PropertyObject *)args[0])->index;
+        int rc = back ? mote_backlinks(op.ts->txn, b->e, prop, id, &ids, &n)
+                      : mote_links(op.ts->txn, b->e, prop, id, &ids, &n);
+        if (rc == MOTE_NOTFOUND) {
+            res = PyList_New(0);
+        } else if (rc) {
+            raise_rc(rc);
+        } else if (!back) {
+            res = ids_to_list(ids, n);
+        } else {
+            res = PyList_New((Py_ssize_t)n);
+            for (size_t i = 0; res && i < n; i++) {
+                mote_record r;
+                PyObject *o = NULL;
+                if ((rc = mote_get(op.ts->txn, b->e, ids[i], &r)))
+                    raise_rc(rc);
+                else
+                    o = box_build(b, &r);
+                if (!o) {
+                    Py_CLEAR(res);
+                    break;
+                }
+                PyList_SET_ITEM(res, (Py_ssize_t)i, o);
+            }
+        }
+        mote_free(ids);
+    }
+    if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *box_links(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return box_links_common((BoxObject *)self, args, nargs, 0);
+}
+
+static PyObject *box_backlinks(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return box_links_common((BoxObject *)self, args, nargs, 1);
+}
+
+/* _relink(prop, id, add_ids, remove_ids): to-many links, in one write operation. */
+static PyObject *box_relink(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    BoxObject *b = (BoxObject *)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "_relink(prop, id, add, remove)");
+        return NULL;
+    }
+    FieldInfo *f = rel_prop(b, args[0]);
+    uint64_t id;
+    if (!f || rel_id(b->info->cname, b->info->name, args[1], &id) < 0)
+        return NULL;
+    if (f->kind != K_TOMANY) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a to-many relation", b->info->cname,
+                     f->cname);
+        return NULL;
+    }
+    PyObject *add = PySequence_Fast(args[2], "_relink: add must be a sequence");
+    PyObject *rem = add ? PySequence_Fast(args[3], "_relink: remove must be a sequence") : NULL;
+    if (!rem) {
+        Py_XDECREF(add);
+        return NULL;
+    }
+    Op op;
+    int ok = op_begin(b->store, 1, &op) == 0;
+    if (ok) {
+        unsigned prop = (unsigned)((PropertyObject *)args[0])->index;
+        ok = box_entity(b, op.ts) == 0;
+        for (int pass = 0; ok && pass < 2; pass++) {
+            PyObject *seq = pass ? add : rem;
+            for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(seq); i++) {
+                uint64_t dst;
+                if (rel_id(b->info->cname, f->target, PySequence_Fast_GET_ITEM(seq, i), &dst)) {
+                    ok = 0;
+                    break;
+                }
+                int rc = pass ? mote_link(op.ts->txn, b->e, prop, id, dst)
+                              : mote_unlink(op.ts->txn, b->e, prop, id, dst);
+                if (rc && !(rc == MOTE_NOTFOUND && !pass))
+                    ok = raise_rc(rc) == 0;
+            }
+        }
+        if (!ok && !op.own)
+            op.ts->doomed = 1;
+        ok = op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) == 0;
+    }
+    Py_DECREF(add);
+    Py_DECREF(rem);
+    if (!ok)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *box_repr(PyObject *self)
+{
+    BoxObject *b = (BoxObject *)self;
+    return PyUnicode_FromFormat("<motedb.Box of %s in %R>", b->info->cname,
+                                b->store ? b->store->path : Py_None);
+}
+
+static PyObject *box_get_entity(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef((PyObject *)((BoxObject *)self)->cls);
+}
+
+static PyObject *box_get_store(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef((PyObject *)((BoxObject *)self)->store);
+}
+
+static PyMethodDef box_methods[] = {
+    {"put", (PyCFunction)(void (*)(void))box_put, METH_FASTCALL | METH_KEYWORDS,
+     "put(obj, *, mode='upsert') -> id. A new object (id 0) gets the next id, set on obj."},
+    {"put_many", (PyCFunction)(void (*)(void))box_put_many, METH_FASTCALL | METH_KEYWORDS,
+     "put_many(objs, *, mode='upsert') -> [ids]. One transaction; new objects get "
+     "contiguous ids, set on the objects."},
+    {"get", box_get, METH_O, "get(id) -> object or None."},
+    {"get_many", box_get_many, METH_O, "get_many(ids) -> [object or None]."},
+    {"all", box_all, METH_NOARGS, "all() -> [objects] in id order."},
+    {"count", box_count, METH_NOARGS, "count() -> number of objects."},
+    {"contains", box_contains, METH_O, "contains(id) -> bool."},
+    {"remove", box_remove, METH_O, "remove(id or obj) -> True if it existed."},
+    {"remove_many", box_remove_many, METH_O, "remove_many(ids or objs) -> number removed."},
+    {"remove_all", box_remove_all, METH_NOARGS, "remove_all() -> number removed."},
+    {"query", box_query, METH_VARARGS, "query(*conditions) -> Query (several: AND)."},
+    {"backlinks", (PyCFunction)(void (*)(void))box_backlinks, METH_FASTCALL,
+     "backlinks(prop, obj_or_id) -> [objects of this box whose relation prop (to-one or "
+     "to-many) points at obj], in id order."},
+    {"_links", (PyCFunction)(void (*)(void))box_links, METH_FASTCALL,
+     "_links(prop, obj_or_id) -> [target ids]."},
+    {"_relink", (PyCFunction)(void (*)(void))box_relink, METH_FASTCALL,
+     "_relink(prop, id, add, remove): write to-many links."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef box_getset[] = {
+    {"entity", box_get_entity, NULL, "The entity class.", NULL},
+    {"store", box_get_store, NULL, "The store.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject Box_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.Box",
+    .tp_basicsize = sizeof(BoxObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The objects of one entity class in a store: store.box(Note).",
+    .tp_dealloc = box_dealloc,
+    .tp_traverse = box_traverse,
+    .tp_clear = box_clear,
+    .tp_repr = box_repr,
+    .tp_methods = box_methods,
+    .tp_getset = box_getset,
+};

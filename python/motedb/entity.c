@@ -1,0 +1,1090 @@
+/*
+ * entity.c — entity classes: the metatype EntityMeta, the Entity base,
+ * Property descriptors, Order and Condition objects. Part of the _core
+ * extension (_core.h).
+ */
+#include "_core.h"
+
+/* ---- Property: the descriptor of one field, and the start of conditions ------- */
+
+FieldInfo *prop_field(PropertyObject *p)
+{
+    EntityInfo *in = info_of_type(p->owner);
+    return in && p->index >= 0 && p->index < in->nf ? &in->f[p->index] : NULL;
+}
+
+static const char *prop_entity(PropertyObject *p)
+{
+    EntityInfo *in = info_of_type(p->owner);
+    return in ? in->cname : "?";
+}
+
+static PyObject *prop_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    (void)type;
+    PropertyObject *p = (PropertyObject *)self;
+    if (!obj || obj == Py_None)
+        return Py_NewRef(self);
+    if (!PyObject_TypeCheck(obj, p->owner)) {
+        PyErr_Format(PyExc_TypeError, "property %s.%U used on a %.100s object",
+                     prop_entity(p), p->name, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyObject *v = SLOT(obj, p->offset);
+    if (!v) {
+        PyErr_Format(PyExc_AttributeError, "%s.%U is not set", prop_entity(p), p->name);
+        return NULL;
+    }
+    FieldInfo *f = prop_field(p);
+    if (f && f->target) /* relations: lazy loading (motedb/_relations.py) */
+        return PyObject_CallFunctionObjArgs(g_rel_get, self, obj, v, NULL);
+    return Py_NewRef(v);
+}
+
+static int prop_set(PyObject *self, PyObject *obj, PyObject *value)
+{
+    PropertyObject *p = (PropertyObject *)self;
+    if (!PyObject_TypeCheck(obj, p->owner)) {
+        PyErr_Format(PyExc_TypeError, "property %s.%U used on a %.100s object",
+                     prop_entity(p), p->name, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    PyObject **slot = &SLOT(obj, p->offset);
+    if (!value && !*slot) {
+        PyErr_Format(PyExc_AttributeError, "%s.%U is not set", prop_entity(p), p->name);
+        return -1;
+    }
+    FieldInfo *f = prop_field(p);
+    if (value && f && f->target) { /* relations: check (motedb/_relations.py) */
+        PyObject *v = PyObject_CallFunctionObjArgs(g_rel_set, self, obj, value, NULL);
+        if (!v)
+            return -1;
+        Py_XSETREF(*slot, v);
+        return 0;
+    }
+    Py_XSETREF(*slot, Py_XNewRef(value));
+    return 0;
+}
+
+static int prop_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(((PropertyObject *)self)->owner);
+    return 0;
+}
+
+static int prop_clear(PyObject *self)
+{
+    Py_CLEAR(((PropertyObject *)self)->owner);
+    return 0;
+}
+
+static void prop_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    prop_clear(self);
+    Py_XDECREF(((PropertyObject *)self)->name);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *prop_repr(PyObject *self)
+{
+    PropertyObject *p = (PropertyObject *)self;
+    return PyUnicode_FromFormat("%s.%U", prop_entity(p), p->name);
+}
+
+static Py_hash_t prop_hash(PyObject *self) { return (Py_hash_t)((uintptr_t)self >> 4); }
+
+/* ---- the metatype and the Entity base -------------------------------------------- */
+
+static EntityInfo *build_info(PyTypeObject *type, PyObject *name, PyObject *specs)
+{
+    if (!PyList_Check(specs) || PyList_GET_SIZE(specs) < 1) {
+        PyErr_SetString(PyExc_SystemError, "motedb: bad field specs");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(specs) - 1;
+    EntityInfo *in = PyMem_Calloc(1, sizeof *in);
+    if (!in)
+        return (EntityInfo *)PyErr_NoMemory();
+    in->name = Py_NewRef(name);
+    in->cname = PyUnicode_AsUTF8(name);
+    in->f = PyMem_Calloc((size_t)n + 1, sizeof *in->f);
+    in->defs = PyMem_Calloc((size_t)n + 1, sizeof *in->defs);
+    if (!in->cname || !in->f || !in->defs) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        info_free(in);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i <= n; i++) {
+        PyObject *spec = PyList_GET_ITEM(specs, i), *fname, *dflt, *factory, *renamed, *target;
+        int kind, mtype;
+        unsigned flags, dim;
+        if (!PyArg_ParseTuple(spec, "UiiIIOOOO", &fname, &kind, &mtype, &flags, &dim, &dflt,
+                              &factory, &renamed, &target))
+            goto fail;
+        PyObject *descr = PyDict_GetItemWithError(type->tp_dict, fname);
+        if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "entity %U: no slot for property %U", name, fname);
+            goto fail;
+        }
+        Py_ssize_t off = ((PyMemberDescrObject *)descr)->d_member->offset;
+        PropertyObject *p = PyObject_GC_New(PropertyObject, &Property_Type);
+        if (!p)
+            goto fail;
+        p->owner = (PyTypeObject *)Py_NewRef(type);
+        p->name = Py_NewRef(fname);
+        p->index = i - 1;
+        p->offset = off;
+        PyObject_GC_Track(p);
+        int rc = PyObject_SetAttr((PyObject *)type, fname, (PyObject *)p);
+        Py_DECREF(p);
+        if (rc < 0)
+            goto fail;
+        if (i == 0) {
+            in->id_off = off;
+            continue;
+        }
+        FieldInfo *f = &in->f[i - 1];
+        in->nf = i;
+        Py_INCREF(fname);
+        PyUnicode_InternInPlace(&fname);
+        f->name = fname;
+        f->cname = PyUnicode_AsUTF8(fname);
+        if (!f->cname)
+            goto fail;
+        f->offset = off;
+        f->kind = kind;
+        f->mtype = mtype;
+        f->flags = flags;
+        f->dim = dim;
+        f->dflt = dflt == g_missing ? NULL : Py_NewRef(dflt);
+        f->factory = factory == Py_None ? NULL : Py_NewRef(factory);
+        f->imin = INT64_MIN;
+        f->imax = INT64_MAX;
+        if (mtype == MOTE_T_INT8) {
+            f->imin = INT8_MIN;
+            f->imax = INT8_MAX;
+        } else if (mtype == MOTE_T_INT16) {
+            f->imin = INT16_MIN;
+            f->imax = INT16_MAX;
+        } else if (mtype == MOTE_T_INT32) {
+            f->imin = INT32_MIN;
+            f->imax = INT32_MAX;
+        }
+        if (renamed != Py_None) {
+            Py_ssize_t rl;
+            const char *rs = PyUnicode_AsUTF8AndSize(renamed, &rl);
+            if (!rs || !(f->renamed = PyMem_Malloc((size_t)rl + 1))) {
+                if (!PyErr_Occurred())
+                    PyErr_NoMemory();
+                goto fail;
+            }
+            memcpy(f->renamed, rs, (size_t)rl + 1);
+        }
+        mote_prop_def *d = &in->defs[i - 1];
+        d->name = f->cname;
+        d->type = mtype;
+        d->flags = flags;
+        d->dim = dim;
+        d->renamed_from = f->renamed;
+        if (target != Py_None) {
+            if (!PyUnicode_Check(target) || !(d->target = PyUnicode_AsUTF8(target)))
+                goto fail;
+            f->target = Py_NewRef(target);
+            in->has_tomany |= kind == K_TOMANY;
+        }
+    }
+    in->store_off = -1;
+    PyObject *sd = PyDict_GetItemString(type->tp_dict, "_motedb_store");
+    if (sd && Py_IS_TYPE(sd, &PyMemberDescr_Type))
+        in->store_off = ((PyMemberDescrObject *)sd)->d_member->offset;
+    return in;
+fail:
+    info_free(in);
+    return NULL;
+}
+
+static PyObject *meta_new(PyTypeObject *meta, PyObject *args, PyObject *kwds)
+{
+    PyObject *name, *bases, *ns;
+    if (!PyArg_ParseTuple(args, "UO!O!:EntityMeta", &name, &PyTuple_Type, &bases, &PyDict_Type,
+                          &ns))
+        return NULL;
+    PyObject *root = PyDict_GetItemString(ns, "__motedb_root__");
+    if (root)
+        return PyType_Type.tp_new(meta, args, kwds);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(bases); i++) {
+        PyObject *b = PyTuple_GET_ITEM(bases, i);
+        if (PyType_Check(b) && info_of_type((PyTypeObject *)b)) {
+            PyErr_Format(PyExc_TypeError, "entity %U: subclassing the entity class %s is not "
+                         "supported; derive entity classes from motedb.Entity directly",
+                         name, ((PyTypeObject *)b)->tp_name);
+            return NULL;
+        }
+    }
+    if (!g_prepare) {
+        PyErr_SetString(PyExc_RuntimeError, "motedb is not initialised: import motedb");
+        return NULL;
+    }
+    PyObject *res = PyObject_CallFunctionObjArgs(g_prepare, name, bases, ns, NULL);
+    if (!res)
+        return NULL;
+    PyObject *ns2, *specs;
+    if (!PyArg_ParseTuple(res, "O!O!", &PyDict_Type, &ns2, &PyList_Type, &specs)) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    PyObject *nargs = PyTuple_Pack(3, name, bases, ns2);
+    PyObject *type = nargs ? PyType_Type.tp_new(meta, nargs, kwds) : NULL;
+    Py_XDECREF(nargs);
+    if (type) {
+        EntityInfo *in = build_info((PyTypeObject *)type, name, specs);
+        if (!in)
+            Py_CLEAR(type);
+        else
+            ((EntityTypeObject *)type)->info = in;
+    }
+    Py_DECREF(res);
+    return type;
+}
+
+static int meta_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    EntityInfo *in = ((EntityTypeObject *)self)->info;
+    for (Py_ssize_t i = 0; in && i < in->nf; i++) {
+        Py_VISIT(in->f[i].dflt);
+        Py_VISIT(in->f[i].factory);
+    }
+    return PyType_Type.tp_traverse(self, visit, arg);
+}
+
+static int meta_clear(PyObject *self)
+{
+    EntityInfo *in = ((EntityTypeObject *)self)->info;
+    for (Py_ssize_t i = 0; in && i < in->nf; i++) {
+        Py_CLEAR(in->f[i].dflt);
+        Py_CLEAR(in->f[i].factory);
+    }
+    return PyType_Type.tp_clear(self);
+}
+
+static void meta_dealloc(PyObject *self)
+{
+    EntityInfo *in = ((EntityTypeObject *)self)->info;
+    ((EntityTypeObject *)self)->info = NULL;
+    info_free(in);
+    PyType_Type.tp_dealloc(self);
+}
+
+PyTypeObject EntityMeta_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb._core.EntityMeta",
+    .tp_basicsize = sizeof(EntityTypeObject),
+    .tp_itemsize = sizeof(PyMemberDef),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE |
+                Py_TPFLAGS_TYPE_SUBCLASS,
+    .tp_doc = "Metaclass of motedb entity classes.",
+    .tp_new = meta_new,
+    .tp_traverse = meta_traverse,
+    .tp_clear = meta_clear,
+    .tp_dealloc = meta_dealloc,
+};
+
+static EntityInfo *entity_info_or_raise(PyTypeObject *tp)
+{
+    EntityInfo *in = info_of_type(tp);
+    if (!in)
+        PyErr_Format(PyExc_TypeError, "%.100s is not an entity class: derive it from "
+                     "motedb.Entity", tp->tp_name);
+    return in;
+}
+
+int set_slot(PyObject *o, Py_ssize_t off, PyObject *v)
+{
+    Py_XSETREF(SLOT(o, off), Py_NewRef(v));
+    return 0;
+}
+
+static int ent_init(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    EntityInfo *in = entity_info_or_raise(Py_TYPE(self));
+    if (!in)
+        return -1;
+    if (PyTuple_GET_SIZE(args)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes keyword arguments only (got %zd positional)",
+                     in->cname, PyTuple_GET_SIZE(args));
+        return -1;
+    }
+    Py_ssize_t used = 0;
+    PyObject *v = kwds ? PyDict_GetItemWithError(kwds, s_id) : NULL;
+    if (v)
+        used++;
+    else if (PyErr_Occurred())
+        return -1;
+    if (!v) {
+        static PyObject *zero;
+        if (!zero && !(zero = PyLong_FromLong(0)))
+            return -1;
+        v = zero;
+    }
+    set_slot(self, in->id_off, v);
+    for (Py_ssize_t i = 0; i < in->nf; i++) {
+        FieldInfo *f = &in->f[i];
+        v = kwds ? PyDict_GetItemWithError(kwds, f->name) : NULL;
+        if (v) {
+            used++;
+            set_slot(self, f->offset, v);
+            continue;
+        }
+        if (PyErr_Occurred())
+            return -1;
+        if (f->factory) {
+            if (!(v = PyObject_CallNoArgs(f->factory)))
+                return -1;
+            Py_XSETREF(SLOT(self, f->offset), v);
+        } else if (f->dflt) {
+            set_slot(self, f->offset, f->dflt);
+        } else {
+            PyErr_Format(PyExc_TypeError, "%s() missing required keyword argument '%s'",
+                         in->cname, f->cname);
+            return -1;
+        }
+    }
+    if (kwds && used < PyDict_GET_SIZE(kwds)) {
+        PyObject *key, *val;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(kwds, &pos, &key, &val)) {
+            int known = PyUnicode_Check(key) && PyUnicode_Compare(key, s_id) == 0;
+            for (Py_ssize_t i = 0; !known && i < in->nf; i++)
+                known = PyUnicode_Check(key) && PyUnicode_Compare(key, in->f[i].name) == 0;
+            if (!known) {
+                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S' "
+                             "(not a property of %s)", in->cname, key, in->cname);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static PyObject *ent_repr(PyObject *self)
+{
+    EntityInfo *in = info_of_type(Py_TYPE(self));
+    if (!in)
+        return PyUnicode_FromFormat("<%s object>", Py_TYPE(self)->tp_name);
+    int r = Py_ReprEnter(self);
+    if (r)
+        return r > 0 ? PyUnicode_FromFormat("%s(...)", in->cname) : NULL;
+    PyObject *parts = PyList_New(0), *res = NULL;
+    if (!parts)
+        goto done;
+    for (Py_ssize_t i = -1; i < in->nf; i++) {
+        PyObject *v = SLOT(self, i < 0 ? in->id_off : in->f[i].offset);
+        PyObject *name = i < 0 ? s_id : in->f[i].name;
+        if (i >= 0 && in->f[i].kind == K_TOMANY)
+            continue; /* relations: links are not shown */
+        if (i >= 0 && in->f[i].kind == K_TOONE && v && info_of_type(Py_TYPE(v))) {
+            EntityInfo *ti = info_of_type(Py_TYPE(v)); /* a loaded target: its id */
+            v = SLOT(v, ti->id_off);
+        }
+        PyObject *part = v ? PyUnicode_FromFormat("%U=%R", name, v)
+                           : PyUnicode_FromFormat("%U=<unset>", name);
+        if (!part || PyList_Append(parts, part) < 0) {
+            Py_XDECREF(part);
+            goto done;
+        }
+        Py_DECREF(part);
+    }
+    PyObject *sep = PyUnicode_FromString(", ");
+    PyObject *body = sep ? PyUnicode_Join(sep, parts) : NULL;
+    Py_XDECREF(sep);
+    if (body)
+        res = PyUnicode_FromFormat("%s(%U)", in->cname, body);
+    Py_XDECREF(body);
+done:
+    Py_XDECREF(parts);
+    Py_ReprLeave(self);
+    return res;
+}
+
+static PyObject *ent_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b))
+        Py_RETURN_NOTIMPLEMENTED;
+    EntityInfo *in = info_of_type(Py_TYPE(a));
+    if (!in)
+        Py_RETURN_NOTIMPLEMENTED;
+    int eq = 1;
+    for (Py_ssize_t i = -1; eq && i < in->nf; i++) {
+        Py_ssize_t off = i < 0 ? in->id_off : in->f[i].offset;
+        PyObject *x = SLOT(a, off), *y = SLOT(b, off);
+        if (i >= 0 && in->f[i].kind == K_TOMANY)
+            continue;
+        if (i >= 0 && in->f[i].kind == K_TOONE && x && y) { /* compare the ids */
+            mote_value vx, vy;
+            if (to_value(in->cname, &in->f[i], x, &vx, NULL, NULL, 0) < 0 ||
+                to_value(in->cname, &in->f[i], y, &vy, NULL, NULL, 0) < 0) {
+                PyErr_Clear(); /* e.g. an unsaved object: the same object or not */
+                eq = x == y;
+                continue;
+            }
+            eq = vx.null == vy.null && (vx.null || vx.v.i == vy.v.i);
+            continue;
+        }
+        if (!x || !y) {
+            eq = x == y;
+            continue;
+        }
+        eq = PyObject_RichCompareBool(x, y, Py_EQ);
+        if (eq < 0)
+            return NULL;
+    }
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+PyTypeObject EntityBase_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb._core.EntityBase",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Base of motedb.Entity: keyword constructor, repr and equality in C.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = ent_init,
+    .tp_repr = ent_repr,
+    .tp_richcompare = ent_richcompare,
+    .tp_hash = PyObject_HashNotImplemented,
+};
+
+/* ---- Order ------------------------------------------------------------------------ */
+
+static PyObject *order_new(PropertyObject *p, unsigned flags)
+{
+    OrderObject *o = PyObject_New(OrderObject, &Order_Type);
+    if (!o)
+        return NULL;
+    o->prop = (PropertyObject *)Py_NewRef(p);
+    o->flags = flags;
+    return (PyObject *)o;
+}
+
+static void order_dealloc(PyObject *self)
+{
+    Py_XDECREF(((OrderObject *)self)->prop);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *order_desc(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    OrderObject *o = (OrderObject *)self;
+    return order_new(o->prop, o->flags | MOTE_Q_DESC);
+}
+
+static PyObject *order_asc(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    OrderObject *o = (OrderObject *)self;
+    return order_new(o->prop, o->flags & ~MOTE_Q_DESC);
+}
+
+static PyObject *order_nulls_last(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    OrderObject *o = (OrderObject *)self;
+    return order_new(o->prop, o->flags | MOTE_Q_NULLS_LAST);
+}
+
+static PyObject *order_nulls_first(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    OrderObject *o = (OrderObject *)self;
+    return order_new(o->prop, o->flags & ~MOTE_Q_NULLS_LAST);
+}
+
+static PyObject *order_repr(PyObject *self)
+{
+    OrderObject *o = (OrderObject *)self;
+    return PyUnicode_FromFormat("%s.%U%s%s", prop_entity(o->prop), o->prop->name,
+                                o->flags & MOTE_Q_DESC ? ".desc()" : ".asc()",
+                                o->flags & MOTE_Q_NULLS_LAST ? ".nulls_last()" : "");
+}
+
+static PyMethodDef order_methods[] = {
+    {"desc", order_desc, METH_NOARGS, "Descending."},
+    {"asc", order_asc, METH_NOARGS, "Ascending."},
+    {"nulls_last", order_nulls_last, METH_NOARGS, "NULLs after the values."},
+    {"nulls_first", order_nulls_first, METH_NOARGS, "NULLs before the values (default)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject Order_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.Order",
+    .tp_basicsize = sizeof(OrderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An ordering of query results: Note.level.desc(), Note.text.nulls_last().",
+    .tp_dealloc = order_dealloc,
+    .tp_repr = order_repr,
+    .tp_methods = order_methods,
+};
+
+/* ---- Condition ------------------------------------------------------------------------ */
+
+static const char *op_text[] = {"?", "==", "!=", "<", "<=", ">", ">=", "between", "in_",
+                                "not_in", "is_null", "is_not_null", "startswith",
+                                "endswith", "contains"};
+
+static int cond_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    CondObject *c = (CondObject *)self;
+    Py_VISIT(c->prop);
+    Py_VISIT(c->vals);
+    Py_VISIT(c->kids);
+    Py_VISIT(c->owner);
+    return 0;
+}
+
+static int cond_clear(PyObject *self)
+{
+    CondObject *c = (CondObject *)self;
+    Py_CLEAR(c->prop);
+    Py_CLEAR(c->vals);
+    Py_CLEAR(c->kids);
+    Py_CLEAR(c->owner);
+    return 0;
+}
+
+static void cond_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    cond_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static CondObject *cond_alloc(int kind, PyTypeObject *owner)
+{
+    CondObject *c = PyObject_GC_New(CondObject, &Cond_Type);
+    if (!c)
+        return NULL;
+    c->kind = kind;
+    c->prop = NULL;
+    c->op = 0;
+    c->flags = 0;
+    c->vals = NULL;
+    c->kids = NULL;
+    c->owner = (PyTypeObject *)Py_NewRef(owner);
+    PyObject_GC_Track(c);
+    return c;
+}
+
+static int comparable(FieldInfo *f)
+{
+    return f->kind != K_DECIMAL && f->kind != K_DICT && f->kind != K_LIST && f->kind != K_VECTOR &&
+           f->kind != K_TOMANY;
+}
+
+/* A leaf condition; steals nothing. Values are checked now (TypeError early). */
+/* An id in a condition: an int in 0 .. 2**64-1, as v.i. */
+int id_value(const char *ent, PyObject *v, mote_value *mv)
+{
+    if (!PyLong_Check(v) || PyBool_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s.id: ids are ints, got %.100s", ent, Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_OverflowError, "%s.id: %R is not an id (0 .. 2**64-1)", ent, v);
+        return -1;
+    }
+    memset(mv, 0, sizeof *mv);
+    mv->v.i = (int64_t)x;
+    return 0;
+}
+
+static PyObject *cond_leaf(PropertyObject *p, int op, PyObject *vals, unsigned flags)
+{
+    FieldInfo *f = prop_field(p);
+    const char *ent = prop_entity(p);
+    if (!f) { /* the id: comparisons, between, in_, not_in with ints >= 0 */
+        if (op == MOTE_IS_NULL || op == MOTE_NOT_NULL || op >= MOTE_STARTS_WITH || flags) {
+            PyErr_Format(PyExc_TypeError, "%s.id: ids take ==, !=, <, <=, >, >=, between(), "
+                         "in_() and not_in()", ent);
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vals); i++) {
+            mote_value mv;
+            if (id_value(ent, PyTuple_GET_ITEM(vals, i), &mv) < 0)
+                return NULL;
+        }
+    } else if ((flags & MOTE_Q_NOCASE) && f->kind != K_STR && f->kind != K_BYTES) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: case_sensitive=False needs a str or bytes "
+                     "property", ent, f->cname);
+        return NULL;
+    }
+    int str_op = op == MOTE_STARTS_WITH || op == MOTE_ENDS_WITH || op == MOTE_CONTAINS;
+    if (!f)
+        goto make;
+    if (str_op && f->kind != K_STR && f->kind != K_BYTES) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: %s() needs a str or bytes property", ent,
+                     f->cname, op_text[op]);
+        return NULL;
+    }
+    if (op != MOTE_IS_NULL && op != MOTE_NOT_NULL && !comparable(f)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: %s properties cannot be compared in queries "
+                     "(only is_null() / is_not_null())", ent, f->cname, kind_expect[f->kind]);
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(vals);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(vals, i), *keep[1];
+        Py_ssize_t nk = 0;
+        mote_value mv;
+        if (v == Py_None) {
+            PyErr_Format(PyExc_TypeError, "%s.%s: cannot compare with None: use is_null() / "
+                         "is_not_null()", ent, f->cname);
+            return NULL;
+        }
+        if (to_value(ent, f, v, &mv, keep, &nk, 0) < 0)
+            return NULL;
+        if (nk)
+            Py_DECREF(keep[0]);
+    }
+make:;
+    CondObject *c = cond_alloc(C_LEAF, p->owner);
+    if (!c)
+        return NULL;
+    c->prop = (PropertyObject *)Py_NewRef(p);
+    c->op = op;
+    c->flags = flags;
+    c->vals = Py_NewRef(vals);
+    return (PyObject *)c;
+}
+
+static PyObject *cond_leaf_args(PropertyObject *p, int op, unsigned flags, Py_ssize_t n, ...)
+{
+    PyObject *t = PyTuple_New(n);
+    if (!t)
+        return NULL;
+    va_list ap;
+    va_start(ap, n);
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(va_arg(ap, PyObject *)));
+    va_end(ap);
+    PyObject *c = cond_leaf(p, op, t, flags);
+    Py_DECREF(t);
+    return c;
+}
+
+PyObject *cond_group(int kind, PyObject *a, PyObject *b)
+{
+    if (!PyObject_TypeCheck(a, &Cond_Type) || !PyObject_TypeCheck(b, &Cond_Type))
+        Py_RETURN_NOTIMPLEMENTED;
+    CondObject *x = (CondObject *)a, *y = (CondObject *)b;
+    if (x->owner != y->owner) {
+        PyErr_Format(PyExc_TypeError, "cannot combine conditions on %s and on %s",
+                     x->owner->tp_name, y->owner->tp_name);
+        return NULL;
+    }
+    PyObject *kids = PyList_New(0);
+    if (!kids)
+        return NULL;
+    CondObject *parts[2] = {x, y};
+    for (int i = 0; i < 2; i++) {
+        int rc;
+        if (parts[i]->kind == kind) {
+            rc = PyList_SetSlice(kids, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, parts[i]->kids);
+        } else {
+            rc = PyList_Append(kids, (PyObject *)parts[i]);
+        }
+        if (rc < 0) {
+            Py_DECREF(kids);
+            return NULL;
+        }
+    }
+    CondObject *c = cond_alloc(kind, x->owner);
+    if (!c) {
+        Py_DECREF(kids);
+        return NULL;
+    }
+    c->kids = PyList_AsTuple(kids);
+    Py_DECREF(kids);
+    if (!c->kids) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+static PyObject *cond_and(PyObject *a, PyObject *b) { return cond_group(C_AND, a, b); }
+static PyObject *cond_or(PyObject *a, PyObject *b) { return cond_group(C_OR, a, b); }
+
+static PyObject *cond_invert(PyObject *self)
+{
+    CondObject *c = (CondObject *)self;
+    if (c->kind == C_LINK) {
+        PyErr_Format(PyExc_TypeError, "~%R: a relation condition cannot be negated", self);
+        return NULL;
+    }
+    if (c->kind != C_LEAF) { /* De Morgan */
+        Py_ssize_t n = PyTuple_GET_SIZE(c->kids);
+        PyObject *res = NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *k = cond_invert(PyTuple_GET_ITEM(c->kids, i));
+            if (!k) {
+                Py_XDECREF(res);
+                return NULL;
+            }
+            if (!res) {
+                res = k;
+                continue;
+            }
+            PyObject *g = cond_group(c->kind == C_AND ? C_OR : C_AND, res, k);
+            Py_DECREF(res);
+            Py_DECREF(k);
+            if (!(res = g))
+                return NULL;
+        }
+        return res;
+    }
+    int neg = 0;
+    switch (c->op) {
+    case MOTE_EQ: neg = MOTE_NE; break;
+    case MOTE_NE: neg = MOTE_EQ; break;
+    case MOTE_LT: neg = MOTE_GE; break;
+    case MOTE_LE: neg = MOTE_GT; break;
+    case MOTE_GT: neg = MOTE_LE; break;
+    case MOTE_GE: neg = MOTE_LT; break;
+    case MOTE_IN: neg = MOTE_NOT_IN; break;
+    case MOTE_NOT_IN: neg = MOTE_IN; break;
+    case MOTE_IS_NULL: neg = MOTE_NOT_NULL; break;
+    case MOTE_NOT_NULL: neg = MOTE_IS_NULL; break;
+    case MOTE_BETWEEN: {
+        PyObject *lo = cond_leaf_args(c->prop, MOTE_LT, 0, 1, PyTuple_GET_ITEM(c->vals, 0));
+        PyObject *hi = lo ? cond_leaf_args(c->prop, MOTE_GT, 0, 1, PyTuple_GET_ITEM(c->vals, 1))
+                          : NULL;
+        PyObject *r = hi ? cond_group(C_OR, lo, hi) : NULL;
+        Py_XDECREF(lo);
+        Py_XDECREF(hi);
+        return r;
+    }
+    default:
+        PyErr_Format(PyExc_TypeError, "~ of %s() is not supported", op_text[c->op]);
+        return NULL;
+    }
+    return cond_leaf(c->prop, neg, c->vals, c->flags);
+}
+
+static int cond_bool(PyObject *self)
+{
+    (void)self;
+    PyErr_SetString(PyExc_TypeError, "a motedb condition has no truth value: combine "
+                    "conditions with & and | (not 'and' / 'or'), and write 'a < x < b' as "
+                    "x.between(a, b)");
+    return -1;
+}
+
+static PyObject *cond_repr(PyObject *self)
+{
+    CondObject *c = (CondObject *)self;
+    if (c->kind == C_LINK)
+        return PyUnicode_FromFormat("%R.has(%R)", (PyObject *)c->prop,
+                                    PyTuple_GET_ITEM(c->kids, 0));
+    if (c->kind != C_LEAF) {
+        PyObject *sep = PyUnicode_FromString(c->kind == C_AND ? " & " : " | ");
+        PyObject *parts = PyList_New(0), *res = NULL;
+        for (Py_ssize_t i = 0; sep && parts && i < PyTuple_GET_SIZE(c->kids); i++) {
+            CondObject *k = (CondObject *)PyTuple_GET_ITEM(c->kids, i);
+            PyObject *r = PyObject_Repr((PyObject *)k);
+            if (r && k->kind == C_LEAF && k->op >= MOTE_EQ && k->op <= MOTE_GE)
+                Py_SETREF(r, PyUnicode_FromFormat("(%U)", r));
+            if (!r || PyList_Append(parts, r) < 0) {
+                Py_XDECREF(r);
+                goto out;
+            }
+            Py_DECREF(r);
+        }
+        if (sep && parts) {
+            PyObject *body = PyUnicode_Join(sep, parts);
+            if (body)
+                res = PyUnicode_FromFormat("(%U)", body);
+            Py_XDECREF(body);
+        }
+    out:
+        Py_XDECREF(sep);
+        Py_XDECREF(parts);
+        return res;
+    }
+    const char *ent = prop_entity(c->prop);
+    if (c->op >= MOTE_EQ && c->op <= MOTE_GE)
+        return PyUnicode_FromFormat("%s.%U %s %R", ent, c->prop->name, op_text[c->op],
+                                    PyTuple_GET_ITEM(c->vals, 0));
+    if (c->op == MOTE_IN || c->op == MOTE_NOT_IN)
+        return PyUnicode_FromFormat("%s.%U.%s(%R)", ent, c->prop->name, op_text[c->op],
+                                    c->vals);
+    PyObject *args = PyObject_Repr(c->vals), *res;
+    if (!args)
+        return NULL;
+    /* "(a, b)" -> "a, b" */
+    PyObject *inner = PyUnicode_Substring(args, 1, PyUnicode_GET_LENGTH(args) -
+                                                       (PyTuple_GET_SIZE(c->vals) == 1 ? 2 : 1));
+    Py_DECREF(args);
+    if (!inner)
+        return NULL;
+    res = PyUnicode_FromFormat("%s.%U.%s(%U%s)", ent, c->prop->name, op_text[c->op], inner,
+                               c->flags & MOTE_Q_NOCASE ? ", case_sensitive=False" : "");
+    Py_DECREF(inner);
+    return res;
+}
+
+static PyNumberMethods cond_as_number = {
+    .nb_and = cond_and,
+    .nb_or = cond_or,
+    .nb_invert = cond_invert,
+    .nb_bool = cond_bool,
+};
+
+PyTypeObject Cond_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.Condition",
+    .tp_basicsize = sizeof(CondObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A query condition: Note.level == 10, Note.text.startswith('a'), c1 & c2, c1 | c2.",
+    .tp_dealloc = cond_dealloc,
+    .tp_traverse = cond_traverse,
+    .tp_clear = cond_clear,
+    .tp_repr = cond_repr,
+    .tp_as_number = &cond_as_number,
+};
+
+/* ---- Property methods ------------------------------------------------------------------ */
+
+static PyObject *prop_richcompare(PyObject *self, PyObject *other, int op)
+{
+    PropertyObject *p = (PropertyObject *)self;
+    if (PyObject_TypeCheck(other, &Property_Type))
+        Py_RETURN_NOTIMPLEMENTED; /* property vs property: identity */
+    static const int map[] = {MOTE_LT, MOTE_LE, MOTE_EQ, MOTE_NE, MOTE_GT, MOTE_GE};
+    int mop = map[op];
+    if (other == Py_None && (mop == MOTE_EQ || mop == MOTE_NE))
+        return cond_leaf_args(p, mop == MOTE_EQ ? MOTE_IS_NULL : MOTE_NOT_NULL, 0, 0);
+    return cond_leaf_args(p, mop, 0, 1, other);
+}
+
+static PyObject *prop_between(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "between(lo, hi) takes 2 arguments");
+        return NULL;
+    }
+    return cond_leaf_args((PropertyObject *)self, MOTE_BETWEEN, 0, 2, args[0], args[1]);
+}
+
+static PyObject *prop_in_op(PyObject *self, PyObject *values, int op)
+{
+    if (PyUnicode_Check(values) || PyBytes_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "in_() / not_in() take a collection of values, not a "
+                        "string");
+        return NULL;
+    }
+    PyObject *t = PySequence_Tuple(values);
+    if (!t)
+        return NULL;
+    PyObject *c = cond_leaf((PropertyObject *)self, op, t, 0);
+    Py_DECREF(t);
+    return c;
+}
+
+static PyObject *prop_in(PyObject *self, PyObject *v) { return prop_in_op(self, v, MOTE_IN); }
+static PyObject *prop_not_in(PyObject *self, PyObject *v)
+{
+    return prop_in_op(self, v, MOTE_NOT_IN);
+}
+
+static PyObject *prop_is_null(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return cond_leaf_args((PropertyObject *)self, MOTE_IS_NULL, 0, 0);
+}
+
+static PyObject *prop_is_not_null(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return cond_leaf_args((PropertyObject *)self, MOTE_NOT_NULL, 0, 0);
+}
+
+static PyObject *prop_strop(PyObject *self, PyObject *args, PyObject *kwds, int op)
+{
+    static char *kwlist[] = {"value", "case_sensitive", NULL};
+    PyObject *v;
+    int cs = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|p", kwlist, &v, &cs))
+        return NULL;
+    return cond_leaf_args((PropertyObject *)self, op, cs ? 0 : MOTE_Q_NOCASE, 1, v);
+}
+
+static PyObject *prop_equals(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return prop_strop(self, args, kwds, MOTE_EQ);
+}
+
+static PyObject *prop_not_equals(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return prop_strop(self, args, kwds, MOTE_NE);
+}
+
+static PyObject *prop_startswith(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return prop_strop(self, args, kwds, MOTE_STARTS_WITH);
+}
+
+static PyObject *prop_endswith(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return prop_strop(self, args, kwds, MOTE_ENDS_WITH);
+}
+
+static PyObject *prop_contains(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    return prop_strop(self, args, kwds, MOTE_CONTAINS);
+}
+
+PyObject *prop_order(PyObject *self, unsigned flags)
+{
+    PropertyObject *p = (PropertyObject *)self;
+    FieldInfo *f = prop_field(p);
+    if (!f) {
+        PyErr_Format(PyExc_TypeError, "%s.id: results are in id order unless ordered by a "
+                     "property; ordering by the id is not needed", prop_entity(p));
+        return NULL;
+    }
+    if (!comparable(f)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: cannot order by a %s property", prop_entity(p),
+                     f->cname, kind_expect[f->kind]);
+        return NULL;
+    }
+    return order_new(p, flags);
+}
+
+static PyObject *prop_desc(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return prop_order(self, MOTE_Q_DESC);
+}
+
+static PyObject *prop_asc(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return prop_order(self, 0);
+}
+
+static PyObject *prop_nulls_last(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return prop_order(self, MOTE_Q_NULLS_LAST);
+}
+
+static PyObject *prop_get_name(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(((PropertyObject *)self)->name);
+}
+
+static PyObject *prop_get_entity(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef((PyObject *)((PropertyObject *)self)->owner);
+}
+
+/* Note.parent.has(cond): objects whose to-one target, or any of whose to-many
+ * targets, match cond (a condition on the target entity). */
+static PyObject *prop_has(PyObject *self, PyObject *sub)
+{
+    PropertyObject *p = (PropertyObject *)self;
+    FieldInfo *f = prop_field(p);
+    if (!f || !f->target) {
+        PyErr_Format(PyExc_TypeError, "%R.has(): not a relation (motedb.ToOne / motedb.ToMany)",
+                     self);
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(sub, &Cond_Type)) {
+        PyErr_Format(PyExc_TypeError, "%R.has() takes a condition on %U, got %.100s", self,
+                     f->target, Py_TYPE(sub)->tp_name);
+        return NULL;
+    }
+    EntityInfo *ti = info_of_type(((CondObject *)sub)->owner);
+    if (!ti || PyUnicode_Compare(ti->name, f->target) != 0) {
+        PyErr_Format(PyExc_TypeError, "%R.has(): the condition %R is not on %U", self, sub,
+                     f->target);
+        return NULL;
+    }
+    CondObject *c = cond_alloc(C_LINK, p->owner);
+    if (!c)
+        return NULL;
+    c->prop = (PropertyObject *)Py_NewRef(self);
+    if (!(c->kids = PyTuple_Pack(1, sub))) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+static PyObject *prop_get_target(PyObject *self, void *closure)
+{
+    (void)closure;
+    FieldInfo *f = prop_field((PropertyObject *)self);
+    return Py_NewRef(f && f->target ? f->target : Py_None);
+}
+
+static PyMethodDef prop_methods[] = {
+    {"has", prop_has, METH_O,
+     "Relations: has(cond) matches objects whose related object(s) match cond."},
+    {"between", (PyCFunction)(void (*)(void))prop_between, METH_FASTCALL,
+     "lo <= value <= hi."},
+    {"in_", prop_in, METH_O, "value is one of the given values."},
+    {"not_in", prop_not_in, METH_O, "value is none of the given values (and not NULL)."},
+    {"is_null", prop_is_null, METH_NOARGS, "value is NULL (None)."},
+    {"is_not_null", prop_is_not_null, METH_NOARGS, "value is not NULL."},
+    {"equals", (PyCFunction)(void (*)(void))prop_equals, METH_VARARGS | METH_KEYWORDS,
+     "equals(value, case_sensitive=True): ==, or case-insensitive for str and bytes."},
+    {"not_equals", (PyCFunction)(void (*)(void))prop_not_equals, METH_VARARGS | METH_KEYWORDS,
+     "not_equals(value, case_sensitive=True): !=, or case-insensitive for str and bytes."},
+    {"startswith", (PyCFunction)(void (*)(void))prop_startswith, METH_VARARGS | METH_KEYWORDS,
+     "startswith(s, case_sensitive=True)."},
+    {"endswith", (PyCFunction)(void (*)(void))prop_endswith, METH_VARARGS | METH_KEYWORDS,
+     "endswith(s, case_sensitive=True)."},
+    {"contains", (PyCFunction)(void (*)(void))prop_contains, METH_VARARGS | METH_KEYWORDS,
+     "contains(s, case_sensitive=True): substring."},
+    {"desc", prop_desc, METH_NOARGS, "Order by this property, descending."},
+    {"asc", prop_asc, METH_NOARGS, "Order by this property, ascending."},
+    {"nulls_last", prop_nulls_last, METH_NOARGS, "Order ascending with NULLs last."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef prop_getset[] = {
+    {"name", prop_get_name, NULL, "The property name.", NULL},
+    {"entity", prop_get_entity, NULL, "The entity class.", NULL},
+    {"target", prop_get_target, NULL, "Relations: the name of the related entity, else None.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject Property_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.Property",
+    .tp_basicsize = sizeof(PropertyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A property of an entity class: the attribute of its objects, and the start "
+              "of query conditions (Note.level == 10) and orderings (Note.level.desc()).",
+    .tp_dealloc = prop_dealloc,
+    .tp_traverse = prop_traverse,
+    .tp_clear = prop_clear,
+    .tp_repr = prop_repr,
+    .tp_hash = prop_hash,
+    .tp_richcompare = prop_richcompare,
+    .tp_methods = prop_methods,
+    .tp_getset = prop_getset,
+    .tp_descr_get = prop_get,
+    .tp_descr_set = prop_set,
+};

@@ -1,0 +1,932 @@
+/*
+ * query.c — Query: conditions, order, offset/limit, find/ids/count/remove,
+ * tuples/dicts, aggregates. Part of the _core extension (_core.h).
+ */
+#include "_core.h"
+
+/* ---- Query --------------------------------------------------------------------------------- */
+
+static int cond_has_link(CondObject *c)
+{
+    if (c->kind == C_LINK)
+        return 1;
+    if (c->kind == C_LEAF)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->kids); i++)
+        if (cond_has_link((CondObject *)PyTuple_GET_ITEM(c->kids, i)))
+            return 1;
+    return 0;
+}
+
+static int q_set_values(QueryObject *q, Py_ssize_t prop, PyObject *vals);
+
+static int q_build(QueryObject *q);
+
+static int q_add_cond(QueryObject *q, CondObject *c, int *node)
+{
+    int rc;
+    if (c->kind == C_LINK) { /* a query on the target entity, kept in q->subs */
+        CondObject *sc = (CondObject *)PyTuple_GET_ITEM(c->kids, 0);
+        PyObject *tb = store_box((PyObject *)q->box->store, (PyObject *)sc->owner);
+        if (!tb)
+            return -1;
+        PyObject *args = PyTuple_Pack(1, (PyObject *)sc);
+        QueryObject *sq = args ? (QueryObject *)box_query(tb, args) : NULL;
+        Py_XDECREF(args);
+        Py_DECREF(tb);
+        if (!sq)
+            return -1;
+        rc = PyList_Append(q->subs, (PyObject *)sq);
+        Py_DECREF(sq);
+        if (rc < 0)
+            return -1;
+        sq->ts = q->ts;
+        rc = box_entity(sq->box, q->ts) < 0 || q_build(sq) < 0;
+        sq->ts = NULL;
+        if (rc)
+            return -1;
+        rc = mote_query_link(q->mq, (unsigned)c->prop->index, sq->mq, node);
+        return rc ? raise_rc(rc) : 0;
+    }
+    if (c->kind != C_LEAF) {
+        Py_ssize_t n = PyTuple_GET_SIZE(c->kids);
+        int *kids = PyMem_Malloc(sizeof *kids * (size_t)(n + 1));
+        if (!kids) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (q_add_cond(q, (CondObject *)PyTuple_GET_ITEM(c->kids, i), &kids[i]) < 0) {
+                PyMem_Free(kids);
+                return -1;
+            }
+        rc = c->kind == C_AND ? mote_query_and(q->mq, kids, (size_t)n, node)
+                              : mote_query_or(q->mq, kids, (size_t)n, node);
+        PyMem_Free(kids);
+        return rc ? raise_rc(rc) : 0;
+    }
+    FieldInfo *f = prop_field(c->prop);
+    Py_ssize_t n = PyTuple_GET_SIZE(c->vals), nk = 0;
+    mote_value *vals = PyMem_Malloc(sizeof *vals * (size_t)(n + 1));
+    PyObject **keep = PyMem_Malloc(sizeof *keep * (size_t)(n + 1));
+    int res = -1;
+    if (!vals || !keep) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((f ? to_value(q->box->info->cname, f, PyTuple_GET_ITEM(c->vals, i), &vals[i], keep,
+                          &nk, 0)
+               : id_value(q->box->info->cname, PyTuple_GET_ITEM(c->vals, i), &vals[i])) < 0)
+            goto done;
+    rc = mote_query_cond(q->mq, f ? (unsigned)c->prop->index : MOTE_PROP_ID, c->op, vals,
+                         (size_t)n, c->flags, node);
+    res = rc ? raise_rc(rc) : 0;
+    if (!f) /* set_parameter() names properties, not the id */
+        goto done;
+    if (!res && q->nleaves == q->capleaves) {
+        Py_ssize_t cap = q->capleaves ? q->capleaves * 2 : 4;
+        Py_ssize_t *lp = PyMem_Realloc(q->leaf_prop, sizeof *lp * (size_t)cap);
+        if (lp)
+            q->leaf_prop = lp;
+        int *ln = lp ? PyMem_Realloc(q->leaf_node, sizeof *ln * (size_t)cap) : NULL;
+        if (ln) {
+            q->leaf_node = ln;
+            q->capleaves = cap;
+        } else {
+            PyErr_NoMemory();
+            res = -1;
+        }
+    }
+    if (!res) {
+        q->leaf_prop[q->nleaves] = c->prop->index;
+        q->leaf_node[q->nleaves++] = *node;
+    }
+done:
+    if (keep)
+        release_keep(keep, nk);
+    PyMem_Free(vals);
+    PyMem_Free(keep);
+    return res;
+}
+
+/* Build (or rebuild for a new entity handle) the C query. */
+static int q_build(QueryObject *q)
+{
+    BoxObject *b = q->box;
+    if (q->has_link && !q->ts)
+        return 0; /* built when run */
+    if (q->mq && q->mqe == b->e && !q->has_link)
+        return 0;
+    if (q->mq) {
+        mote_query_free(q->mq);
+        q->mq = NULL;
+    }
+    if (q->subs && PyList_SetSlice(q->subs, 0, PyList_GET_SIZE(q->subs), NULL) < 0)
+        return -1;
+    int rc = mote_query_new(b->e, &q->mq);
+    if (rc)
+        return raise_rc(rc);
+    q->mqe = b->e;
+    q->nleaves = 0;
+    if (q->cond) {
+        int node;
+        if (q_add_cond(q, (CondObject *)q->cond, &node) < 0)
+            goto fail;
+        if ((rc = mote_query_where(q->mq, node)))
+            goto fail_rc;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(q->orders); i++) {
+        OrderObject *o = (OrderObject *)PyList_GET_ITEM(q->orders, i);
+        if ((rc = mote_query_order(q->mq, (unsigned)o->prop->index, o->flags)))
+            goto fail_rc;
+    }
+    if ((rc = mote_query_limit(q->mq, q->offset, q->limit)))
+        goto fail_rc;
+    if (q->params) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(q->params, &pos, &k, &v))
+            if (q_set_values(q, PyLong_AsSsize_t(k), v) < 0)
+                goto fail;
+    }
+    return 0;
+fail_rc:
+    raise_rc(rc);
+fail:
+    mote_query_free(q->mq);
+    q->mq = NULL;
+    q->mqe = NULL;
+    return -1;
+}
+
+static int q_check_busy(QueryObject *q)
+{
+    if (q->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "this Query is being run by another thread; use "
+                        "one Query object per thread");
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *box_query(PyObject *self, PyObject *args)
+{
+    BoxObject *b = (BoxObject *)self;
+    PyObject *root = NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *c = PyTuple_GET_ITEM(args, i);
+        if (!PyObject_TypeCheck(c, &Cond_Type)) {
+            PyErr_Format(PyExc_TypeError, "query() takes conditions such as %s.prop == value, "
+                         "got %.100s", b->info->cname, Py_TYPE(c)->tp_name);
+            Py_XDECREF(root);
+            return NULL;
+        }
+        if (((CondObject *)c)->owner != b->cls) {
+            PyErr_Format(PyExc_TypeError, "condition %R is on %s, not on %s", c,
+                         ((CondObject *)c)->owner->tp_name, b->info->cname);
+            Py_XDECREF(root);
+            return NULL;
+        }
+        if (!root) {
+            root = Py_NewRef(c);
+        } else {
+            PyObject *g = cond_group(C_AND, root, c);
+            Py_DECREF(root);
+            if (!(root = g))
+                return NULL;
+        }
+    }
+    QueryObject *q = PyObject_GC_New(QueryObject, &Query_Type);
+    if (!q) {
+        Py_XDECREF(root);
+        return NULL;
+    }
+    q->box = (BoxObject *)Py_NewRef(self);
+    q->mq = NULL;
+    q->mqe = NULL;
+    q->cond = root;
+    q->orders = PyList_New(0);
+    q->offset = q->limit = 0;
+    q->limit_zero = 0;
+    q->busy = 0;
+    q->leaf_prop = NULL;
+    q->leaf_node = NULL;
+    q->nleaves = q->capleaves = 0;
+    q->params = NULL;
+    q->has_link = root ? cond_has_link((CondObject *)root) : 0;
+    q->ts = NULL;
+    q->subs = PyList_New(0);
+    PyObject_GC_Track(q);
+    if (!q->orders || !q->subs) {
+        Py_DECREF(q);
+        return NULL;
+    }
+    if (b->store->s && b->e && q_build(q) < 0) {
+        Py_DECREF(q);
+        return NULL;
+    }
+    return (PyObject *)q;
+}
+
+static int query_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    QueryObject *q = (QueryObject *)self;
+    Py_VISIT(q->box);
+    Py_VISIT(q->cond);
+    Py_VISIT(q->orders);
+    Py_VISIT(q->params);
+    Py_VISIT(q->subs);
+    return 0;
+}
+
+static int query_clear(PyObject *self)
+{
+    QueryObject *q = (QueryObject *)self;
+    Py_CLEAR(q->box);
+    Py_CLEAR(q->cond);
+    Py_CLEAR(q->orders);
+    Py_CLEAR(q->params);
+    Py_CLEAR(q->subs);
+    return 0;
+}
+
+static void query_dealloc(PyObject *self)
+{
+    QueryObject *q = (QueryObject *)self;
+    PyObject_GC_UnTrack(self);
+    if (q->mq)
+        mote_query_free(q->mq);
+    PyMem_Free(q->leaf_prop);
+    PyMem_Free(q->leaf_node);
+    query_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *query_order_by(PyObject *self, PyObject *args)
+{
+    QueryObject *q = (QueryObject *)self;
+    if (q_check_busy(q) < 0)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i), *o;
+        if (PyObject_TypeCheck(a, &Property_Type))
+            o = prop_order(a, 0);
+        else if (PyObject_TypeCheck(a, &Order_Type))
+            o = Py_NewRef(a);
+        else {
+            PyErr_Format(PyExc_TypeError, "order_by() takes properties or orderings such as "
+                         "%s.prop.desc(), got %.100s", q->box->info->cname, Py_TYPE(a)->tp_name);
+            return NULL;
+        }
+        if (!o)
+            return NULL;
+        if (((OrderObject *)o)->prop->owner != q->box->cls) {
+            PyErr_Format(PyExc_TypeError, "order_by(%R): not a property of %s", o,
+                         q->box->info->cname);
+            Py_DECREF(o);
+            return NULL;
+        }
+        int rc = PyList_Append(q->orders, o);
+        if (rc == 0 && q->mq) {
+            int mrc = mote_query_order(q->mq, (unsigned)((OrderObject *)o)->prop->index,
+                                       ((OrderObject *)o)->flags);
+            if (mrc)
+                rc = raise_rc(mrc);
+        }
+        Py_DECREF(o);
+        if (rc < 0)
+            return NULL;
+    }
+    return Py_NewRef(self);
+}
+
+/* Give the leaf on property `prop` of the built query new values. */
+static int q_set_values(QueryObject *q, Py_ssize_t prop, PyObject *vals)
+{
+    const EntityInfo *in = q->box->info;
+    int node = -1;
+    for (Py_ssize_t i = 0; i < q->nleaves; i++)
+        if (q->leaf_prop[i] == prop) {
+            if (node >= 0) {
+                PyErr_Format(PyExc_ValueError, "set_parameter(): the query has several "
+                             "conditions on %s.%s", in->cname, in->f[prop].cname);
+                return -1;
+            }
+            node = q->leaf_node[i];
+        }
+    if (node < 0) {
+        PyErr_Format(PyExc_ValueError, "set_parameter(): the query has no condition on %s.%s",
+                     in->cname, in->f[prop].cname);
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(vals), nk = 0;
+    mote_value sv[4], *mv = n <= 4 ? sv : PyMem_Malloc(sizeof *mv * (size_t)n);
+    PyObject *sk[4], **keep = n <= 4 ? sk : PyMem_Malloc(sizeof *keep * (size_t)n);
+    int res = -1;
+    if (!mv || !keep) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(vals, i);
+        if (v == Py_None) {
+            PyErr_Format(PyExc_TypeError, "%s.%s: cannot compare with None", in->cname,
+                         in->f[prop].cname);
+            goto done;
+        }
+        if (to_value(in->cname, &in->f[prop], v, &mv[i], keep, &nk, 0) < 0)
+            goto done;
+    }
+    int rc = mote_query_set(q->mq, node, mv, (size_t)n);
+    res = rc ? raise_rc(rc) : 0;
+done:
+    if (keep)
+        release_keep(keep, nk);
+    if (mv != sv)
+        PyMem_Free(mv);
+    if (keep != sk)
+        PyMem_Free(keep);
+    return res;
+}
+
+static PyObject *query_set_parameter(PyObject *self, PyObject *args)
+{
+    QueryObject *q = (QueryObject *)self;
+    if (PyTuple_GET_SIZE(args) < 1 || !PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0),
+                                                           &Property_Type)) {
+        PyErr_SetString(PyExc_TypeError, "set_parameter(Entity.prop, value, ...) takes a "
+                        "property and its new value(s)");
+        return NULL;
+    }
+    PropertyObject *p = (PropertyObject *)PyTuple_GET_ITEM(args, 0);
+    if (p->owner != q->box->cls || p->index < 0) {
+        PyErr_Format(PyExc_ValueError, "set_parameter(): %R is not a property of %s",
+                     (PyObject *)p, q->box->info->cname);
+        return NULL;
+    }
+    if (q_check_busy(q) < 0)
+        return NULL;
+    PyObject *vals = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
+    if (!vals)
+        return NULL;
+    PyObject *key = PyLong_FromSsize_t(p->index);
+    int rc = -1;
+    if (key && (q->params || (q->params = PyDict_New()))) {
+        if (!q->mq && q->box->e && q->box->store->s && q_build(q) < 0)
+            rc = -1;
+        else if (q->mq && q->mqe == q->box->e)
+            rc = q_set_values(q, p->index, vals);
+        else
+            rc = 0; /* applied when the query is built */
+        if (rc == 0)
+            rc = PyDict_SetItem(q->params, key, vals);
+    }
+    Py_XDECREF(key);
+    Py_DECREF(vals);
+    return rc < 0 ? NULL : Py_NewRef(self);
+}
+
+static int q_count_arg(PyObject *v, uint64_t *out, const char *what)
+{
+    if (!PyLong_Check(v) || PyBool_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s() takes an int, got %.100s", what, Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s() takes a non-negative int, got %R", what, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static PyObject *query_offset(PyObject *self, PyObject *arg)
+{
+    QueryObject *q = (QueryObject *)self;
+    if (q_check_busy(q) < 0 || q_count_arg(arg, &q->offset, "offset") < 0)
+        return NULL;
+    if (q->mq)
+        mote_query_limit(q->mq, q->offset, q->limit);
+    return Py_NewRef(self);
+}
+
+static PyObject *query_limit(PyObject *self, PyObject *arg)
+{
+    QueryObject *q = (QueryObject *)self;
+    uint64_t n;
+    if (q_check_busy(q) < 0 || q_count_arg(arg, &n, "limit") < 0)
+        return NULL;
+    q->limit_zero = n == 0;
+    q->limit = n;
+    if (q->mq)
+        mote_query_limit(q->mq, q->offset, q->limit);
+    return Py_NewRef(self);
+}
+
+/* Start running: a transaction (op), the entity and the built query. */
+static int q_start(QueryObject *q, int write, Op *op)
+{
+    if (q_check_busy(q) < 0)
+        return -1;
+    q->busy = 1; /* before op_begin, which may release the GIL */
+    if (op_begin(q->box->store, write, op) < 0) {
+        q->busy = 0;
+        return -1;
+    }
+    q->ts = op->ts;
+    int bad = box_entity(q->box, op->ts) < 0 || q_build(q) < 0;
+    q->ts = NULL;
+    if (bad) {
+        q->busy = 0;
+        op_end(q->box->store, op, OP_FAIL);
+        return -1;
+    }
+    return 0;
+}
+
+static int q_ids(QueryObject *q, Op *op, uint64_t **ids, size_t *n)
+{
+    int rc;
+    mote_txn *t = op->ts->txn;
+    mote_query *mq = q->mq;
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_query_ids(t, mq, ids, n);
+    Py_END_ALLOW_THREADS
+    return rc ? raise_rc(rc) : 0;
+}
+
+static PyObject *q_objects(QueryObject *q, Op *op, uint64_t *ids, size_t n)
+{
+    BoxObject *b = q->box;
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        mote_record r;
+        int rc = mote_get(op->ts->txn, b->e, ids[i], &r);
+        PyObject *o = rc ? NULL : box_build(b, &r);
+        if (rc)
+            raise_rc(rc);
+        if (!o) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, o);
+    }
+    return list;
+}
+
+static PyObject *query_find(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    QueryObject *q = (QueryObject *)self;
+    if (q->limit_zero)
+        return PyList_New(0);
+    Op op;
+    if (q_start(q, 0, &op) < 0)
+        return NULL;
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    PyObject *res = q_ids(q, &op, &ids, &n) < 0 ? NULL : q_objects(q, &op, ids, n);
+    mote_free(ids);
+    q->busy = 0;
+    if (op_end(q->box->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *query_first(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    QueryObject *q = (QueryObject *)self;
+    if (q->limit_zero)
+        Py_RETURN_NONE;
+    Op op;
+    if (q_start(q, 0, &op) < 0)
+        return NULL;
+    mote_query_limit(q->mq, q->offset, 1);
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    PyObject *res = NULL;
+    if (q_ids(q, &op, &ids, &n) == 0) {
+        if (n == 0) {
+            res = Py_NewRef(Py_None);
+        } else {
+            mote_record r;
+            int rc = mote_get(op.ts->txn, q->box->e, ids[0], &r);
+            if (rc)
+                raise_rc(rc);
+            else
+                res = box_build(q->box, &r);
+        }
+    }
+    mote_query_limit(q->mq, q->offset, q->limit);
+    mote_free(ids);
+    q->busy = 0;
+    if (op_end(q->box->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+/* Run a C query call that answers a number (count, or objects removed)
+ * without the GIL; a write (remove) commits when it changed something and
+ * dooms an outer transaction when it fails. */
+static PyObject *q_run_number(QueryObject *q, int write,
+                              int (*fn)(mote_txn *, mote_query *, uint64_t *))
+{
+    if (q->limit_zero)
+        return PyLong_FromLong(0);
+    Op op;
+    if (q_start(q, write, &op) < 0)
+        return NULL;
+    uint64_t n = 0;
+    int rc;
+    mote_txn *t = op.ts->txn;
+    mote_query *mq = q->mq;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fn(t, mq, &n);
+    Py_END_ALLOW_THREADS
+    q->busy = 0;
+    if (rc) {
+        raise_rc(rc);
+        if (write && !op.own)
+            op.ts->doomed = 1;
+    }
+    int outcome = rc ? OP_FAIL : write && n ? OP_COMMIT : OP_NOCHANGE;
+    if (op_end(q->box->store, &op, outcome) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(n);
+}
+
+static PyObject *query_count(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return q_run_number((QueryObject *)self, 0, mote_query_count);
+}
+
+static PyObject *query_ids(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    QueryObject *q = (QueryObject *)self;
+    if (q->limit_zero)
+        return PyList_New(0);
+    Op op;
+    if (q_start(q, 0, &op) < 0)
+        return NULL;
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    PyObject *res = NULL;
+    if (q_ids(q, &op, &ids, &n) == 0 && (res = PyList_New((Py_ssize_t)n))) {
+        for (size_t i = 0; i < n; i++) {
+            PyObject *x = PyLong_FromUnsignedLongLong(ids[i]);
+            if (!x) {
+                Py_CLEAR(res);
+                break;
+            }
+            PyList_SET_ITEM(res, (Py_ssize_t)i, x);
+        }
+    }
+    mote_free(ids);
+    q->busy = 0;
+    if (op_end(q->box->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *query_remove(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return q_run_number((QueryObject *)self, 1, mote_query_remove);
+}
+
+/* Field indexes (-1 = id) of projection arguments; all fields if none. */
+static Py_ssize_t *q_projection(QueryObject *q, PyObject *args, Py_ssize_t *np)
+{
+    const EntityInfo *in = q->box->info;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!n)
+        n = in->nf + 1;
+    Py_ssize_t *idx = PyMem_Malloc(sizeof *idx * (size_t)(n + 1));
+    if (!idx) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (!PyTuple_GET_SIZE(args)) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            idx[i] = i - 1;
+        *np = n;
+        return idx;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = PyTuple_GET_ITEM(args, i);
+        Py_ssize_t k = -2;
+        if (PyObject_TypeCheck(a, &Property_Type) &&
+            ((PropertyObject *)a)->owner == q->box->cls) {
+            k = ((PropertyObject *)a)->index;
+        } else if (PyUnicode_Check(a)) {
+            if (!PyUnicode_Compare(a, s_id))
+                k = -1;
+            for (Py_ssize_t j = 0; k == -2 && j < in->nf; j++)
+                if (!PyUnicode_Compare(a, in->f[j].name))
+                    k = j;
+        }
+        if (k == -2) {
+            PyErr_Format(PyExc_ValueError, "%R is not a property of %s", a, in->cname);
+            PyMem_Free(idx);
+            return NULL;
+        }
+        idx[i] = k;
+    }
+    *np = n;
+    return idx;
+}
+
+static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
+{
+    QueryObject *q = (QueryObject *)self;
+    Py_ssize_t np;
+    Py_ssize_t *idx = q_projection(q, args, &np);
+    if (!idx)
+        return NULL;
+    if (q->limit_zero) {
+        PyMem_Free(idx);
+        return PyList_New(0);
+    }
+    Op op;
+    if (q_start(q, 0, &op) < 0) {
+        PyMem_Free(idx);
+        return NULL;
+    }
+    const EntityInfo *in = q->box->info;
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    PyObject *res = NULL;
+    if (q_ids(q, &op, &ids, &n) == 0)
+        res = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; res && i < n; i++) {
+        mote_record r;
+        int rc = mote_get(op.ts->txn, q->box->e, ids[i], &r);
+        PyObject *row = rc ? NULL : dicts ? PyDict_New() : PyTuple_New(np);
+        if (rc)
+            raise_rc(rc);
+        for (Py_ssize_t j = 0; row && j < np; j++) {
+            PyObject *v = record_field(in, &r, idx[j]);
+            if (!v) {
+                Py_CLEAR(row);
+                break;
+            }
+            if (dicts) {
+                int e = PyDict_SetItem(row, idx[j] < 0 ? s_id : in->f[idx[j]].name, v);
+                Py_DECREF(v);
+                if (e < 0)
+                    Py_CLEAR(row);
+            } else {
+                PyTuple_SET_ITEM(row, j, v);
+            }
+        }
+        if (!row) {
+            Py_CLEAR(res);
+            break;
+        }
+        PyList_SET_ITEM(res, (Py_ssize_t)i, row);
+    }
+    mote_free(ids);
+    PyMem_Free(idx);
+    q->busy = 0;
+    if (op_end(q->box->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *query_tuples(PyObject *self, PyObject *args) { return q_project(self, args, 0); }
+static PyObject *query_dicts(PyObject *self, PyObject *args) { return q_project(self, args, 1); }
+
+/* ---- aggregates: min, max, sum, avg (NULLs ignored) ---- */
+
+enum { AGG_MIN, AGG_MAX, AGG_SUM, AGG_AVG };
+
+typedef struct {
+    int which, kind, mtype;
+    unsigned prop;
+    uint64_t n;           /* non-NULL values seen */
+    __int128 isum;
+    double fsum;
+    mote_value best;      /* min / max; variable bytes in buf */
+    char *buf;
+    size_t cap;
+    int rc;
+} AggState;
+
+static int agg_better(const AggState *a, const mote_value *v)
+{
+    int c;
+    if (a->kind == K_FLOAT) {
+        double x = v->v.f, y = a->best.v.f;
+        int xn = isnan(x), yn = isnan(y); /* NaN sorts last */
+        c = xn || yn ? xn - yn : (x > y) - (x < y);
+    } else if (a->kind == K_STR || a->kind == K_BYTES) {
+        size_t m = v->v.s.n < a->best.v.s.n ? v->v.s.n : a->best.v.s.n;
+        c = m ? memcmp(v->v.s.p, a->best.v.s.p, m) : 0;
+        if (!c)
+            c = (v->v.s.n > a->best.v.s.n) - (v->v.s.n < a->best.v.s.n);
+    } else {
+        c = (v->v.i > a->best.v.i) - (v->v.i < a->best.v.i);
+    }
+    return a->which == AGG_MIN ? c < 0 : c > 0;
+}
+
+/* Runs without the GIL: only C calls and malloc. */
+static void agg_run(AggState *a, mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        mote_record r;
+        mote_value v;
+        int rc = mote_get(t, e, ids[i], &r);
+        if (!rc)
+            rc = mote_record_get(&r, a->prop, &v, NULL);
+        if (rc) {
+            a->rc = rc;
+            return;
+        }
+        if (v.null)
+            continue;
+        if (a->which == AGG_SUM || a->which == AGG_AVG) {
+            if (a->kind == K_FLOAT)
+                a->fsum += v.v.f;
+            else
+                a->isum += v.v.i;
+        } else if (!a->n || agg_better(a, &v)) {
+            a->best = v;
+            if (a->kind == K_STR || a->kind == K_BYTES) {
+                if (v.v.s.n > a->cap) {
+                    char *nb = realloc(a->buf, v.v.s.n);
+                    if (!nb) {
+                        a->rc = MOTE_NOMEM;
+                        return;
+                    }
+                    a->buf = nb;
+                    a->cap = v.v.s.n;
+                }
+                if (v.v.s.n)
+                    memcpy(a->buf, v.v.s.p, v.v.s.n);
+                a->best.v.s.p = a->buf;
+            }
+        }
+        a->n++;
+    }
+}
+
+static PyObject *int128_to_py(__int128 x)
+{
+    if (x >= INT64_MIN && x <= INT64_MAX)
+        return PyLong_FromLongLong((long long)x);
+    int neg = x < 0;
+    unsigned __int128 u = neg ? -(unsigned __int128)x : (unsigned __int128)x;
+    PyObject *hi = PyLong_FromUnsignedLongLong((unsigned long long)(u >> 64));
+    PyObject *lo = PyLong_FromUnsignedLongLong((unsigned long long)u);
+    PyObject *sh = PyLong_FromLong(64), *r = NULL;
+    if (hi && lo && sh) {
+        PyObject *a = PyNumber_Lshift(hi, sh);
+        PyObject *b = a ? PyNumber_Or(a, lo) : NULL;
+        r = b && neg ? PyNumber_Negative(b) : Py_XNewRef(b);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+    }
+    Py_XDECREF(hi);
+    Py_XDECREF(lo);
+    Py_XDECREF(sh);
+    return r;
+}
+
+static PyObject *q_aggregate(PyObject *self, PyObject *arg, int which)
+{
+    static const char *names[] = {"min", "max", "sum", "avg"};
+    QueryObject *q = (QueryObject *)self;
+    const EntityInfo *in = q->box->info;
+    if (!PyObject_TypeCheck(arg, &Property_Type) ||
+        ((PropertyObject *)arg)->owner != q->box->cls || ((PropertyObject *)arg)->index < 0) {
+        PyErr_Format(PyExc_TypeError, "%s() takes a property of %s, got %R", names[which],
+                     in->cname, arg);
+        return NULL;
+    }
+    const FieldInfo *f = &in->f[((PropertyObject *)arg)->index];
+    int numeric = f->kind == K_INT || f->kind == K_FLOAT;
+    int ordered = numeric || f->kind == K_BOOL || f->kind == K_STR || f->kind == K_BYTES ||
+                  f->kind == K_DATETIME || f->kind == K_DATE;
+    if ((which >= AGG_SUM && !numeric) || !ordered) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: %s() of a %s property is not supported",
+                     in->cname, f->cname, names[which], kind_expect[f->kind]);
+        return NULL;
+    }
+    AggState a;
+    memset(&a, 0, sizeof a);
+    a.which = which;
+    a.kind = f->kind;
+    a.mtype = f->mtype;
+    a.prop = (unsigned)((PropertyObject *)arg)->index;
+    if (q->limit_zero)
+        goto result;
+    Op op;
+    if (q_start(q, 0, &op) < 0)
+        return NULL;
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    int ok = q_ids(q, &op, &ids, &n) == 0;
+    if (ok) {
+        mote_txn *t = op.ts->txn;
+        mote_entity *e = q->box->e;
+        Py_BEGIN_ALLOW_THREADS
+        agg_run(&a, t, e, ids, n);
+        Py_END_ALLOW_THREADS
+        if (a.rc)
+            ok = raise_rc(a.rc) == 0;
+    }
+    mote_free(ids);
+    q->busy = 0;
+    if (op_end(q->box->store, &op, ok ? OP_NOCHANGE : OP_FAIL) < 0) {
+        free(a.buf);
+        return NULL;
+    }
+result:;
+    PyObject *res;
+    if (which == AGG_SUM)
+        res = f->kind == K_FLOAT ? PyFloat_FromDouble(a.fsum) : int128_to_py(a.isum);
+    else if (!a.n)
+        res = Py_NewRef(Py_None);
+    else if (which == AGG_AVG)
+        res = PyFloat_FromDouble(f->kind == K_FLOAT ? a.fsum / (double)a.n
+                                                    : (double)a.isum / (double)a.n);
+    else
+        res = from_value(f, &a.best, 0);
+    free(a.buf);
+    return res;
+}
+
+static PyObject *query_min(PyObject *self, PyObject *arg) { return q_aggregate(self, arg, AGG_MIN); }
+static PyObject *query_max(PyObject *self, PyObject *arg) { return q_aggregate(self, arg, AGG_MAX); }
+static PyObject *query_sum(PyObject *self, PyObject *arg) { return q_aggregate(self, arg, AGG_SUM); }
+static PyObject *query_avg(PyObject *self, PyObject *arg) { return q_aggregate(self, arg, AGG_AVG); }
+
+static PyObject *query_plan(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    QueryObject *q = (QueryObject *)self;
+    Op op;
+    if (q_start(q, 0, &op) < 0)
+        return NULL;
+    PyObject *res = PyUnicode_FromString(mote_query_plan(op.ts->txn, q->mq));
+    q->busy = 0;
+    if (op_end(q->box->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+static PyObject *query_repr(PyObject *self)
+{
+    QueryObject *q = (QueryObject *)self;
+    return PyUnicode_FromFormat("<motedb.Query on %s where %R order_by %R offset %llu limit "
+                                "%llu>", q->box->info->cname, q->cond ? q->cond : Py_None,
+                                q->orders, (unsigned long long)q->offset,
+                                (unsigned long long)q->limit);
+}
+
+static PyMethodDef query_methods[] = {
+    {"order_by", query_order_by, METH_VARARGS,
+     "order_by(Note.a, Note.b.desc(), ...) -> self. Ties are in id order."},
+    {"offset", query_offset, METH_O, "offset(n) -> self: skip n results."},
+    {"limit", query_limit, METH_O, "limit(n) -> self: at most n results."},
+    {"find", query_find, METH_NOARGS, "find() -> [objects]."},
+    {"first", query_first, METH_NOARGS, "first() -> object or None."},
+    {"count", query_count, METH_NOARGS, "count() -> int (after offset / limit)."},
+    {"ids", query_ids, METH_NOARGS, "ids() -> [ids]."},
+    {"remove", query_remove, METH_NOARGS, "remove() -> number of objects removed."},
+    {"tuples", query_tuples, METH_VARARGS,
+     "tuples(*props) -> [tuple]: the given properties (all, with the id first, if none)."},
+    {"dicts", query_dicts, METH_VARARGS,
+     "dicts(*props) -> [dict]: the given properties (all, with the id, if none)."},
+    {"min", query_min, METH_O, "min(prop): smallest non-NULL value, or None."},
+    {"max", query_max, METH_O, "max(prop): largest non-NULL value, or None."},
+    {"sum", query_sum, METH_O, "sum(prop): sum of the non-NULL values (int or float)."},
+    {"avg", query_avg, METH_O, "avg(prop): mean of the non-NULL values (float), or None."},
+    {"set_parameter", query_set_parameter, METH_VARARGS,
+     "set_parameter(Entity.prop, value, ...) -> self: new value(s) for the query's condition "
+     "on that property (reuses the built query)."},
+    {"plan", query_plan, METH_NOARGS, "plan() -> str: how the query runs (index or scan)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject Query_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.Query",
+    .tp_basicsize = sizeof(QueryObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A query: box.query(conditions).order_by(...).offset(n).limit(n), then find(), "
+              "first(), count(), ids(), remove(), tuples() or dicts(). Built once; run it as "
+              "often as needed.",
+    .tp_dealloc = query_dealloc,
+    .tp_traverse = query_traverse,
+    .tp_clear = query_clear,
+    .tp_repr = query_repr,
+    .tp_methods = query_methods,
+};

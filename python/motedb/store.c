@@ -1,0 +1,650 @@
+/*
+ * store.c — Store objects, transactions (store.write()/read() and the
+ * per-operation Op), the Box registry. Part of the _core extension (_core.h).
+ */
+#include "_core.h"
+
+/* ---- Store and transactions ------------------------------------------------------------ */
+
+/* An object of box b from a record; it remembers the store (relations). */
+PyObject *box_build(BoxObject *b, const mote_record *r)
+{
+    PyObject *o = build_obj(b->cls, b->info, r);
+    if (o && b->info->store_off >= 0)
+        SLOT(o, b->info->store_off) = Py_NewRef((PyObject *)b->store);
+    return o;
+}
+
+/* After a put of obj (new id `id`) in the thread's write transaction: write
+ * its to-many links (motedb/_relations.py) and remember the store. */
+int after_put(BoxObject *b, PyObject *obj, uint64_t id)
+{
+    if (b->info->store_off >= 0)
+        Py_XSETREF(SLOT(obj, b->info->store_off), Py_NewRef((PyObject *)b->store));
+    if (!b->info->has_tomany)
+        return 0;
+    PyObject *idv = PyLong_FromUnsignedLongLong(id);
+    PyObject *r = idv ? PyObject_CallFunctionObjArgs(g_after_put, (PyObject *)b, obj, idv, NULL)
+                      : NULL;
+    Py_XDECREF(idv);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+static int closed_error(StoreObject *st)
+{
+    PyErr_Format(E_Closed, "store %U is closed", st->path);
+    return -1;
+}
+
+static TxnSlot *find_txn(StoreObject *st)
+{
+    if (!st->txns)
+        return NULL;
+    unsigned long tid = PyThread_get_thread_ident();
+    for (TxnSlot *t = st->txns; t; t = t->next)
+        if (t->tid == tid)
+            return t;
+    return NULL;
+}
+
+static void unlink_txn(StoreObject *st, TxnSlot *ts)
+{
+    for (TxnSlot **pp = &st->txns; *pp; pp = &(*pp)->next)
+        if (*pp == ts) {
+            *pp = ts->next;
+            return;
+        }
+}
+
+/* After a write transaction ended: boxes opened in it keep their entity if it
+ * committed, and open it again on next use if it rolled back. */
+static void settle_boxes(StoreObject *st, mote_txn *t, int committed)
+{
+    if (!st->npending || !st->boxes)
+        return;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(st->boxes, &pos, &k, &v)) {
+        BoxObject *b = (BoxObject *)v;
+        if (b->pending == t) {
+            b->pending = NULL;
+            st->npending--;
+            if (!committed)
+                b->e = NULL;
+        }
+    }
+}
+
+static int begin_txn(StoreObject *st, int write, mote_txn **t)
+{
+    int rc;
+    if (write) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = mote_begin(st->s, 0, t);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = mote_begin(st->s, MOTE_TXN_RDONLY, t);
+    }
+    return rc ? raise_rc(rc) : 0;
+}
+
+/* Commit (write: GIL released around the sync) or abort t. */
+static int end_txn(StoreObject *st, mote_txn *t, int write, int commit)
+{
+    int rc = 0;
+    if (write && commit) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = mote_commit(t);
+        Py_END_ALLOW_THREADS
+    } else {
+        mote_abort(t);
+    }
+    if (write)
+        settle_boxes(st, t, commit && !rc);
+    return rc ? raise_rc(rc) : 0;
+}
+
+/* One operation: joins the thread's transaction or runs in its own. */
+
+int op_begin(StoreObject *st, int write, Op *op)
+{
+    if (!st->s)
+        return closed_error(st);
+    TxnSlot *cur = find_txn(st);
+    if (cur) {
+        if (write && !cur->write) {
+            PyErr_SetString(E_Txn, "cannot write inside store.read(): use store.write()");
+            return -1;
+        }
+        op->ts = cur;
+        op->own = 0;
+        return 0;
+    }
+    mote_txn *t = NULL;
+    st->nimplicit++;
+    if (begin_txn(st, write, &t) < 0) {
+        st->nimplicit--;
+        return -1;
+    }
+    memset(&op->slot, 0, sizeof op->slot);
+    op->slot.tid = PyThread_get_thread_ident();
+    op->slot.txn = t;
+    op->slot.write = write;
+    op->slot.depth = 1;
+    op->slot.next = st->txns;
+    st->txns = &op->slot;
+    op->ts = &op->slot;
+    op->own = 1;
+    return 0;
+}
+
+/* End an operation: OP_COMMIT commits its own write transaction, OP_NOCHANGE
+ * ends it without a commit, OP_FAIL rolls it back (an exception is set).
+ * Returns 0, or -1 with an exception. */
+int op_end(StoreObject *st, Op *op, int how)
+{
+    if (!op->own)
+        return how == OP_FAIL ? -1 : 0;
+    unlink_txn(st, &op->slot);
+    int rc = end_txn(st, op->slot.txn, op->slot.write, how == OP_COMMIT && op->slot.write);
+    st->nimplicit--;
+    return how == OP_FAIL || rc < 0 ? -1 : 0;
+}
+
+/* Another class of the same entity name was opened: the handles of the
+ * other boxes of that name may not know its layout; they open it again. */
+static void invalidate_same_name(BoxObject *b)
+{
+    StoreObject *st = b->store;
+    if (!st->boxes)
+        return;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(st->boxes, &pos, &k, &v)) {
+        BoxObject *o = (BoxObject *)v;
+        if (o != b && o->cls != b->cls && o->e && !strcmp(o->info->cname, b->info->cname))
+            o->e = NULL;
+    }
+}
+
+/* The entity handle of a box, opened in ts if needed. */
+int box_entity(BoxObject *b, TxnSlot *ts)
+{
+    if (b->e)
+        return 0;
+    invalidate_same_name(b);
+    mote_entity *e;
+    int rc = mote_entity_open(ts->txn, b->info->cname, b->info->defs, (unsigned)b->info->nf,
+                              &e);
+    if (rc) {
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_SCHEMA;
+        return raise_code(rc, NULL, NULL);
+    }
+    b->e = e;
+    if (ts->write) {
+        b->pending = ts->txn;
+        b->store->npending++;
+    }
+    return 0;
+}
+
+static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"path", "readonly", "create", "sync", NULL};
+    PyObject *path;
+    int readonly = 0, create = 1, sync = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppp:Store", kwlist, &path, &readonly,
+                                     &create, &sync))
+        return NULL;
+    PyObject *bpath = NULL;
+    if (!PyUnicode_FSConverter(path, &bpath))
+        return NULL;
+    StoreObject *st = (StoreObject *)type->tp_alloc(type, 0);
+    if (!st) {
+        Py_DECREF(bpath);
+        return NULL;
+    }
+    st->path = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(bpath));
+    st->boxes = PyDict_New();
+    st->readonly = readonly;
+    if (!st->path || !st->boxes)
+        goto fail;
+    mote_options o;
+    memset(&o, 0, sizeof o);
+    o.flags = (readonly ? MOTE_RDONLY : 0) | (create && !readonly ? MOTE_CREATE : 0) |
+              (sync ? 0 : MOTE_NOSYNC);
+    mote_store *s = NULL;
+    int rc;
+    const char *cpath = PyBytes_AS_STRING(bpath);
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_open(cpath, &o, &s);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        raise_code(rc, NULL, mote_last_open_error());
+        goto fail;
+    }
+    st->s = s;
+    Py_DECREF(bpath);
+    return (PyObject *)st;
+fail:
+    Py_DECREF(bpath);
+    Py_DECREF(st);
+    return NULL;
+}
+
+static PyObject *store_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    StoreObject *st = (StoreObject *)self;
+    if (!st->s)
+        Py_RETURN_NONE;
+    if (find_txn(st)) {
+        PyErr_SetString(E_Txn, "close() inside a transaction of this store: end it first");
+        return NULL;
+    }
+    if (st->nexplicit) {
+        PyErr_Format(E_Busy, "store %U: cannot close, %d transaction(s) are still open in "
+                     "other threads", st->path, st->nexplicit);
+        return NULL;
+    }
+    while (st->nimplicit && st->s) { /* single operations of other threads: short */
+        Py_BEGIN_ALLOW_THREADS
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    if (!st->s)
+        Py_RETURN_NONE;
+    mote_store *s = st->s;
+    st->s = NULL;
+    if (st->boxes) {
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(st->boxes, &pos, &k, &v))
+            ((BoxObject *)v)->e = NULL;
+        PyDict_Clear(st->boxes);
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_close(s);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        st->s = s;
+        raise_rc(rc);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static int store_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(((StoreObject *)self)->boxes);
+    return 0;
+}
+
+static int store_clear(PyObject *self)
+{
+    Py_CLEAR(((StoreObject *)self)->boxes);
+    return 0;
+}
+
+static void store_dealloc(PyObject *self)
+{
+    StoreObject *st = (StoreObject *)self;
+    PyObject_GC_UnTrack(self);
+    if (st->weakrefs)
+        PyObject_ClearWeakRefs(self);
+    if (st->s && !st->txns && !st->nexplicit && !st->nimplicit) {
+        mote_close(st->s);
+        st->s = NULL;
+    }
+    store_clear(self);
+    Py_XDECREF(st->path);
+    Py_TYPE(self)->tp_free(self);
+}
+
+PyObject *store_box(PyObject *self, PyObject *cls)
+{
+    StoreObject *st = (StoreObject *)self;
+    if (!st->s) {
+        closed_error(st);
+        return NULL;
+    }
+    PyObject *b = PyDict_GetItemWithError(st->boxes, cls);
+    if (b)
+        return Py_NewRef(b);
+    if (PyErr_Occurred())
+        return NULL;
+    EntityInfo *in = PyType_Check(cls) ? info_of_type((PyTypeObject *)cls) : NULL;
+    if (!in) {
+        PyErr_Format(PyExc_TypeError, "store.box() takes an entity class (a subclass of "
+                     "motedb.Entity), got %R", cls);
+        return NULL;
+    }
+    BoxObject *box = PyObject_GC_New(BoxObject, &Box_Type);
+    if (!box)
+        return NULL;
+    box->store = (StoreObject *)Py_NewRef(self);
+    box->cls = (PyTypeObject *)Py_NewRef(cls);
+    box->info = in;
+    box->e = NULL;
+    box->pending = NULL;
+    PyObject_GC_Track(box);
+    TxnSlot *cur = find_txn(st);
+    if (cur) {
+        if (box_entity(box, cur) < 0)
+            goto fail;
+    } else {
+        /* unchanged schema: a read transaction is enough */
+        mote_txn *t;
+        if (begin_txn(st, 0, &t) < 0)
+            goto fail;
+        mote_entity *e;
+        int rc = mote_entity_open(t, in->cname, in->defs, (unsigned)in->nf, &e);
+        mote_abort(t);
+        if (!rc) {
+            invalidate_same_name(box);
+            box->e = e;
+        } else if ((rc == MOTE_NOTFOUND || rc == MOTE_SCHEMA) && !st->readonly) {
+            Op op; /* create or evolve it */
+            if (op_begin(st, 1, &op) < 0)
+                goto fail;
+            int ok = box_entity(box, op.ts) == 0;
+            if (op_end(st, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
+                goto fail;
+            if (box->pending) { /* committed (the box was not in st->boxes yet) */
+                box->pending = NULL;
+                st->npending--;
+            }
+        } else {
+            if (rc == MOTE_NOTFOUND)
+                raise_code(MOTE_SCHEMA, NULL, NULL);
+            else
+                raise_rc(rc);
+            goto fail;
+        }
+    }
+    if (PyDict_SetItem(st->boxes, cls, (PyObject *)box) < 0)
+        goto fail;
+    return (PyObject *)box;
+fail:
+    Py_DECREF(box);
+    return NULL;
+}
+
+/* Transactions: store.write() / store.read() */
+
+static PyObject *store_txn(PyObject *self, int write)
+{
+    StoreObject *st = (StoreObject *)self;
+    if (!st->s) {
+        closed_error(st);
+        return NULL;
+    }
+    TxnObject *t = PyObject_New(TxnObject, &Txn_Type);
+    if (!t)
+        return NULL;
+    t->store = (StoreObject *)Py_NewRef(self);
+    t->slot = NULL;
+    t->write = write;
+    t->state = 0;
+    t->joined = 0;
+    t->tid = 0;
+    return (PyObject *)t;
+}
+
+static PyObject *store_write(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return store_txn(self, 1);
+}
+
+static PyObject *store_read(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return store_txn(self, 0);
+}
+
+static PyObject *txn_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    TxnObject *t = (TxnObject *)self;
+    StoreObject *st = t->store;
+    if (t->state != 0) {
+        PyErr_SetString(E_Txn, "this transaction was already used: call store.write() or "
+                        "store.read() again for a new one");
+        return NULL;
+    }
+    if (!st->s) {
+        closed_error(st);
+        return NULL;
+    }
+    TxnSlot *cur = find_txn(st);
+    if (cur) {
+        if (t->write && !cur->write) {
+            PyErr_SetString(E_Txn, "cannot start store.write() inside store.read()");
+            return NULL;
+        }
+        cur->depth++;
+        t->slot = cur;
+        t->joined = 1;
+    } else {
+        TxnSlot *ts = PyMem_Calloc(1, sizeof *ts);
+        if (!ts)
+            return PyErr_NoMemory();
+        st->nexplicit++;
+        if (begin_txn(st, t->write, &ts->txn) < 0) {
+            st->nexplicit--;
+            PyMem_Free(ts);
+            return NULL;
+        }
+        ts->tid = PyThread_get_thread_ident();
+        ts->write = t->write;
+        ts->depth = 1;
+        ts->next = st->txns;
+        st->txns = ts;
+        t->slot = ts;
+    }
+    t->tid = PyThread_get_thread_ident();
+    t->state = 1;
+    return Py_NewRef(self);
+}
+
+/* End an entered transaction; exc = 1 if its block raised. */
+static int txn_finish(TxnObject *t, int exc)
+{
+    StoreObject *st = t->store;
+    TxnSlot *ts = t->slot;
+    t->state = 2;
+    t->slot = NULL;
+    ts->depth--;
+    if (t->joined) {
+        if (exc)
+            ts->doomed = 1;
+        return 0;
+    }
+    unlink_txn(st, ts);
+    st->nexplicit--;
+    int doomed = ts->doomed, rc;
+    rc = end_txn(st, ts->txn, ts->write, ts->write && !exc && !doomed);
+    PyMem_Free(ts);
+    if (rc < 0)
+        return -1;
+    if (doomed && !exc && t->write) {
+        PyErr_SetString(E_Txn, "transaction rolled back: an operation or a nested block in "
+                        "it failed");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *txn_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    TxnObject *t = (TxnObject *)self;
+    if (t->state != 1) {
+        PyErr_SetString(E_Txn, t->state == 0 ? "transaction was not entered"
+                                              : "transaction already ended");
+        return NULL;
+    }
+    if (t->tid != PyThread_get_thread_ident()) {
+        PyErr_SetString(E_Txn, "a transaction must end on the thread that started it");
+        return NULL;
+    }
+    if (t->slot->depth > 1 && !t->joined) {
+        PyErr_SetString(E_Txn, "transaction ended before the blocks nested in it");
+        return NULL;
+    }
+    int exc = nargs > 0 && args[0] != Py_None;
+    if (txn_finish(t, exc) < 0)
+        return NULL;
+    Py_RETURN_FALSE;
+}
+
+static void txn_dealloc(PyObject *self)
+{
+    TxnObject *t = (TxnObject *)self;
+    if (t->state == 1 && t->slot && t->store) { /* entered and dropped: roll back */
+#if PY_VERSION_HEX >= 0x030C0000
+        PyObject *saved = PyErr_GetRaisedException();
+#else
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+#endif
+        if (t->joined || t->slot->depth <= 1) {
+            if (txn_finish(t, 1) < 0)
+                PyErr_Clear();
+        }
+#if PY_VERSION_HEX >= 0x030C0000
+        PyErr_SetRaisedException(saved);
+#else
+        PyErr_Restore(et, ev, tb);
+#endif
+    }
+    Py_XDECREF(t->store);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *txn_get_active(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(((TxnObject *)self)->state == 1);
+}
+
+static PyObject *txn_get_write(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(((TxnObject *)self)->write);
+}
+
+static PyMethodDef txn_methods[] = {
+    {"__enter__", txn_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))txn_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef txn_getset[] = {
+    {"active", txn_get_active, NULL, "True inside the with block.", NULL},
+    {"write", txn_get_write, NULL, "True for store.write().", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject Txn_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.Transaction",
+    .tp_basicsize = sizeof(TxnObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A transaction: use as a context manager (with store.write(): ...). Commits on "
+              "success, rolls back on an exception; nested blocks join the outer one.",
+    .tp_dealloc = txn_dealloc,
+    .tp_methods = txn_methods,
+    .tp_getset = txn_getset,
+};
+
+static PyObject *store_enter(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    StoreObject *st = (StoreObject *)self;
+    if (!st->s) {
+        closed_error(st);
+        return NULL;
+    }
+    return Py_NewRef(self);
+}
+
+static PyObject *store_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)args;
+    (void)nargs;
+    PyObject *r = store_close(self, NULL);
+    if (!r)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_FALSE;
+}
+
+static PyObject *store_get_path(PyObject *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(((StoreObject *)self)->path);
+}
+
+static PyObject *store_get_closed(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(((StoreObject *)self)->s == NULL);
+}
+
+static PyObject *store_get_readonly(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(((StoreObject *)self)->readonly);
+}
+
+static PyObject *store_get_in_txn(PyObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(find_txn((StoreObject *)self) != NULL);
+}
+
+static PyObject *store_repr(PyObject *self)
+{
+    StoreObject *st = (StoreObject *)self;
+    return PyUnicode_FromFormat("<motedb.Store %R%s>", st->path, st->s ? "" : " (closed)");
+}
+
+static PyMethodDef store_methods[] = {
+    {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class."},
+    {"write", store_write, METH_NOARGS, "A write transaction (context manager)."},
+    {"read", store_read, METH_NOARGS, "A read transaction, a snapshot (context manager)."},
+    {"close", store_close, METH_NOARGS, "Close the store (idempotent)."},
+    {"__enter__", store_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))store_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef store_getset[] = {
+    {"path", store_get_path, NULL, "The store file.", NULL},
+    {"closed", store_get_closed, NULL, "True after close().", NULL},
+    {"readonly", store_get_readonly, NULL, "True if opened read-only.", NULL},
+    {"in_transaction", store_get_in_txn, NULL,
+     "True if the calling thread is inside store.write() / store.read().", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject Store_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.Store",
+    .tp_basicsize = sizeof(StoreObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Store(path, *, readonly=False, create=True, sync=True): one open store file.",
+    .tp_new = store_new,
+    .tp_dealloc = store_dealloc,
+    .tp_traverse = store_traverse,
+    .tp_clear = store_clear,
+    .tp_repr = store_repr,
+    .tp_methods = store_methods,
+    .tp_getset = store_getset,
+    .tp_weaklistoffset = offsetof(StoreObject, weakrefs),
+};

@@ -1,0 +1,574 @@
+/*
+ * values.c — motedb values: Python objects to mote_value (checked against
+ * the field kind and range) and back. Part of the _core extension (_core.h).
+ */
+#include "_core.h"
+#include <datetime.h>
+
+int values_init(void)
+{
+    PyDateTime_IMPORT;
+    return PyDateTimeAPI ? 0 : -1;
+}
+
+/* ---- values: Python -> mote_value -------------------------------------------- */
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    const unsigned doe = (unsigned)(z - era * 146097);
+    const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* A short repr of v for messages. New reference (never NULL unless no memory). */
+static PyObject *short_repr(PyObject *v)
+{
+    PyObject *r = PyObject_Repr(v);
+    if (!r) {
+        PyErr_Clear();
+        return PyUnicode_FromString("<unrepresentable>");
+    }
+    if (PyUnicode_GET_LENGTH(r) > 80) {
+        PyObject *cut = PyUnicode_Substring(r, 0, 77);
+        Py_DECREF(r);
+        if (!cut)
+            return NULL;
+        r = PyUnicode_FromFormat("%U...", cut);
+        Py_DECREF(cut);
+    }
+    return r;
+}
+
+static int wrong_type(const char *ent, const FieldInfo *f, PyObject *v)
+{
+    PyObject *r = short_repr(v);
+    if (!r)
+        return -1;
+    PyErr_Format(PyExc_TypeError, "%s.%s: expected %s, got %.100s %U", ent, f->cname,
+                 kind_expect[f->kind], Py_TYPE(v)->tp_name, r);
+    Py_DECREF(r);
+    return -1;
+}
+
+static const char *mtype_name(int t)
+{
+    switch (t) {
+    case MOTE_T_INT8: return "Int8";
+    case MOTE_T_INT16: return "Int16";
+    case MOTE_T_INT32: return "Int32";
+    case MOTE_T_INT64: return "int64";
+    case MOTE_T_FLOAT32: return "Float32";
+    default: return "this type";
+    }
+}
+
+static int out_of_range(const char *ent, const FieldInfo *f, PyObject *v)
+{
+    PyObject *r = short_repr(v);
+    if (!r)
+        return -1;
+    if (f->kind == K_INT)
+        PyErr_Format(PyExc_OverflowError, "%s.%s: %U is out of range for %s (%lld..%lld)", ent,
+                     f->cname, r, mtype_name(f->mtype), (long long)f->imin, (long long)f->imax);
+    else
+        PyErr_Format(PyExc_OverflowError, "%s.%s: %U is out of range for %s", ent, f->cname, r,
+                     f->kind == K_DATETIME ? "a nanosecond timestamp (years 1677..2262)"
+                                           : mtype_name(f->mtype));
+    Py_DECREF(r);
+    return -1;
+}
+
+static int dt_to_ns(const char *ent, const FieldInfo *f, PyObject *v, int64_t *out)
+{
+    PyObject *tz = PyDateTime_DATE_GET_TZINFO(v);
+    int64_t off_us = 0;
+    if (tz == Py_None)
+        goto naive;
+    if (tz != PyDateTime_TimeZone_UTC) {
+        PyObject *off = PyObject_CallMethodNoArgs(v, s_utcoffset);
+        if (!off)
+            return -1;
+        if (off == Py_None) {
+            Py_DECREF(off);
+            goto naive;
+        }
+        if (!PyDelta_Check(off)) {
+            Py_DECREF(off);
+            PyErr_Format(PyExc_TypeError, "%s.%s: utcoffset() did not return a timedelta", ent,
+                         f->cname);
+            return -1;
+        }
+        off_us = ((int64_t)PyDateTime_DELTA_GET_DAYS(off) * 86400 +
+                  PyDateTime_DELTA_GET_SECONDS(off)) * 1000000 +
+                 PyDateTime_DELTA_GET_MICROSECONDS(off);
+        Py_DECREF(off);
+    }
+    int64_t days = days_from_civil(PyDateTime_GET_YEAR(v), (unsigned)PyDateTime_GET_MONTH(v),
+                                   (unsigned)PyDateTime_GET_DAY(v));
+    int64_t secs = days * 86400 + PyDateTime_DATE_GET_HOUR(v) * 3600 +
+                   PyDateTime_DATE_GET_MINUTE(v) * 60 + PyDateTime_DATE_GET_SECOND(v);
+    int64_t us = secs * 1000000 + PyDateTime_DATE_GET_MICROSECOND(v) - off_us;
+    if (us > INT64_MAX / 1000 || us < INT64_MIN / 1000)
+        return out_of_range(ent, f, v);
+    *out = us * 1000;
+    return 0;
+naive: {
+    PyObject *r = short_repr(v);
+    if (r) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: naive datetime %U: motedb stores UTC timestamps "
+                     "and needs an aware datetime, e.g. datetime.now(timezone.utc) or "
+                     "dt.replace(tzinfo=timezone.utc)", ent, f->cname, r);
+        Py_DECREF(r);
+    }
+    return -1;
+}
+}
+
+static PyObject *vector_bytes(const char *ent, const FieldInfo *f, PyObject *v)
+{
+    if (PyObject_CheckBuffer(v) && !PyBytes_Check(v) && !PyUnicode_Check(v)) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(v, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
+            int f32 = view.format && (!strcmp(view.format, "f") || !strcmp(view.format, "<f") ||
+                                      !strcmp(view.format, "=f")) && view.itemsize == 4;
+            if (f32) {
+                PyObject *b = NULL;
+                if ((size_t)view.len != (size_t)f->dim * 4)
+                    PyErr_Format(PyExc_ValueError, "%s.%s: vector of %zd floats, expected %u",
+                                 ent, f->cname, view.len / 4, f->dim);
+                else
+                    b = PyBytes_FromStringAndSize(view.buf, view.len);
+                PyBuffer_Release(&view);
+                return b;
+            }
+            PyBuffer_Release(&view);
+        } else {
+            PyErr_Clear();
+        }
+    }
+    if (PyUnicode_Check(v) || PyBytes_Check(v) || PyDict_Check(v) || !PySequence_Check(v)) {
+        wrong_type(ent, f, v);
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(v, "vector");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n != (Py_ssize_t)f->dim) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s.%s: vector of %zd floats, expected %u", ent,
+                     f->cname, n, f->dim);
+        return NULL;
+    }
+    PyObject *b = PyBytes_FromStringAndSize(NULL, n * 4);
+    if (!b) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    char *dst = PyBytes_AS_STRING(b);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = items[i];
+        double d;
+        if (PyFloat_CheckExact(x)) {
+            d = PyFloat_AS_DOUBLE(x);
+        } else if (PyUnicode_Check(x) || PyBytes_Check(x) || x == Py_None) {
+            PyErr_Format(PyExc_TypeError, "%s.%s: vector element %zd is a %.100s, expected a "
+                         "float", ent, f->cname, i, Py_TYPE(x)->tp_name);
+            goto fail;
+        } else {
+            d = PyFloat_AsDouble(x);
+            if (d == -1.0 && PyErr_Occurred())
+                goto fail;
+        }
+        if (isfinite(d) && fabs(d) > FLT_MAX) {
+            PyErr_Format(PyExc_OverflowError, "%s.%s: vector element %zd (%g) is out of range "
+                         "for float32", ent, f->cname, i, d);
+            goto fail;
+        }
+        float fl = (float)d;
+        memcpy(dst + 4 * i, &fl, 4);
+    }
+    Py_DECREF(seq);
+    return b;
+fail:
+    Py_DECREF(seq);
+    Py_DECREF(b);
+    return NULL;
+}
+
+/* Take the current exception's message (str of it) and clear the exception. */
+static void exc_message(PyObject **msg)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+    *msg = exc ? PyObject_Str(exc) : NULL;
+    Py_XDECREF(exc);
+#else
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    *msg = ev ? PyObject_Str(ev) : NULL;
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+#endif
+    PyErr_Clear();
+}
+
+/*
+ * Convert v, the value of field f, into *out. Every object whose memory *out
+ * points into is stored, as a new reference, in keep[(*nk)++] (at most one per
+ * call). `put` = 1 for stored values (range checks of the property type);
+ * query values pass 0 and only need to fit int64 / float64.
+ */
+int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
+                    PyObject **keep, Py_ssize_t *nk, int put)
+{
+    if (f->kind == K_TOMANY) { /* links are written by g_after_put */
+        out->null = 1;
+        return 0;
+    }
+    if (f->kind == K_TOONE && v != Py_None && !PyLong_Check(v)) {
+        EntityInfo *ti = info_of_type(Py_TYPE(v));
+        if (!ti)
+            return wrong_type(ent, f, v);
+        if (PyUnicode_Compare(ti->name, f->target) != 0) {
+            PyErr_Format(PyExc_TypeError, "%s.%s: expected a %U object (or its id), got a %U "
+                         "object", ent, f->cname, f->target, ti->name);
+            return -1;
+        }
+        PyObject *idv = SLOT(v, ti->id_off);
+        unsigned long long x = idv && PyLong_Check(idv) ? PyLong_AsUnsignedLongLong(idv) : 0;
+        if (x == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+        if (!x) {
+            PyErr_Format(PyExc_ValueError, "%s.%s: the %U object has no id yet: put it first",
+                         ent, f->cname, f->target);
+            return -1;
+        }
+        out->null = 0;
+        out->v.i = (int64_t)x;
+        return 0;
+    }
+    if (v == Py_None) {
+        if (f->flags & MOTE_P_NULLABLE) {
+            out->null = 1;
+            return 0;
+        }
+        PyErr_Format(PyExc_TypeError, "%s.%s: None is not allowed (declare the property as "
+                     "'%s | None' to allow it)", ent, f->cname, kind_expect[f->kind]);
+        return -1;
+    }
+    out->null = 0;
+    const char *p;
+    Py_ssize_t n;
+    PyObject *tmp;
+    switch (f->kind) {
+    case K_BOOL:
+        if (v == Py_True)
+            out->v.i = 1;
+        else if (v == Py_False)
+            out->v.i = 0;
+        else
+            return wrong_type(ent, f, v);
+        return 0;
+    case K_INT: {
+        if (PyLong_Check(v)) {
+            Py_INCREF(v);
+        } else if (!PyFloat_Check(v) && PyIndex_Check(v)) {
+            if (!(v = PyNumber_Index(v)))
+                return -1;
+        } else {
+            return wrong_type(ent, f, v);
+        }
+        int ov, rc = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &ov);
+        if (x == -1 && PyErr_Occurred())
+            rc = -1;
+        else if (ov || (put && (x < f->imin || x > f->imax)))
+            rc = out_of_range(ent, f, v);
+        Py_DECREF(v);
+        out->v.i = x;
+        return rc;
+    }
+    case K_TOONE: {
+        if (PyBool_Check(v))
+            return wrong_type(ent, f, v);
+        unsigned long long x = PyLong_AsUnsignedLongLong(v);
+        if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return out_of_range(ent, f, v);
+        }
+        out->null = x == 0;
+        out->v.i = (int64_t)x;
+        return 0;
+    }
+    case K_FLOAT: {
+        double d;
+        if (PyFloat_Check(v)) {
+            d = PyFloat_AS_DOUBLE(v);
+        } else if (PyLong_Check(v)) {
+            d = PyLong_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return out_of_range(ent, f, v);
+            }
+        } else if (!PyUnicode_Check(v) && !PyBytes_Check(v) && Py_TYPE(v)->tp_as_number &&
+                   Py_TYPE(v)->tp_as_number->nb_float) {
+            d = PyFloat_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred())
+                return -1;
+        } else {
+            return wrong_type(ent, f, v);
+        }
+        if (put && f->mtype == MOTE_T_FLOAT32 && isfinite(d) && fabs(d) > FLT_MAX)
+            return out_of_range(ent, f, v);
+        out->v.f = d;
+        return 0;
+    }
+    case K_STR:
+        if (!PyUnicode_Check(v))
+            return wrong_type(ent, f, v);
+        if (!(p = PyUnicode_AsUTF8AndSize(v, &n)))
+            return -1;
+        keep[(*nk)++] = Py_NewRef(v);
+        out->v.s.p = p;
+        out->v.s.n = (size_t)n;
+        return 0;
+    case K_BYTES:
+        if (PyBytes_Check(v))
+            tmp = Py_NewRef(v);
+        else if (PyByteArray_Check(v) || PyMemoryView_Check(v))
+            tmp = PyBytes_FromObject(v);
+        else
+            return wrong_type(ent, f, v);
+        if (!tmp)
+            return -1;
+        keep[(*nk)++] = tmp;
+        out->v.s.p = PyBytes_AS_STRING(tmp);
+        out->v.s.n = (size_t)PyBytes_GET_SIZE(tmp);
+        return 0;
+    case K_DATETIME:
+        if (!PyDateTime_Check(v))
+            return wrong_type(ent, f, v);
+        return dt_to_ns(ent, f, v, &out->v.i);
+    case K_DATE:
+        if (!PyDate_Check(v) || PyDateTime_Check(v))
+            return wrong_type(ent, f, v);
+        out->v.i = days_from_civil(PyDateTime_GET_YEAR(v), (unsigned)PyDateTime_GET_MONTH(v),
+                                   (unsigned)PyDateTime_GET_DAY(v));
+        return 0;
+    case K_DECIMAL: {
+        int ok = PyLong_Check(v) && !PyBool_Check(v);
+        if (!ok) {
+            ok = PyObject_IsInstance(v, g_Decimal);
+            if (ok < 0)
+                return -1;
+        }
+        if (!ok)
+            return wrong_type(ent, f, v);
+        tmp = PyObject_Str(v);
+        goto text;
+    }
+    case K_DICT:
+    case K_LIST:
+        if (f->kind == K_DICT ? !PyDict_Check(v) : !PyList_Check(v))
+            return wrong_type(ent, f, v);
+        tmp = PyObject_CallOneArg(g_dumps, v);
+        if (!tmp) {
+            if (!PyErr_ExceptionMatches(PyExc_TypeError) &&
+                !PyErr_ExceptionMatches(PyExc_ValueError))
+                return -1;
+            PyObject *why = NULL;
+            exc_message(&why);
+            PyErr_Format(PyExc_ValueError, "%s.%s: value is not JSON serialisable: %S", ent,
+                         f->cname, why ? why : Py_None);
+            Py_XDECREF(why);
+            return -1;
+        }
+        goto text;
+    case K_VECTOR:
+        if (!(tmp = vector_bytes(ent, f, v)))
+            return -1;
+        keep[(*nk)++] = tmp;
+        out->v.s.p = PyBytes_AS_STRING(tmp);
+        out->v.s.n = (size_t)PyBytes_GET_SIZE(tmp);
+        return 0;
+    default:
+        PyErr_SetString(PyExc_SystemError, "motedb: unknown field kind");
+        return -1;
+    }
+text:
+    if (!tmp)
+        return -1;
+    if (!(p = PyUnicode_AsUTF8AndSize(tmp, &n))) {
+        Py_DECREF(tmp);
+        return -1;
+    }
+    keep[(*nk)++] = tmp;
+    out->v.s.p = p;
+    out->v.s.n = (size_t)n;
+    return 0;
+}
+
+/* ---- values: mote_value -> Python --------------------------------------------- */
+
+static PyObject *ns_to_datetime(int64_t ns)
+{
+    int64_t us = floor_div(ns, 1000), secs = floor_div(us, 1000000);
+    int usec = (int)(us - secs * 1000000);
+    int64_t days = floor_div(secs, 86400);
+    int sod = (int)(secs - days * 86400);
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+    return PyDateTimeAPI->DateTime_FromDateAndTime((int)y, (int)m, (int)d, sod / 3600,
+                                                   sod / 60 % 60, sod % 60, usec,
+                                                   PyDateTime_TimeZone_UTC,
+                                                   PyDateTimeAPI->DateTimeType);
+}
+
+PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent)
+{
+    if (absent) { /* the record predates the property: its default */
+        if (f->factory)
+            return PyObject_CallNoArgs(f->factory);
+        if (f->dflt)
+            return Py_NewRef(f->dflt);
+    }
+    if (v->null)
+        Py_RETURN_NONE;
+    switch (f->kind) {
+    case K_BOOL: return PyBool_FromLong(v->v.i != 0);
+    case K_INT: return PyLong_FromLongLong(v->v.i);
+    case K_TOONE:
+        if (!v->v.i)
+            Py_RETURN_NONE;
+        return PyLong_FromUnsignedLongLong((uint64_t)v->v.i);
+    case K_TOMANY: Py_RETURN_NONE;
+    case K_FLOAT: return PyFloat_FromDouble(v->v.f);
+    case K_STR: return PyUnicode_DecodeUTF8(v->v.s.p, (Py_ssize_t)v->v.s.n, "surrogateescape");
+    case K_BYTES: return PyBytes_FromStringAndSize(v->v.s.p, (Py_ssize_t)v->v.s.n);
+    case K_DATETIME: return ns_to_datetime(v->v.i);
+    case K_DATE: {
+        int64_t y;
+        unsigned m, d;
+        civil_from_days(v->v.i, &y, &m, &d);
+        if (y < 1 || y > 9999) {
+            PyErr_Format(PyExc_OverflowError, "%s: stored date (day %lld) is outside the range "
+                         "of datetime.date", f->cname, (long long)v->v.i);
+            return NULL;
+        }
+        return PyDate_FromDate((int)y, (int)m, (int)d);
+    }
+    case K_DECIMAL: {
+        PyObject *s = v->v.s.n ? PyUnicode_DecodeUTF8(v->v.s.p, (Py_ssize_t)v->v.s.n, "strict")
+                               : PyUnicode_FromString("0");
+        if (!s)
+            return NULL;
+        PyObject *r = PyObject_CallOneArg(g_Decimal, s);
+        Py_DECREF(s);
+        return r;
+    }
+    case K_DICT:
+    case K_LIST: {
+        if (!v->v.s.n)
+            return f->kind == K_DICT ? PyDict_New() : PyList_New(0);
+        PyObject *s = PyUnicode_DecodeUTF8(v->v.s.p, (Py_ssize_t)v->v.s.n, "strict");
+        if (!s)
+            return NULL;
+        PyObject *r = PyObject_CallOneArg(g_loads, s);
+        Py_DECREF(s);
+        return r;
+    }
+    case K_VECTOR: {
+        Py_ssize_t n = (Py_ssize_t)(v->v.s.n / 4);
+        if (n == 0)
+            n = f->dim; /* absent: zeros */
+        PyObject *l = PyList_New(n);
+        if (!l)
+            return NULL;
+        const char *src = v->v.s.p;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            float fl = 0;
+            if (v->v.s.n)
+                memcpy(&fl, src + 4 * i, 4);
+            PyObject *x = PyFloat_FromDouble(fl);
+            if (!x) {
+                Py_DECREF(l);
+                return NULL;
+            }
+            PyList_SET_ITEM(l, i, x);
+        }
+        return l;
+    }
+    }
+    PyErr_SetString(PyExc_SystemError, "motedb: unknown field kind");
+    return NULL;
+}
+
+/* Build an instance of `cls` from a record. New reference. */
+PyObject *build_obj(PyTypeObject *cls, const EntityInfo *in, const mote_record *r)
+{
+    PyObject *o = cls->tp_alloc(cls, 0);
+    if (!o)
+        return NULL;
+    PyObject *idv = PyLong_FromUnsignedLongLong(r->id);
+    if (!idv)
+        goto fail;
+    SLOT(o, in->id_off) = idv;
+    for (Py_ssize_t i = 0; i < in->nf; i++) {
+        const FieldInfo *f = &in->f[i];
+        mote_value v;
+        int absent = 0, rc = mote_record_get(r, (unsigned)i, &v, &absent);
+        if (rc) {
+            raise_rc(rc);
+            goto fail;
+        }
+        PyObject *x = from_value(f, &v, absent);
+        if (!x)
+            goto fail;
+        SLOT(o, f->offset) = x;
+    }
+    return o;
+fail:
+    Py_DECREF(o);
+    return NULL;
+}
+
+/* One field of a record (index -1: the id). New reference. */
+PyObject *record_field(const EntityInfo *in, const mote_record *r, Py_ssize_t i)
+{
+    if (i < 0)
+        return PyLong_FromUnsignedLongLong(r->id);
+    mote_value v;
+    int absent = 0, rc = mote_record_get(r, (unsigned)i, &v, &absent);
+    if (rc) {
+        raise_rc(rc);
+        return NULL;
+    }
+    return from_value(&in->f[i], &v, absent);
+}

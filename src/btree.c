@@ -181,6 +181,47 @@ static unsigned leaf_search(const uint8_t *n, const uint8_t *k, uint32_t kl, int
     return lo;
 }
 
+/* leaf_search for sorted runs: the answer is known to be >= from, and
+ * usually near it (gallop forward, then bisect). */
+static unsigned leaf_search_from(const uint8_t *n, unsigned from, const uint8_t *k, uint32_t kl,
+                                 int *found)
+{
+    unsigned nk = n_nkeys(n), lo = from, step = 1, hi;
+    uint32_t ml;
+    *found = 0;
+    for (;;) { /* find hi with key_hi >= k (or nk) */
+        hi = lo + step - 1;
+        if (hi >= nk) {
+            hi = nk;
+            break;
+        }
+        const uint8_t *mk = leaf_key(n, hi, &ml);
+        int c = keycmp(mk, ml, k, kl);
+        if (c >= 0) {
+            if (c == 0) {
+                *found = 1;
+                return hi;
+            }
+            break;
+        }
+        lo = hi + 1;
+        step *= 2;
+    }
+    while (lo < hi) { /* key_hi > k; keys before lo are < k */
+        unsigned mid = (lo + hi) / 2;
+        const uint8_t *mk = leaf_key(n, mid, &ml);
+        int c = keycmp(mk, ml, k, kl);
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            if (c == 0)
+                *found = 1;
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 /* Largest index i with key_i <= k (key_0 is minus infinity). */
 static unsigned branch_search(const uint8_t *n, const uint8_t *k, uint32_t kl)
 {
@@ -275,11 +316,20 @@ typedef struct cref {
     uint32_t size;
 } cref;
 
+/* Bytes of cell i of a validated node (its lengths are trusted). */
 static uint32_t cell_size(const uint8_t *n, uint32_t cap, unsigned i)
 {
-    cell c;
-    mote__cell(n, cap, i, &c); /* validated node: cannot fail */
-    return c.size;
+    (void)cap;
+    const uint8_t *p = n + n_off(n, i), *q;
+    uint64_t kl = 0, vf = 0;
+    if (n_type(n) == NODE_BRANCH) {
+        q = p + CHILD;
+        q += mote__varint_get(q, q + 10, &kl);
+        return (uint32_t)(q - p + kl);
+    }
+    q = p + mote__varint_get(p, p + 10, &kl);
+    q += mote__varint_get(q, q + 10, &vf);
+    return (uint32_t)(q - p + kl + ((vf & 1) ? PTR12 : vf >> 1));
 }
 
 static uint32_t node_used(const uint8_t *n)
@@ -312,19 +362,20 @@ static unsigned node_cells(const uint8_t *src, uint32_t cap, cref *cells)
     return nk;
 }
 
+/* Squeeze out the holes: cells move to the top, in key order. */
 static void node_compact(mote_txn *t, uint8_t *n, uint32_t cap)
 {
     uint8_t *tmp = t->scratch;
     memcpy(tmp, n, cap);
-    cref stackv[64], *cells = stackv;
-    unsigned nk = n_nkeys(n);
-    if (nk > 64 && !(cells = mote__malloc(nk * sizeof *cells))) {
-        return; /* no memory: leave the holes (the caller rechecks space) */
+    uint32_t upper = cap;
+    for (unsigned i = 0, nk = n_nkeys(n); i < nk; i++) {
+        uint32_t sz = cell_size(tmp, cap, i);
+        upper -= sz;
+        memcpy(n + upper, tmp + n_off(tmp, i), sz);
+        wr16(n + NH + 2 * i, (uint16_t)upper);
     }
-    node_cells(tmp, cap, cells);
-    node_build(n, cap, cells, nk);
-    if (cells != stackv)
-        mote__free(cells);
+    wr16(n + 16, (uint16_t)(cap - upper));
+    wr16(n + 18, 0);
 }
 
 /* Insert a cell at idx if it fits (compacting if needed); 1 if no room. */
@@ -782,12 +833,14 @@ static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t 
 {
     uint32_t cap = node_cap(t, is_root), P = t->s->P;
     uint8_t cb[CHILD + 16 + MAX_IKEY + 1024];
+    unsigned pos = 0; /* ops ascend: each one lands at or after the last */
     for (; r->i < r->n; r->i++) {
         const mote_kvop *op = &r->ops[r->i];
         if (bk && keycmp(op->key, op->klen, bk, bkl) >= 0)
             return MOTE_OK;
         int found;
-        unsigned idx = leaf_search(n, op->key, op->klen, &found);
+        unsigned idx = leaf_search_from(n, pos, op->key, op->klen, &found);
+        pos = idx;
         cell c;
         if (found)
             mote__cell(n, cap, idx, &c);

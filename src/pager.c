@@ -434,7 +434,8 @@ found:
     return MOTE_OK;
 }
 
-int mote__page_new(mote_txn *t, mpage **out)
+/* A new dirty page; zeroed unless the caller overwrites all of it. */
+static int page_new(mote_txn *t, mpage **out, int zero)
 {
     uint32_t pgno = 0;
     mpage *pg = mpage_alloc(t->s->P);
@@ -451,13 +452,19 @@ int mote__page_new(mote_txn *t, mpage **out)
         mote__free(pg);
         return rc;
     }
-    memset(pg->data, 0, t->s->P);
+    if (zero)
+        memset(pg->data, 0, t->s->P);
     wr32(pg->data + 4, pgno);
     wr64(pg->data + 8, t->txnid);
     pg->birth = t->txnid;
     pg->dirty = 1;
     *out = pg;
     return MOTE_OK;
+}
+
+int mote__page_new(mote_txn *t, mpage **out)
+{
+    return page_new(t, out, 1);
 }
 
 int mote__page_free(mote_txn *t, uint32_t pgno, uint64_t birth32)
@@ -500,7 +507,7 @@ int mote__page_write(mote_txn *t, uint8_t *ptr, int level, mpage **out)
     int rc = mote__page_get(t, ptr, level, &old);
     if (rc)
         return rc;
-    rc = mote__page_new(t, &pg);
+    rc = page_new(t, &pg, 0);
     if (!rc) {
         memcpy(pg->data, old->data, t->s->P);
         wr32(pg->data + 4, pg->pgno);

@@ -1,8 +1,8 @@
 # MoteDB — the two user-facing commands:
 #   make test    build everything from a fresh clone and run every test
 #   make bench   run the default benchmarks and print the tables
-# Other targets: build, test-c, test-asan, test-fuzz, test-python, bench-engine,
-# bench-orm, bench-stores, bench-full, clean.
+# Other targets: build, test-c, test-asan, test-fuzz, test-python, test-python-asan,
+# bench-engine, bench-orm, bench-stores, bench-full, clean.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -11,8 +11,8 @@ MESON  := $(VENV)/bin/meson
 NINJA  := $(VENV)/bin/ninja
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all test build test-c test-asan test-fuzz test-python bench bench-engine bench-orm \
-        bench-stores bench-full clean venv
+.PHONY: all test build test-c test-asan test-fuzz test-python test-python-asan bench \
+        bench-engine bench-orm bench-stores bench-full clean venv
 
 # libFuzzer targets, built with clang (Debian's clang + libclang-rt-14-dev).
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -54,6 +54,24 @@ test-python: $(VENV)/.ok
 	$(VPY) -m pip install --quiet .
 	$(VPY) -m pytest -q tests/python
 
+# The Python tests (not the benchmark smoke tests) against the extension built
+# with ASan and UBSan, loaded into the ordinary interpreter (the sanitizer
+# runtimes are preloaded; CPython's own allocations at exit are not leak-checked).
+PYASAN_PKG := build-pyasan/pkg
+test-python-asan: $(VENV)/.ok
+	test -f build-pyasan/build.ninja || $(MESON) setup build-pyasan -Dpython=true -Dtools=false \
+	    --buildtype=debug -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
+	$(NINJA) -C build-pyasan
+	rm -rf $(PYASAN_PKG) && mkdir -p $(PYASAN_PKG)/motedb
+	cp python/motedb/*.py python/motedb/py.typed build-pyasan/python/_core*.so $(PYASAN_PKG)/motedb/
+	cd $(PYASAN_PKG) && PYTHONPATH=. PYTHONFAULTHANDLER=1 ASAN_OPTIONS=detect_leaks=0 \
+	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+	    $(CURDIR)/$(VPY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
+	    $(CURDIR)/tests/python/test_motedb_api.py $(CURDIR)/tests/python/test_motedb_threads.py \
+	    $(CURDIR)/tests/python/test_motedb_relations.py $(CURDIR)/tests/python/test_motedb_model.py \
+	    $(CURDIR)/tests/python/test_motedb_docs.py $(CURDIR)/tests/python/test_motedb_asan.py
+
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(wildcard src/*.h) tests/c/memio.h
 	@command -v clang >/dev/null || { apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev; }
@@ -70,7 +88,7 @@ test-fuzz: build-fuzz/fuzz_file build-fuzz/fuzz_api
 	    echo "fuzz_$$f: $$(grep -E '^Done' build-fuzz/fuzz_$$f.log), no crash"; \
 	done
 
-test: test-c test-asan test-fuzz test-python
+test: test-c test-asan test-fuzz test-python test-python-asan
 
 # Quick benchmarks (a few minutes on 2 cores); bench-full runs everything.
 bench: bench-engine bench-orm bench-stores
@@ -91,4 +109,4 @@ bench-full: bench-engine
 	$(PYTHON) -m bench.stores --workload large --full
 
 clean:
-	rm -rf build build-asan build-bench build-fuzz
+	rm -rf build build-asan build-bench build-fuzz build-pyasan

@@ -140,6 +140,8 @@ class Orchestrator:
         self.gates = []
         self.unavailable = {}    # label -> reason
         self.group_versions = {}
+        self.blocks = []         # {"mode", "backend", "seconds"}: how long each took
+        self.blocks_total = 0
 
     def log(self, msg):
         self.console.print(msg)
@@ -212,7 +214,8 @@ class Orchestrator:
             if not done(rc, info, err, [op], op):
                 progress.advance(task, 1)
 
-    def run(self):
+    def run(self, checkpoint=None):
+        """Run the plan; checkpoint() is called after each backend of each mode."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
         cfg = self.cfg
         backends = [registry.BY_ID[i] for i in cfg["backends"]]
@@ -241,9 +244,11 @@ class Orchestrator:
             for m, _ in cfg["plan"]:
                 if m not in modes:
                     modes.append(m)
+            self.blocks_total = len(modes) * len(runnable)
             for mode in modes:
                 tests = [t for m, t in cfg["plan"] if m == mode]
                 for b, py in runnable:
+                    t_block = time.monotonic()
                     if cfg["load_timeout_s"] > 0:
                         progress.update(task, description=f"waiting for load < {cfg['load_threshold']}")
                     gate = load_gate(cfg["load_threshold"], cfg["load_timeout_s"])
@@ -256,8 +261,15 @@ class Orchestrator:
                         for test in tests:
                             progress.update(task, description=f"{b.label:<15} {mode:<5} T{test} run {run + 1}")
                             self.run_backend(b, mode, run, test, py, progress, task)
+                    self.blocks.append({"mode": mode, "backend": b.label,
+                                        "seconds": round(time.monotonic() - t_block, 1)})
+                    if checkpoint:
+                        checkpoint()
 
-    def write(self, env):
+    def write(self, env, partial=False):
+        """results.json and results.md (and the charts unless partial) in cfg["out"]. A
+        partial write (a checkpoint during the run) says how far the run got, so that
+        an interrupted run leaves what it measured."""
         from bench.orm import report
         cfg = self.cfg
         out = cfg["out"]
@@ -269,7 +281,9 @@ class Orchestrator:
         env["package_versions"] = self.group_versions
         env["backends"] = self.backend_info
         env["unavailable"] = self.unavailable
+        env["blocks"] = self.blocks
         config = {k: v for k, v in cfg.items() if k not in ("out",)}
+        config["complete"] = not partial
         config["plan"] = [list(p) for p in cfg["plan"]]
         config["backend_labels"] = {i: registry.BY_ID[i].label for i in cfg["backends"]}
         extra = {"skipped": [{"test": k[0], "mode": k[1], "backend": k[2], "op": k[3], "reason": v}
@@ -283,6 +297,9 @@ class Orchestrator:
               f"Config: tests {cfg['tests']}, modes {cfg['modes']}, runs {cfg['runs']}, "
               f"N={cfg['iterations']}, BATCH_SIZE={cfg['batch_size']}"
               + (" (SMOKE: sizes tiny, numbers meaningless)" if cfg["smoke"] else "") + ".\n",
+              (f"**PARTIAL**: {len(self.blocks)} of {self.blocks_total} backend x mode blocks "
+               "measured (a checkpoint of a run in progress, or of an interrupted run).\n"
+               if partial else ""),
               report.summary_markdown(gms, self.unavailable),
               report.markdown(cells, gms)]
         timeouts = [g for g in self.gates if g["timed_out"]]
@@ -296,7 +313,7 @@ class Orchestrator:
         with open(os.path.join(out, "results.md"), "w") as f:
             f.write(text)
         files = []
-        if cfg["charts"] and cells:
+        if cfg["charts"] and cells and not partial:
             files = report.charts(cells, gms, out)
         return out, report.summary_markdown(gms, self.unavailable), files
 
@@ -317,7 +334,8 @@ def main(argv=None):
                   f"({env['filesystem']})")
     t0 = time.monotonic()
     orch = Orchestrator(cfg, console)
-    orch.run()
+    orch.run(checkpoint=lambda: orch.write(env, partial=True))
+    env["duration_s"] = round(time.monotonic() - t0)
     out, summary, files = orch.write(env)
     console.print(summary, markup=False, highlight=False)
     console.print(f"results: {out} (results.json, results.md{', ' + ', '.join(files) if files else ''}); "

@@ -50,6 +50,19 @@ int mote__implicit_end(mote_txn *t, int rc)
     return rc;
 }
 
+int mote__obj_seek(const mote_entity *e, mote_cursor *oc, uint64_t id, mote_record *r)
+{
+    uint8_t k[8];
+    mote_val kk, v;
+    mote__obj_tree_key(id, k);
+    int rc = mote_cursor_seek(oc, k, 8, MOTE_SEEK_GE);
+    if (!rc)
+        rc = mote_cursor_get(oc, &kk, &v);
+    if (!rc && (kk.size != 8 || memcmp(kk.data, k, 8)))
+        rc = MOTE_NOTFOUND;
+    return rc ? rc : mote__record_init(r, e, v.data, v.size, id);
+}
+
 static int check(mote_txn *t, mote_entity *e, int write)
 {
     if (!t || !e)
@@ -590,18 +603,16 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
     if (m != n)
         return BATCH_NO; /* an id twice: the later put sees the earlier */
     objbatch b;
+    mote_cursor *oc = NULL;
     rc = ob_init(&b, e);
+    if (!rc)
+        rc = mote_cursor_open(t, e->eid, &oc);
     for (size_t i = 0; !rc && i < n; i++) {
         const mote_value *v = vals + i * np;
-        uint8_t k[8];
-        mote_val old;
-        mote__obj_tree_key(ids[i], k);
-        rc = mote_kv_get(t, e->eid, k, 8, &old);
+        mote_record r;
+        rc = mote__obj_seek(e, oc, ids[i], &r);
         if (rc == MOTE_NOTFOUND)
             rc = BATCH_NO;
-        mote_record r;
-        if (!rc)
-            rc = mote__record_init(&r, e, old.data, old.size, ids[i]);
         for (unsigned j = 0; !rc && j < np; j++) {
             mote_value ov;
             if (e->props[j].index_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
@@ -610,6 +621,7 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
         if (!rc)
             rc = ob_record(t, e, &b, ids[i], v);
     }
+    mote_cursor_close(oc);
     if (!rc)
         rc = ob_seal_indexes(&b, e);
     if (!rc)
@@ -802,19 +814,19 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
     unsigned np = e->nprops;
     uint64_t cnt = 0;
     objbatch b;
+    mote_cursor *oc = NULL;
     int rc = ob_init(&b, e);
+    if (!rc)
+        rc = mote_cursor_open(t, e->eid, &oc);
     for (size_t i = 0; !rc && i < n; i++) {
         uint8_t k[8];
-        mote_val old;
         mote_record r;
         mote__obj_tree_key(ids[i], k);
-        rc = mote_kv_get(t, e->eid, k, 8, &old);
+        rc = mote__obj_seek(e, oc, ids[i], &r);
         if (rc == MOTE_NOTFOUND) {
             rc = MOTE_OK;
             continue;
         }
-        if (!rc)
-            rc = mote__record_init(&r, e, old.data, old.size, ids[i]);
         for (unsigned j = 0; !rc && j < np; j++) {
             mote_value ov;
             if (e->props[j].index_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
@@ -826,6 +838,7 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
             rc = mote__links_cleanup(t, e, ids[i]);
         cnt++;
     }
+    mote_cursor_close(oc);
     if (!rc)
         rc = ob_seal_indexes(&b, e);
     if (!rc)

@@ -105,6 +105,10 @@ struct mote_entity {
  * returns from the calling function when t is NULL; `expr` is the same call
  * on the transaction t_.
  */
+/* Read object id through cursor oc on e's object tree (MOTE_NOTFOUND if
+ * absent): ascending ids mostly stay in one leaf, where the cursor's seek is
+ * a local search instead of a descent. */
+int mote__obj_seek(const mote_entity *e, mote_cursor *oc, uint64_t id, mote_record *r);
 int mote__implicit_begin(const mote_entity *e, int write, mote_txn **t);
 int mote__implicit_end(mote_txn *t, int rc);
 #define IMPLICIT(t, e, write, expr)                                                       \

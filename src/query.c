@@ -732,18 +732,11 @@ static uint64_t be_id(const uint8_t *k)
  * mostly stay in one leaf, where the cursor's seek is a local search. */
 static int fetch_obj(mote_entity *e, mote_cursor *oc, uint64_t id, mote_record *r)
 {
-    uint8_t k[8];
-    mote_val kk, v;
-    mote__obj_tree_key(id, k);
-    int rc = mote_cursor_seek(oc, k, 8, MOTE_SEEK_GE);
-    if (!rc)
-        rc = mote_cursor_get(oc, &kk, &v);
-    if (!rc && (kk.size != 8 || memcmp(kk.data, k, 8)))
-        rc = MOTE_NOTFOUND;
+    int rc = mote__obj_seek(e, oc, id, r);
     if (rc == MOTE_NOTFOUND)
         return CORRUPT("%s: an index names object %llu, which does not exist", e->name,
                        (unsigned long long)id);
-    return rc ? rc : mote__record_init(r, e, v.data, v.size, id);
+    return rc;
 }
 
 /* Iterate the matches of q (ignoring offset/limit and order) in plan order. */

@@ -100,6 +100,23 @@ int mote__cell(const uint8_t *n, uint32_t cap, unsigned i, cell *c)
     return MOTE_OK;
 }
 
+/* Leaf cell i of a validated node, without bounds checks (mote__cell
+ * checks them for nodes not yet validated). */
+static inline void leaf_cell(const uint8_t *n, unsigned i, cell *c)
+{
+    const uint8_t *p = n + n_off(n, i), *q;
+    uint64_t kl = 0, vf = 0;
+    q = p + mote__varint_get(p, p + 10, &kl);
+    q += mote__varint_get(q, q + 10, &vf);
+    c->key = q;
+    c->klen = (uint32_t)kl;
+    c->ovf = (int)(vf & 1);
+    c->vlen = vf >> 1;
+    c->val = q + kl;
+    c->ptr = NULL;
+    c->size = (uint32_t)(q - p + kl + (c->ovf ? PTR12 : c->vlen));
+}
+
 /* Fast accessors for validated nodes. */
 static inline const uint8_t *lcell_key(const uint8_t *p, uint32_t *kl)
 {
@@ -563,7 +580,7 @@ int mote__bt_get(mote_txn *t, const uint8_t *k, size_t kl, mote_val *v)
         rc = MOTE_OK;
         if (v) {
             cell c;
-            mote__cell(n, pg ? t->s->P : root_cap(t->s), i, &c);
+            leaf_cell(n, i, &c);
             if (c.ovf) {
                 rc = mote__ovf_read(t, c.val, c.vlen, v);
             } else {
@@ -1186,8 +1203,14 @@ int mote__cur_seek(mote_cursor *c, const uint8_t *k, size_t kl, int mode)
         const uint8_t *lk = nk ? leaf_key(leaf, nk - 1, &ll) : NULL;
         if (nk && keycmp(k, (uint32_t)kl, fk, fl) >= 0 && keycmp(k, (uint32_t)kl, lk, ll) <= 0) {
             int found;
+            unsigned cur = c->idx[c->depth - 1];
+            uint32_t cl;
+            const uint8_t *ck = cur < nk ? leaf_key(leaf, cur, &cl) : NULL;
             mote__txn_release_held(c->t);
-            c->idx[c->depth - 1] = leaf_search(leaf, k, (uint32_t)kl, &found);
+            /* at or after the current position (ascending seeks): gallop from it */
+            c->idx[c->depth - 1] = ck && keycmp(ck, cl, k, (uint32_t)kl) <= 0
+                                       ? leaf_search_from(leaf, cur, k, (uint32_t)kl, &found)
+                                       : leaf_search(leaf, k, (uint32_t)kl, &found);
             return cur_finish(c);
         }
     }
@@ -1309,9 +1332,7 @@ int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v)
     int d = c->depth - 1;
     const uint8_t *n = cur_node(c, d);
     cell cl;
-    int rc = mote__cell(n, d ? c->t->s->P : root_cap(c->t->s), c->idx[d], &cl);
-    if (rc)
-        return rc;
+    leaf_cell(n, c->idx[d], &cl);
     if (k) {
         k->data = cl.key;
         k->size = cl.klen;

@@ -48,10 +48,21 @@ from ._schema import Float32, Index, Int8, Int16, Int32, ToMany, ToOne, Unique, 
 
 __version__ = _core.version
 
+# JSON properties: compact text, non-ASCII kept. json's C encoder and scanner
+# are built once and called from C (json.dumps/loads would build them, and run
+# Python code, on every call).
 _json_encoder = _json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_core._init(prepare=_schema.prepare, Decimal=_decimal.Decimal, dumps=_json_encoder.encode,
-            loads=_json.loads, missing=_schema.MISSING, rel_get=_schema.rel_get,
-            rel_set=_schema.rel_set, after_put=_schema.after_put)
+if _json.encoder.c_make_encoder is not None:  # (circular values: RecursionError, refused)
+    _dumps = _json.encoder.c_make_encoder(None, _json_encoder.default,
+                                          _json.encoder.encode_basestring, None, ":", ",",
+                                          False, False, True)
+else:
+    def _dumps(obj, _level):
+        return _json_encoder.encode(obj)
+_core._init(prepare=_schema.prepare, Decimal=_decimal.Decimal, dumps=_dumps,
+            loads=_json.loads, scan=getattr(_json.decoder.JSONDecoder(), "scan_once", None),
+            missing=_schema.MISSING, rel_get=_schema.rel_get, rel_set=_schema.rel_set,
+            after_put=_schema.after_put)
 
 
 def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = True,

@@ -36,8 +36,8 @@ const char *kind_expect[] = {
 
 /* ---- module globals --------------------------------------------------------- */
 
-PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_missing, *g_rel_get, *g_rel_set,
-    *g_after_put;
+PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_scan, *g_missing, *g_rel_get,
+    *g_rel_set, *g_after_put;
 PyObject *E_Error, *E_Locked, *E_Corrupt, *E_Schema, *E_Unique, *E_Closed,
     *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn;
 PyObject *s_id, *s_utcoffset, *s_code;
@@ -126,11 +126,13 @@ static PyObject *mod_init(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
     static char *kwlist[] = {"prepare", "Decimal", "dumps", "loads", "missing", "rel_get",
-                             "rel_set", "after_put", NULL};
-    PyObject *prepare, *dec, *dumps, *loads, *missing, *rel_get, *rel_set, *after_put;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOOO", kwlist, &prepare, &dec, &dumps,
-                                     &loads, &missing, &rel_get, &rel_set, &after_put))
+                             "rel_set", "after_put", "scan", NULL};
+    PyObject *prepare, *dec, *dumps, *loads, *missing, *rel_get, *rel_set, *after_put,
+        *scan = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOOO|O", kwlist, &prepare, &dec, &dumps,
+                                     &loads, &missing, &rel_get, &rel_set, &after_put, &scan))
         return NULL;
+    Py_XSETREF(g_scan, scan == Py_None ? NULL : Py_NewRef(scan));
     Py_XSETREF(g_rel_get, Py_NewRef(rel_get));
     Py_XSETREF(g_rel_set, Py_NewRef(rel_set));
     Py_XSETREF(g_after_put, Py_NewRef(after_put));

@@ -31,8 +31,8 @@ enum {
 extern const char *kind_expect[];
 
 /* module globals (_core.c) */
-extern PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_missing, *g_rel_get, *g_rel_set,
-    *g_after_put;
+extern PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_scan, *g_missing, *g_rel_get,
+    *g_rel_set, *g_after_put;
 extern PyObject *E_Error, *E_Locked, *E_Corrupt, *E_Schema, *E_Unique, *E_Closed,
     *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn;
 extern PyObject *s_id, *s_utcoffset, *s_code;

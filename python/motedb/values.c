@@ -11,6 +11,41 @@ int values_init(void)
     return PyDateTimeAPI ? 0 : -1;
 }
 
+/* ---- JSON ---------------------------------------------------------------------- */
+
+/* g_dumps is json's C encoder built once (it returns the text in chunks), or
+ * any callable returning the text. */
+static PyObject *json_dump(PyObject *v)
+{
+    PyObject *r = PyObject_CallFunction(g_dumps, "Oi", v, 0);
+    if (!r || PyUnicode_Check(r))
+        return r;
+    PyObject *sep = PyUnicode_FromStringAndSize(NULL, 0);
+    PyObject *text = sep ? PyUnicode_Join(sep, r) : NULL;
+    Py_XDECREF(sep);
+    Py_DECREF(r);
+    return text;
+}
+
+/* g_scan (json's C scanner, may be NULL) reads text written by json_dump
+ * directly; anything else (other whitespace, invalid text) goes through
+ * g_loads (json.loads), which also gives the proper error. */
+static PyObject *json_load(PyObject *s)
+{
+    if (g_scan) {
+        PyObject *r = PyObject_CallFunction(g_scan, "On", s, (Py_ssize_t)0);
+        if (r && PyTuple_Check(r) && PyTuple_GET_SIZE(r) == 2 &&
+            PyLong_AsSsize_t(PyTuple_GET_ITEM(r, 1)) == PyUnicode_GET_LENGTH(s)) {
+            PyObject *obj = Py_NewRef(PyTuple_GET_ITEM(r, 0));
+            Py_DECREF(r);
+            return obj;
+        }
+        Py_XDECREF(r);
+        PyErr_Clear();
+    }
+    return PyObject_CallOneArg(g_loads, s);
+}
+
 /* ---- values: Python -> mote_value -------------------------------------------- */
 
 static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
@@ -397,10 +432,11 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
     case K_LIST:
         if (f->kind == K_DICT ? !PyDict_Check(v) : !PyList_Check(v))
             return wrong_type(ent, f, v);
-        tmp = PyObject_CallOneArg(g_dumps, v);
+        tmp = json_dump(v);
         if (!tmp) {
             if (!PyErr_ExceptionMatches(PyExc_TypeError) &&
-                !PyErr_ExceptionMatches(PyExc_ValueError))
+                !PyErr_ExceptionMatches(PyExc_ValueError) &&
+                !PyErr_ExceptionMatches(PyExc_RecursionError)) /* circular */
                 return -1;
             PyObject *why = NULL;
             exc_message(&why);
@@ -500,7 +536,7 @@ PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent)
         PyObject *s = PyUnicode_DecodeUTF8(v->v.s.p, (Py_ssize_t)v->v.s.n, "strict");
         if (!s)
             return NULL;
-        PyObject *r = PyObject_CallOneArg(g_loads, s);
+        PyObject *r = json_load(s);
         Py_DECREF(s);
         return r;
     }

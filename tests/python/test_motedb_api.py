@@ -46,6 +46,10 @@ class AllTypes(motedb.Entity):
     opt_dec: Decimal | None = None
 
 
+CIRCULAR: dict = {}
+CIRCULAR["self"] = CIRCULAR
+
+
 class Person(motedb.Entity):
     id: int = 0
     email: Annotated[str, motedb.Unique]
@@ -346,6 +350,7 @@ def test_datetime_rules(store):
     ({"meta": [1]}, TypeError, "expected dict"),
     ({"items": {}}, TypeError, "expected list"),
     ({"meta": {"x": {1, 2}}}, ValueError, "not JSON serialisable"),
+    ({"meta": CIRCULAR}, ValueError, "not JSON serialisable"),
     ({"emb": [1.0, 2.0]}, ValueError, "vector of 2 floats, expected 3"),
     ({"emb": [1.0, "a", 2.0]}, TypeError, "vector element 1"),
     ({"s": None}, TypeError, r"None is not allowed"),

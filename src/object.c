@@ -385,7 +385,7 @@ static int write_result(mote_txn *t, int rc)
 #define BATCH_NO (-1)
 
 /* The keys and values of one tree's batch in one buffer; the ops point into
- * it from kb_apply on (the buffer moves while it grows). */
+ * it once kb_seal has run (the buffer moves while it grows). */
 typedef struct kbatch {
     mote_kvop *ops;
     size_t *off; /* key offset of ops[i]; its value follows the key */

@@ -1071,12 +1071,26 @@ int mote__check_objects(mote_txn *t, mote_problems *pr)
 
 int mote__target_eid(mote_txn *t, const mprop *p, uint32_t *eid)
 {
+    /* the cache is written only by the (single) writer */
+    mprop *w = (mprop *)p;
+    if (t->write && p->tgt_serial == t->serial && p->tgt_next_tree == t->next_tree) {
+        *eid = p->tgt_eid;
+        return MOTE_OK;
+    }
     char tn[160];
     snprintf(tn, sizeof tn, "@o:%s", p->target);
     int rc = mote_kv_tree(t, tn, 0, eid);
     if (rc == MOTE_NOTFOUND)
         *eid = 0;
-    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    if (rc == MOTE_NOTFOUND || rc == MOTE_OK) {
+        if (t->write) {
+            w->tgt_serial = t->serial;
+            w->tgt_next_tree = t->next_tree;
+            w->tgt_eid = *eid;
+        }
+        rc = MOTE_OK;
+    }
+    return rc;
 }
 
 static int backlink_tree(mote_txn *t, uint32_t target_eid, int create, uint32_t *tree)

@@ -59,6 +59,11 @@ typedef struct mprop {
     uint32_t index_tree; /* kv tree of its index, 0 if none */
     char *target;        /* relations: the target entity's name */
     uint32_t link_tree;  /* to-many: "@l:<eid>:<pid>", src+dst -> "" */
+    /* relations: the target entity's id as looked up in write transaction
+     * tgt_serial when the next new tree id was tgt_next_tree (valid while
+     * both match; the lookup is a catalog descent) */
+    uint64_t tgt_serial;
+    uint32_t tgt_next_tree, tgt_eid;
 } mprop;
 
 typedef struct mlayout {

@@ -321,6 +321,7 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_e
         e->props[i].index_tree = 0;
         e->props[i].link_tree = 0;
         e->props[i].target = NULL;
+        e->props[i].tgt_serial = 0; /* no cached target id */
         if (!(e->props[i].name = dupstr(ss->p[i].name)))
             goto nomem;
         if (ss->p[i].target && !(e->props[i].target = dupstr(ss->p[i].target)))

@@ -57,6 +57,7 @@ test-python: $(VENV)/.ok
 # The Python tests (not the benchmark smoke tests) against the extension built
 # with ASan and UBSan, loaded into the ordinary interpreter (the sanitizer
 # runtimes are preloaded; CPython's own allocations at exit are not leak-checked).
+# --capture=sys leaves file descriptor 2 alone, so a sanitizer report is shown.
 PYASAN_PKG := build-pyasan/pkg
 test-python-asan: $(VENV)/.ok
 	test -f build-pyasan/build.ninja || $(MESON) setup build-pyasan -Dpython=true -Dtools=false \
@@ -67,7 +68,7 @@ test-python-asan: $(VENV)/.ok
 	cd $(PYASAN_PKG) && PYTHONPATH=. PYTHONFAULTHANDLER=1 ASAN_OPTIONS=detect_leaks=0 \
 	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
-	    $(CURDIR)/$(VPY) -m pytest -q -p no:cacheprovider --rootdir=$(CURDIR) \
+	    $(CURDIR)/$(VPY) -m pytest -q -p no:cacheprovider --capture=sys --rootdir=$(CURDIR) \
 	    $(CURDIR)/tests/python/test_motedb_api.py $(CURDIR)/tests/python/test_motedb_threads.py \
 	    $(CURDIR)/tests/python/test_motedb_relations.py $(CURDIR)/tests/python/test_motedb_model.py \
 	    $(CURDIR)/tests/python/test_motedb_docs.py $(CURDIR)/tests/python/test_motedb_asan.py

@@ -372,7 +372,7 @@ static int cmp_eq(int type, unsigned flags, const mote_value *x, const mote_valu
 static int eval_id(const qnode *n, uint64_t id)
 {
     const mote_value *v = n->vals;
-    uint64_t a = (uint64_t)v[0].v.i;
+    uint64_t a = n->nvals ? (uint64_t)v[0].v.i : 0; /* IN () has no value */
     switch (n->op) {
     case MOTE_EQ: return id == a;
     case MOTE_NE: return id != a;

@@ -1224,6 +1224,18 @@ TEST(obj_query_id_and_nocase)
     OK(mote_query_count(t, q, &c));
     CHECK(c == 1);
     mote_query_free(q);
+    /* IN () and NOT IN () on the id: no value to read (ASan found a read past
+     * the values in the Python differential test) */
+    OK(mote_query_new(e, &q));
+    OK(mote_query_cond(q, MOTE_PROP_ID, MOTE_IN, NULL, 0, 0, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 0);
+    OK(mote_query_cond(q, MOTE_PROP_ID, MOTE_NOT_IN, NULL, 0, 0, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 5);
+    mote_query_free(q);
     /* id > 2 AND level >= 10 (an index): the id bounds the scan or the index
      * range; both give ids 3, 4, 5 */
     OK(mote_query_new(e, &q));

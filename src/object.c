@@ -1346,6 +1346,9 @@ int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id)
     mote_cursor *c;
     if ((rc = mote_cursor_open(t, btree, &c)))
         return rc;
+    uint32_t last_seid = 0, last_ltree = 0; /* backlinks mostly come from one property */
+    uint16_t last_pid = 0;
+    int have_last = 0;
     while ((rc = mote_cursor_seek(c, k, 8, MOTE_SEEK_GE)) == MOTE_OK) {
         mote_val bk;
         if ((rc = mote_cursor_get(c, &bk, NULL)))
@@ -1356,10 +1359,17 @@ int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id)
         memcpy(b, bk.data, 22);
         uint32_t seid = (uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 | (uint32_t)b[10] << 8 | b[11];
         uint16_t pid = (uint16_t)(b[12] << 8 | b[13]);
-        char tn[64];
-        uint32_t ltree;
-        snprintf(tn, sizeof tn, "@l:%u:%u", seid, pid);
-        if (!mote_kv_tree(t, tn, 0, &ltree)) {
+        if (!have_last || seid != last_seid || pid != last_pid) {
+            char tn[64];
+            snprintf(tn, sizeof tn, "@l:%u:%u", seid, pid);
+            if (mote_kv_tree(t, tn, 0, &last_ltree))
+                last_ltree = 0;
+            last_seid = seid;
+            last_pid = pid;
+            have_last = 1;
+        }
+        uint32_t ltree = last_ltree;
+        if (ltree) {
             uint8_t fk[16];
             memcpy(fk, b + 14, 8);
             memcpy(fk + 8, k, 8);

@@ -162,6 +162,26 @@ static inline int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32
     return mote__keycmp(a, al, b, bl);
 }
 
+/* First index in [lo, hi) with key >= k (hi if none); *found if equal. */
+static unsigned leaf_bisect(const uint8_t *n, unsigned lo, unsigned hi, const uint8_t *k,
+                            uint32_t kl, int *found)
+{
+    uint32_t ml;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        const uint8_t *mk = leaf_key(n, mid, &ml);
+        int c = keycmp(mk, ml, k, kl);
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            if (c == 0)
+                *found = 1;
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
 /*
  * First index with key >= k; *found if equal. The last key is tried first:
  * ascending inserts (new ids, appended index entries) then cost one compare
@@ -183,19 +203,7 @@ static unsigned leaf_search(const uint8_t *n, const uint8_t *k, uint32_t kl, int
         }
         hi--;
     }
-    while (lo < hi) {
-        unsigned mid = (lo + hi) / 2;
-        const uint8_t *mk = leaf_key(n, mid, &ml);
-        int c = keycmp(mk, ml, k, kl);
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            if (c == 0)
-                *found = 1;
-            hi = mid;
-        }
-    }
-    return lo;
+    return leaf_bisect(n, lo, hi, k, kl, found);
 }
 
 /* leaf_search for sorted runs: the answer is known to be >= from, and
@@ -224,19 +232,7 @@ static unsigned leaf_search_from(const uint8_t *n, unsigned from, const uint8_t 
         lo = hi + 1;
         step *= 2;
     }
-    while (lo < hi) { /* key_hi > k; keys before lo are < k */
-        unsigned mid = (lo + hi) / 2;
-        const uint8_t *mk = leaf_key(n, mid, &ml);
-        int c = keycmp(mk, ml, k, kl);
-        if (c < 0) {
-            lo = mid + 1;
-        } else {
-            if (c == 0)
-                *found = 1;
-            hi = mid;
-        }
-    }
-    return lo;
+    return leaf_bisect(n, lo, hi, k, kl, found); /* key_hi > k; keys before lo are < k */
 }
 
 /* Largest index i with key_i <= k (key_0 is minus infinity). */

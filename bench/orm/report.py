@@ -174,7 +174,8 @@ def charts(cells, geomeans, out_dir):
         labels = sorted({c["backend"] for c in tc}, key=_backend_order)
         val = {(c["backend"], c["op"]): c["median"] for c in tc}
         colors = _colors(labels)
-        fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(ops) * max(1, len(labels)) / 4 + 4), 5.2))
+        fig, ax = plt.subplots(figsize=(min(18, max(8, 1.1 * len(ops) * max(1, len(labels)) / 4 + 4)),
+                                        5.2))
         width = 0.8 / len(labels)
         for i, lb in enumerate(labels):
             xs = [j + (i - (len(labels) - 1) / 2) * width for j in range(len(ops))]
@@ -189,7 +190,7 @@ def charts(cells, geomeans, out_dir):
         ax.legend(fontsize=8, ncol=min(len(labels), 5), loc="upper center", bbox_to_anchor=(0.5, -0.14))
         fig.tight_layout()
         name = f"test{test}-{mode}.png"
-        fig.savefig(os.path.join(out_dir, name), dpi=110)
+        fig.savefig(os.path.join(out_dir, name), dpi=110, bbox_inches="tight")
         plt.close(fig)
         files.append(name)
 
@@ -218,11 +219,12 @@ def charts(cells, geomeans, out_dir):
             for h, lb in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(lb, h)
         labels = sorted(handles, key=_backend_order)
+        ncol = max(1, min(len(labels), 5 * len(modes)))  # ~5 entries fit under one panel
         fig.legend([handles[lb] for lb in labels], labels, loc="lower center", fontsize=8,
-                   ncol=min(len(labels), 7))
-        rows = (len(labels) + 6) // 7
+                   ncol=ncol)
+        rows = (len(labels) + ncol - 1) // ncol
         fig.tight_layout(rect=(0, 0.045 * rows + 0.02, 1, 1))
-        fig.savefig(os.path.join(out_dir, "summary.png"), dpi=110)
+        fig.savefig(os.path.join(out_dir, "summary.png"), dpi=110, bbox_inches="tight")
         plt.close(fig)
         files.append("summary.png")
     return files

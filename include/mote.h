@@ -174,9 +174,9 @@ int mote_store_stat(mote_store *store, mote_stat *st);
  * commit as of this call and nothing after it; it never blocks and costs no
  * I/O. A write transaction waits for any other write transaction of this
  * store to end (MOTE_READONLY on a store opened read-only; MOTE_POISONED
- * after a failed sync). *out is released with mote_commit or mote_abort, on
- * the thread that uses it; a thread must not begin a second write
- * transaction while it holds one (it would wait for itself).
+ * after a failed sync; MOTE_BUSY if the calling thread holds this store's
+ * write transaction already, instead of waiting for itself). *out is
+ * released with mote_commit or mote_abort.
  */
 int mote_begin(mote_store *store, unsigned flags, mote_txn **out);
 

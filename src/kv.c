@@ -336,13 +336,9 @@ int mote__kv_apply(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
         const mote_kvop *op = &ops[i];
         if (op->klen > MOTE_MAX_KEY || (!op->del && op->vlen > MOTE_MAX_VALUE))
             return mote__err(MOTE_TOOBIG, "key or value too big in a batch");
-        if (i) { /* strictly ascending, or runs would land in wrong leaves */
-            const mote_kvop *pr = &ops[i - 1];
-            uint32_t m = pr->klen < op->klen ? pr->klen : op->klen;
-            int c = m ? memcmp(pr->key, op->key, m) : 0;
-            if (c > 0 || (c == 0 && pr->klen >= op->klen))
-                return mote__err(MOTE_INVALID, "batch keys not in ascending order");
-        }
+        /* strictly ascending, or runs would land in wrong leaves */
+        if (i && mote__keycmp(ops[i - 1].key, ops[i - 1].klen, op->key, op->klen) >= 0)
+            return mote__err(MOTE_INVALID, "batch keys not in ascending order");
         bytes += op->klen + 5;
     }
     mote_kvop *iops = mote__malloc(n * sizeof *iops);

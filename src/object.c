@@ -495,8 +495,8 @@ static int ob_seal_indexes(objbatch *b, const mote_entity *e)
         if (rc)
             return rc;
         for (size_t j = 1; j < k->n; j++)
-            if (k->ops[j].klen == k->ops[j - 1].klen &&
-                !memcmp(k->ops[j].key, k->ops[j - 1].key, k->ops[j].klen))
+            if (!mote__keycmp(k->ops[j - 1].key, k->ops[j - 1].klen, k->ops[j].key,
+                              k->ops[j].klen))
                 return (e->props[i].flags & MOTE_P_UNIQUE) ? BATCH_NO
                                                             : mote__err(MOTE_CORRUPT,
                                                                   "internal: index key twice");

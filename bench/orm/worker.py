@@ -111,6 +111,7 @@ class Runner:
             fn, args = self.prepare(op, wl)
             self.call(fn, *args)                      # warm-up, untimed
             self.call(b.restore, snap)                # rows and id sequences as before
+            os.sync()  # the restore's copies reach the disk now, not in the timed first commit
             wl = spec.Workload(self.job["seed"], op, self.n, self.batch)
         fn, args = self.prepare(op, wl)
         rows, secs = self.timed(fn, args, open_in_timer=not self.warm)

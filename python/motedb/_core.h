@@ -139,6 +139,15 @@ typedef struct {
 
 enum { OP_FAIL = 0, OP_COMMIT = 1, OP_NOCHANGE = 2 };
 
+/* A write that failed after it may have changed the transaction: an outer
+ * (explicit) transaction must then roll back at its end; an operation's own
+ * transaction is rolled back by op_end anyway. */
+static inline void op_doom(Op *op)
+{
+    if (!op->own)
+        op->ts->doomed = 1;
+}
+
 typedef struct {
     PyObject_HEAD
     StoreObject *store;
@@ -195,6 +204,7 @@ int after_put(BoxObject *b, PyObject *obj, uint64_t id);
 int op_begin(StoreObject *st, int write, Op *op);
 int op_end(StoreObject *st, Op *op, int how);
 int box_entity(BoxObject *b, TxnSlot *ts);
+int box_op_begin(BoxObject *b, int write, Op *op);
 PyObject *store_box(PyObject *self, PyObject *cls);
 
 /* box.c */

@@ -171,18 +171,14 @@ static PyObject *box_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         goto done;
     }
     Op op;
-    if (op_begin(b->store, 1, &op) < 0)
+    if (box_op_begin(b, 1, &op) < 0)
         goto done;
-    int ok = box_entity(b, op.ts) == 0;
-    if (ok) {
-        int rc = mote_put(op.ts->txn, b->e, id, vals, mode, &newid);
-        if (rc)
-            ok = raise_rc(rc) == 0;
-        else if (after_put(b, obj, newid) < 0) {
-            ok = 0;
-            if (!op.own)
-                op.ts->doomed = 1; /* the object is in the transaction, its links are not */
-        }
+    int ok = 1, rc = mote_put(op.ts->txn, b->e, id, vals, mode, &newid);
+    if (rc) {
+        ok = raise_rc(rc) == 0;
+    } else if (after_put(b, obj, newid) < 0) {
+        ok = 0;
+        op_doom(&op); /* the object is in the transaction, its links are not */
     }
     if (op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
         goto done;
@@ -244,37 +240,33 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
             }
     }
     Op op;
-    if (op_begin(b->store, 1, &op) < 0)
+    if (box_op_begin(b, 1, &op) < 0)
         goto done;
-    int ok = box_entity(b, op.ts) == 0;
-    if (ok) {
-        size_t ndone = 0;
-        int rc;
-        mote_txn *t = op.ts->txn;
-        mote_entity *e = b->e;
-        const uint64_t *idp = any_id ? ids : NULL;
-        if (n >= 64) {
-            Py_BEGIN_ALLOW_THREADS
-            rc = mote_put_many(t, e, (size_t)n, idp, vals, mode, out, &ndone);
-            Py_END_ALLOW_THREADS
-        } else {
-            rc = mote_put_many(t, e, (size_t)n, idp, vals, mode, out, &ndone);
-        }
-        if (rc) {
-            char prefix[64];
-            snprintf(prefix, sizeof prefix, "put_many: object %zu of %zd: ", ndone, n);
-            raise_code(rc, prefix, NULL);
-            ok = 0;
-            if (!op.own && ndone > 0)
-                op.ts->doomed = 1; /* the transaction holds a part of the objects */
-        }
-        for (Py_ssize_t i = 0; ok && i < n; i++)
-            if (after_put(b, PyTuple_GET_ITEM(seq, i), out[i]) < 0) {
-                ok = 0;
-                if (!op.own)
-                    op.ts->doomed = 1;
-            }
+    int ok = 1, rc;
+    size_t ndone = 0;
+    mote_txn *t = op.ts->txn;
+    mote_entity *e = b->e;
+    const uint64_t *idp = any_id ? ids : NULL;
+    if (n >= 64) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = mote_put_many(t, e, (size_t)n, idp, vals, mode, out, &ndone);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = mote_put_many(t, e, (size_t)n, idp, vals, mode, out, &ndone);
     }
+    if (rc) {
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "put_many: object %zu of %zd: ", ndone, n);
+        raise_code(rc, prefix, NULL);
+        ok = 0;
+        if (ndone > 0)
+            op_doom(&op); /* the transaction holds a part of the objects */
+    }
+    for (Py_ssize_t i = 0; ok && i < n; i++)
+        if (after_put(b, PyTuple_GET_ITEM(seq, i), out[i]) < 0) {
+            ok = 0;
+            op_doom(&op);
+        }
     if (op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
         goto done;
     if (!(res = PyList_New(n)))
@@ -307,19 +299,17 @@ static PyObject *box_get(PyObject *self, PyObject *arg)
     if (parse_id(b, arg, &id) < 0)
         return NULL;
     Op op;
-    if (op_begin(b->store, 0, &op) < 0)
+    if (box_op_begin(b, 0, &op) < 0)
         return NULL;
     PyObject *res = NULL;
-    if (box_entity(b, op.ts) == 0) {
-        mote_record r;
-        int rc = mote_get(op.ts->txn, b->e, id, &r);
-        if (rc == MOTE_NOTFOUND)
-            res = Py_NewRef(Py_None);
-        else if (rc)
-            raise_rc(rc);
-        else
-            res = box_build(b, &r);
-    }
+    mote_record r;
+    int rc = mote_get(op.ts->txn, b->e, id, &r);
+    if (rc == MOTE_NOTFOUND)
+        res = Py_NewRef(Py_None);
+    else if (rc)
+        raise_rc(rc);
+    else
+        res = box_build(b, &r);
     if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
         Py_CLEAR(res);
     return res;
@@ -334,12 +324,12 @@ static PyObject *box_get_many(PyObject *self, PyObject *arg)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject *res = PyList_New(n);
     Op op;
-    if (!res || op_begin(b->store, 0, &op) < 0) {
+    if (!res || box_op_begin(b, 0, &op) < 0) {
         Py_XDECREF(res);
         Py_DECREF(seq);
         return NULL;
     }
-    int ok = box_entity(b, op.ts) == 0;
+    int ok = 1;
     for (Py_ssize_t i = 0; ok && i < n; i++) {
         uint64_t id;
         PyObject *o = NULL;
@@ -388,20 +378,14 @@ static PyObject *box_all(PyObject *self, PyObject *unused)
     BoxObject *b = (BoxObject *)self;
     ScanCtx c = {b, PyList_New(0)};
     Op op;
-    if (!c.list || op_begin(b->store, 0, &op) < 0) {
+    if (!c.list || box_op_begin(b, 0, &op) < 0) {
         Py_XDECREF(c.list);
         return NULL;
     }
-    int ok = box_entity(b, op.ts) == 0;
-    if (ok) {
-        int rc = mote_scan(op.ts->txn, b->e, scan_cb, &c);
-        if (rc) {
-            if (rc != -1)
-                raise_rc(rc);
-            ok = 0;
-        }
-    }
-    if (op_end(b->store, &op, ok ? OP_NOCHANGE : OP_FAIL) < 0)
+    int rc = mote_scan(op.ts->txn, b->e, scan_cb, &c);
+    if (rc > 0)
+        raise_rc(rc);
+    if (op_end(b->store, &op, rc ? OP_FAIL : OP_NOCHANGE) < 0)
         Py_CLEAR(c.list);
     return c.list;
 }
@@ -411,16 +395,13 @@ static PyObject *box_count(PyObject *self, PyObject *unused)
     (void)unused;
     BoxObject *b = (BoxObject *)self;
     Op op;
-    if (op_begin(b->store, 0, &op) < 0)
+    if (box_op_begin(b, 0, &op) < 0)
         return NULL;
     uint64_t n = 0;
-    int ok = box_entity(b, op.ts) == 0;
-    if (ok) {
-        int rc = mote_count(op.ts->txn, b->e, &n);
-        if (rc)
-            ok = raise_rc(rc) == 0;
-    }
-    if (op_end(b->store, &op, ok ? OP_NOCHANGE : OP_FAIL) < 0)
+    int rc = mote_count(op.ts->txn, b->e, &n);
+    if (rc)
+        raise_rc(rc);
+    if (op_end(b->store, &op, rc ? OP_FAIL : OP_NOCHANGE) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(n);
 }
@@ -432,19 +413,14 @@ static PyObject *box_contains(PyObject *self, PyObject *arg)
     if (parse_id(b, arg, &id) < 0)
         return NULL;
     Op op;
-    if (op_begin(b->store, 0, &op) < 0)
+    if (box_op_begin(b, 0, &op) < 0)
         return NULL;
-    int ok = box_entity(b, op.ts) == 0, found = 0;
-    if (ok) {
-        int rc = mote_get(op.ts->txn, b->e, id, NULL);
-        if (rc == MOTE_OK)
-            found = 1;
-        else if (rc != MOTE_NOTFOUND)
-            ok = raise_rc(rc) == 0;
-    }
-    if (op_end(b->store, &op, ok ? OP_NOCHANGE : OP_FAIL) < 0)
+    int rc = mote_get(op.ts->txn, b->e, id, NULL);
+    if (rc && rc != MOTE_NOTFOUND)
+        raise_rc(rc);
+    if (op_end(b->store, &op, rc && rc != MOTE_NOTFOUND ? OP_FAIL : OP_NOCHANGE) < 0)
         return NULL;
-    return PyBool_FromLong(found);
+    return PyBool_FromLong(rc == MOTE_OK);
 }
 
 static PyObject *box_remove(PyObject *self, PyObject *arg)
@@ -454,19 +430,31 @@ static PyObject *box_remove(PyObject *self, PyObject *arg)
     if (parse_id_or_obj(b, arg, &id) < 0)
         return NULL;
     Op op;
-    if (op_begin(b->store, 1, &op) < 0)
+    if (box_op_begin(b, 1, &op) < 0)
         return NULL;
-    int ok = box_entity(b, op.ts) == 0, found = 0;
-    if (ok) {
-        int rc = mote_remove(op.ts->txn, b->e, id);
-        if (rc == MOTE_OK)
-            found = 1;
-        else if (rc != MOTE_NOTFOUND)
-            ok = raise_rc(rc) == 0;
+    int rc = mote_remove(op.ts->txn, b->e, id), how = OP_COMMIT;
+    if (rc == MOTE_NOTFOUND) {
+        how = OP_NOCHANGE;
+    } else if (rc) {
+        raise_rc(rc);
+        op_doom(&op); /* the object may be gone without its index entries */
+        how = OP_FAIL;
     }
-    if (op_end(b->store, &op, !ok ? OP_FAIL : found ? OP_COMMIT : OP_NOCHANGE) < 0)
+    if (op_end(b->store, &op, how) < 0)
         return NULL;
-    return PyBool_FromLong(found);
+    return PyBool_FromLong(rc == MOTE_OK);
+}
+
+/* End a batch remove that returned rc after removing `removed` objects: a
+ * failed batch may have removed a part (the transaction is doomed); nothing
+ * removed needs no commit. */
+static int op_end_removed(BoxObject *b, Op *op, int rc, uint64_t removed)
+{
+    if (rc) {
+        raise_rc(rc);
+        op_doom(op);
+    }
+    return op_end(b->store, op, rc ? OP_FAIL : removed ? OP_COMMIT : OP_NOCHANGE);
 }
 
 static PyObject *box_remove_many(PyObject *self, PyObject *arg)
@@ -489,26 +477,19 @@ static PyObject *box_remove_many(PyObject *self, PyObject *arg)
         }
     Py_DECREF(seq);
     Op op;
-    if (op_begin(b->store, 1, &op) < 0) {
+    if (box_op_begin(b, 1, &op) < 0) {
         PyMem_Free(ids);
         return NULL;
     }
     uint64_t removed = 0;
-    int ok = box_entity(b, op.ts) == 0, rc = MOTE_OK;
-    if (ok) {
-        mote_txn *t = op.ts->txn;
-        mote_entity *e = b->e;
-        Py_BEGIN_ALLOW_THREADS
-        rc = mote_remove_many(t, e, ids, (size_t)n, &removed);
-        Py_END_ALLOW_THREADS
-        if (rc != MOTE_OK) {
-            ok = raise_rc(rc) == 0;
-            if (!op.own) /* a failed batch may have written part of it */
-                op.ts->doomed = 1;
-        }
-    }
+    int rc;
+    mote_txn *t = op.ts->txn;
+    mote_entity *e = b->e;
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_remove_many(t, e, ids, (size_t)n, &removed);
+    Py_END_ALLOW_THREADS
     PyMem_Free(ids);
-    if (op_end(b->store, &op, !ok ? OP_FAIL : removed ? OP_COMMIT : OP_NOCHANGE) < 0)
+    if (op_end_removed(b, &op, rc, removed) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(removed);
 }
@@ -518,21 +499,16 @@ static PyObject *box_remove_all(PyObject *self, PyObject *unused)
     (void)unused;
     BoxObject *b = (BoxObject *)self;
     Op op;
-    if (op_begin(b->store, 1, &op) < 0)
+    if (box_op_begin(b, 1, &op) < 0)
         return NULL;
     uint64_t removed = 0;
-    int ok = box_entity(b, op.ts) == 0;
-    if (ok) {
-        int rc;
-        mote_txn *t = op.ts->txn;
-        mote_entity *e = b->e;
-        Py_BEGIN_ALLOW_THREADS
-        rc = mote_remove_all(t, e, &removed);
-        Py_END_ALLOW_THREADS
-        if (rc)
-            ok = raise_rc(rc) == 0;
-    }
-    if (op_end(b->store, &op, !ok ? OP_FAIL : removed ? OP_COMMIT : OP_NOCHANGE) < 0)
+    int rc;
+    mote_txn *t = op.ts->txn;
+    mote_entity *e = b->e;
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_remove_all(t, e, &removed);
+    Py_END_ALLOW_THREADS
+    if (op_end_removed(b, &op, rc, removed) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(removed);
 }
@@ -616,39 +592,37 @@ static PyObject *box_links_common(BoxObject *b, PyObject *const *args, Py_ssize_
     if (rel_id(b->info->cname, back ? f->target : b->info->name, args[1], &id) < 0)
         return NULL;
     Op op;
-    if (op_begin(b->store, 0, &op) < 0)
+    if (box_op_begin(b, 0, &op) < 0)
         return NULL;
     PyObject *res = NULL;
     uint64_t *ids = NULL;
     size_t n = 0;
-    if (box_entity(b, op.ts) == 0) {
-        unsigned prop = (unsigned)((PropertyObject *)args[0])->index;
-        int rc = back ? mote_backlinks(op.ts->txn, b->e, prop, id, &ids, &n)
-                      : mote_links(op.ts->txn, b->e, prop, id, &ids, &n);
-        if (rc == MOTE_NOTFOUND) {
-            res = PyList_New(0);
-        } else if (rc) {
-            raise_rc(rc);
-        } else if (!back) {
-            res = ids_to_list(ids, n);
-        } else {
-            res = PyList_New((Py_ssize_t)n);
-            for (size_t i = 0; res && i < n; i++) {
-                mote_record r;
-                PyObject *o = NULL;
-                if ((rc = mote_get(op.ts->txn, b->e, ids[i], &r)))
-                    raise_rc(rc);
-                else
-                    o = box_build(b, &r);
-                if (!o) {
-                    Py_CLEAR(res);
-                    break;
-                }
-                PyList_SET_ITEM(res, (Py_ssize_t)i, o);
+    unsigned prop = (unsigned)((PropertyObject *)args[0])->index;
+    int rc = back ? mote_backlinks(op.ts->txn, b->e, prop, id, &ids, &n)
+                  : mote_links(op.ts->txn, b->e, prop, id, &ids, &n);
+    if (rc == MOTE_NOTFOUND) {
+        res = PyList_New(0);
+    } else if (rc) {
+        raise_rc(rc);
+    } else if (!back) {
+        res = ids_to_list(ids, n);
+    } else {
+        res = PyList_New((Py_ssize_t)n);
+        for (size_t i = 0; res && i < n; i++) {
+            mote_record r;
+            PyObject *o = NULL;
+            if ((rc = mote_get(op.ts->txn, b->e, ids[i], &r)))
+                raise_rc(rc);
+            else
+                o = box_build(b, &r);
+            if (!o) {
+                Py_CLEAR(res);
+                break;
             }
+            PyList_SET_ITEM(res, (Py_ssize_t)i, o);
         }
-        mote_free(ids);
     }
+    mote_free(ids);
     if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
         Py_CLEAR(res);
     return res;
@@ -688,10 +662,9 @@ static PyObject *box_relink(PyObject *self, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     Op op;
-    int ok = op_begin(b->store, 1, &op) == 0;
+    int ok = box_op_begin(b, 1, &op) == 0;
     if (ok) {
         unsigned prop = (unsigned)((PropertyObject *)args[0])->index;
-        ok = box_entity(b, op.ts) == 0;
         for (int pass = 0; ok && pass < 2; pass++) {
             PyObject *seq = pass ? add : rem;
             for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(seq); i++) {
@@ -706,8 +679,8 @@ static PyObject *box_relink(PyObject *self, PyObject *const *args, Py_ssize_t na
                     ok = raise_rc(rc) == 0;
             }
         }
-        if (!ok && !op.own)
-            op.ts->doomed = 1;
+        if (!ok)
+            op_doom(&op);
         ok = op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) == 0;
     }
     Py_DECREF(add);

@@ -432,12 +432,12 @@ static int q_start(QueryObject *q, int write, Op *op)
     if (q_check_busy(q) < 0)
         return -1;
     q->busy = 1; /* before op_begin, which may release the GIL */
-    if (op_begin(q->box->store, write, op) < 0) {
+    if (box_op_begin(q->box, write, op) < 0) {
         q->busy = 0;
         return -1;
     }
     q->ts = op->ts;
-    int bad = box_entity(q->box, op->ts) < 0 || q_build(q) < 0;
+    int bad = q_build(q) < 0;
     q->ts = NULL;
     if (bad) {
         q->busy = 0;

@@ -152,6 +152,18 @@ int op_end(StoreObject *st, Op *op, int how)
     return how == OP_FAIL || rc < 0 ? -1 : 0;
 }
 
+/* An operation on one box: op_begin, then the box's entity handle. Returns 0,
+ * or -1 with an exception and nothing left to end. */
+int box_op_begin(BoxObject *b, int write, Op *op)
+{
+    if (op_begin(b->store, write, op) < 0)
+        return -1;
+    if (box_entity(b, op->ts) == 0)
+        return 0;
+    op_end(b->store, op, OP_FAIL);
+    return -1;
+}
+
 /* Another class of the same entity name was opened: the handles of the
  * other boxes of that name may not know its layout; they open it again. */
 static void invalidate_same_name(BoxObject *b)
@@ -349,10 +361,7 @@ PyObject *store_box(PyObject *self, PyObject *cls)
             box->e = e;
         } else if ((rc == MOTE_NOTFOUND || rc == MOTE_SCHEMA) && !st->readonly) {
             Op op; /* create or evolve it */
-            if (op_begin(st, 1, &op) < 0)
-                goto fail;
-            int ok = box_entity(box, op.ts) == 0;
-            if (op_end(st, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
+            if (box_op_begin(box, 1, &op) < 0 || op_end(st, &op, OP_COMMIT) < 0)
                 goto fail;
             if (box->pending) { /* committed (the box was not in st->boxes yet) */
                 box->pending = NULL;

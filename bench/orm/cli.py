@@ -39,6 +39,11 @@ def parse_args(argv):
     p.add_argument("--load-timeout", type=float, help="seconds to wait for it (default: quick 60, full 300, "
                                                       "smoke 0)")
     p.add_argument("--no-charts", action="store_true")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run whose results are in --out (same options): keep its measured "
+                        "backend x mode blocks and run the others")
+    p.add_argument("--redo", nargs="+", action="extend", metavar="MODE", default=[],
+                   help="with --resume: measure these modes again (their earlier blocks are dropped)")
     return p.parse_args(argv)
 
 
@@ -102,6 +107,28 @@ def resolve_config(a):
             "db_dir": os.path.abspath(db_dir), "charts": not a.no_charts}
 
 
+# settings that must be equal for a resumed run to continue the same measurement
+RESUME_KEYS = ("tests", "runs", "iterations", "batch_size", "seed", "smoke")
+
+
+def load_resume(cfg, redo):
+    """The results.json of the run to continue (cfg["out"]); exits with a message if
+    there is none or its settings differ from this invocation's."""
+    path = os.path.join(cfg["out"], "results.json")
+    if not os.path.exists(path):
+        sys.exit(f"--resume: no {path} to continue (pass the --out of the earlier run)")
+    with open(path) as f:
+        prev = json.load(f)
+    pc = prev.get("config", {})
+    diff = [f"{k}: {pc.get(k)!r} there, {cfg[k]!r} here" for k in RESUME_KEYS if pc.get(k) != cfg[k]]
+    if diff:
+        sys.exit("--resume: the earlier run used other settings (" + "; ".join(diff) + ")")
+    bad = [m for m in redo if m not in cfg["modes"]]
+    if bad:
+        sys.exit(f"--redo: {', '.join(bad)} not among this run's modes {cfg['modes']}")
+    return prev
+
+
 def check_db_dir(db_dir, log):
     from bench.orm.envinfo import filesystem
     os.makedirs(db_dir, exist_ok=True)
@@ -140,8 +167,32 @@ class Orchestrator:
         self.gates = []
         self.unavailable = {}    # label -> reason
         self.group_versions = {}
-        self.blocks = []         # {"mode", "backend", "seconds"}: how long each took
+        self.blocks = []         # {"mode", "backend", "started", "seconds"}: each measured block
         self.blocks_total = 0
+        self.sessions = []       # with --resume: the earlier invocations' environments
+
+    def resume_from(self, prev, redo):
+        """Take over the measured blocks of an earlier (interrupted) run, except those of
+        the modes in redo; run() then skips the blocks kept."""
+        def keep(mode):
+            return mode not in redo
+        for c in prev.get("cells", []):
+            if keep(c["mode"]):
+                self.samples[(c["test"], c["mode"], c["backend"], c["op"])] = list(c["runs"])
+        for s in prev.get("skipped", []):
+            if keep(s["mode"]):
+                self.skipped[(s["test"], s["mode"], s["backend"], s["op"])] = s["reason"]
+        self.errors = [e for e in prev.get("errors", []) if keep(e["mode"])]
+        self.check_failures = list(prev.get("check_failures", []))
+        env = prev.get("environment", {})
+        self.backend_info = dict(env.get("backends", {}))
+        self.gates = [g for g in env.get("load_gate", []) if keep(g["mode"])]
+        self.blocks = [b for b in env.get("blocks", []) if keep(b["mode"])]
+        earlier = env.get("sessions") or [{k: env.get(k) for k in ("date", "git_commit", "kernel", "cpu")}]
+        self.sessions = earlier
+
+    def measured(self, mode, label):
+        return any(b["mode"] == mode and b["backend"] == label for b in self.blocks)
 
     def log(self, msg):
         self.console.print(msg)
@@ -248,7 +299,11 @@ class Orchestrator:
             for mode in modes:
                 tests = [t for m, t in cfg["plan"] if m == mode]
                 for b, py in runnable:
+                    if self.measured(mode, b.label):  # kept from the run resumed
+                        progress.advance(task, cfg["runs"] * len(tests) * len(spec.OPS))
+                        continue
                     t_block = time.monotonic()
+                    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
                     if cfg["load_timeout_s"] > 0:
                         progress.update(task, description=f"waiting for load < {cfg['load_threshold']}")
                     gate = load_gate(cfg["load_threshold"], cfg["load_timeout_s"])
@@ -261,7 +316,7 @@ class Orchestrator:
                         for test in tests:
                             progress.update(task, description=f"{b.label:<15} {mode:<5} T{test} run {run + 1}")
                             self.run_backend(b, mode, run, test, py, progress, task)
-                    self.blocks.append({"mode": mode, "backend": b.label,
+                    self.blocks.append({"mode": mode, "backend": b.label, "started": started,
                                         "seconds": round(time.monotonic() - t_block, 1)})
                     if checkpoint:
                         checkpoint()
@@ -282,6 +337,8 @@ class Orchestrator:
         env["backends"] = self.backend_info
         env["unavailable"] = self.unavailable
         env["blocks"] = self.blocks
+        if self.sessions:  # a resumed run: every invocation that measured a part of it
+            env["sessions"] = self.sessions + [{k: env.get(k) for k in ("date", "git_commit", "kernel", "cpu")}]
         config = {k: v for k, v in cfg.items() if k not in ("out",)}
         config["complete"] = not partial
         config["plan"] = [list(p) for p in cfg["plan"]]
@@ -334,6 +391,12 @@ def main(argv=None):
                   f"({env['filesystem']})")
     t0 = time.monotonic()
     orch = Orchestrator(cfg, console)
+    if a.resume:
+        orch.resume_from(load_resume(cfg, a.redo), a.redo)
+        console.print(f"bench.orm: resuming {cfg['out']}: {len(orch.blocks)} backend x mode blocks kept"
+                      + (f", measuring {', '.join(a.redo)} again" if a.redo else ""))
+    elif a.redo:
+        sys.exit("--redo needs --resume")
     orch.run(checkpoint=lambda: orch.write(env, partial=True))
     env["duration_s"] = round(time.monotonic() - t0)
     out, summary, files = orch.write(env)

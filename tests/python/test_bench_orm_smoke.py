@@ -37,3 +37,41 @@ def test_bench_orm_smoke(tmp_path):
         assert g["ops"] == 9 and g["value"] > 0
     assert (out / "results.md").exists()
     assert (out / "summary.png").exists() and (out / "test1-cold.png").exists()
+
+
+def _bench(out, *args):
+    python = getattr(sys, "_base_executable", None) or sys.executable
+    return subprocess.run([python, "-m", "bench.orm", "--smoke", "--backends", "sqlite3", "--tests", "1",
+                           "--no-charts", "--out", str(out), *args],
+                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+
+
+def _cold_runs(doc):
+    return {c["op"]: c["runs"] for c in doc["cells"] if c["mode"] == "cold"}
+
+
+def test_bench_orm_resume(tmp_path):
+    """--resume keeps the blocks an interrupted run measured and runs the others;
+    --redo measures a mode again; other settings are refused."""
+    out = tmp_path / "results"
+    first = _bench(out, "--mode", "cold")
+    assert first.returncode == 0, first.stdout[-4000:]
+    doc1 = json.loads((out / "results.json").read_text())
+
+    second = _bench(out, "--mode", "cold", "warm", "--resume")
+    assert second.returncode == 0, second.stdout[-4000:]
+    doc2 = json.loads((out / "results.json").read_text())
+    assert _cold_runs(doc2) == _cold_runs(doc1)  # kept, not measured again
+    assert {c["op"] for c in doc2["cells"] if c["mode"] == "warm"} >= set("ABCDEFIJK")
+    assert [b["mode"] for b in doc2["environment"]["blocks"]] == ["cold", "warm"]
+    assert len(doc2["environment"]["sessions"]) == 2 and doc2["config"]["complete"]
+
+    third = _bench(out, "--mode", "cold", "warm", "--resume", "--redo", "cold")
+    assert third.returncode == 0, third.stdout[-4000:]
+    doc3 = json.loads((out / "results.json").read_text())
+    assert [b["mode"] for b in doc3["environment"]["blocks"]] == ["warm", "cold"]  # cold measured anew
+    assert {c["op"] for c in doc3["cells"] if c["mode"] == "cold"} >= set("ABCDEFIJK")
+
+    other = _bench(out, "--mode", "cold", "--resume", "--runs", "2")
+    assert other.returncode != 0 and "other settings" in other.stdout

@@ -550,8 +550,8 @@ static PyObject *q_run_number(QueryObject *q, int write,
     q->busy = 0;
     if (rc) {
         raise_rc(rc);
-        if (write && !op.own)
-            op.ts->doomed = 1;
+        if (write)
+            op_doom(&op);
     }
     int outcome = rc ? OP_FAIL : write && n ? OP_COMMIT : OP_NOCHANGE;
     if (op_end(q->box->store, &op, outcome) < 0)

@@ -356,7 +356,7 @@ typedef struct mote_kvop {
  * deletes of absent keys add to *missing. The same result as one call per
  * op, but the ops that fall into one leaf cost one descent together. */
 int mote__bt_apply(mote_txn *t, const mote_kvop *ops, size_t n, uint64_t *missing);
-/* Sort ops by key (stable). */
+/* Sort ops by key; equal keys end up adjacent, in no particular order. */
 int mote__kvops_sort(mote_kvop *ops, size_t n);
 /* mote__bt_apply on one tree with user keys (strictly ascending, else
  * MOTE_INVALID before anything is written). */

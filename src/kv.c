@@ -290,36 +290,138 @@ int mote__kv_del_known(mote_txn *t, uint32_t tree, const void *key, size_t klen)
     return kv_del(t, tree, key, klen, 1);
 }
 
-/* Bottom-up merge sort; input that is already in order costs one pass. */
+/*
+ * Batches are sorted by radix sort on 8-byte chunks of the keys: each op gets
+ * a sort key (the next 8 key bytes as a big-endian integer, zero-padded, and
+ * how many bytes are left, capped at 9 = "more than 8"), those are sorted by
+ * LSD radix passes (a pass whose digit is the same everywhere is skipped), and
+ * runs whose chunk is equal with more bytes left are sorted again on the next
+ * chunk. The length makes the order exact: of two keys with equal padded
+ * chunks, the one that ends first is a prefix of the other. Index keys share
+ * long prefixes (type tag, a level's few values, a text's common start, the
+ * high bytes of ids) that a comparison sort compares again at every step;
+ * here a shared chunk costs one pass over the keys sharing it.
+ */
+typedef struct skey {
+    uint64_t chunk;
+    uint32_t i;    /* index of the op in the range being sorted */
+    uint32_t left; /* key bytes from the chunk on, capped at 9 */
+} skey;
+
+enum { SORT_SMALL = 24 }; /* ranges below this: insertion sort */
+
+static void ops_isort(mote_kvop *ops, size_t n, size_t d)
+{
+    for (size_t i = 1; i < n; i++) {
+        mote_kvop x = ops[i];
+        size_t j = i;
+        for (; j && mote__keycmp(ops[j - 1].key + d, ops[j - 1].klen - (uint32_t)d, x.key + d,
+                                 x.klen - (uint32_t)d) > 0;
+             j--)
+            ops[j] = ops[j - 1];
+        ops[j] = x;
+    }
+}
+
+/* Digit p of a sort key: 0 is the length, 1..8 the chunk's bytes from the
+ * least significant. */
+static inline unsigned skey_digit(const skey *k, unsigned p)
+{
+    return p ? (unsigned)(k->chunk >> (8 * (p - 1))) & 0xff : k->left;
+}
+
+enum { NPASS = 9 }; /* digits of a sort key */
+
+/* ops[0..n) share their first d key bytes: sort them on the rest. sk, sk2
+ * and otmp are scratch arrays of n entries; count is shared by the whole
+ * recursion (a call is done with it before it recurses). */
+static void ops_radix(mote_kvop *ops, size_t n, size_t d, skey *sk, skey *sk2, mote_kvop *otmp,
+                      size_t (*count)[256])
+{
+    for (;;) {
+        if (n < SORT_SMALL) {
+            ops_isort(ops, n, d);
+            return;
+        }
+        size_t sorted = 1; /* a part already in order (new ids ascend) */
+        while (sorted < n && mote__keycmp(ops[sorted - 1].key + d, ops[sorted - 1].klen - (uint32_t)d,
+                                          ops[sorted].key + d, ops[sorted].klen - (uint32_t)d) <= 0)
+            sorted++;
+        if (sorted == n)
+            return;
+        int alike = 1;
+        for (size_t i = 0; i < n; i++) {
+            const mote_kvop *op = &ops[i];
+            size_t left = op->klen - d, m = left < 8 ? left : 8;
+            uint64_t c = 0;
+            for (size_t j = 0; j < m; j++)
+                c |= (uint64_t)op->key[d + j] << (56 - 8 * j);
+            sk[i] = (skey){c, (uint32_t)i, (uint32_t)(left < 9 ? left : 9)};
+            alike &= c == sk[0].chunk && sk[i].left == sk[0].left;
+        }
+        if (alike) { /* a common chunk (a shared prefix): on to the next */
+            if (sk[0].left < 9)
+                return; /* the same key n times */
+            d += 8;
+            continue;
+        }
+        memset(count, 0, NPASS * sizeof *count);
+        for (size_t i = 0; i < n; i++)
+            for (unsigned p = 0; p < NPASS; p++)
+                count[p][skey_digit(&sk[i], p)]++;
+        skey *src = sk, *dst = sk2;
+        for (unsigned p = 0; p < NPASS; p++) {
+            size_t *c = count[p];
+            if (c[skey_digit(&src[0], p)] == n)
+                continue; /* one digit everywhere */
+            size_t pos = 0;
+            for (unsigned v = 0; v < 256; v++) {
+                size_t k = c[v];
+                c[v] = pos;
+                pos += k;
+            }
+            for (size_t i = 0; i < n; i++)
+                dst[c[skey_digit(&src[i], p)]++] = src[i];
+            skey *t = src;
+            src = dst;
+            dst = t;
+        }
+        for (size_t i = 0; i < n; i++)
+            otmp[i] = ops[src[i].i];
+        memcpy(ops, otmp, n * sizeof *ops);
+        for (size_t i = 0, e; i < n; i = e) {
+            for (e = i + 1; e < n && src[e].chunk == src[i].chunk && src[e].left == src[i].left;
+                 e++)
+                ;
+            if (e - i > 1 && src[i].left == 9) /* uses entries i..e of the scratch only */
+                ops_radix(ops + i, e - i, d + 8, dst + i, src + i, otmp + i, count);
+        }
+        return;
+    }
+}
+
 int mote__kvops_sort(mote_kvop *ops, size_t n)
 {
-    size_t i = 1;
+    size_t i = 1; /* input already in order costs one pass */
     while (i < n && mote__keycmp(ops[i - 1].key, ops[i - 1].klen, ops[i].key, ops[i].klen) <= 0)
         i++;
     if (i >= n)
         return MOTE_OK;
-    mote_kvop *tmp = mote__malloc(n * sizeof *tmp), *a = ops, *b = tmp;
-    if (!tmp)
-        return mote__err(MOTE_NOMEM, "out of memory sorting a batch of %zu", n);
-    for (size_t w = 1; w < n; w *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * w) {
-            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            size_t x = lo, y = mid, o = lo;
-            while (x < mid && y < hi)
-                b[o++] = mote__keycmp(a[y].key, a[y].klen, a[x].key, a[x].klen) < 0 ? a[y++]
-                                                                                     : a[x++];
-            while (x < mid)
-                b[o++] = a[x++];
-            while (y < hi)
-                b[o++] = a[y++];
-        }
-        mote_kvop *sw = a;
-        a = b;
-        b = sw;
+    if (n < SORT_SMALL) {
+        ops_isort(ops, n, 0);
+        return MOTE_OK;
     }
-    if (a != ops)
-        memcpy(ops, a, n * sizeof *ops);
-    mote__free(tmp);
+    skey *sk = mote__malloc(2 * n * sizeof *sk);
+    mote_kvop *otmp = mote__malloc(n * sizeof *otmp);
+    size_t(*count)[256] = mote__malloc(NPASS * sizeof *count);
+    int ok = sk && otmp && count;
+    if (ok)
+        ops_radix(ops, n, 0, sk, sk + n, otmp, count);
+    mote__free(sk);
+    mote__free(otmp);
+    mote__free(count);
+    if (!ok)
+        return mote__err(MOTE_NOMEM, "out of memory sorting a batch of %zu", n);
     return MOTE_OK;
 }
 

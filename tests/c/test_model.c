@@ -334,6 +334,66 @@ static void trees_equal(mote_txn *t, uint32_t a, uint32_t b)
     mote_cursor_close(cb);
 }
 
+/* mote__kvops_sort against qsort: keys with long shared prefixes, keys that
+ * are prefixes of others, empty keys, repeats, sizes around the small-part
+ * cutoff and already sorted or reversed input. */
+TEST(model_kvops_sort)
+{
+    enum { MAXN = 5000 };
+    uint64_t rng = 11;
+    mote_kvop *ops = malloc(MAXN * sizeof *ops), *ref = malloc(MAXN * sizeof *ref);
+    uint8_t (*keys)[40] = malloc(MAXN * 40);
+    CHECK(ops && ref && keys);
+    static const size_t sizes[] = {0, 1, 2, 3, 11, 12, 13, 40, 257, 1000, MAXN};
+    for (int round = 0; round < 60; round++) {
+        size_t n = sizes[round % (sizeof sizes / sizeof *sizes)];
+        int shape = round % 5;
+        for (size_t i = 0; i < n; i++) {
+            uint8_t *k = keys[i];
+            uint32_t kl;
+            uint64_t x = test_rand(&rng);
+            if (shape == 0) { /* a text index: one long common start, a number */
+                kl = (uint32_t)snprintf((char *)k, 40, "Insert from B, item %llu",
+                                        (unsigned long long)(x % 20000));
+            } else if (shape == 1) { /* a level index: few values, then an id */
+                k[0] = 0x21;
+                k[1] = (uint8_t)(10 * (1 + x % 5));
+                for (int j = 0; j < 8; j++)
+                    k[2 + j] = (uint8_t)((i + 1) >> (8 * (7 - j)));
+                kl = 10;
+            } else { /* short random keys over a tiny alphabet: prefixes, repeats */
+                kl = (uint32_t)(x % (shape == 2 ? 5 : 40));
+                for (uint32_t j = 0; j < kl; j++)
+                    k[j] = (uint8_t)(shape == 2 ? 'a' + test_rand(&rng) % 3 : test_rand(&rng));
+            }
+            ops[i] = (mote_kvop){k, kl, (int)(i & 1), NULL, i}; /* vlen tags the op */
+        }
+        if (round % 11 == 7 || round % 11 == 8)
+            qsort(ops, n, sizeof *ops, op_cmp); /* already sorted */
+        if (round % 11 == 8)
+            for (size_t i = 0; i < n / 2; i++) { /* then reversed */
+                mote_kvop tmp = ops[i];
+                ops[i] = ops[n - 1 - i];
+                ops[n - 1 - i] = tmp;
+            }
+        memcpy(ref, ops, n * sizeof *ops);
+        qsort(ref, n, sizeof *ref, op_cmp);
+        OK(mote__kvops_sort(ops, n));
+        /* in order, the same keys, and every op exactly once */
+        static unsigned char seen[MAXN];
+        memset(seen, 0, sizeof seen);
+        for (size_t i = 0; i < n; i++) {
+            CHECK(op_cmp(&ops[i], &ref[i]) == 0);
+            CHECK(ops[i].vlen < n && !seen[ops[i].vlen]);
+            seen[ops[i].vlen] = 1;
+            CHECK(ops[i].key == keys[ops[i].vlen] && ops[i].del == (int)(ops[i].vlen & 1));
+        }
+    }
+    free(ops);
+    free(ref);
+    free(keys);
+}
+
 TEST(model_sorted_batches)
 {
     const char *path = test_path("b.mote");

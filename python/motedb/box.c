@@ -292,6 +292,20 @@ done:
     return res;
 }
 
+/* The object with this id, None if there is none, NULL with an exception on error. */
+static PyObject *get_one(BoxObject *b, mote_txn *txn, uint64_t id)
+{
+    mote_record r;
+    int rc = mote_get(txn, b->e, id, &r);
+    if (rc == MOTE_NOTFOUND)
+        return Py_NewRef(Py_None);
+    if (rc) {
+        raise_rc(rc);
+        return NULL;
+    }
+    return box_build(b, &r);
+}
+
 static PyObject *box_get(PyObject *self, PyObject *arg)
 {
     BoxObject *b = (BoxObject *)self;
@@ -301,15 +315,7 @@ static PyObject *box_get(PyObject *self, PyObject *arg)
     Op op;
     if (box_op_begin(b, 0, &op) < 0)
         return NULL;
-    PyObject *res = NULL;
-    mote_record r;
-    int rc = mote_get(op.ts->txn, b->e, id, &r);
-    if (rc == MOTE_NOTFOUND)
-        res = Py_NewRef(Py_None);
-    else if (rc)
-        raise_rc(rc);
-    else
-        res = box_build(b, &r);
+    PyObject *res = get_one(b, op.ts->txn, id);
     if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
         Py_CLEAR(res);
     return res;
@@ -332,19 +338,11 @@ static PyObject *box_get_many(PyObject *self, PyObject *arg)
     int ok = 1;
     for (Py_ssize_t i = 0; ok && i < n; i++) {
         uint64_t id;
-        PyObject *o = NULL;
-        mote_record r;
         if (parse_id(b, PySequence_Fast_GET_ITEM(seq, i), &id) < 0) {
             ok = 0;
             break;
         }
-        int rc = mote_get(op.ts->txn, b->e, id, &r);
-        if (rc == MOTE_NOTFOUND)
-            o = Py_NewRef(Py_None);
-        else if (rc)
-            raise_rc(rc);
-        else
-            o = box_build(b, &r);
+        PyObject *o = get_one(b, op.ts->txn, id);
         if (!o)
             ok = 0;
         else

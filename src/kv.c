@@ -352,10 +352,13 @@ static void ops_radix(mote_kvop *ops, size_t n, size_t d, skey *sk, skey *sk2, m
         int alike = 1;
         for (size_t i = 0; i < n; i++) {
             const mote_kvop *op = &ops[i];
-            size_t left = op->klen - d, m = left < 8 ? left : 8;
+            size_t left = op->klen - d;
             uint64_t c = 0;
-            for (size_t j = 0; j < m; j++)
-                c |= (uint64_t)op->key[d + j] << (56 - 8 * j);
+            if (left >= 8)
+                c = mote__be64(op->key + d);
+            else
+                for (size_t j = 0; j < left; j++)
+                    c |= (uint64_t)op->key[d + j] << (56 - 8 * j);
             sk[i] = (skey){c, (uint32_t)i, (uint32_t)(left < 9 ? left : 9)};
             alike &= c == sk[0].chunk && sk[i].left == sk[0].left;
         }

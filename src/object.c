@@ -394,10 +394,13 @@ typedef struct kbatch {
     size_t len, bcap;
 } kbatch;
 
-static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t vl, int del)
+/* Room for nops ops in all and bytes more key and value bytes. */
+static int kb_reserve(kbatch *b, size_t nops, size_t bytes)
 {
-    if (b->n == b->cap) {
-        size_t nc = b->cap ? 2 * b->cap : 64;
+    if (nops > b->cap) {
+        size_t nc = b->cap ? b->cap : 64;
+        while (nc < nops)
+            nc *= 2;
         mote_kvop *o = mote__realloc(b->ops, nc * sizeof *o);
         if (o)
             b->ops = o;
@@ -407,7 +410,12 @@ static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t v
         b->off = f;
         b->cap = nc;
     }
-    int rc = grow(&b->buf, &b->bcap, b->len + kl + vl);
+    return grow(&b->buf, &b->bcap, b->len + bytes);
+}
+
+static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t vl, int del)
+{
+    int rc = kb_reserve(b, b->n + 1, kl + vl);
     if (rc)
         return rc;
     mote_kvop *op = &b->ops[b->n];
@@ -486,6 +494,17 @@ static void ob_free(objbatch *b)
     mote__free(b->ib);
 }
 
+/* Reserve room for n objects: their records and one entry per index (sizes
+ * are guesses; the batches still grow past them). */
+static int ob_reserve(objbatch *b, const mote_entity *e, size_t n)
+{
+    int rc = kb_reserve(&b->ob, n, n * 64);
+    for (unsigned i = 0; !rc && i < b->np; i++)
+        if (e->props[i].index_tree)
+            rc = kb_reserve(&b->ib[i], n, n * 24);
+    return rc;
+}
+
 /* Seal every index batch; a unique index given one value twice: BATCH_NO. */
 static int ob_seal_indexes(objbatch *b, const mote_entity *e)
 {
@@ -535,6 +554,8 @@ static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value
             return BATCH_NO;
     objbatch b;
     int rc = ob_init(&b, e);
+    if (!rc)
+        rc = ob_reserve(&b, e, n);
     for (size_t i = 0; !rc && i < n; i++) {
         const mote_value *v = vals + i * np;
         for (unsigned j = 0; !rc && j < np; j++) {
@@ -605,6 +626,8 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
     objbatch b;
     mote_cursor *oc = NULL;
     rc = ob_init(&b, e);
+    if (!rc)
+        rc = ob_reserve(&b, e, n);
     if (!rc)
         rc = mote_cursor_open(t, e->eid, &oc);
     for (size_t i = 0; !rc && i < n; i++) {

@@ -5,6 +5,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "object.h"
 
@@ -319,16 +320,30 @@ size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut)
         be64(out + 1, (uint64_t)i ^ (1ull << 63));
         return 9;
     }
-    const uint8_t *s = v->v.s.p;
+    /* the bytes, NUL escaped as 00 FF, then 00 00; a byte is written only
+     * while o + 2 <= IDX_MAX_VALUE, else the key is cut there */
+    const uint8_t *s = v->v.s.p, *end = s + v->v.s.n;
     size_t o = 1;
-    for (size_t i = 0; i < v->v.s.n; i++) {
-        if (o + 2 > IDX_MAX_VALUE) {
+    while (s < end) {
+        const uint8_t *z = memchr(s, 0, (size_t)(end - s));
+        size_t run = (size_t)((z ? z : end) - s), room = o + 1 < IDX_MAX_VALUE ? IDX_MAX_VALUE - 1 - o : 0;
+        if (run > room) {
+            memcpy(out + o, s, room);
             *cut = 1;
-            return o;
+            return o + room;
         }
-        out[o++] = s[i];
-        if (s[i] == 0)
+        memcpy(out + o, s, run);
+        o += run;
+        s += run;
+        if (s < end) { /* a NUL */
+            if (o + 2 > IDX_MAX_VALUE) {
+                *cut = 1;
+                return o;
+            }
+            out[o++] = 0;
             out[o++] = 0xFF;
+            s++;
+        }
     }
     out[o++] = 0;
     out[o++] = 0;

@@ -5,6 +5,7 @@
  */
 #include <math.h>
 
+#include "object.h" /* mote__index_enc */
 #include "test.h"
 
 static mote_value I(int64_t i) { mote_value v = {0}; v.v.i = i; return v; }
@@ -27,6 +28,49 @@ static mote_entity *open_notes(mote_store *s)
     OK(mote_entity_open(t, "Note", note_props, 4, &e));
     OK(mote_commit(t));
     return e;
+}
+
+/* The index key of a string, spelled out byte by byte as object.h says. */
+static size_t ref_string_key(const uint8_t *s, size_t n, uint8_t *out, int *cut)
+{
+    size_t o = 1;
+    out[0] = 1;
+    *cut = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (o + 2 > IDX_MAX_VALUE) {
+            *cut = 1;
+            return o;
+        }
+        out[o++] = s[i];
+        if (s[i] == 0)
+            out[o++] = 0xFF;
+    }
+    out[o++] = 0;
+    out[o++] = 0;
+    return o;
+}
+
+/* String index keys: NULs escaped, cut at IDX_MAX_VALUE, NULs next to the cut. */
+TEST(obj_index_string_keys)
+{
+    uint64_t rng = 5;
+    uint8_t s[600], want[IDX_MAX_VALUE + 16], got[IDX_MAX_VALUE + 16];
+    for (int round = 0; round < 20000; round++) {
+        size_t n = test_rand(&rng) % (round % 4 ? 40 : 600);
+        unsigned nul_every = 1 + (unsigned)(test_rand(&rng) % 8);
+        for (size_t i = 0; i < n; i++)
+            s[i] = test_rand(&rng) % nul_every == 0 ? 0 : (uint8_t)test_rand(&rng);
+        if (round % 7 == 0 && n > IDX_MAX_VALUE / 2) /* NULs at the cut */
+            memset(s + IDX_MAX_VALUE / 2 - 4, 0, 8);
+        mote_value v = {0};
+        v.v.s.p = s;
+        v.v.s.n = n;
+        int cw, cg;
+        size_t lw = ref_string_key(s, n, want, &cw);
+        size_t lg = mote__index_enc(MOTE_T_STRING, &v, got, &cg);
+        CHECK(lw == lg && cw == cg && !memcmp(want, got, lw));
+        CHECK(lg <= IDX_MAX_VALUE + 2);
+    }
 }
 
 TEST(obj_put_get_types)

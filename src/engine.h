@@ -265,6 +265,8 @@ struct mote_txn {
     size_t nfreed, cap_freed;
     uint8_t *scratch;    /* P bytes for node rebuilds */
     int failed;          /* a write failed midway: only abort is possible */
+    struct mote_pending *pend; /* deferred puts, one entry per tree (kv.c) */
+    unsigned npend, pend_cap;
 };
 
 /* ---- pager.c ------------------------------------------------------------- */
@@ -398,6 +400,17 @@ int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v);
 /* ---- kv.c ------------------------------------------------------------- */
 
 unsigned mote__tree_prefix(uint32_t tree, uint8_t *out);
+/* Put (key, empty value) into tree later: at the latest before the next
+ * operation that touches the tree (any read, write, cursor step or count of
+ * it) or at the commit, together with the other deferred keys of the tree as
+ * one sorted batch. For non-unique index entries, whose puts are never
+ * refused and whose keys are never given twice. An error of the deferred
+ * write surfaces in the call that triggers it and fails the transaction. */
+int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen);
+/* Write every deferred put of the transaction (the commit does). */
+int mote__kv_flush(mote_txn *t);
+/* Free the deferred puts (the transaction ends). */
+void mote__kv_pending_free(mote_txn *t);
 
 /* ---- check.c ------------------------------------------------------------- */
 

@@ -42,13 +42,23 @@ static int check_txn(mote_txn *t, int write)
     return MOTE_OK;
 }
 
-static int check_tree(const mote_txn *t, uint32_t tree)
+static int tree_exists(const mote_txn *t, uint32_t tree)
 {
     uint32_t next = t->write ? t->next_tree : rd32(t->root->data + 36);
     if (tree < 1 || tree >= next)
         return mote__err(MOTE_INVALID, "tree id %u does not exist (ids come "
                          "from mote_kv_tree)", tree);
     return MOTE_OK;
+}
+
+static int pend_flush_tree(mote_txn *t, uint32_t tree);
+
+/* Every operation on a tree comes through here: its deferred puts are
+ * written first. */
+static int check_tree(mote_txn *t, uint32_t tree)
+{
+    int rc = tree_exists(t, tree);
+    return rc ? rc : pend_flush_tree(t, tree);
 }
 
 /* Build the internal key; MOTE_INVALID / MOTE_TOOBIG for bad keys. */
@@ -112,7 +122,9 @@ int mote_commit(mote_txn *t)
         mote__txn_abort(t);
         return rc;
     }
-    int frc = t->write ? mote__entities_flush(t) : MOTE_OK;
+    int frc = t->write ? mote__kv_flush(t) : MOTE_OK;
+    if (!frc && t->write)
+        frc = mote__entities_flush(t);
     if (frc) {
         mote__entities_settle(t->s, t, 0);
         mote__txn_abort(t);
@@ -197,6 +209,8 @@ int mote_kv_drop(mote_txn *t, const char *name)
     int rc = check_txn(t, 1);
     if (!rc)
         rc = mote_kv_tree(t, name, 0, &tree);
+    if (!rc)
+        rc = pend_flush_tree(t, tree);
     if (rc)
         return rc;
     uint8_t lo[2], hi[2];
@@ -290,6 +304,143 @@ int mote__kv_del_known(mote_txn *t, uint32_t tree, const void *key, size_t klen)
     return kv_del(t, tree, key, klen, 1);
 }
 
+/* ---- deferred puts ------------------------------------------------------------ */
+
+/*
+ * Index entries of single puts are deferred (mote__kv_put_later): 10,000
+ * puts in one transaction then write each index as one sorted batch (one
+ * descent per leaf) instead of 10,000 descents to scattered leaves. Nothing
+ * can observe the difference: every operation on the tree writes them first
+ * (check_tree, check_cursor, mote_kv_drop), and so does the commit.
+ */
+
+/* The deferred puts of one tree: internal keys back to back in buf, key i
+ * from off[i] to off[i + 1]. */
+typedef struct mote_pending {
+    uint32_t tree;
+    size_t n, cap; /* keys; off has cap + 1 entries */
+    size_t *off;
+    uint8_t *buf;
+    size_t bcap;
+} mote_pending;
+
+enum { PEND_MAX = 1 << 17 }; /* keys of a tree written at once at the latest */
+
+static mote_pending *pend_of(mote_txn *t, uint32_t tree)
+{
+    for (unsigned i = 0; i < t->npend; i++)
+        if (t->pend[i].tree == tree)
+            return &t->pend[i];
+    return NULL;
+}
+
+/* Write p's keys as one sorted batch and empty p (also on failure, which
+ * fails the transaction). */
+static int pend_write(mote_txn *t, mote_pending *p)
+{
+    size_t n = p->n;
+    if (!n)
+        return MOTE_OK;
+    p->n = 0;
+    mote_kvop *ops = mote__malloc(n * sizeof *ops);
+    if (!ops)
+        return write_result(t, mote__err(MOTE_NOMEM, "out of memory writing %zu deferred "
+                                         "index entries", n));
+    for (size_t i = 0; i < n; i++)
+        ops[i] = (mote_kvop){p->buf + p->off[i], (uint32_t)(p->off[i + 1] - p->off[i]), 0, "",
+                             0};
+    int rc = mote__kvops_sort(ops, n);
+    size_t m = 0;
+    for (size_t i = 0; !rc && i < n; i++) /* a key given twice is put once */
+        if (!m || mote__keycmp(ops[m - 1].key, ops[m - 1].klen, ops[i].key, ops[i].klen))
+            ops[m++] = ops[i];
+    if (!rc) {
+        for (mote_cursor *c = t->cursors; c; c = c->next_in_txn)
+            mote__cur_save(c);
+        uint64_t missing;
+        rc = mote__bt_apply(t, ops, m, &missing);
+    }
+    mote__free(ops);
+    t->gen++;
+    return write_result(t, rc);
+}
+
+static int pend_flush_tree(mote_txn *t, uint32_t tree)
+{
+    mote_pending *p = t->npend ? pend_of(t, tree) : NULL;
+    return p && p->n ? pend_write(t, p) : MOTE_OK;
+}
+
+int mote__kv_flush(mote_txn *t)
+{
+    int rc = MOTE_OK;
+    for (unsigned i = 0; !rc && i < t->npend; i++)
+        rc = pend_write(t, &t->pend[i]);
+    return rc;
+}
+
+void mote__kv_pending_free(mote_txn *t)
+{
+    for (unsigned i = 0; i < t->npend; i++) {
+        mote__free(t->pend[i].off);
+        mote__free(t->pend[i].buf);
+    }
+    mote__free(t->pend);
+    t->pend = NULL;
+    t->npend = t->pend_cap = 0;
+}
+
+int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen)
+{
+    uint8_t k[MAX_IKEY];
+    size_t kl;
+    int rc = check_txn(t, 1);
+    if (!rc)
+        rc = tree_exists(t, tree);
+    if (!rc)
+        rc = ikey(tree, key, klen, k, &kl);
+    if (rc)
+        return rc;
+    mote_pending *p = pend_of(t, tree);
+    if (!p) {
+        if (t->npend == t->pend_cap) {
+            unsigned nc = t->pend_cap ? 2 * t->pend_cap : 4;
+            mote_pending *np = mote__realloc(t->pend, nc * sizeof *np);
+            if (!np)
+                return mote__err(MOTE_NOMEM, "out of memory");
+            t->pend = np;
+            t->pend_cap = nc;
+        }
+        p = &t->pend[t->npend++];
+        memset(p, 0, sizeof *p);
+        p->tree = tree;
+    }
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? 2 * p->cap : 256;
+        size_t *no = mote__realloc(p->off, (nc + 1) * sizeof *no);
+        if (!no)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        if (!p->off)
+            no[0] = 0;
+        p->off = no;
+        p->cap = nc;
+    }
+    size_t len = p->off[p->n];
+    if (len + kl > p->bcap) {
+        size_t nb = p->bcap ? p->bcap : 4096;
+        while (nb < len + kl)
+            nb *= 2;
+        uint8_t *b = mote__realloc(p->buf, nb);
+        if (!b)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        p->buf = b;
+        p->bcap = nb;
+    }
+    memcpy(p->buf + len, k, kl);
+    p->off[++p->n] = len + kl;
+    return p->n >= PEND_MAX ? pend_write(t, p) : MOTE_OK;
+}
+
 /*
  * Batches are sorted by radix sort on 8-byte chunks of the keys: each op gets
  * a sort key (the next 8 key bytes as a big-endian integer, zero-padded, and
@@ -310,14 +461,18 @@ typedef struct skey {
 
 enum { SORT_SMALL = 24 }; /* ranges below this: insertion sort */
 
+/* Compare two keys that share their first d bytes. */
+static inline int op_cmp_from(const mote_kvop *a, const mote_kvop *b, size_t d)
+{
+    return mote__keycmp(a->key + d, a->klen - (uint32_t)d, b->key + d, b->klen - (uint32_t)d);
+}
+
 static void ops_isort(mote_kvop *ops, size_t n, size_t d)
 {
     for (size_t i = 1; i < n; i++) {
         mote_kvop x = ops[i];
         size_t j = i;
-        for (; j && mote__keycmp(ops[j - 1].key + d, ops[j - 1].klen - (uint32_t)d, x.key + d,
-                                 x.klen - (uint32_t)d) > 0;
-             j--)
+        for (; j && op_cmp_from(&ops[j - 1], &x, d) > 0; j--)
             ops[j] = ops[j - 1];
         ops[j] = x;
     }
@@ -344,12 +499,12 @@ static void ops_radix(mote_kvop *ops, size_t n, size_t d, skey *sk, skey *sk2, m
             return;
         }
         size_t sorted = 1; /* a part already in order (new ids ascend) */
-        while (sorted < n && mote__keycmp(ops[sorted - 1].key + d, ops[sorted - 1].klen - (uint32_t)d,
-                                          ops[sorted].key + d, ops[sorted].klen - (uint32_t)d) <= 0)
+        while (sorted < n && op_cmp_from(&ops[sorted - 1], &ops[sorted], d) <= 0)
             sorted++;
         if (sorted == n)
             return;
-        int alike = 1;
+        uint64_t vary = 0; /* bits that differ from the first op's sort key */
+        uint32_t lvary = 0;
         for (size_t i = 0; i < n; i++) {
             const mote_kvop *op = &ops[i];
             size_t left = op->klen - d;
@@ -360,23 +515,30 @@ static void ops_radix(mote_kvop *ops, size_t n, size_t d, skey *sk, skey *sk2, m
                 for (size_t j = 0; j < left; j++)
                     c |= (uint64_t)op->key[d + j] << (56 - 8 * j);
             sk[i] = (skey){c, (uint32_t)i, (uint32_t)(left < 9 ? left : 9)};
-            alike &= c == sk[0].chunk && sk[i].left == sk[0].left;
+            vary |= c ^ sk[0].chunk;
+            lvary |= sk[i].left ^ sk[0].left;
         }
-        if (alike) { /* a common chunk (a shared prefix): on to the next */
+        if (!vary && !lvary) { /* a common chunk (a shared prefix): on to the next */
             if (sk[0].left < 9)
                 return; /* the same key n times */
             d += 8;
             continue;
         }
-        memset(count, 0, NPASS * sizeof *count);
+        /* passes only for the digits that differ somewhere */
+        unsigned pass[NPASS], np = 0;
+        if (lvary)
+            pass[np++] = 0;
+        for (unsigned p = 1; p < NPASS; p++)
+            if ((vary >> (8 * (p - 1))) & 0xff)
+                pass[np++] = p;
+        memset(count, 0, np * sizeof *count);
         for (size_t i = 0; i < n; i++)
-            for (unsigned p = 0; p < NPASS; p++)
-                count[p][skey_digit(&sk[i], p)]++;
+            for (unsigned j = 0; j < np; j++)
+                count[j][skey_digit(&sk[i], pass[j])]++;
         skey *src = sk, *dst = sk2;
-        for (unsigned p = 0; p < NPASS; p++) {
-            size_t *c = count[p];
-            if (c[skey_digit(&src[0], p)] == n)
-                continue; /* one digit everywhere */
+        for (unsigned j = 0; j < np; j++) {
+            size_t *c = count[j];
+            unsigned p = pass[j];
             size_t pos = 0;
             for (unsigned v = 0; v < 256; v++) {
                 size_t k = c[v];
@@ -545,7 +707,8 @@ static int check_cursor(mote_cursor *c)
         return mote__err(MOTE_INVALID, "cursor is NULL");
     if (!c->t)
         return mote__err(MOTE_INVALID, "cursor used after its transaction ended");
-    return check_txn(c->t, 0);
+    int rc = check_txn(c->t, 0);
+    return rc ? rc : pend_flush_tree(c->t, c->tree);
 }
 
 int mote_cursor_seek(mote_cursor *c, const void *key, size_t klen, int mode)

@@ -205,7 +205,8 @@ int mote__index_add(mote_txn *t, const mote_entity *e, const mprop *p, const mot
     wr64(idv, id);
     if ((p->flags & MOTE_P_UNIQUE) && !v->null)
         return mote_kv_put(t, p->index_tree, key, kl, idv, 8, 0);
-    return mote_kv_put(t, p->index_tree, key, kl, "", 0, 0);
+    /* never refused (the key holds the id): written later, as a batch */
+    return mote__kv_put_later(t, p->index_tree, key, kl);
 }
 
 static int index_del(mote_txn *t, const mprop *p, const mote_value *v, uint64_t id)

@@ -326,7 +326,8 @@ size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut)
     size_t o = 1;
     while (s < end) {
         const uint8_t *z = memchr(s, 0, (size_t)(end - s));
-        size_t run = (size_t)((z ? z : end) - s), room = o + 1 < IDX_MAX_VALUE ? IDX_MAX_VALUE - 1 - o : 0;
+        size_t run = (size_t)((z ? z : end) - s);
+        size_t room = o + 1 < IDX_MAX_VALUE ? IDX_MAX_VALUE - 1 - o : 0;
         if (run > room) {
             memcpy(out + o, s, room);
             *cut = 1;

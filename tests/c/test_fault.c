@@ -149,3 +149,61 @@ TEST(fault_malloc_every_call)
     free(base_img);
     wl_free(&w);
 }
+
+/* Object puts in one transaction (their index entries deferred to the
+ * commit), with the n-th allocation failing: every call returns OK or
+ * MOTE_NOMEM; the store then holds all the puts acknowledged before the
+ * commit, or none if the commit failed, with indexes that agree. */
+TEST(fault_malloc_object_puts)
+{
+    static const mote_prop_def props[] = {
+        {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL},
+    };
+    enum { NPUT = 300 };
+    long n;
+    for (n = 1;; n++) {
+        memio m;
+        memio_init(&m);
+        mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+        mote_store *s;
+        mote_txn *t;
+        mote_entity *e;
+        OK(mote_open("/f/o.mote", &o, &s));
+        OK(mote_begin(s, 0, &t));
+        OK(mote_entity_open(t, "E", props, 2, &e));
+        OK(mote_commit(t));
+        alloc_n = 0;
+        alloc_fail_at = n;
+        mote__alloc_hook = fail_nth;
+        int rc = mote_begin(s, 0, &t), acked = 0;
+        for (int i = 0; !rc && i < NPUT; i++) {
+            char text[32];
+            int len = snprintf(text, sizeof text, "item %d", (i * 37) % NPUT);
+            mote_value v[2] = {{0}};
+            v[0].v.i = i % 7;
+            v[1].v.s.p = text;
+            v[1].v.s.n = (size_t)len;
+            rc = mote_put(t, e, 0, v, 0, NULL);
+            acked += rc == MOTE_OK;
+        }
+        int committed = 0;
+        if (t) {
+            int crc = mote_commit(t);
+            committed = crc == MOTE_OK;
+            CHECK(crc == MOTE_OK || crc == MOTE_NOMEM);
+        }
+        CHECK(rc == MOTE_OK || rc == MOTE_NOMEM);
+        mote__alloc_hook = NULL;
+        int more = alloc_n >= n;
+        uint64_t count;
+        OK(mote_count(NULL, e, &count));
+        CHECK(count == (uint64_t)(committed ? acked : 0));
+        OK(mote_check(s, NULL, NULL));
+        OK(mote_close(s));
+        memio_free(&m);
+        if (!more)
+            break;
+    }
+    printf("%ld allocation failure cases\n", n);
+}

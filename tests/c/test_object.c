@@ -1215,6 +1215,168 @@ static void twin_run(int with_unique)
     free(v), free(txt), free(ids), free(ida);
 }
 
+/* Deferred index entries (a put's non-unique index entries are written when
+ * the index is next used, or at the commit). */
+enum { DEF_N = 3000, DEF_LEVELS = 7 };
+static int def_level[DEF_N + 100];
+static char def_alive[DEF_N + 100];
+static uint64_t def_max;
+
+/* Every level's ids through the index (query ids and count) against the model. */
+static void def_verify(mote_txn *t, mote_query *q, int node)
+{
+    for (int L = 0; L < DEF_LEVELS; L++) {
+        mote_value lv = I(L);
+        OK(mote_query_set(q, node, &lv, 1));
+        uint64_t *ids, count;
+        size_t n, k = 0;
+        OK(mote_query_ids(t, q, &ids, &n));
+        OK(mote_query_count(t, q, &count));
+        CHECK(count == n);
+        for (uint64_t id = 1; id <= def_max; id++)
+            if (def_alive[id] && def_level[id] == L) {
+                CHECK(k < n && ids[k] == id);
+                k++;
+            }
+        CHECK(k == n);
+        mote_free(ids);
+    }
+}
+
+typedef struct def_walk {
+    mote_txn *t;
+    mote_entity *e;
+    uint64_t id;      /* of the object put during the walk */
+    uint64_t visited; /* objects the walk saw */
+    uint64_t last;    /* the last one */
+} def_walk;
+
+/* A query callback that puts an object (level 3) while the query walks the
+ * level index, once. */
+static int def_put_while_walking(void *ctx, const mote_record *r)
+{
+    def_walk *w = ctx;
+    w->visited++;
+    w->last = r->id;
+    if (w->id)
+        return 0;
+    mote_value v[4] = {I(1), I(3), S("walk"), N()};
+    return mote_put(w->t, w->e, 0, v, 0, &w->id);
+}
+
+TEST(obj_deferred_index_entries)
+{
+    const char *path = test_path("defer.mote");
+    mote_store *s = test_open(path, NULL);
+    mote_entity *e = open_notes(s);
+    uint64_t rng = 99;
+    mote_query *q;
+    int node;
+    mote_value lv = I(0);
+    OK(mote_query_new(e, &q));
+    OK(mote_query_cond(q, 1, MOTE_EQ, &lv, 1, 0, &node));
+    OK(mote_query_where(q, node));
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    for (int i = 0; i < DEF_N; i++) {
+        int L = (int)(test_rand(&rng) % DEF_LEVELS);
+        mote_value v[4] = {I(i), I(L), S(i % 2 ? "odd" : "even"), N()};
+        uint64_t id;
+        OK(mote_put(t, e, 0, v, 0, &id));
+        CHECK(id < DEF_N + 100);
+        def_level[id] = L;
+        def_alive[id] = 1;
+        def_max = id;
+        if (i % 97 != 96)
+            continue;
+        /* between puts: remove one, change one's level, read the index */
+        uint64_t victim = 1 + test_rand(&rng) % def_max;
+        if (def_alive[victim]) {
+            OK(mote_remove(t, e, victim));
+            def_alive[victim] = 0;
+        } else {
+            CHECK_RC(mote_remove(t, e, victim), MOTE_NOTFOUND);
+        }
+        uint64_t moved = 1 + test_rand(&rng) % def_max;
+        if (def_alive[moved]) {
+            static const unsigned prop = 1;
+            mote_value nl = I((def_level[moved] + 1) % DEF_LEVELS);
+            OK(mote_update(t, e, moved, &prop, &nl, 1));
+            def_level[moved] = (int)nl.v.i;
+        }
+        if (i % 5 == 0)
+            def_verify(t, q, node);
+    }
+    /* a put from inside a query that walks the same index: the walk reaches
+     * the new object (the highest id, so the last), as with any write */
+    def_walk w = {t, e, 0, 0, 0};
+    uint64_t n3;
+    lv = I(3);
+    OK(mote_query_set(q, node, &lv, 1));
+    OK(mote_query_count(t, q, &n3));
+    OK(mote_query_find(t, q, def_put_while_walking, &w));
+    CHECK(w.id == def_max + 1);
+    CHECK(w.visited == n3 + 1 && w.last == w.id);
+    def_level[w.id] = 3;
+    def_alive[w.id] = 1;
+    def_max = w.id;
+    def_verify(t, q, node);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+
+    /* an aborted transaction's deferred entries go with it */
+    OK(mote_begin(s, 0, &t));
+    mote_value v5[4] = {I(0), I(5), S("gone"), N()};
+    uint64_t n5, n5_in;
+    lv = I(5);
+    OK(mote_query_set(q, node, &lv, 1));
+    OK(mote_query_count(t, q, &n5));
+    for (int i = 0; i < 50; i++)
+        OK(mote_put(t, e, 0, v5, 0, NULL));
+    OK(mote_query_count(t, q, &n5_in));
+    CHECK(n5_in == n5 + 50);
+    mote_abort(t);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    def_verify(t, q, node);
+    mote_abort(t);
+
+    /* more deferred entries than one batch holds (written on the way) */
+    static const mote_prop_def one_prop[] = {{"k", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL}};
+    mote_entity *big;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Big", one_prop, 1, &big));
+    enum { BIG = 140000 };
+    for (int i = 0; i < BIG; i++) {
+        mote_value k = I(i % 10);
+        OK(mote_put(t, big, 0, &k, 0, NULL));
+    }
+    OK(mote_commit(t));
+    mote_query *bq;
+    int bnode;
+    mote_value k7 = I(7);
+    uint64_t n7;
+    OK(mote_query_new(big, &bq));
+    OK(mote_query_cond(bq, 0, MOTE_EQ, &k7, 1, 0, &bnode));
+    OK(mote_query_where(bq, bnode));
+    OK(mote_query_count(NULL, bq, &n7));
+    CHECK(n7 == BIG / 10);
+    mote_query_free(bq);
+
+    mote_query_free(q);
+    OK(mote_close(s));
+    s = test_open(path, NULL);
+    e = open_notes(s);
+    OK(mote_query_new(e, &q));
+    OK(mote_query_cond(q, 1, MOTE_EQ, &lv, 1, 0, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    def_verify(t, q, node);
+    mote_abort(t);
+    mote_query_free(q);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
 TEST(obj_batches_match_single)
 {
     twin_run(0);

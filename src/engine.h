@@ -411,6 +411,16 @@ int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen)
 int mote__kv_flush(mote_txn *t);
 /* Free the deferred puts (the transaction ends). */
 void mote__kv_pending_free(mote_txn *t);
+/* Position cursor c on key (a user key of its tree) and give its value;
+ * MOTE_NOTFOUND if the key is absent (the cursor then rests on the next). */
+int mote__cursor_find(mote_cursor *c, const void *key, size_t klen, mote_val *val);
+/* For the query planner: the ranks in the whole keyspace of user keys lo
+ * and hi of tree (entries before them), and the user key at a rank of tree
+ * (copied into buf, at most cap bytes; MOTE_NOTFOUND past the end). */
+int mote__kv_range_ranks(mote_txn *t, uint32_t tree, const void *lo, size_t lol,
+                         const void *hi, size_t hil, uint64_t *rlo, uint64_t *rhi);
+int mote__kv_key_at(mote_txn *t, uint32_t tree, uint64_t rank, uint8_t *buf, size_t cap,
+                    size_t *len);
 
 /* ---- check.c ------------------------------------------------------------- */
 

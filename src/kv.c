@@ -723,6 +723,23 @@ int mote_cursor_seek(mote_cursor *c, const void *key, size_t klen, int mode)
     return rc ? rc : mote__cur_seek(c, k, kl, mode);
 }
 
+int mote__cursor_find(mote_cursor *c, const void *key, size_t klen, mote_val *val)
+{
+    uint8_t k[MAX_IKEY];
+    size_t kl;
+    mote_val got;
+    int rc = check_cursor(c);
+    if (!rc)
+        rc = ikey(c->tree, key, klen, k, &kl);
+    if (!rc)
+        rc = mote__cur_seek(c, k, kl, MOTE_SEEK_GE);
+    if (!rc)
+        rc = mote__cur_entry(c, &got, val);
+    if (!rc && (got.size != kl || memcmp(got.data, k, kl)))
+        rc = MOTE_NOTFOUND;
+    return rc;
+}
+
 int mote_cursor_first(mote_cursor *c)
 {
     int rc = check_cursor(c);
@@ -785,6 +802,51 @@ int mote_cursor_get(mote_cursor *c, mote_val *key, mote_val *val)
         key->data = (const uint8_t *)key->data + c->lolen;
         key->size -= c->lolen;
     }
+    return rc;
+}
+
+/* ---- ranks for the query planner -------------------------------------------- */
+
+int mote__kv_range_ranks(mote_txn *t, uint32_t tree, const void *lo, size_t lol,
+                         const void *hi, size_t hil, uint64_t *rlo, uint64_t *rhi)
+{
+    uint8_t a[MAX_IKEY], b[MAX_IKEY];
+    size_t al, bl;
+    int rc = check_txn(t, 0);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (!rc)
+        rc = ikey(tree, lo, lol, a, &al);
+    if (!rc)
+        rc = ikey(tree, hi, hil, b, &bl);
+    if (!rc)
+        rc = mote__bt_rank(t, a, al, rlo);
+    return rc ? rc : mote__bt_rank(t, b, bl, rhi);
+}
+
+int mote__kv_key_at(mote_txn *t, uint32_t tree, uint64_t rank, uint8_t *buf, size_t cap,
+                    size_t *len)
+{
+    mote_cursor c; /* on the stack: not in the txn's list, no write happens meanwhile */
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    c.tree = tree;
+    c.lolen = mote__tree_prefix(tree, c.lo);
+    c.hilen = mote__tree_prefix(tree + 1, c.hi);
+    int rc = check_txn(t, 0);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (!rc)
+        rc = mote__cur_select(&c, rank);
+    mote_val k;
+    if (!rc)
+        rc = mote__cur_entry(&c, &k, NULL);
+    if (!rc) {
+        size_t n = k.size - c.lolen;
+        *len = n < cap ? n : cap;
+        memcpy(buf, (const uint8_t *)k.data + c.lolen, *len);
+    }
+    mote__cur_reset(&c);
     return rc;
 }
 

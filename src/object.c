@@ -53,13 +53,9 @@ int mote__implicit_end(mote_txn *t, int rc)
 int mote__obj_seek(const mote_entity *e, mote_cursor *oc, uint64_t id, mote_record *r)
 {
     uint8_t k[8];
-    mote_val kk, v;
+    mote_val v;
     mote__obj_tree_key(id, k);
-    int rc = mote_cursor_seek(oc, k, 8, MOTE_SEEK_GE);
-    if (!rc)
-        rc = mote_cursor_get(oc, &kk, &v);
-    if (!rc && (kk.size != 8 || memcmp(kk.data, k, 8)))
-        rc = MOTE_NOTFOUND;
+    int rc = mote__cursor_find(oc, k, 8, &v);
     return rc ? rc : mote__record_init(r, e, v.data, v.size, id);
 }
 

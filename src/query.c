@@ -1018,30 +1018,20 @@ static int prepare_run(mote_txn *t, mote_query *q, plan *pl, uint64_t *off, int 
         pl->exact = 0; /* sorting by properties reads the records */
     if (!(pl->ordered && pl->exact && pl->ip && pl->nranges == 1 && *off))
         return MOTE_OK;
-    mote_cursor *cur;
+    /* skip the offset by rank: start the range at the key `offset` entries in */
     uint64_t lo, hi;
     range *R = &pl->ranges[0];
-    rc = mote_kv_count(t, pl->ip->index_tree, NULL, 0, R->lo, R->lol, &lo);
-    if (!rc)
-        rc = mote_kv_count(t, pl->ip->index_tree, NULL, 0, R->hi, R->hil, &hi);
+    size_t kl;
+    rc = mote__kv_range_ranks(t, pl->ip->index_tree, R->lo, R->lol, R->hi, R->hil, &lo, &hi);
     if (!rc && lo + *off >= hi) {
         *empty = 1;
         return MOTE_OK;
     }
     if (!rc)
-        rc = mote_cursor_open(t, pl->ip->index_tree, &cur);
+        rc = mote__kv_key_at(t, pl->ip->index_tree, lo + *off, R->lo, sizeof R->lo, &kl);
     if (!rc) {
-        mote_val k;
-        rc = mote_cursor_nth(cur, lo + *off);
-        if (!rc)
-            rc = mote_cursor_get(cur, &k, NULL);
-        if (!rc) { /* start the range at that key */
-            size_t kl = k.size < sizeof R->lo ? k.size : sizeof R->lo;
-            memcpy(R->lo, k.data, kl);
-            R->lol = kl;
-            *off = 0;
-        }
-        mote_cursor_close(cur);
+        R->lol = kl;
+        *off = 0;
     }
     return rc;
 }

@@ -51,10 +51,65 @@ static uint32_t crc_sw(uint32_t crc, const unsigned char *p, size_t n)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <nmmintrin.h>
+
+/*
+ * The crc32 instruction takes 3 cycles but can start one per cycle, so the
+ * hardware path runs three streams over consecutive thirds of each
+ * 3 * CRC_L bytes and joins them: the register after A then B is the
+ * register after A multiplied by x^(8|B|) mod P, plus the register of B
+ * alone (the update is linear), and a product mod P is 32 shift-and-xor
+ * steps (gf2_mul). A 4 KB page is one such block plus 16 bytes.
+ */
+enum { CRC_L = 1360 }; /* bytes per stream (a multiple of 8) */
+
+/* a * b mod P, reflected: bit 31 is the coefficient of x^0. */
+static uint32_t gf2_mul(uint32_t a, uint32_t b)
+{
+    uint32_t r = 0;
+    for (int i = 31; i >= 0; i--) {
+        r ^= b & (0u - ((a >> i) & 1u));
+        b = (b >> 1) ^ (0x82F63B78u & (0u - (b & 1u))); /* b * x */
+    }
+    return r;
+}
+
+static uint32_t crc_shift; /* x^(8 * CRC_L) mod P, 0 until computed */
+
+static uint32_t shift_const(void)
+{
+    uint32_t k = __atomic_load_n(&crc_shift, __ATOMIC_RELAXED);
+    if (!k) { /* racing threads compute the same value */
+        k = 0x80000000u; /* x^0 */
+        for (int i = 0; i < 8 * CRC_L; i++)
+            k = (k >> 1) ^ (0x82F63B78u & (0u - (k & 1u)));
+        __atomic_store_n(&crc_shift, k, __ATOMIC_RELAXED);
+    }
+    return k;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t
 crc_hw(uint32_t crc, const unsigned char *p, size_t n)
 {
     uint64_t c = crc;
+    if (n >= 3 * CRC_L) {
+        uint32_t k = shift_const();
+        do {
+            uint64_t a = c, b = 0, d = 0;
+            for (size_t i = 0; i < CRC_L; i += 8) {
+                uint64_t w0, w1, w2;
+                memcpy(&w0, p + i, 8);
+                memcpy(&w1, p + CRC_L + i, 8);
+                memcpy(&w2, p + 2 * CRC_L + i, 8);
+                a = _mm_crc32_u64(a, w0);
+                b = _mm_crc32_u64(b, w1);
+                d = _mm_crc32_u64(d, w2);
+            }
+            uint32_t ab = gf2_mul((uint32_t)a, k) ^ (uint32_t)b;
+            c = gf2_mul(ab, k) ^ (uint32_t)d;
+            p += 3 * CRC_L;
+            n -= 3 * CRC_L;
+        } while (n >= 3 * CRC_L);
+    }
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -69,6 +124,11 @@ crc_hw(uint32_t crc, const unsigned char *p, size_t n)
 }
 static int hw_state; /* 0 unknown, 1 yes, 2 no */
 #endif
+
+uint32_t mote__crc32c_table(uint32_t crc, const void *buf, size_t n)
+{
+    return ~crc_sw(~crc, buf, n);
+}
 
 uint32_t mote__crc32c(uint32_t crc, const void *buf, size_t n)
 {

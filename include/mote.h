@@ -400,7 +400,12 @@ int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *a
  * checked against their types first (MOTE_RANGE: an int16 given 40000;
  * MOTE_TYPE: NULL in a non-nullable property, a vector of the wrong size);
  * a unique index violation gives MOTE_UNIQUE. On any error nothing is
- * written.
+ * written. Inside a transaction, the object's entries in non-unique indexes
+ * are written together with the other puts' entries (a sorted batch per
+ * index) when that index is next read or written, or at the commit; reads
+ * see them as if written at once. An I/O or memory error while writing them
+ * is reported by the call that triggered it (a query, say) and fails the
+ * transaction like any failed write.
  */
 int mote_put(mote_txn *txn, mote_entity *e, uint64_t id, const mote_value *vals,
              unsigned mode, uint64_t *out_id);

@@ -518,6 +518,29 @@ typedef struct split {
 } split;
 
 /*
+ * A leaf split while a sorted batch inserts cell idx (bt_apply sets
+ * t->split_next): if the batch's next key also comes before the cell after
+ * it, split right after the new cell. The batch then appends to the left
+ * node, whose append splits leave full nodes, where a split in the middle
+ * would leave every node it passes half empty (inserting 10,000 sorted keys
+ * among existing ones wrote twice the pages). Only if the left part fits.
+ */
+static int split_before_next(const mote_txn *t, const cref *cells, unsigned idx, uint32_t P)
+{
+    const mote_kvop *next = t->split_next;
+    if (!next)
+        return 0;
+    uint32_t kl;
+    const uint8_t *k = lcell_key(cells[idx + 1].p, &kl);
+    if (keycmp(next->key, next->klen, k, kl) >= 0)
+        return 0;
+    uint64_t left = NH;
+    for (unsigned i = 0; i <= idx; i++)
+        left += cells[i].size + 2;
+    return left <= P;
+}
+
+/*
  * Insert cell cb at idx into writable node n; split n if it is full. For the
  * root, both halves move to new pages and the root becomes their parent.
  */
@@ -546,6 +569,8 @@ static int node_put(mote_txn *t, uint8_t *n, int is_root, unsigned idx,
     unsigned m;
     if (idx == nk && type == NODE_LEAF) {
         m = nk; /* appending: keep the full node, start a new one */
+    } else if (type == NODE_LEAF && split_before_next(t, cells, idx, P)) {
+        m = idx + 1; /* a sorted batch goes on before cells[idx + 1]: left fills up */
     } else {
         uint64_t acc = 0;
         for (m = 0; m < total - 1 && acc + cells[m].size + 2 <= bytes / 2; m++)
@@ -986,8 +1011,10 @@ int mote__bt_apply(mote_txn *t, const mote_kvop *ops, size_t n, uint64_t *missin
             rc = root_shrink(t);
         if (!rc && r.i == before) { /* a split or an overflow value */
             const mote_kvop *op = &ops[r.i++];
+            t->split_next = r.i < n ? &ops[r.i] : NULL;
             rc = op->del ? mote__bt_del(t, op->key, op->klen, 0)
                          : mote__bt_put(t, op->key, op->klen, op->val, op->vlen, 0);
+            t->split_next = NULL;
             if (rc == MOTE_NOTFOUND) {
                 (*missing)++;
                 rc = MOTE_OK;

@@ -265,6 +265,7 @@ struct mote_txn {
     size_t nfreed, cap_freed;
     uint8_t *scratch;    /* P bytes for node rebuilds */
     int failed;          /* a write failed midway: only abort is possible */
+    const struct mote_kvop *split_next; /* bt_apply: the op after the one put */
     struct mote_pending *pend; /* deferred puts, one entry per tree (kv.c) */
     unsigned npend, pend_cap;
 };

@@ -1377,6 +1377,53 @@ TEST(obj_deferred_index_entries)
     OK(mote_close(s));
 }
 
+/* Pages used by the objects of one put_many of n (text "item k", levels
+ * 0..4, in id order) into store s after `before` objects of the same kind. */
+static uint64_t fill_pages(const char *name, int before, int n)
+{
+    mote_store *s = test_open(test_path(name), NULL);
+    mote_entity *e = open_notes(s);
+    static mote_value v[10000 * 4];
+    static char text[10000][24];
+    uint64_t rng = 8;
+    mote_stat st;
+    uint64_t used0 = 0;
+    for (int round = 0; round < 2; round++) {
+        int m = round ? n : before;
+        CHECK(m <= 10000);
+        for (int i = 0; i < m; i++) {
+            snprintf(text[i], sizeof text[i], "item %d", (int)(test_rand(&rng) % 100000));
+            v[4 * i] = I(i);
+            v[4 * i + 1] = I((int64_t)(test_rand(&rng) % 5));
+            v[4 * i + 2] = S(text[i]);
+            v[4 * i + 3] = N();
+        }
+        mote_txn *t;
+        OK(mote_begin(s, 0, &t));
+        if (m)
+            OK(mote_put_many(t, e, (size_t)m, NULL, v, 0, NULL, NULL));
+        OK(mote_commit(t));
+        OK(mote_store_stat(s, &st));
+        if (!round)
+            used0 = st.pages - st.pages_free;
+    }
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    return st.pages - st.pages_free - used0;
+}
+
+/* A sorted batch inserted among existing keys fills its nodes about as well
+ * as one into an empty store (the leaf split before the batch's next key);
+ * splitting every full leaf in the middle took twice the pages. */
+TEST(obj_batch_fill_factor)
+{
+    uint64_t empty = fill_pages("fill0.mote", 0, 10000);
+    uint64_t among = fill_pages("fill1.mote", 300, 10000);
+    printf("10,000 objects: %llu pages into an empty store, %llu among 300\n",
+           (unsigned long long)empty, (unsigned long long)among);
+    CHECK(among * 10 <= empty * 13);
+}
+
 TEST(obj_batches_match_single)
 {
     twin_run(0);

@@ -267,12 +267,6 @@ uint64_t mote__node_count(const uint8_t *n)
     return sum;
 }
 
-/*
- * Structural validation of a node read from disk: type, level, offsets and
- * lengths inside the node, cell bytes adding up. After it, search code may
- * trust offsets and lengths. Key order is not checked here (a misordered
- * node gives wrong answers, never a bad read); mote_check verifies it.
- */
 /* Varint at p (before end) into *v: its length, 0 if malformed. One byte
  * (every key length and most value lengths) without the loop. */
 static inline unsigned varint_fast(const uint8_t *p, const uint8_t *end, uint64_t *v)
@@ -314,6 +308,12 @@ static int leaf_cells_ok(const uint8_t *n, uint32_t cap, unsigned nk, uint32_t a
     return 1;
 }
 
+/*
+ * Structural validation of a node read from disk: type, level, offsets and
+ * lengths inside the node, cell bytes adding up. After it, search code may
+ * trust offsets and lengths. Key order is not checked here (a misordered
+ * node gives wrong answers, never a bad read); mote_check verifies it.
+ */
 int mote__node_validate(const uint8_t *n, uint32_t cap, int level, uint32_t pgno)
 {
     unsigned nk = n_nkeys(n), type = n_type(n);

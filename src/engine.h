@@ -137,6 +137,9 @@ static inline void wr64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 void *mote__malloc(size_t n);
 void *mote__calloc(size_t n, size_t m);
 void *mote__realloc(void *p, size_t n);
+/* Make *b (of *cap bytes) hold at least need bytes, doubling from 256:
+ * MOTE_NOMEM (with the message set) if it cannot. */
+int mote__grow(uint8_t **b, size_t *cap, size_t need);
 void mote__free(void *p);
 /* Test hook: when set, called before every allocation with its size; a
  * non-zero return makes that allocation fail. */

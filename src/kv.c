@@ -426,16 +426,8 @@ int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen)
         p->cap = nc;
     }
     size_t len = p->off[p->n];
-    if (len + kl > p->bcap) {
-        size_t nb = p->bcap ? p->bcap : 4096;
-        while (nb < len + kl)
-            nb *= 2;
-        uint8_t *b = mote__realloc(p->buf, nb);
-        if (!b)
-            return mote__err(MOTE_NOMEM, "out of memory");
-        p->buf = b;
-        p->bcap = nb;
-    }
+    if ((rc = mote__grow(&p->buf, &p->bcap, len + kl)))
+        return rc;
     memcpy(p->buf + len, k, kl);
     p->off[++p->n] = len + kl;
     return p->n >= PEND_MAX ? pend_write(t, p) : MOTE_OK;

@@ -87,23 +87,6 @@ static uint64_t key_id(const uint8_t *k)
     return id;
 }
 
-/* ---- scratch buffers of the write transaction ------------------------------- */
-
-static int grow(uint8_t **b, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return MOTE_OK;
-    size_t n = *cap ? *cap : 256;
-    while (n < need)
-        n *= 2;
-    uint8_t *nb = mote__realloc(*b, n);
-    if (!nb)
-        return mote__err(MOTE_NOMEM, "out of memory");
-    *b = nb;
-    *cap = n;
-    return MOTE_OK;
-}
-
 /* ---- ids ------------------------------------------------------------------------ */
 
 static int read_seq(mote_txn *t, mote_entity *e, uint64_t *seq)
@@ -281,7 +264,7 @@ static int load_old(mote_txn *t, mote_entity *e, uint64_t id, size_t *len)
     int rc = mote_kv_get(t, e->eid, k, 8, &v);
     if (rc)
         return rc;
-    if ((rc = grow(&t->oldbuf, &t->oldbuf_cap, v.size + 1)))
+    if ((rc = mote__grow(&t->oldbuf, &t->oldbuf_cap, v.size + 1)))
         return rc;
     memcpy(t->oldbuf, v.data, v.size);
     *len = v.size;
@@ -407,7 +390,7 @@ static int kb_reserve(kbatch *b, size_t nops, size_t bytes)
         b->off = f;
         b->cap = nc;
     }
-    return grow(&b->buf, &b->bcap, b->len + bytes);
+    return mote__grow(&b->buf, &b->bcap, b->len + bytes);
 }
 
 static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t vl, int del)
@@ -1011,7 +994,7 @@ static int check_entity(void *ctx, const char *name)
         }
         uint64_t id = key_id(key.data);
         maxid = id > maxid ? id : maxid;
-        if (grow(&copy, &ccap, v.size + 1)) {
+        if (mote__grow(&copy, &ccap, v.size + 1)) {
             rc = MOTE_NOMEM;
             break;
         }

@@ -855,16 +855,9 @@ static int coll_add(void *ctx, uint64_t id, const mote_record *r)
     if (c->sorting) {
         mote_query *q = c->q;
         size_t need = q->norder * (IDX_MAX_VALUE + 16) + 8;
-        if (c->kbytes + need > c->kcap) {
-            size_t n = c->kcap ? c->kcap * 2 : 4096;
-            while (n < c->kbytes + need)
-                n *= 2;
-            uint8_t *k = mote__realloc(c->keys, n);
-            if (!k)
-                return mote__err(MOTE_NOMEM, "out of memory");
-            c->keys = k;
-            c->kcap = n;
-        }
+        int grc = mote__grow(&c->keys, &c->kcap, c->kbytes + need);
+        if (grc)
+            return grc;
         uint8_t *k = c->keys + c->kbytes, *p = k;
         if (!r) /* sorting plans always read records */
             return mote__err(MOTE_INVALID, "internal: sort key without a record");
@@ -1363,16 +1356,8 @@ static int agg_one(void *ctx, const mote_record *r)
             a->klen = kl;
             a->capk = n;
         }
-        if (a->kbytes + l > a->kcap) {
-            size_t n = a->kcap ? a->kcap * 2 : 4096;
-            while (n < a->kbytes + l)
-                n *= 2;
-            uint8_t *b = mote__realloc(a->keys, n);
-            if (!b)
-                return mote__err(MOTE_NOMEM, "out of memory");
-            a->keys = b;
-            a->kcap = n;
-        }
+        if ((rc = mote__grow(&a->keys, &a->kcap, a->kbytes + l)))
+            return rc;
         memcpy(a->keys + a->kbytes, cut && type_is_var(a->type) ? v.v.s.p : k, l);
         a->koff[a->nk] = a->kbytes;
         a->klen[a->nk++] = (uint32_t)l;

@@ -35,6 +35,21 @@ void *mote__realloc(void *p, size_t n)
 
 void mote__free(void *p) { free(p); }
 
+int mote__grow(uint8_t **b, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return MOTE_OK;
+    size_t n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    uint8_t *nb = mote__realloc(*b, n);
+    if (!nb)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    *b = nb;
+    *cap = n;
+    return MOTE_OK;
+}
+
 void mote_free(void *p) { free(p); }
 
 int mote__err(int rc, const char *fmt, ...)

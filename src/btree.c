@@ -106,8 +106,8 @@ static inline void leaf_cell(const uint8_t *n, unsigned i, cell *c)
 {
     const uint8_t *p = n + n_off(n, i), *q;
     uint64_t kl = 0, vf = 0;
-    q = p + mote__varint_get(p, p + 10, &kl);
-    q += mote__varint_get(q, q + 10, &vf);
+    q = p + mote__varint_fast(p, p + 10, &kl);
+    q += mote__varint_fast(q, q + 10, &vf);
     c->key = q;
     c->klen = (uint32_t)kl;
     c->ovf = (int)(vf & 1);
@@ -267,17 +267,6 @@ uint64_t mote__node_count(const uint8_t *n)
     return sum;
 }
 
-/* Varint at p (before end) into *v: its length, 0 if malformed. One byte
- * (every key length and most value lengths) without the loop. */
-static inline unsigned varint_fast(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-    if (p < end && p[0] < 0x80) {
-        *v = p[0];
-        return 1;
-    }
-    return mote__varint_get(p, end, v);
-}
-
 /*
  * The bytes of a leaf's cells, checking each the way mote__cell and
  * mote__node_validate do, in one tight loop (every page read from the file
@@ -296,7 +285,8 @@ static int leaf_cells_ok(const uint8_t *n, uint32_t cap, unsigned nk, uint32_t a
             return 0;
         const uint8_t *p = n + off;
         uint64_t kl, vf;
-        unsigned a = varint_fast(p, end, &kl), b = a ? varint_fast(p + a, end, &vf) : 0;
+        unsigned a = mote__varint_fast(p, end, &kl);
+        unsigned b = a ? mote__varint_fast(p + a, end, &vf) : 0;
         if (!b || kl > MAX_IKEY || (vf >> 1) > MOTE_MAX_VALUE)
             return 0;
         uint64_t size = a + b + kl + ((vf & 1) ? PTR12 : vf >> 1);
@@ -1190,7 +1180,10 @@ static int cur_finish(mote_cursor *c)
     const uint8_t *k = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &kl);
     c->gen = c->t->gen;
     c->saved = 0;
-    if (kl < c->lolen || (c->lolen && memcmp(k, c->lo, c->lolen))) {
+    int out = kl < c->lolen;
+    for (uint32_t i = 0; i < c->lolen && !out; i++) /* 1 or 2 bytes: no memcmp call */
+        out = k[i] != c->lo[i];
+    if (out) {
         mote__cur_reset(c);
         return MOTE_NOTFOUND;
     }
@@ -1391,6 +1384,101 @@ int mote__cur_select(mote_cursor *c, uint64_t n)
     }
 }
 
+/* The value of the leaf cell at the cursor (an overflow value is read). */
+static int cur_value(mote_cursor *c, mote_val *v)
+{
+    cell cl;
+    leaf_cell(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &cl);
+    if (cl.ovf)
+        return mote__ovf_read(c->t, cl.val, cl.vlen, v);
+    v->data = cl.val;
+    v->size = cl.vlen;
+    return MOTE_OK;
+}
+
+/*
+ * How many cells after a key ck < k the key k probably is: keys that end in
+ * an 8-byte big-endian number (object ids) and differ only there are mostly
+ * dense, so k is the difference of the two numbers further on. 0: no guess.
+ * Only a guess: searches using it stay correct when it is wrong.
+ */
+static unsigned dense_distance(const uint8_t *ck, uint32_t cl, const uint8_t *k, uint32_t kl)
+{
+    if (cl != kl || kl < 8)
+        return 0;
+    for (uint32_t i = 0; i < kl - 8; i++) /* the tree prefix: a byte or two */
+        if (ck[i] != k[i])
+            return 0;
+    uint64_t dist = mote__be64(k + kl - 8) - mote__be64(ck + kl - 8);
+    return dist < 0x10000 ? (unsigned)dist : 0;
+}
+
+/*
+ * Exact lookup of k, leaving the cursor on it. Objects are fetched in
+ * ascending id order (index entries of one value are in id order), so the
+ * key is usually a few cells after the current one in the same leaf, or
+ * early in the next leaf: those cases gallop from the current cell (or the
+ * next leaf's first) instead of descending from the root. MOTE_NOTFOUND if
+ * k is absent.
+ */
+int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
+{
+    int d = c->depth - 1, found = 0, rc;
+    uint32_t ml, kl32 = (uint32_t)kl;
+    if (d >= 0 && c->gen == c->t->gen) {
+        const uint8_t *leaf = cur_node(c, d);
+        unsigned nk = n_nkeys(leaf), from = c->idx[d], hi = nk;
+        const uint8_t *ck = from < nk ? leaf_key(leaf, from, &ml) : NULL;
+        int cmp = ck ? keycmp(ck, ml, k, kl32) : 1;
+        if (cmp <= 0) { /* k is at or after the cursor */
+            mote__txn_release_held(c->t);
+            c->saved = 0;
+            if (cmp == 0)
+                return cur_value(c, v);
+            unsigned g = from + dense_distance(ck, ml, k, kl32);
+            if (g > from && g < nk) { /* try where dense ids would put k */
+                const uint8_t *gk = leaf_key(leaf, g, &ml);
+                int gc = keycmp(gk, ml, k, kl32);
+                if (gc == 0) {
+                    c->idx[d] = g;
+                    return cur_value(c, v);
+                }
+                if (gc > 0)
+                    hi = g; /* k is before g: in this leaf */
+                else
+                    from = g; /* k is after g */
+            }
+            from++;
+            if (hi == nk && keycmp(leaf_key(leaf, nk - 1, &ml), ml, k, kl32) < 0) {
+                /* past this leaf: try the next one */
+                c->idx[d] = nk;
+                rc = cur_move(c, 1);
+                if (rc && rc != MOTE_NOTFOUND) {
+                    mote__cur_reset(c);
+                    return rc;
+                }
+                d = c->depth - 1;
+                leaf = cur_node(c, d);
+                hi = nk = n_nkeys(leaf);
+                from = 0;
+                if (rc || keycmp(leaf_key(leaf, nk - 1, &ml), ml, k, kl32) < 0)
+                    goto descend; /* not there either */
+            }
+            c->idx[d] = hi < nk ? leaf_bisect(leaf, from, hi, k, kl32, &found)
+                                : leaf_search_from(leaf, from, k, kl32, &found);
+            if (found) /* equal to k, so in the cursor's tree */
+                return cur_value(c, v);
+            rc = cur_finish(c); /* stays on the next key, like a seek */
+            return rc ? rc : MOTE_NOTFOUND;
+        }
+    }
+descend:
+    if ((rc = mote__cur_seek(c, k, kl, MOTE_SEEK_GE)))
+        return rc;
+    const uint8_t *mk = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &ml);
+    return keycmp(mk, ml, k, kl32) ? MOTE_NOTFOUND : cur_value(c, v);
+}
+
 int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v)
 {
     if (c->depth == 0)
@@ -1400,19 +1488,10 @@ int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v)
         if (rc)
             return rc;
     }
-    int d = c->depth - 1;
-    const uint8_t *n = cur_node(c, d);
-    cell cl;
-    leaf_cell(n, c->idx[d], &cl);
     if (k) {
-        k->data = cl.key;
-        k->size = cl.klen;
+        uint32_t kl;
+        k->data = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &kl);
+        k->size = kl;
     }
-    if (v) {
-        if (cl.ovf)
-            return mote__ovf_read(c->t, cl.val, cl.vlen, v);
-        v->data = cl.val;
-        v->size = cl.vlen;
-    }
-    return MOTE_OK;
+    return v ? cur_value(c, v) : MOTE_OK;
 }

@@ -113,6 +113,14 @@ static inline uint64_t mote__be64(const uint8_t *p)
     return v;
 }
 
+static inline void mote__wr_be64(uint8_t *p, uint64_t v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, 8);
+}
+
 /* Key order: memcmp, shorter first on a tie. Inline because keys are short
  * and share long prefixes (the tree id, then the index value). */
 static inline int mote__keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
@@ -250,6 +258,7 @@ struct mote_txn {
     uint8_t *vbuf;       /* assembled overflow values */
     size_t vbuf_cap;
     mote_cursor *cursors; /* open cursors, detached when the txn ends */
+    mote_cursor *spare;  /* the last cursor closed, reused by the next open */
     struct mote_entity *new_entities; /* created/evolved here (object.h) */
     uint64_t serial;     /* unique per write transaction of the store */
     struct mote_entity *seq_dirty; /* entities whose id sequence to save */
@@ -326,6 +335,16 @@ static inline uint32_t n_off(const uint8_t *n, unsigned i) { return rd16(n + NH 
 
 /* varint (LEB128) helpers; return bytes used, 0 on malformed input */
 unsigned mote__varint_get(const uint8_t *p, const uint8_t *end, uint64_t *v);
+/* The same, with one byte (every key length, most value lengths, layout
+ * numbers) decoded inline. */
+static inline unsigned mote__varint_fast(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    if (p < end && p[0] < 0x80) {
+        *v = p[0];
+        return 1;
+    }
+    return mote__varint_get(p, end, v);
+}
 unsigned mote__varint_put(uint8_t *p, uint64_t v);
 
 /* Parsed cell */
@@ -389,10 +408,10 @@ struct mote_cursor {
     int dirty[MAX_DEPTH];  /* pg[d] was a dirty page when loaded */
     unsigned idx[MAX_DEPTH];
     uint64_t gen;          /* txn gen when positioned */
-    uint8_t key[MAX_IKEY]; /* the current key, once saved */
     uint32_t klen;
     int saved;
     struct mote_cursor *next_in_txn;
+    uint8_t key[MAX_IKEY]; /* the current key, once saved (last: not cleared at open) */
 };
 int mote__cur_seek(mote_cursor *c, const uint8_t *k, size_t kl, int mode);
 int mote__cur_step(mote_cursor *c, int dir);
@@ -400,6 +419,7 @@ int mote__cur_select(mote_cursor *c, uint64_t n); /* n-th key of keyspace */
 void mote__cur_reset(mote_cursor *c);
 void mote__cur_save(mote_cursor *c);
 int mote__cur_entry(mote_cursor *c, mote_val *k, mote_val *v);
+int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v);
 
 /* ---- kv.c ------------------------------------------------------------- */
 
@@ -417,7 +437,12 @@ int mote__kv_flush(mote_txn *t);
 void mote__kv_pending_free(mote_txn *t);
 /* Position cursor c on key (a user key of its tree) and give its value;
  * MOTE_NOTFOUND if the key is absent (the cursor then rests on the next). */
-int mote__cursor_find(mote_cursor *c, const void *key, size_t klen, mote_val *val);
+/* Exact lookup of the 8-byte big-endian key id, leaving the cursor on it;
+ * MOTE_NOTFOUND if absent. No argument checks: for the object layer's loops
+ * over a cursor they opened on an object tree. */
+int mote__cursor_find_id(mote_cursor *c, uint64_t id, mote_val *val);
+/* mote_cursor_get without the checks, for a cursor the caller just moved. */
+int mote__cursor_entry(mote_cursor *c, mote_val *key, mote_val *val);
 /* For the query planner: the ranks in the whole keyspace of user keys lo
  * and hi of tree (entries before them), and the user key at a rank of tree
  * (copied into buf, at most cap bytes; MOTE_NOTFOUND past the end). */

@@ -11,6 +11,7 @@
  * page) may leave the transaction's tree half changed: the transaction is
  * then marked failed and can only be aborted (commit returns the error).
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "engine.h"
@@ -665,9 +666,13 @@ int mote_cursor_open(mote_txn *t, uint32_t tree, mote_cursor **out)
         rc = check_tree(t, tree);
     if (rc)
         return rc;
-    mote_cursor *c = mote__calloc(1, sizeof *c);
+    /* queries open and close cursors per call: reuse the last one closed
+     * in this txn, and clear only the fields before the (large) key */
+    mote_cursor *c = t->spare ? t->spare : mote__malloc(sizeof *c);
     if (!c)
         return mote__err(MOTE_NOMEM, "out of memory opening a cursor");
+    t->spare = NULL;
+    memset(c, 0, offsetof(mote_cursor, key));
     c->t = t;
     c->tree = tree;
     c->lolen = mote__tree_prefix(tree, c->lo);
@@ -689,6 +694,10 @@ void mote_cursor_close(mote_cursor *c)
             pp = &(*pp)->next_in_txn;
         if (*pp)
             *pp = c->next_in_txn;
+        if (!c->t->spare) {
+            c->t->spare = c;
+            return;
+        }
     }
     mote__free(c);
 }
@@ -715,21 +724,14 @@ int mote_cursor_seek(mote_cursor *c, const void *key, size_t klen, int mode)
     return rc ? rc : mote__cur_seek(c, k, kl, mode);
 }
 
-int mote__cursor_find(mote_cursor *c, const void *key, size_t klen, mote_val *val)
+int mote__cursor_find_id(mote_cursor *c, uint64_t id, mote_val *val)
 {
-    uint8_t k[MAX_IKEY];
-    size_t kl;
-    mote_val got;
-    int rc = check_cursor(c);
-    if (!rc)
-        rc = ikey(c->tree, key, klen, k, &kl);
-    if (!rc)
-        rc = mote__cur_seek(c, k, kl, MOTE_SEEK_GE);
-    if (!rc)
-        rc = mote__cur_entry(c, &got, val);
-    if (!rc && (got.size != kl || memcmp(got.data, k, kl)))
-        rc = MOTE_NOTFOUND;
-    return rc;
+    /* object trees never hold deferred entries, and the caller's loop
+     * checked its transaction: only the key is built here */
+    uint8_t k[4 + 8];
+    memcpy(k, c->lo, 4);
+    mote__wr_be64(k + c->lolen, id);
+    return mote__cur_find(c, k, c->lolen + 8, val);
 }
 
 int mote_cursor_first(mote_cursor *c)
@@ -785,16 +787,20 @@ int mote_cursor_rank(mote_cursor *c, uint64_t *rank)
     return MOTE_OK;
 }
 
-int mote_cursor_get(mote_cursor *c, mote_val *key, mote_val *val)
+int mote__cursor_entry(mote_cursor *c, mote_val *key, mote_val *val)
 {
-    int rc = check_cursor(c);
-    if (!rc)
-        rc = mote__cur_entry(c, key, val);
+    int rc = mote__cur_entry(c, key, val);
     if (!rc && key) { /* strip the tree prefix */
         key->data = (const uint8_t *)key->data + c->lolen;
         key->size -= c->lolen;
     }
     return rc;
+}
+
+int mote_cursor_get(mote_cursor *c, mote_val *key, mote_val *val)
+{
+    int rc = check_cursor(c);
+    return rc ? rc : mote__cursor_entry(c, key, val);
 }
 
 /* ---- ranks for the query planner -------------------------------------------- */

@@ -52,10 +52,8 @@ int mote__implicit_end(mote_txn *t, int rc)
 
 int mote__obj_seek(const mote_entity *e, mote_cursor *oc, uint64_t id, mote_record *r)
 {
-    uint8_t k[8];
     mote_val v;
-    mote__obj_tree_key(id, k);
-    int rc = mote__cursor_find(oc, k, 8, &v);
+    int rc = mote__cursor_find_id(oc, id, &v);
     return rc ? rc : mote__record_init(r, e, v.data, v.size, id);
 }
 
@@ -72,10 +70,7 @@ static int check(mote_txn *t, mote_entity *e, int write)
 
 int mote__obj_tree_key(uint64_t id, uint8_t *k)
 {
-    for (int i = 7; i >= 0; i--) {
-        k[i] = (uint8_t)id;
-        id >>= 8;
-    }
+    mote__wr_be64(k, id);
     return 8;
 }
 

@@ -72,6 +72,7 @@ typedef struct mlayout {
     uint8_t *type;
     uint32_t *off;       /* offset of each slot in the fixed area */
     int32_t *prev_var;   /* previous variable slot, -1 if none */
+    int32_t last_var;    /* last variable slot, -1 if none */
     uint32_t fixed;      /* bytes of the fixed area */
     int32_t *slot_of;    /* current property index -> slot, -1 if absent */
 } mlayout;
@@ -112,7 +113,9 @@ struct mote_entity {
  */
 /* Read object id through cursor oc on e's object tree (MOTE_NOTFOUND if
  * absent): ascending ids mostly stay in one leaf, where the cursor's seek is
- * a local search instead of a descent. */
+ * a local search instead of a descent. No transaction checks: the caller's
+ * loop makes them (it opened oc, and steps a checked cursor or calls no user
+ * code between fetches). */
 int mote__obj_seek(const mote_entity *e, mote_cursor *oc, uint64_t id, mote_record *r);
 int mote__implicit_begin(const mote_entity *e, int write, mote_txn **t);
 int mote__implicit_end(mote_txn *t, int rc);

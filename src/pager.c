@@ -783,6 +783,7 @@ static void txn_free(mote_txn *t)
     mote__free(t->vbuf);
     mote__free(t->obuf);
     mote__free(t->oldbuf);
+    mote__free(t->spare);
     mote__kv_pending_free(t);
     if (t->write) {
         atomic_store(&s->writer, NULL);

@@ -756,7 +756,7 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
              rc = mote_cursor_next(c)) {
             mote_val k, v;
             mote_record r;
-            if ((rc = mote_cursor_get(c, &k, &v)))
+            if ((rc = mote__cursor_entry(c, &k, &v))) /* c was just moved */
                 break;
             if (be_id(k.data) > pl->id_hi) {
                 rc = MOTE_NOTFOUND;
@@ -788,7 +788,7 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
         for (rc = mote_cursor_seek(c, R->lo, R->lol, MOTE_SEEK_GE); rc == MOTE_OK;
              rc = mote_cursor_next(c)) {
             mote_val k, v;
-            if ((rc = mote_cursor_get(c, &k, &v)))
+            if ((rc = mote__cursor_entry(c, &k, &v))) /* c was just moved */
                 break;
             size_t m = k.size < R->hil ? k.size : R->hil;
             int cmp = memcmp(k.data, R->hi, m);

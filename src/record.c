@@ -171,7 +171,7 @@ static int rec_parts(const mote_entity *e, const uint8_t *rec, size_t len,
                      const mlayout **L, size_t *nulls)
 {
     uint64_t ln;
-    unsigned a = mote__varint_get(rec, rec + len, &ln);
+    unsigned a = mote__varint_fast(rec, rec + len, &ln);
     if (!a || ln >= e->nlayouts)
         return CORRUPT("%s: record with unknown layout", e->name);
     *L = &e->layouts[ln];
@@ -212,15 +212,15 @@ int mote__record_init(mote_record *r, const mote_entity *e, const uint8_t *rec, 
 static int check_parts(const mote_entity *e, const uint8_t *rec, size_t len,
                        const mlayout *L, size_t nulls)
 {
-    size_t var_start = nulls + (L->n + 7) / 8 + L->fixed;
-    uint32_t prev = 0;
-    for (unsigned j = 0; j < L->n; j++) {
-        if (!type_is_var(L->type[j]))
-            continue;
-        uint32_t end = rd32(rec + nulls + (L->n + 7) / 8 + L->off[j]);
-        if (end < prev || var_start + end > len)
+    /* the variable slots' end offsets, last to first: each within the
+     * record and none below the one before it */
+    const uint8_t *fixed = rec + nulls + (L->n + 7) / 8;
+    size_t room = len - (size_t)(fixed + L->fixed - rec);
+    for (int32_t j = L->last_var; j >= 0; j = L->prev_var[j]) {
+        uint32_t end = rd32(fixed + L->off[j]);
+        if (end > room)
             return CORRUPT("%s: record's variable data out of bounds", e->name);
-        prev = end;
+        room = end;
     }
     return MOTE_OK;
 }
@@ -294,14 +294,6 @@ static uint64_t float_bits(double f)
     return (b >> 63) ? ~b : b | (1ull << 63);
 }
 
-static void be64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
-
 size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut)
 {
     *cut = 0;
@@ -312,12 +304,12 @@ size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut)
     out[0] = 1;
     if (type_is_float(type)) {
         double f = type == MOTE_T_FLOAT32 ? (double)(float)v->v.f : v->v.f;
-        be64(out + 1, float_bits(f));
+        mote__wr_be64(out + 1, float_bits(f));
         return 9;
     }
     if (!type_is_var(type)) {
         int64_t i = type == MOTE_T_BOOL ? v->v.i != 0 : v->v.i;
-        be64(out + 1, (uint64_t)i ^ (1ull << 63));
+        mote__wr_be64(out + 1, (uint64_t)i ^ (1ull << 63));
         return 9;
     }
     /* the bytes, NUL escaped as 00 FF, then 00 00; a byte is written only

@@ -364,6 +364,7 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_e
             if (type_is_var(L->type[j]))
                 last_var = (int32_t)j;
         }
+        L->last_var = last_var;
         for (unsigned i = 0; i < ss->np; i++) {
             L->slot_of[i] = -1;
             for (unsigned j = 0; j < n; j++)

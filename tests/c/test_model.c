@@ -561,3 +561,107 @@ TEST(model_sorted_batches)
     free(ops);
     free(keys);
 }
+
+/*
+ * mote__cursor_find_id, the object fetch of queries and batches: runs of
+ * ascending lookups (hits and misses, short and long steps, jumps back),
+ * against a model, on a tree of several levels whose ids are dense in
+ * places and sparse in others, with keys of other lengths in between (they
+ * make the dense-id guess wrong) and neighbouring trees on both sides; some
+ * values are overflow pages. Then the same while the transaction writes.
+ */
+enum { FIND_IDS = 30000 };
+
+static uint32_t find_vlen(uint64_t id) { return id % 997 == 0 ? 9000 : (uint32_t)(id % 40); }
+
+static void find_value(uint64_t id, uint8_t *v)
+{
+    for (uint32_t i = 0; i < find_vlen(id); i++)
+        v[i] = (uint8_t)(id * 31 + i);
+}
+
+static void find_put(mote_txn *t, uint32_t tree, uint64_t id, int extra, uint8_t *v)
+{
+    uint8_t k[9];
+    mote__wr_be64(k, id);
+    k[8] = 0x5a;
+    find_value(id, v);
+    OK(mote_kv_put(t, tree, k, extra ? 9 : 8, v, extra ? 3 : find_vlen(id), 0));
+}
+
+static void find_check(mote_cursor *c, const unsigned char *present, uint64_t id, uint8_t *v)
+{
+    mote_val got;
+    int rc = mote__cursor_find_id(c, id, &got);
+    if (id < FIND_IDS + 100 && present[id]) {
+        CHECK_RC(rc, MOTE_OK);
+        find_value(id, v);
+        CHECK(got.size == find_vlen(id) && memcmp(got.data, v, got.size) == 0);
+    } else {
+        CHECK_RC(rc, MOTE_NOTFOUND);
+    }
+}
+
+TEST(model_cursor_find_id)
+{
+    mote_store *s = test_open(test_path("find.mote"), NULL);
+    static unsigned char present[FIND_IDS + 100];
+    uint8_t *v = malloc(9000);
+    uint64_t rng = 5;
+    uint32_t tr[3];
+    mote_txn *t;
+    CHECK(v);
+    OK(mote_begin(s, 0, &t));
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "t%d", i);
+        OK(mote_kv_tree(t, name, MOTE_TREE_CREATE, &tr[i]));
+    }
+    for (uint64_t id = 1; id < FIND_IDS; id++) {
+        uint64_t zone = id / 1000 % 3; /* dense, every third, random */
+        int keep = zone == 0 || (zone == 1 && id % 3 == 0) || (zone == 2 && test_rand(&rng) % 4 == 0);
+        if (keep) {
+            present[id] = 1;
+            find_put(t, tr[1], id, 0, v);
+        }
+        if (id % 7 == 0) /* a 9-byte key right after id's 8 bytes */
+            find_put(t, tr[1], id, 1, v);
+        if (id % 50 == 0) { /* the neighbour trees */
+            find_put(t, tr[0], id, 0, v);
+            find_put(t, tr[2], id, 0, v);
+        }
+    }
+    OK(mote_commit(t));
+    for (int round = 0; round < 2; round++) { /* 0: read txn, 1: writes between finds */
+        OK(mote_begin(s, round ? 0 : MOTE_TXN_RDONLY, &t));
+        mote_cursor *c;
+        OK(mote_cursor_open(t, tr[1], &c));
+        for (int run = 0; run < 400; run++) {
+            uint64_t id = test_rand(&rng) % (FIND_IDS + 50);
+            for (int i = 0; i < 60; i++) {
+                find_check(c, present, id, v);
+                uint64_t r = test_rand(&rng) % 16;
+                id += r < 12 ? r % 4 + 1 : r < 15 ? r * 40 : 0; /* small, large, the same */
+                if (round && r == 3) { /* a new id ahead, then a removed one */
+                    uint64_t nid = id + 2;
+                    if (nid < FIND_IDS) {
+                        find_put(t, tr[1], nid, 0, v);
+                        present[nid] = 1;
+                    }
+                    uint8_t k[8];
+                    mote__wr_be64(k, id + 1);
+                    int rc = mote_kv_del(t, tr[1], k, 8);
+                    CHECK(rc == MOTE_OK || rc == MOTE_NOTFOUND);
+                    if (id + 1 < FIND_IDS + 100)
+                        present[id + 1] = 0;
+                }
+            }
+        }
+        find_check(c, present, 0, v); /* below every id */
+        find_check(c, present, UINT64_MAX, v); /* above every id */
+        mote_cursor_close(c);
+        OK(mote_commit(t));
+    }
+    free(v);
+    OK(mote_close(s));
+}

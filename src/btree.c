@@ -375,11 +375,11 @@ static uint32_t cell_size(const uint8_t *n, uint32_t cap, unsigned i)
     uint64_t kl = 0, vf = 0;
     if (n_type(n) == NODE_BRANCH) {
         q = p + CHILD;
-        q += mote__varint_get(q, q + 10, &kl);
+        q += mote__varint_fast(q, q + 10, &kl);
         return (uint32_t)(q - p + kl);
     }
-    q = p + mote__varint_get(p, p + 10, &kl);
-    q += mote__varint_get(q, q + 10, &vf);
+    q = p + mote__varint_fast(p, p + 10, &kl);
+    q += mote__varint_fast(q, q + 10, &vf);
     return (uint32_t)(q - p + kl + ((vf & 1) ? PTR12 : vf >> 1));
 }
 
@@ -429,28 +429,38 @@ static void node_compact(mote_txn *t, uint8_t *n, uint32_t cap)
     wr16(n + 18, 0);
 }
 
-/* Insert a cell at idx if it fits (compacting if needed); 1 if no room. */
-static int node_try_insert(mote_txn *t, uint8_t *n, uint32_t cap, unsigned idx,
-                           const uint8_t *cb, uint32_t csize)
+/* Make room for a cell of csize bytes at idx (compacting if needed) and
+ * return where its bytes go; NULL if it does not fit. */
+static uint8_t *node_cell_room(mote_txn *t, uint8_t *n, uint32_t cap, unsigned idx,
+                               uint32_t csize)
 {
     unsigned nk = n_nkeys(n);
     if (node_used(n) + 2 + csize > cap)
-        return 1;
+        return NULL;
     uint32_t upper = cap - n_area(n);
     if (upper < NH + 2u * (nk + 1) + csize) {
         node_compact(t, n, cap);
         upper = cap - n_area(n);
         if (upper < NH + 2u * (nk + 1) + csize)
-            return 1;
+            return NULL;
     }
     upper -= csize;
-    memcpy(n + upper, cb, csize);
     uint8_t *offs = n + NH;
     memmove(offs + 2 * (idx + 1), offs + 2 * idx, 2 * (nk - idx));
     wr16(offs + 2 * idx, (uint16_t)upper);
     wr16(n + 2, (uint16_t)(nk + 1));
     wr16(n + 16, (uint16_t)(cap - upper));
-    return 0;
+    return n + upper;
+}
+
+/* Insert a cell at idx if it fits (compacting if needed); 1 if no room. */
+static int node_try_insert(mote_txn *t, uint8_t *n, uint32_t cap, unsigned idx,
+                           const uint8_t *cb, uint32_t csize)
+{
+    uint8_t *p = node_cell_room(t, n, cap, idx, csize);
+    if (p)
+        memcpy(p, cb, csize);
+    return p == NULL;
 }
 
 static void node_remove(uint8_t *n, uint32_t cap, unsigned idx)
@@ -478,6 +488,22 @@ static uint32_t make_leaf_cell(uint8_t *out, const uint8_t *k, uint32_t kl,
     if (ovf || vl)
         memcpy(out + a + kl, v, ovf ? PTR12 : vl);
     return a + kl + (uint32_t)(ovf ? PTR12 : vl);
+}
+
+static uint32_t varint_size(uint64_t v)
+{
+    uint32_t b = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        b++;
+    }
+    return b;
+}
+
+/* Bytes of a leaf cell with an inline value. */
+static uint32_t leaf_cell_size(uint32_t kl, size_t vl)
+{
+    return varint_size(kl) + varint_size((uint64_t)vl << 1) + kl + (uint32_t)vl;
 }
 
 static uint32_t make_branch_cell(uint8_t *out, const uint8_t *ptr, const uint8_t *k,
@@ -530,6 +556,26 @@ static int split_before_next(const mote_txn *t, const cref *cells, unsigned idx,
     return left <= P;
 }
 
+/* A full leaf (not the root) gets a cell after its last: the leaf stays as
+ * it is and a new right sibling starts with the cell (appends leave full
+ * leaves, and the leaf's cells are not copied). */
+static int leaf_append_split(mote_txn *t, const uint8_t *cb, uint32_t csize, split *sp)
+{
+    uint32_t P = t->s->P;
+    mpage *right;
+    int rc = mote__page_new(t, &right);
+    if (rc)
+        return rc;
+    mote__node_init(right->data, P, NODE_LEAF, 0);
+    cref c = {cb, csize};
+    node_build(right->data, P, &c, 1);
+    const uint8_t *k = lcell_key(cb, &sp->seplen);
+    memcpy(sp->sep, k, sp->seplen);
+    set_ptr(sp->ptr, right, 1);
+    sp->happened = 1;
+    return MOTE_OK;
+}
+
 /*
  * Insert cell cb at idx into writable node n; split n if it is full. For the
  * root, both halves move to new pages and the root becomes their parent.
@@ -542,6 +588,8 @@ static int node_put(mote_txn *t, uint8_t *n, int is_root, unsigned idx,
         return MOTE_OK;
     unsigned nk = n_nkeys(n), total = nk + 1;
     int type = (int)n_type(n), level = (int)n_level(n);
+    if (idx == nk && type == NODE_LEAF && !is_root)
+        return leaf_append_split(t, cb, csize, sp);
     uint8_t *tmp = t->scratch;
     memcpy(tmp, n, cap);
     cref *cells = mote__malloc(total * sizeof *cells);
@@ -908,7 +956,6 @@ static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t 
                     uint32_t bkl, int64_t *delta)
 {
     uint32_t cap = node_cap(t, is_root), P = t->s->P;
-    uint8_t cb[CHILD + 16 + MAX_IKEY + 1024];
     unsigned pos = 0; /* ops ascend: each one lands at or after the last */
     for (; r->i < r->n; r->i++) {
         const mote_kvop *op = &r->ops[r->i];
@@ -934,20 +981,21 @@ static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t 
             (*delta)--;
             continue;
         }
-        if (op->klen + op->vlen + 8 > P / 4 || op->klen + op->vlen + 8 > sizeof cb ||
-            (found && c.ovf)) {
+        if (op->klen + op->vlen + 8 > P / 4 || (found && c.ovf)) {
             r->stuck = 1; /* overflow values go one at a time */
             return MOTE_OK;
         }
-        uint32_t csize = make_leaf_cell(cb, op->key, op->klen, op->val, op->vlen, 0);
+        uint32_t csize = leaf_cell_size(op->klen, op->vlen);
         if (node_used(n) - (found ? c.size + 2 : 0) + 2 + csize > cap) {
             r->stuck = 1; /* a split: one at a time */
             return MOTE_OK;
         }
         if (found)
             node_remove(n, cap, idx);
-        if (node_try_insert(t, n, cap, idx, cb, csize))
+        uint8_t *room = node_cell_room(t, n, cap, idx, csize); /* built in place */
+        if (!room)
             return mote__err(MOTE_CORRUPT, "internal: no room for a cell that fits");
+        make_leaf_cell(room, op->key, op->klen, op->val, op->vlen, 0);
         *delta += !found;
     }
     return MOTE_OK;

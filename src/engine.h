@@ -387,6 +387,11 @@ int mote__kvops_sort(mote_kvop *ops, size_t n);
  * MOTE_INVALID before anything is written). */
 int mote__kv_apply(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
                    uint64_t *missing);
+/* The same with keys that already carry tree's prefix (mote__tree_prefix),
+ * as the object layer builds them: no copy. The caller has checked that the
+ * keys strictly ascend; a put's val must not be NULL. */
+int mote__kv_apply_ikeys(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
+                         uint64_t *missing);
 /* mote_kv_del for a key the caller knows exists (the object layer, which
  * has just read the object or its index entries). */
 int mote__kv_del_known(mote_txn *t, uint32_t tree, const void *key, size_t klen);

@@ -583,24 +583,53 @@ int mote__kvops_sort(mote_kvop *ops, size_t n)
     return MOTE_OK;
 }
 
+/* The checks of a batch for tree: sizes, and for user keys (not
+ * `prefixed`) strictly ascending order, else runs would land in wrong
+ * leaves (the object layer checks its own when it seals a batch); prefixed
+ * keys must carry the tree's prefix. *bytes = room for the keys with their
+ * prefixes. */
+static int batch_check(uint32_t tree, const mote_kvop *ops, size_t n, int prefixed,
+                       size_t *bytes)
+{
+    uint8_t pre[2] = {0};
+    unsigned pl = mote__tree_prefix(tree, pre), extra = prefixed ? 0 : pl;
+    size_t b = 0;
+    for (size_t i = 0; i < n; i++) {
+        const mote_kvop *op = &ops[i];
+        if (op->klen > MOTE_MAX_KEY + (prefixed ? pl : 0) ||
+            (!op->del && op->vlen > MOTE_MAX_VALUE))
+            return mote__err(MOTE_TOOBIG, "key or value too big in a batch");
+        if (prefixed && (op->klen < pl || op->key[0] != pre[0] ||
+                         (pl > 1 && op->key[1] != pre[1])))
+            return mote__err(MOTE_INVALID, "internal: batch key outside tree %u", tree);
+        if (!prefixed && i &&
+            mote__keycmp(ops[i - 1].key, ops[i - 1].klen, op->key, op->klen) >= 0)
+            return mote__err(MOTE_INVALID, "batch keys not in ascending order");
+        b += op->klen + extra;
+    }
+    *bytes = b;
+    return MOTE_OK;
+}
+
+static int apply_result(mote_txn *t, int rc, uint64_t miss, uint64_t *missing)
+{
+    if (missing)
+        *missing = miss;
+    t->gen++; /* even a batch of misses copied pages: cursors revalidate */
+    return write_result(t, rc);
+}
+
 int mote__kv_apply(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
                    uint64_t *missing)
 {
+    size_t bytes = 0;
     int rc = check_txn(t, 1);
     if (!rc)
         rc = check_tree(t, tree);
+    if (!rc)
+        rc = batch_check(tree, ops, n, 0, &bytes);
     if (rc || !n)
         return rc;
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        const mote_kvop *op = &ops[i];
-        if (op->klen > MOTE_MAX_KEY || (!op->del && op->vlen > MOTE_MAX_VALUE))
-            return mote__err(MOTE_TOOBIG, "key or value too big in a batch");
-        /* strictly ascending, or runs would land in wrong leaves */
-        if (i && mote__keycmp(ops[i - 1].key, ops[i - 1].klen, op->key, op->klen) >= 0)
-            return mote__err(MOTE_INVALID, "batch keys not in ascending order");
-        bytes += op->klen + 5;
-    }
     mote_kvop *iops = mote__malloc(n * sizeof *iops);
     uint8_t *arena = mote__malloc(bytes);
     if (!iops || !arena) {
@@ -623,10 +652,23 @@ int mote__kv_apply(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
     rc = mote__bt_apply(t, iops, n, &miss);
     mote__free(iops);
     mote__free(arena);
-    if (missing)
-        *missing = miss;
-    t->gen++; /* even a batch of misses copied pages: cursors revalidate */
-    return write_result(t, rc);
+    return apply_result(t, rc, miss, missing);
+}
+
+int mote__kv_apply_ikeys(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
+                         uint64_t *missing)
+{
+    size_t bytes;
+    int rc = check_txn(t, 1);
+    if (!rc)
+        rc = check_tree(t, tree);
+    if (!rc)
+        rc = batch_check(tree, ops, n, 1, &bytes);
+    if (rc || !n)
+        return rc;
+    uint64_t miss = 0;
+    rc = mote__bt_apply(t, ops, n, &miss);
+    return apply_result(t, rc, miss, missing);
 }
 
 int mote_kv_count(mote_txn *t, uint32_t tree, const void *lo, size_t lolen,

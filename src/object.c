@@ -367,6 +367,8 @@ typedef struct kbatch {
     size_t n, cap;
     uint8_t *buf;
     size_t len, bcap;
+    uint8_t pre[4]; /* the tree's key prefix, which every key starts with */
+    unsigned prelen;
 } kbatch;
 
 /* Room for nops ops in all and bytes more key and value bytes. */
@@ -388,31 +390,52 @@ static int kb_reserve(kbatch *b, size_t nops, size_t bytes)
     return mote__grow(&b->buf, &b->bcap, b->len + bytes);
 }
 
-static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t vl, int del)
+/* Record the op whose key (kl bytes, prefix included) and value (vl) were
+ * written at the end of the buffer, after a kb_reserve. */
+static void kb_push(kbatch *b, size_t kl, size_t vl, int del)
 {
-    int rc = kb_reserve(b, b->n + 1, kl + vl);
-    if (rc)
-        return rc;
     mote_kvop *op = &b->ops[b->n];
     b->off[b->n++] = b->len;
-    memcpy(b->buf + b->len, k, kl);
-    if (vl)
-        memcpy(b->buf + b->len + kl, v, vl);
     b->len += kl + vl;
-    op->klen = kl;
+    op->klen = (uint32_t)kl;
     op->vlen = vl;
     op->del = del;
+}
+
+/* Add an op on key k (without the prefix). */
+static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t vl, int del)
+{
+    int rc = kb_reserve(b, b->n + 1, b->prelen + kl + vl);
+    if (rc)
+        return rc;
+    uint8_t *p = b->buf + b->len;
+    memcpy(p, b->pre, b->prelen);
+    memcpy(p + b->prelen, k, kl);
+    if (vl)
+        memcpy(p + b->prelen + kl, v, vl);
+    kb_push(b, b->prelen + kl, vl, del);
     return MOTE_OK;
 }
 
-/* Point the ops into the buffer and sort them (when asked). */
+#define BATCH_DUP (-2)
+
+/* Point the ops into the buffer, sort them (when asked) and check that the
+ * keys strictly ascend, as mote__kv_apply_ikeys requires: BATCH_DUP if a
+ * key is there twice. */
 static int kb_seal(kbatch *b, int sort)
 {
     for (size_t i = 0; i < b->n; i++) {
         b->ops[i].key = b->buf + b->off[i];
         b->ops[i].val = b->ops[i].key + b->ops[i].klen;
     }
-    return sort ? mote__kvops_sort(b->ops, b->n) : MOTE_OK;
+    int rc = sort ? mote__kvops_sort(b->ops, b->n) : MOTE_OK;
+    for (size_t i = 1; !rc && i < b->n; i++) {
+        int c = mote__keycmp(b->ops[i - 1].key, b->ops[i - 1].klen, b->ops[i].key,
+                             b->ops[i].klen);
+        if (c >= 0)
+            rc = c ? mote__err(MOTE_CORRUPT, "internal: batch keys out of order") : BATCH_DUP;
+    }
+    return rc;
 }
 
 static void kb_free(kbatch *b)
@@ -425,11 +448,17 @@ static void kb_free(kbatch *b)
 /* Add (or delete) the index entry of value v of object id. */
 static int kb_index(kbatch *b, const mprop *p, const mote_value *v, uint64_t id, int del)
 {
-    uint8_t key[IDX_MAX_VALUE + 16], idv[8];
-    size_t kl = index_key(p, v, id, key);
-    wr64(idv, id);
+    int rc = kb_reserve(b, b->n + 1, b->prelen + IDX_MAX_VALUE + 16 + 8);
+    if (rc)
+        return rc;
+    uint8_t *k = b->buf + b->len; /* the key is built in place */
+    memcpy(k, b->pre, b->prelen);
+    size_t kl = b->prelen + index_key(p, v, id, k + b->prelen);
     int with_id = (p->flags & MOTE_P_UNIQUE) && !v->null && !del;
-    return kb_add(b, key, (uint32_t)kl, idv, with_id ? 8 : 0, del);
+    if (with_id)
+        wr64(k + kl, id);
+    kb_push(b, kl, with_id ? 8 : 0, del);
+    return MOTE_OK;
 }
 
 /* Replace the (non-unique) index entry of value ov of object id by that of
@@ -458,7 +487,13 @@ static int ob_init(objbatch *b, const mote_entity *e)
     memset(b, 0, sizeof *b);
     b->np = e->nprops;
     b->ib = mote__calloc(e->nprops + 1, sizeof *b->ib);
-    return b->ib ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory");
+    if (!b->ib)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    b->ob.prelen = mote__tree_prefix(e->eid, b->ob.pre);
+    for (unsigned i = 0; i < b->np; i++)
+        if (e->props[i].index_tree)
+            b->ib[i].prelen = mote__tree_prefix(e->props[i].index_tree, b->ib[i].pre);
+    return MOTE_OK;
 }
 
 static void ob_free(objbatch *b)
@@ -484,27 +519,32 @@ static int ob_reserve(objbatch *b, const mote_entity *e, size_t n)
 static int ob_seal_indexes(objbatch *b, const mote_entity *e)
 {
     for (unsigned i = 0; i < b->np; i++) {
-        kbatch *k = &b->ib[i];
-        int rc = kb_seal(k, 1);
+        int rc = kb_seal(&b->ib[i], 1);
+        if (rc == BATCH_DUP)
+            return (e->props[i].flags & MOTE_P_UNIQUE)
+                       ? BATCH_NO
+                       : mote__err(MOTE_CORRUPT, "internal: index key twice");
         if (rc)
             return rc;
-        for (size_t j = 1; j < k->n; j++)
-            if (!mote__keycmp(k->ops[j - 1].key, k->ops[j - 1].klen, k->ops[j].key,
-                              k->ops[j].klen))
-                return (e->props[i].flags & MOTE_P_UNIQUE) ? BATCH_NO
-                                                            : mote__err(MOTE_CORRUPT,
-                                                                  "internal: index key twice");
     }
     return MOTE_OK;
+}
+
+/* Seal the object batch (ids sorted when asked). */
+static int ob_seal_objects(objbatch *b, int sort)
+{
+    int rc = kb_seal(&b->ob, sort);
+    return rc == BATCH_DUP ? mote__err(MOTE_CORRUPT, "internal: object id twice") : rc;
 }
 
 /* Write the sealed batches: objects, then every index. */
 static int ob_write(mote_txn *t, const mote_entity *e, objbatch *b)
 {
-    int rc = mote__kv_apply(t, e->eid, b->ob.ops, b->ob.n, NULL);
+    int rc = mote__kv_apply_ikeys(t, e->eid, b->ob.ops, b->ob.n, NULL);
     for (unsigned i = 0; !rc && i < b->np; i++)
         if (b->ib[i].n)
-            rc = mote__kv_apply(t, e->props[i].index_tree, b->ib[i].ops, b->ib[i].n, NULL);
+            rc = mote__kv_apply_ikeys(t, e->props[i].index_tree, b->ib[i].ops, b->ib[i].n,
+                                      NULL);
     return rc;
 }
 
@@ -548,7 +588,7 @@ static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value
     if (!rc)
         rc = ob_seal_indexes(&b, e);
     if (!rc)
-        rc = kb_seal(&b.ob, 0); /* new ids ascend */
+        rc = ob_seal_objects(&b, 0); /* new ids ascend */
     if (!rc)
         rc = ob_write(t, e, &b);
     ob_free(&b);
@@ -623,7 +663,7 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
     if (!rc)
         rc = ob_seal_indexes(&b, e);
     if (!rc)
-        rc = kb_seal(&b.ob, 1);
+        rc = ob_seal_objects(&b, 1);
     if (!rc)
         rc = ob_write(t, e, &b);
     ob_free(&b);
@@ -840,7 +880,7 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
     if (!rc)
         rc = ob_seal_indexes(&b, e);
     if (!rc)
-        rc = kb_seal(&b.ob, 0);
+        rc = ob_seal_objects(&b, 0);
     if (!rc)
         rc = ob_write(t, e, &b);
     ob_free(&b);

@@ -957,13 +957,16 @@ static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t 
 {
     uint32_t cap = node_cap(t, is_root), P = t->s->P;
     unsigned pos = 0; /* ops ascend: each one lands at or after the last */
+    int tail = 0;     /* the last op appended a cell after the leaf's last */
     for (; r->i < r->n; r->i++) {
         const mote_kvop *op = &r->ops[r->i];
         if (bk && keycmp(op->key, op->klen, bk, bkl) >= 0)
             return MOTE_OK;
-        int found;
-        unsigned idx = leaf_search_from(n, pos, op->key, op->klen, &found);
+        int found = 0;
+        unsigned nk = n_nkeys(n); /* after an append, the next key goes last too */
+        unsigned idx = tail ? nk : leaf_search_from(n, pos, op->key, op->klen, &found);
         pos = idx;
+        tail = 0;
         cell c;
         if (found)
             mote__cell(n, cap, idx, &c);
@@ -996,6 +999,7 @@ static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t 
         if (!room)
             return mote__err(MOTE_CORRUPT, "internal: no room for a cell that fits");
         make_leaf_cell(room, op->key, op->klen, op->val, op->vlen, 0);
+        tail = !found && idx == nk;
         *delta += !found;
     }
     return MOTE_OK;

@@ -490,20 +490,10 @@ static uint32_t make_leaf_cell(uint8_t *out, const uint8_t *k, uint32_t kl,
     return a + kl + (uint32_t)(ovf ? PTR12 : vl);
 }
 
-static uint32_t varint_size(uint64_t v)
-{
-    uint32_t b = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        b++;
-    }
-    return b;
-}
-
 /* Bytes of a leaf cell with an inline value. */
 static uint32_t leaf_cell_size(uint32_t kl, size_t vl)
 {
-    return varint_size(kl) + varint_size((uint64_t)vl << 1) + kl + (uint32_t)vl;
+    return mote__varint_size(kl) + mote__varint_size((uint64_t)vl << 1) + kl + (uint32_t)vl;
 }
 
 static uint32_t make_branch_cell(uint8_t *out, const uint8_t *ptr, const uint8_t *k,
@@ -1005,6 +995,28 @@ static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t 
     return MOTE_OK;
 }
 
+/*
+ * The run has inserted into leaf child idx of n and goes on with a put into
+ * child idx+1 (written anyway): if the two fit in one page, merge them. A
+ * sorted batch that fills the gaps between existing keys (index entries of
+ * repeated values, say) ends each gap with a part-filled leaf; merged with
+ * the leaf of the following old keys, it fills up with the next gap's keys
+ * instead of staying part-filled (bench-objects C wrote 381 pages per
+ * commit of 10,000 objects, against 292 for a fresh store).
+ */
+static int run_pack(mote_txn *t, uint8_t *n, int is_root, const run *r, unsigned idx,
+                    const mpage *child)
+{
+    if (r->stuck || r->i >= r->n || n_type(child->data) != NODE_LEAF ||
+        idx + 1 >= n_nkeys(n) || node_used(child->data) > t->s->P * 3 / 4)
+        return MOTE_OK;
+    const mote_kvop *op = &r->ops[r->i];
+    if (op->del || branch_search(n, op->key, op->klen) != idx + 1)
+        return MOTE_OK;
+    int merged;
+    return try_merge(t, n, is_root, idx, &merged);
+}
+
 /* Apply the run below node n (keys under bound bk), child by child. */
 static int run_rec(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *bk,
                    uint32_t bkl, int64_t *delta)
@@ -1034,6 +1046,8 @@ static int run_rec(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *
         wr64(ptr + 12, (uint64_t)((int64_t)ptr_count(ptr) + d));
         *delta += d;
         if (d < 0 && (rc = child_fixup(t, n, is_root, idx, child)))
+            return rc;
+        if (d > 0 && (rc = run_pack(t, n, is_root, r, idx, child)))
             return rc;
         if (r->i == before)
             break;

@@ -346,6 +346,14 @@ static inline unsigned mote__varint_fast(const uint8_t *p, const uint8_t *end, u
     return mote__varint_get(p, end, v);
 }
 unsigned mote__varint_put(uint8_t *p, uint64_t v);
+/* Bytes mote__varint_put writes for v. */
+static inline unsigned mote__varint_size(uint64_t v)
+{
+    unsigned b = 1;
+    for (; v >= 0x80; v >>= 7)
+        b++;
+    return b;
+}
 
 /* Parsed cell */
 typedef struct cell {

@@ -419,16 +419,21 @@ static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t v
 
 #define BATCH_DUP (-2)
 
-/* Point the ops into the buffer, sort them (when asked) and check that the
- * keys strictly ascend, as mote__kv_apply_ikeys requires: BATCH_DUP if a
- * key is there twice. */
-static int kb_seal(kbatch *b, int sort)
+enum { KB_SORT, KB_CHECK, KB_ASCENDING }; /* how kb_seal orders a batch */
+
+/* Point the ops into the buffer, sort them (KB_SORT) and check that the
+ * keys strictly ascend, as mote__kv_apply_ikeys requires (KB_SORT,
+ * KB_CHECK): BATCH_DUP if a key is there twice. KB_ASCENDING: the caller
+ * made them ascending. */
+static int kb_seal(kbatch *b, int how)
 {
     for (size_t i = 0; i < b->n; i++) {
         b->ops[i].key = b->buf + b->off[i];
         b->ops[i].val = b->ops[i].key + b->ops[i].klen;
     }
-    int rc = sort ? mote__kvops_sort(b->ops, b->n) : MOTE_OK;
+    if (how == KB_ASCENDING)
+        return MOTE_OK;
+    int rc = how == KB_SORT ? mote__kvops_sort(b->ops, b->n) : MOTE_OK;
     for (size_t i = 1; !rc && i < b->n; i++) {
         int c = mote__keycmp(b->ops[i - 1].key, b->ops[i - 1].klen, b->ops[i].key,
                              b->ops[i].klen);
@@ -519,7 +524,7 @@ static int ob_reserve(objbatch *b, const mote_entity *e, size_t n)
 static int ob_seal_indexes(objbatch *b, const mote_entity *e)
 {
     for (unsigned i = 0; i < b->np; i++) {
-        int rc = kb_seal(&b->ib[i], 1);
+        int rc = kb_seal(&b->ib[i], KB_SORT);
         if (rc == BATCH_DUP)
             return (e->props[i].flags & MOTE_P_UNIQUE)
                        ? BATCH_NO
@@ -530,10 +535,10 @@ static int ob_seal_indexes(objbatch *b, const mote_entity *e)
     return MOTE_OK;
 }
 
-/* Seal the object batch (ids sorted when asked). */
-static int ob_seal_objects(objbatch *b, int sort)
+/* Seal the object batch (how: as kb_seal). */
+static int ob_seal_objects(objbatch *b, int how)
 {
-    int rc = kb_seal(&b->ob, sort);
+    int rc = kb_seal(&b->ob, how);
     return rc == BATCH_DUP ? mote__err(MOTE_CORRUPT, "internal: object id twice") : rc;
 }
 
@@ -548,15 +553,23 @@ static int ob_write(mote_txn *t, const mote_entity *e, objbatch *b)
     return rc;
 }
 
-/* Add object id's record (values vals) to the object batch. */
-static int ob_record(mote_txn *t, const mote_entity *e, objbatch *b, uint64_t id,
-                     const mote_value *vals)
+/* Add object id's record (values vals) to the object batch, encoded in
+ * place. */
+static int ob_record(const mote_entity *e, objbatch *b, uint64_t id, const mote_value *vals)
 {
-    size_t len = 0;
-    uint8_t k[8];
-    int rc = mote__record_encode(e, vals, &t->obuf, &t->obuf_cap, &len);
-    mote__obj_tree_key(id, k);
-    return rc ? rc : kb_add(&b->ob, k, 8, t->obuf, len, 0);
+    kbatch *ob = &b->ob;
+    size_t len = 0, kl = ob->prelen + 8;
+    int rc = mote__record_size(e, vals, &len);
+    if (!rc)
+        rc = kb_reserve(ob, ob->n + 1, kl + len);
+    if (rc)
+        return rc;
+    uint8_t *p = ob->buf + ob->len;
+    memcpy(p, ob->pre, ob->prelen);
+    mote__obj_tree_key(id, p + ob->prelen);
+    mote__record_write(e, vals, p + kl);
+    kb_push(ob, kl, len, 0);
+    return MOTE_OK;
 }
 
 /* n new objects with ids first, first + 1, ... */
@@ -583,12 +596,12 @@ static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value
                 rc = kb_index(&b.ib[j], &e->props[j], &v[j], first + i, 0);
         }
         if (!rc)
-            rc = ob_record(t, e, &b, first + i, v);
+            rc = ob_record(e, &b, first + i, v);
     }
     if (!rc)
         rc = ob_seal_indexes(&b, e);
     if (!rc)
-        rc = ob_seal_objects(&b, 0); /* new ids ascend */
+        rc = ob_seal_objects(&b, KB_ASCENDING); /* first, first + 1, ... */
     if (!rc)
         rc = ob_write(t, e, &b);
     ob_free(&b);
@@ -657,13 +670,13 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
                 rc = kb_change(&b.ib[j], &e->props[j], &ov, &v[j], ids[i]);
         }
         if (!rc)
-            rc = ob_record(t, e, &b, ids[i], v);
+            rc = ob_record(e, &b, ids[i], v);
     }
     mote_cursor_close(oc);
     if (!rc)
         rc = ob_seal_indexes(&b, e);
     if (!rc)
-        rc = ob_seal_objects(&b, 1);
+        rc = ob_seal_objects(&b, KB_SORT);
     if (!rc)
         rc = ob_write(t, e, &b);
     ob_free(&b);
@@ -880,7 +893,7 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
     if (!rc)
         rc = ob_seal_indexes(&b, e);
     if (!rc)
-        rc = ob_seal_objects(&b, 0);
+        rc = ob_seal_objects(&b, KB_CHECK);
     if (!rc)
         rc = ob_write(t, e, &b);
     ob_free(&b);

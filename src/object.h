@@ -150,6 +150,10 @@ int mote__value_check(const mprop *p, const mote_value *v, const char *entity);
  * buffer grows as needed (*buf, *cap owned by the caller). */
 int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **buf,
                         size_t *cap, size_t *len);
+/* The two halves of it: the record's size (MOTE_TOOBIG over the limit),
+ * then the record written to r, which has room for that size. */
+int mote__record_size(const mote_entity *e, const mote_value *vals, size_t *len);
+void mote__record_write(const mote_entity *e, const mote_value *vals, uint8_t *r);
 /* Structural check of a record against its layout (damaged data gives
  * MOTE_CORRUPT, never a bad read). */
 int mote__record_check(const mote_entity *e, const uint8_t *rec, size_t len);

@@ -116,31 +116,26 @@ static void put_fixed(uint8_t *dst, int type, const mote_value *v)
     }
 }
 
-int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **buf,
-                        size_t *cap, size_t *len)
+int mote__record_size(const mote_entity *e, const mote_value *vals, size_t *len)
 {
     const mlayout *L = &e->layouts[e->nlayouts - 1];
-    uint8_t hdr[10];
-    unsigned hl = mote__varint_put(hdr, e->nlayouts - 1);
-    size_t nb = (L->n + 7) / 8, total = hl + nb + L->fixed;
+    size_t total = mote__varint_size(e->nlayouts - 1) + (L->n + 7) / 8 + L->fixed;
     for (unsigned i = 0; i < e->nprops; i++)
         if (type_is_var(e->props[i].type) && !vals[i].null)
             total += vals[i].v.s.n;
     if (total > MOTE_MAX_VALUE)
         return mote__err(MOTE_TOOBIG, "%s: object of %zu bytes is over the limit",
                          e->name, total);
-    if (total > *cap) {
-        size_t n = *cap ? *cap : 256;
-        while (n < total)
-            n *= 2;
-        uint8_t *b = mote__realloc(*buf, n);
-        if (!b)
-            return mote__err(MOTE_NOMEM, "out of memory encoding an object");
-        *buf = b;
-        *cap = n;
-    }
-    uint8_t *r = *buf, *nulls = r + hl, *fixed = nulls + nb, *var = fixed + L->fixed;
-    memcpy(r, hdr, hl);
+    *len = total;
+    return MOTE_OK;
+}
+
+void mote__record_write(const mote_entity *e, const mote_value *vals, uint8_t *r)
+{
+    const mlayout *L = &e->layouts[e->nlayouts - 1];
+    unsigned hl = mote__varint_put(r, e->nlayouts - 1);
+    size_t nb = (L->n + 7) / 8;
+    uint8_t *nulls = r + hl, *fixed = nulls + nb, *var = fixed + L->fixed;
     memset(nulls, 0, nb + L->fixed);
     uint32_t vend = 0;
     for (unsigned i = 0; i < e->nprops; i++) {
@@ -162,8 +157,17 @@ int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **
             put_fixed(slot, L->type[j], v);
         }
     }
-    *len = total;
-    return MOTE_OK;
+}
+
+int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **buf,
+                        size_t *cap, size_t *len)
+{
+    int rc = mote__record_size(e, vals, len);
+    if (!rc)
+        rc = mote__grow(buf, cap, *len);
+    if (!rc)
+        mote__record_write(e, vals, *buf);
+    return rc;
 }
 
 /* Layout of a record, with the offsets of its parts. */

@@ -446,7 +446,8 @@ static uint8_t *node_cell_room(mote_txn *t, uint8_t *n, uint32_t cap, unsigned i
     }
     upper -= csize;
     uint8_t *offs = n + NH;
-    memmove(offs + 2 * (idx + 1), offs + 2 * idx, 2 * (nk - idx));
+    if (idx < nk)
+        memmove(offs + 2 * (idx + 1), offs + 2 * idx, 2 * (nk - idx));
     wr16(offs + 2 * idx, (uint16_t)upper);
     wr16(n + 2, (uint16_t)(nk + 1));
     wr16(n + 16, (uint16_t)(cap - upper));
@@ -483,11 +484,16 @@ static uint32_t make_leaf_cell(uint8_t *out, const uint8_t *k, uint32_t kl,
 {
     uint32_t a = mote__varint_put(out, kl);
     a += mote__varint_put(out + a, ((uint64_t)vl << 1) | (unsigned)ovf);
+    size_t vb = ovf ? PTR12 : vl;
+    if (v == k + kl) { /* a batch's key and value lie together: one copy */
+        memcpy(out + a, k, kl + vb);
+        return a + kl + (uint32_t)vb;
+    }
     if (kl)
         memcpy(out + a, k, kl);
-    if (ovf || vl)
-        memcpy(out + a + kl, v, ovf ? PTR12 : vl);
-    return a + kl + (uint32_t)(ovf ? PTR12 : vl);
+    if (vb)
+        memcpy(out + a + kl, v, vb);
+    return a + kl + (uint32_t)vb;
 }
 
 /* Bytes of a leaf cell with an inline value. */

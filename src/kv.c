@@ -442,13 +442,16 @@ int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen)
  * runs whose chunk is equal with more bytes left are sorted again on the next
  * chunk. The length makes the order exact: of two keys with equal padded
  * chunks, the one that ends first is a prefix of the other. Index keys share
- * long prefixes (type tag, a level's few values, a text's common start, the
- * high bytes of ids) that a comparison sort compares again at every step;
- * here a shared chunk costs one pass over the keys sharing it.
+ * long prefixes (tree prefix and type tag, a level's few values, a text's
+ * common start, the high bytes of ids) that a comparison sort compares again
+ * at every step; here the 8-byte chunks that every key of a range shares are
+ * skipped first (one compare per key and chunk). Only the sort keys move
+ * while sorting (16 bytes, where an op is 40); the ops are put in their
+ * order once at the end.
  */
 typedef struct skey {
     uint64_t chunk;
-    uint32_t i;    /* index of the op in the range being sorted */
+    uint32_t i;    /* index of the op */
     uint32_t left; /* key bytes from the chunk on, capped at 9 */
 } skey;
 
@@ -460,14 +463,15 @@ static inline int op_cmp_from(const mote_kvop *a, const mote_kvop *b, size_t d)
     return mote__keycmp(a->key + d, a->klen - (uint32_t)d, b->key + d, b->klen - (uint32_t)d);
 }
 
-static void ops_isort(mote_kvop *ops, size_t n, size_t d)
+/* Insertion sort of the ops named by sk[0..n), which share d key bytes. */
+static void sk_isort(const mote_kvop *ops, skey *sk, size_t n, size_t d)
 {
     for (size_t i = 1; i < n; i++) {
-        mote_kvop x = ops[i];
+        skey x = sk[i];
         size_t j = i;
-        for (; j && op_cmp_from(&ops[j - 1], &x, d) > 0; j--)
-            ops[j] = ops[j - 1];
-        ops[j] = x;
+        for (; j && op_cmp_from(&ops[sk[j - 1].i], &ops[x.i], d) > 0; j--)
+            sk[j] = sk[j - 1];
+        sk[j] = x;
     }
 }
 
@@ -480,81 +484,93 @@ static inline unsigned skey_digit(const skey *k, unsigned p)
 
 enum { NPASS = 9 }; /* digits of a sort key */
 
-/* ops[0..n) share their first d key bytes: sort them on the rest. sk, sk2
- * and otmp are scratch arrays of n entries; count is shared by the whole
- * recursion (a call is done with it before it recurses). */
-static void ops_radix(mote_kvop *ops, size_t n, size_t d, skey *sk, skey *sk2, mote_kvop *otmp,
-                      size_t (*count)[256])
+/* The keys of the ops named by sk[0..n) (n >= 2) share their first d bytes:
+ * how many they share, counted in whole chunks from d. */
+static size_t sk_common(const mote_kvop *ops, const skey *sk, size_t n, size_t d)
 {
-    for (;;) {
-        if (n < SORT_SMALL) {
-            ops_isort(ops, n, d);
-            return;
-        }
+    const mote_kvop *a = &ops[sk[0].i];
+    size_t lcp = a->klen;
+    for (size_t j = 1; j < n && lcp >= d + 8; j++) {
+        const mote_kvop *b = &ops[sk[j].i];
+        size_t m = lcp < b->klen ? lcp : b->klen, k = d;
+        while (k + 8 <= m && !memcmp(a->key + k, b->key + k, 8))
+            k += 8;
+        lcp = k;
+    }
+    return lcp >= d + 8 ? lcp - (lcp - d) % 8 : d;
+}
+
+/* The ops named by sk[0..n) share their first d key bytes: put sk in the
+ * order of the rest of the keys. tmp is scratch of n entries; count is
+ * shared by the whole recursion (a call is done with it before it
+ * recurses). `top`: the caller checked that the range is not in order. */
+static void sk_radix(const mote_kvop *ops, skey *sk, skey *tmp, size_t n, size_t d, int top,
+                     size_t (*count)[256])
+{
+    if (n < SORT_SMALL) {
+        sk_isort(ops, sk, n, d);
+        return;
+    }
+    if (!top) {
         size_t sorted = 1; /* a part already in order (new ids ascend) */
-        while (sorted < n && op_cmp_from(&ops[sorted - 1], &ops[sorted], d) <= 0)
+        while (sorted < n && op_cmp_from(&ops[sk[sorted - 1].i], &ops[sk[sorted].i], d) <= 0)
             sorted++;
         if (sorted == n)
             return;
-        uint64_t vary = 0; /* bits that differ from the first op's sort key */
-        uint32_t lvary = 0;
-        for (size_t i = 0; i < n; i++) {
-            const mote_kvop *op = &ops[i];
-            size_t left = op->klen - d;
-            uint64_t c = 0;
-            if (left >= 8)
-                c = mote__be64(op->key + d);
-            else
-                for (size_t j = 0; j < left; j++)
-                    c |= (uint64_t)op->key[d + j] << (56 - 8 * j);
-            sk[i] = (skey){c, (uint32_t)i, (uint32_t)(left < 9 ? left : 9)};
-            vary |= c ^ sk[0].chunk;
-            lvary |= sk[i].left ^ sk[0].left;
-        }
-        if (!vary && !lvary) { /* a common chunk (a shared prefix): on to the next */
-            if (sk[0].left < 9)
-                return; /* the same key n times */
-            d += 8;
-            continue;
-        }
-        /* passes only for the digits that differ somewhere */
-        unsigned pass[NPASS], np = 0;
-        if (lvary)
-            pass[np++] = 0;
-        for (unsigned p = 1; p < NPASS; p++)
-            if ((vary >> (8 * (p - 1))) & 0xff)
-                pass[np++] = p;
-        memset(count, 0, np * sizeof *count);
-        for (size_t i = 0; i < n; i++)
-            for (unsigned j = 0; j < np; j++)
-                count[j][skey_digit(&sk[i], pass[j])]++;
-        skey *src = sk, *dst = sk2;
-        for (unsigned j = 0; j < np; j++) {
-            size_t *c = count[j];
-            unsigned p = pass[j];
-            size_t pos = 0;
-            for (unsigned v = 0; v < 256; v++) {
-                size_t k = c[v];
-                c[v] = pos;
-                pos += k;
-            }
-            for (size_t i = 0; i < n; i++)
-                dst[c[skey_digit(&src[i], p)]++] = src[i];
-            skey *t = src;
-            src = dst;
-            dst = t;
+    }
+    d = sk_common(ops, sk, n, d);
+    uint64_t vary = 0; /* bits that differ from the first op's sort key */
+    uint32_t lvary = 0;
+    for (size_t i = 0; i < n; i++) {
+        const mote_kvop *op = &ops[sk[i].i];
+        size_t left = op->klen - d;
+        uint64_t c = 0;
+        if (left >= 8)
+            c = mote__be64(op->key + d);
+        else
+            for (size_t j = 0; j < left; j++)
+                c |= (uint64_t)op->key[d + j] << (56 - 8 * j);
+        sk[i].chunk = c;
+        sk[i].left = (uint32_t)(left < 9 ? left : 9);
+        vary |= c ^ sk[0].chunk;
+        lvary |= sk[i].left ^ sk[0].left;
+    }
+    if (!vary && !lvary)
+        return; /* the same key n times (shared chunks were skipped) */
+    /* passes only for the digits that differ somewhere */
+    unsigned pass[NPASS], np = 0;
+    if (lvary)
+        pass[np++] = 0;
+    for (unsigned p = 1; p < NPASS; p++)
+        if ((vary >> (8 * (p - 1))) & 0xff)
+            pass[np++] = p;
+    memset(count, 0, np * sizeof *count);
+    for (size_t i = 0; i < n; i++)
+        for (unsigned j = 0; j < np; j++)
+            count[j][skey_digit(&sk[i], pass[j])]++;
+    skey *src = sk, *dst = tmp;
+    for (unsigned j = 0; j < np; j++) {
+        size_t *c = count[j];
+        unsigned p = pass[j];
+        size_t pos = 0;
+        for (unsigned v = 0; v < 256; v++) {
+            size_t k = c[v];
+            c[v] = pos;
+            pos += k;
         }
         for (size_t i = 0; i < n; i++)
-            otmp[i] = ops[src[i].i];
-        memcpy(ops, otmp, n * sizeof *ops);
-        for (size_t i = 0, e; i < n; i = e) {
-            for (e = i + 1; e < n && src[e].chunk == src[i].chunk && src[e].left == src[i].left;
-                 e++)
-                ;
-            if (e - i > 1 && src[i].left == 9) /* uses entries i..e of the scratch only */
-                ops_radix(ops + i, e - i, d + 8, dst + i, src + i, otmp + i, count);
-        }
-        return;
+            dst[c[skey_digit(&src[i], p)]++] = src[i];
+        skey *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != sk)
+        memcpy(sk, src, n * sizeof *sk);
+    for (size_t i = 0, e; i < n; i = e) {
+        for (e = i + 1; e < n && sk[e].chunk == sk[i].chunk && sk[e].left == sk[i].left; e++)
+            ;
+        if (e - i > 1 && sk[i].left == 9)
+            sk_radix(ops, sk + i, tmp + i, e - i, d + 8, 0, count);
     }
 }
 
@@ -565,16 +581,18 @@ int mote__kvops_sort(mote_kvop *ops, size_t n)
         i++;
     if (i >= n)
         return MOTE_OK;
-    if (n < SORT_SMALL) {
-        ops_isort(ops, n, 0);
-        return MOTE_OK;
-    }
     skey *sk = mote__malloc(2 * n * sizeof *sk);
     mote_kvop *otmp = mote__malloc(n * sizeof *otmp);
     size_t(*count)[256] = mote__malloc(NPASS * sizeof *count);
     int ok = sk && otmp && count;
-    if (ok)
-        ops_radix(ops, n, 0, sk, sk + n, otmp, count);
+    if (ok) {
+        for (size_t j = 0; j < n; j++)
+            sk[j].i = (uint32_t)j;
+        sk_radix(ops, sk, sk + n, n, 0, 1, count);
+        for (size_t j = 0; j < n; j++)
+            otmp[j] = ops[sk[j].i];
+        memcpy(ops, otmp, n * sizeof *ops);
+    }
     mote__free(sk);
     mote__free(otmp);
     mote__free(count);

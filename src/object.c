@@ -374,6 +374,8 @@ typedef struct kbatch {
 /* Room for nops ops in all and bytes more key and value bytes. */
 static int kb_reserve(kbatch *b, size_t nops, size_t bytes)
 {
+    if (nops <= b->cap && b->len + bytes <= b->bcap)
+        return MOTE_OK; /* the usual case: no call */
     if (nops > b->cap) {
         size_t nc = b->cap ? b->cap : 64;
         while (nc < nops)
@@ -419,12 +421,16 @@ static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t v
 
 #define BATCH_DUP (-2)
 
-enum { KB_SORT, KB_CHECK, KB_ASCENDING }; /* how kb_seal orders a batch */
+/* How kb_seal orders a batch. */
+enum {
+    KB_SORT,      /* sort, then check: BATCH_DUP if a key is there twice */
+    KB_SORT_ONLY, /* sort; the keys differ by construction (they end in ids) */
+    KB_CHECK,     /* check the order the caller made */
+    KB_ASCENDING  /* ascending by construction (new ids first, first + 1, ...) */
+};
 
-/* Point the ops into the buffer, sort them (KB_SORT) and check that the
- * keys strictly ascend, as mote__kv_apply_ikeys requires (KB_SORT,
- * KB_CHECK): BATCH_DUP if a key is there twice. KB_ASCENDING: the caller
- * made them ascending. */
+/* Point the ops into the buffer and order them as `how` says, for
+ * mote__kv_apply_ikeys, which requires strictly ascending keys. */
 static int kb_seal(kbatch *b, int how)
 {
     for (size_t i = 0; i < b->n; i++) {
@@ -433,6 +439,8 @@ static int kb_seal(kbatch *b, int how)
     }
     if (how == KB_ASCENDING)
         return MOTE_OK;
+    if (how == KB_SORT_ONLY)
+        return mote__kvops_sort(b->ops, b->n);
     int rc = how == KB_SORT ? mote__kvops_sort(b->ops, b->n) : MOTE_OK;
     for (size_t i = 1; !rc && i < b->n; i++) {
         int c = mote__keycmp(b->ops[i - 1].key, b->ops[i - 1].klen, b->ops[i].key,
@@ -520,17 +528,15 @@ static int ob_reserve(objbatch *b, const mote_entity *e, size_t n)
     return rc;
 }
 
-/* Seal every index batch; a unique index given one value twice: BATCH_NO. */
+/* Seal every index batch; a unique index given one value twice: BATCH_NO.
+ * Entries of the other indexes end in the object's id, so they differ. */
 static int ob_seal_indexes(objbatch *b, const mote_entity *e)
 {
     for (unsigned i = 0; i < b->np; i++) {
-        int rc = kb_seal(&b->ib[i], KB_SORT);
-        if (rc == BATCH_DUP)
-            return (e->props[i].flags & MOTE_P_UNIQUE)
-                       ? BATCH_NO
-                       : mote__err(MOTE_CORRUPT, "internal: index key twice");
+        int unique = (e->props[i].flags & MOTE_P_UNIQUE) != 0;
+        int rc = kb_seal(&b->ib[i], unique ? KB_SORT : KB_SORT_ONLY);
         if (rc)
-            return rc;
+            return rc == BATCH_DUP ? BATCH_NO : rc;
     }
     return MOTE_OK;
 }

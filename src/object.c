@@ -371,11 +371,18 @@ typedef struct kbatch {
     unsigned prelen;
 } kbatch;
 
+static int kb_grow(kbatch *b, size_t nops, size_t bytes);
+
 /* Room for nops ops in all and bytes more key and value bytes. */
-static int kb_reserve(kbatch *b, size_t nops, size_t bytes)
+static inline int kb_reserve(kbatch *b, size_t nops, size_t bytes)
 {
     if (nops <= b->cap && b->len + bytes <= b->bcap)
         return MOTE_OK; /* the usual case: no call */
+    return kb_grow(b, nops, bytes);
+}
+
+static int kb_grow(kbatch *b, size_t nops, size_t bytes)
+{
     if (nops > b->cap) {
         size_t nc = b->cap ? b->cap : 64;
         while (nc < nops)

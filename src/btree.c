@@ -529,22 +529,33 @@ typedef struct split {
     uint32_t seplen;
 } split;
 
-/*
- * A leaf split while a sorted batch inserts cell idx (bt_apply sets
- * t->split_next): if the batch's next key also comes before the cell after
- * it, split right after the new cell. The batch then appends to the left
- * node, whose append splits leave full nodes, where a split in the middle
- * would leave every node it passes half empty (inserting 10,000 sorted keys
- * among existing ones wrote twice the pages). Only if the left part fits.
- */
-static int split_before_next(const mote_txn *t, const cref *cells, unsigned idx, uint32_t P)
+/* Whether two internal keys belong to the same tree (the same prefix of
+ * mote__tree_prefix: one byte below 0x80, else two). */
+static int same_tree(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
 {
-    const mote_kvop *next = t->split_next;
-    if (!next)
+    if (!al || !bl || a[0] != b[0])
         return 0;
-    uint32_t kl;
-    const uint8_t *k = lcell_key(cells[idx + 1].p, &kl);
-    if (keycmp(next->key, next->klen, k, kl) >= 0)
+    return a[0] < 0x80 || (al > 1 && bl > 1 && a[1] == b[1]);
+}
+
+/*
+ * Whether a full leaf that gets cell idx should split right after it, so
+ * that the keys that come next go on filling the left node (an append there
+ * leaves it full), where a split in the middle would leave it half empty:
+ * - a sorted batch (bt_apply sets t->split_next) whose next key also comes
+ *   before the cell after the new one (inserting 10,000 sorted keys among
+ *   existing ones wrote twice the pages);
+ * - the cell after the new one belongs to another tree: the new key is the
+ *   last of its tree here, as every new object id is (10,000 single puts
+ *   left the object tree's leaves half full).
+ * Only if the left part fits.
+ */
+static int split_after_new(const mote_txn *t, const cref *cells, unsigned idx, uint32_t P)
+{
+    uint32_t kl, nl;
+    const uint8_t *k = lcell_key(cells[idx + 1].p, &kl), *nk = lcell_key(cells[idx].p, &nl);
+    const mote_kvop *next = t->split_next;
+    if (!(next && keycmp(next->key, next->klen, k, kl) < 0) && same_tree(nk, nl, k, kl))
         return 0;
     uint64_t left = NH;
     for (unsigned i = 0; i <= idx; i++)
@@ -603,8 +614,8 @@ static int node_put(mote_txn *t, uint8_t *n, int is_root, unsigned idx,
     unsigned m;
     if (idx == nk && type == NODE_LEAF) {
         m = nk; /* appending: keep the full node, start a new one */
-    } else if (type == NODE_LEAF && split_before_next(t, cells, idx, P)) {
-        m = idx + 1; /* a sorted batch goes on before cells[idx + 1]: left fills up */
+    } else if (type == NODE_LEAF && split_after_new(t, cells, idx, P)) {
+        m = idx + 1; /* what comes next goes before cells[idx + 1]: left fills up */
     } else {
         uint64_t acc = 0;
         for (m = 0; m < total - 1 && acc + cells[m].size + 2 <= bytes / 2; m++)

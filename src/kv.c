@@ -581,21 +581,29 @@ int mote__kvops_sort(mote_kvop *ops, size_t n)
         i++;
     if (i >= n)
         return MOTE_OK;
-    skey *sk = mote__malloc(2 * n * sizeof *sk);
-    mote_kvop *otmp = mote__malloc(n * sizeof *otmp);
-    size_t(*count)[256] = mote__malloc(NPASS * sizeof *count);
-    int ok = sk && otmp && count;
+    skey small_sk[SORT_SMALL], *sk = small_sk; /* a small range: insertion sort */
+    mote_kvop small_ops[SORT_SMALL], *otmp = small_ops;
+    size_t(*count)[256] = NULL;
+    int big = n >= SORT_SMALL, ok = 1;
+    if (big) {
+        sk = mote__malloc(2 * n * sizeof *sk);
+        otmp = mote__malloc(n * sizeof *otmp);
+        count = mote__malloc(NPASS * sizeof *count);
+        ok = sk && otmp && count;
+    }
     if (ok) {
         for (size_t j = 0; j < n; j++)
             sk[j].i = (uint32_t)j;
-        sk_radix(ops, sk, sk + n, n, 0, 1, count);
+        sk_radix(ops, sk, big ? sk + n : NULL, n, 0, 1, count);
         for (size_t j = 0; j < n; j++)
             otmp[j] = ops[sk[j].i];
         memcpy(ops, otmp, n * sizeof *ops);
     }
-    mote__free(sk);
-    mote__free(otmp);
-    mote__free(count);
+    if (big) {
+        mote__free(sk);
+        mote__free(otmp);
+        mote__free(count);
+    }
     if (!ok)
         return mote__err(MOTE_NOMEM, "out of memory sorting a batch of %zu", n);
     return MOTE_OK;

@@ -144,9 +144,19 @@ static PyObject *mod_init(PyObject *self, PyObject *args, PyObject *kwds)
     Py_RETURN_NONE;
 }
 
+/* For the tests: the JSON text a put stores for v (bytes from the C
+ * writer, or str from json's encoder where the C writer does not cover v). */
+static PyObject *mod_json_text(PyObject *self, PyObject *v)
+{
+    (void)self;
+    return json_text(v);
+}
+
 static PyMethodDef module_methods[] = {
     {"_init", (PyCFunction)(void (*)(void))mod_init, METH_VARARGS | METH_KEYWORDS,
      "Set the Python helpers (called by motedb/__init__.py)."},
+    {"_json_text", mod_json_text, METH_O,
+     "The JSON text a put stores for a value (bytes: written in C; str: by json)."},
     {NULL, NULL, 0, NULL},
 };
 

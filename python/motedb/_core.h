@@ -188,6 +188,7 @@ void info_free(EntityInfo *in);
 int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
              PyObject **keep, Py_ssize_t *nk, int put);
 PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent);
+PyObject *json_text(PyObject *v);
 PyObject *build_obj(PyTypeObject *cls, const EntityInfo *in, const mote_record *r);
 PyObject *record_field(const EntityInfo *in, const mote_record *r, Py_ssize_t i);
 

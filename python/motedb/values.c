@@ -27,6 +27,171 @@ static PyObject *json_dump(PyObject *v)
     return text;
 }
 
+/*
+ * The usual JSON values are written here in C, straight into UTF-8: dicts
+ * with str keys, lists, tuples, str, int (64-bit), float, bool and None of
+ * the exact built-in types. The text is the one json_dump gives (compact
+ * separators, non-ASCII kept, floats as repr, NaN/Infinity as json writes
+ * them); json's encoder builds a list of string chunks and joins them,
+ * which cost more than the rest of a put of an object with two small JSON
+ * properties. Anything else (subclasses, other key types, big ints, lone
+ * surrogates, nesting deeper than JB_DEPTH) returns JB_OTHER and the whole
+ * value goes through json_dump, which also gives its errors.
+ */
+typedef struct jbuf {
+    char *p;
+    size_t n, cap;
+    char small[512];
+} jbuf;
+
+enum { JB_OK = 0, JB_ERR = -1, JB_OTHER = 1, JB_DEPTH = 64 };
+
+static int jb_room(jbuf *b, size_t more)
+{
+    if (b->n + more <= b->cap)
+        return JB_OK;
+    size_t cap = b->cap * 2 > b->n + more ? b->cap * 2 : b->n + more;
+    char *np = b->p == b->small ? PyMem_Malloc(cap) : PyMem_Realloc(b->p, cap);
+    if (!np) {
+        PyErr_NoMemory();
+        return JB_ERR;
+    }
+    if (b->p == b->small)
+        memcpy(np, b->small, b->n);
+    b->p = np;
+    b->cap = cap;
+    return JB_OK;
+}
+
+static int jb_put(jbuf *b, const char *s, size_t n)
+{
+    if (jb_room(b, n))
+        return JB_ERR;
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    return JB_OK;
+}
+
+/* A str as a JSON string: " \ and control characters escaped as json does. */
+static int jb_str(jbuf *b, PyObject *s)
+{
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!u) { /* lone surrogates: json_dump's text then fails the same way */
+        PyErr_Clear();
+        return JB_OTHER;
+    }
+    if (jb_room(b, (size_t)n * 6 + 2)) /* every byte may become \u00XX */
+        return JB_ERR;
+    char *o = b->p + b->n;
+    *o++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)u[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        default:
+            *o++ = 'u';
+            *o++ = '0';
+            *o++ = '0';
+            *o++ = "0123456789abcdef"[c >> 4];
+            *o++ = "0123456789abcdef"[c & 15];
+        }
+    }
+    *o++ = '"';
+    b->n = (size_t)(o - b->p);
+    return JB_OK;
+}
+
+static int jb_value(jbuf *b, PyObject *v, int depth)
+{
+    char num[32];
+    if (v == Py_None)
+        return jb_put(b, "null", 4);
+    if (v == Py_True)
+        return jb_put(b, "true", 4);
+    if (v == Py_False)
+        return jb_put(b, "false", 5);
+    if (PyUnicode_CheckExact(v))
+        return jb_str(b, v);
+    if (PyLong_CheckExact(v)) {
+        int ov;
+        long long x = PyLong_AsLongLongAndOverflow(v, &ov);
+        if (ov)
+            return JB_OTHER;
+        return jb_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", x));
+    }
+    if (PyFloat_CheckExact(v)) {
+        double d = PyFloat_AS_DOUBLE(v);
+        if (!isfinite(d))
+            return isnan(d) ? jb_put(b, "NaN", 3)
+                            : d > 0 ? jb_put(b, "Infinity", 8) : jb_put(b, "-Infinity", 9);
+        char *r = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+        if (!r)
+            return JB_ERR;
+        int rc = jb_put(b, r, strlen(r));
+        PyMem_Free(r);
+        return rc;
+    }
+    if (depth >= JB_DEPTH)
+        return JB_OTHER;
+    int rc;
+    if (PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
+        int list = PyList_CheckExact(v);
+        if ((rc = jb_put(b, "[", 1)))
+            return rc;
+        for (Py_ssize_t i = 0; i < (list ? PyList_GET_SIZE(v) : PyTuple_GET_SIZE(v)); i++) {
+            if (i && (rc = jb_put(b, ",", 1)))
+                return rc;
+            if ((rc = jb_value(b, list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i),
+                               depth + 1)))
+                return rc;
+        }
+        return jb_put(b, "]", 1);
+    }
+    if (PyDict_CheckExact(v)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *x;
+        if ((rc = jb_put(b, "{", 1)))
+            return rc;
+        for (int first = 1; PyDict_Next(v, &pos, &k, &x); first = 0) {
+            if (!PyUnicode_CheckExact(k))
+                return JB_OTHER; /* json turns int, float, bool, None keys into text */
+            if ((!first && (rc = jb_put(b, ",", 1))) || (rc = jb_str(b, k)) ||
+                (rc = jb_put(b, ":", 1)) || (rc = jb_value(b, x, depth + 1)))
+                return rc;
+        }
+        return jb_put(b, "}", 1);
+    }
+    return JB_OTHER;
+}
+
+/* v (a dict or list) as JSON text: new bytes (UTF-8), or a str from json_dump
+ * when the C writer does not cover it; NULL with an exception. */
+PyObject *json_text(PyObject *v)
+{
+    jbuf b;
+    b.p = b.small;
+    b.n = 0;
+    b.cap = sizeof b.small;
+    int rc = jb_value(&b, v, 0);
+    PyObject *r = rc == JB_OK ? PyBytes_FromStringAndSize(b.p, (Py_ssize_t)b.n)
+                              : rc == JB_OTHER ? json_dump(v) : NULL;
+    if (b.p != b.small)
+        PyMem_Free(b.p);
+    return r;
+}
+
 /* g_scan (json's C scanner, may be NULL) reads text written by json_dump
  * directly; anything else (other whitespace, invalid text) goes through
  * g_loads (json.loads), which also gives the proper error. */
@@ -432,7 +597,13 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
     case K_LIST:
         if (f->kind == K_DICT ? !PyDict_Check(v) : !PyList_Check(v))
             return wrong_type(ent, f, v);
-        tmp = json_dump(v);
+        tmp = json_text(v);
+        if (tmp && PyBytes_Check(tmp)) {
+            keep[(*nk)++] = tmp;
+            out->v.s.p = PyBytes_AS_STRING(tmp);
+            out->v.s.n = (size_t)PyBytes_GET_SIZE(tmp);
+            return 0;
+        }
         if (!tmp) {
             if (!PyErr_ExceptionMatches(PyExc_TypeError) &&
                 !PyErr_ExceptionMatches(PyExc_ValueError) &&

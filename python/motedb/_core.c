@@ -152,9 +152,20 @@ static PyObject *mod_json_text(PyObject *self, PyObject *v)
     return json_text(v);
 }
 
+/* For the tests: JSON text (bytes) read as a get reads a JSON property. */
+static PyObject *mod_json_value(PyObject *self, PyObject *b)
+{
+    (void)self;
+    if (!PyBytes_Check(b))
+        return PyErr_Format(PyExc_TypeError, "expected bytes");
+    return json_value(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+}
+
 static PyMethodDef module_methods[] = {
     {"_init", (PyCFunction)(void (*)(void))mod_init, METH_VARARGS | METH_KEYWORDS,
      "Set the Python helpers (called by motedb/__init__.py)."},
+    {"_json_value", mod_json_value, METH_O,
+     "JSON text (bytes) read as a get reads a JSON property."},
     {"_json_text", mod_json_text, METH_O,
      "The JSON text a put stores for a value (bytes: written in C; str: by json)."},
     {NULL, NULL, 0, NULL},

@@ -189,6 +189,7 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
              PyObject **keep, Py_ssize_t *nk, int put);
 PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent);
 PyObject *json_text(PyObject *v);
+PyObject *json_value(const char *p, size_t n);
 PyObject *build_obj(PyTypeObject *cls, const EntityInfo *in, const mote_record *r);
 PyObject *record_field(const EntityInfo *in, const mote_record *r, Py_ssize_t i);
 

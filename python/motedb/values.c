@@ -192,6 +192,265 @@ PyObject *json_text(PyObject *v)
     return r;
 }
 
+/*
+ * The reader of that text: the compact JSON jb_value writes (no whitespace;
+ * escapes \" \\ \/ \b \f \n \r \t and \uXXXX outside the surrogates;
+ * NaN, Infinity, -Infinity as json reads them) becomes Python values in C,
+ * as json.loads would build them. Anything else (whitespace, surrogate
+ * escapes, bad text, nesting deeper than JB_DEPTH) sets *other and the whole
+ * text goes to json_load, which also gives its errors.
+ */
+static PyObject *json_load(PyObject *s);
+
+typedef struct jrd {
+    const char *p, *end;
+    int other;
+} jrd;
+
+static PyObject *jr_other(jrd *r)
+{
+    r->other = 1;
+    return NULL;
+}
+
+static int jr_lit(jrd *r, const char *lit, size_t n)
+{
+    if ((size_t)(r->end - r->p) < n || memcmp(r->p, lit, n))
+        return 0;
+    r->p += n;
+    return 1;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+static PyObject *jr_str(jrd *r)
+{
+    const char *s = ++r->p, *q = s;
+    while (q < r->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+        q++;
+    if (q < r->end && *q == '"') { /* no escapes: the bytes as they are */
+        r->p = q + 1;
+        PyObject *u = PyUnicode_DecodeUTF8(s, q - s, "strict");
+        if (!u)
+            PyErr_Clear();
+        return u ? u : jr_other(r);
+    }
+    char small[256], *buf = small, *o;
+    size_t cap = sizeof small;
+    for (o = buf, q = s;;) { /* again from the start, unescaping */
+        if ((size_t)(o - buf) + 4 > cap) { /* room for one more UTF-8 character */
+            size_t used = (size_t)(o - buf);
+            char *nb = PyMem_Malloc(cap * 2);
+            if (!nb) {
+                if (buf != small)
+                    PyMem_Free(buf);
+                return PyErr_NoMemory();
+            }
+            memcpy(nb, buf, used);
+            if (buf != small)
+                PyMem_Free(buf);
+            buf = nb;
+            cap *= 2;
+            o = buf + used;
+        }
+        if (q >= r->end)
+            break; /* unterminated */
+        char c = *q++;
+        if (c == '"') {
+            r->p = q;
+            PyObject *u = PyUnicode_DecodeUTF8(buf, o - buf, "strict");
+            if (buf != small)
+                PyMem_Free(buf);
+            if (!u)
+                PyErr_Clear();
+            return u ? u : jr_other(r);
+        }
+        if ((unsigned char)c < 0x20)
+            break; /* json refuses raw control characters */
+        if (c != '\\') {
+            *o++ = c;
+            continue;
+        }
+        if (q >= r->end)
+            break;
+        switch (c = *q++) {
+        case '"': case '\\': case '/': *o++ = c; continue;
+        case 'b': *o++ = '\b'; continue;
+        case 'f': *o++ = '\f'; continue;
+        case 'n': *o++ = '\n'; continue;
+        case 'r': *o++ = '\r'; continue;
+        case 't': *o++ = '\t'; continue;
+        case 'u': {
+            int u = 0;
+            for (int i = 0; i < 4; i++) {
+                int h = q < r->end ? hexval(*q++) : -1;
+                if (h < 0)
+                    u = -1;
+                if (u >= 0)
+                    u = u * 16 + h;
+            }
+            if (u < 0 || (u >= 0xD800 && u <= 0xDFFF))
+                break; /* surrogates: json_load pairs them */
+            if (u < 0x80) {
+                *o++ = (char)u;
+            } else if (u < 0x800) {
+                *o++ = (char)(0xC0 | (u >> 6));
+                *o++ = (char)(0x80 | (u & 0x3F));
+            } else {
+                *o++ = (char)(0xE0 | (u >> 12));
+                *o++ = (char)(0x80 | ((u >> 6) & 0x3F));
+                *o++ = (char)(0x80 | (u & 0x3F));
+            }
+            continue;
+        }
+        }
+        break; /* an escape this reader leaves to json */
+    }
+    if (buf != small)
+        PyMem_Free(buf);
+    return jr_other(r);
+}
+
+static PyObject *jr_num(jrd *r)
+{
+    const char *s = r->p, *q = s;
+    int is_float = 0;
+    if (q < r->end && *q == '-')
+        q++;
+    if (q < r->end && *q == '0')
+        q++;
+    else if (q < r->end && *q >= '1' && *q <= '9')
+        while (q < r->end && *q >= '0' && *q <= '9')
+            q++;
+    else
+        return jr_other(r);
+    if (q < r->end && *q == '.') {
+        is_float = 1;
+        if (++q >= r->end || *q < '0' || *q > '9')
+            return jr_other(r);
+        while (q < r->end && *q >= '0' && *q <= '9')
+            q++;
+    }
+    if (q < r->end && (*q == 'e' || *q == 'E')) {
+        is_float = 1;
+        if (++q < r->end && (*q == '+' || *q == '-'))
+            q++;
+        if (q >= r->end || *q < '0' || *q > '9')
+            return jr_other(r);
+        while (q < r->end && *q >= '0' && *q <= '9')
+            q++;
+    }
+    char num[64];
+    size_t n = (size_t)(q - s);
+    if (n >= sizeof num)
+        return jr_other(r); /* long numbers: json_load */
+    memcpy(num, s, n);
+    num[n] = 0;
+    r->p = q;
+    if (!is_float)
+        return PyLong_FromString(num, NULL, 10);
+    double d = PyOS_string_to_double(num, NULL, NULL);
+    return d == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(d);
+}
+
+static PyObject *jr_value(jrd *r, int depth)
+{
+    if (r->p >= r->end)
+        return jr_other(r);
+    switch (*r->p) {
+    case '"':
+        return jr_str(r);
+    case 'n':
+        return jr_lit(r, "null", 4) ? Py_NewRef(Py_None) : jr_other(r);
+    case 't':
+        return jr_lit(r, "true", 4) ? Py_NewRef(Py_True) : jr_other(r);
+    case 'f':
+        return jr_lit(r, "false", 5) ? Py_NewRef(Py_False) : jr_other(r);
+    case 'N':
+        return jr_lit(r, "NaN", 3) ? PyFloat_FromDouble(Py_NAN) : jr_other(r);
+    case 'I':
+        return jr_lit(r, "Infinity", 8) ? PyFloat_FromDouble(Py_HUGE_VAL) : jr_other(r);
+    case '-':
+        if (jr_lit(r, "-Infinity", 9))
+            return PyFloat_FromDouble(-Py_HUGE_VAL);
+        return jr_num(r);
+    case '[': case '{':
+        break;
+    default:
+        return *r->p >= '0' && *r->p <= '9' ? jr_num(r) : jr_other(r);
+    }
+    if (depth >= JB_DEPTH)
+        return jr_other(r);
+    int dict = *r->p++ == '{';
+    char close = dict ? '}' : ']';
+    PyObject *c = dict ? PyDict_New() : PyList_New(0);
+    if (!c)
+        return NULL;
+    if (r->p < r->end && *r->p == close) {
+        r->p++;
+        return c;
+    }
+    for (;;) {
+        PyObject *k = NULL, *v;
+        if (dict) {
+            if (r->p >= r->end || *r->p != '"' || !(k = jr_str(r)))
+                goto fail;
+            if (r->p >= r->end || *r->p++ != ':') {
+                r->other = 1;
+                goto fail;
+            }
+        }
+        if (!(v = jr_value(r, depth + 1)))
+            goto fail;
+        int rc = dict ? PyDict_SetItem(c, k, v) : PyList_Append(c, v);
+        Py_XDECREF(k);
+        Py_DECREF(v);
+        k = NULL;
+        if (rc)
+            goto fail;
+        if (r->p < r->end && *r->p == ',') {
+            r->p++;
+            continue;
+        }
+        if (r->p < r->end && *r->p == close) {
+            r->p++;
+            return c;
+        }
+        r->other = 1;
+    fail:
+        Py_XDECREF(k);
+        Py_DECREF(c);
+        if (!PyErr_Occurred())
+            r->other = 1;
+        return NULL;
+    }
+}
+
+/* JSON text (UTF-8) as Python values: the C reader, else json_load. */
+PyObject *json_value(const char *p, size_t n)
+{
+    jrd r = {p, p + n, 0};
+    PyObject *v = jr_value(&r, 0);
+    if (v && r.p != r.end) {
+        Py_DECREF(v);
+        v = NULL;
+        r.other = 1;
+    }
+    if (v || !r.other)
+        return v;
+    PyErr_Clear();
+    PyObject *s = PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, "strict");
+    if (!s)
+        return NULL;
+    v = json_load(s);
+    Py_DECREF(s);
+    return v;
+}
+
 /* g_scan (json's C scanner, may be NULL) reads text written by json_dump
  * directly; anything else (other whitespace, invalid text) goes through
  * g_loads (json.loads), which also gives the proper error. */
@@ -704,12 +963,7 @@ PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent)
     case K_LIST: {
         if (!v->v.s.n)
             return f->kind == K_DICT ? PyDict_New() : PyList_New(0);
-        PyObject *s = PyUnicode_DecodeUTF8(v->v.s.p, (Py_ssize_t)v->v.s.n, "strict");
-        if (!s)
-            return NULL;
-        PyObject *r = json_load(s);
-        Py_DECREF(s);
-        return r;
+        return json_value(v->v.s.p, v->v.s.n);
     }
     case K_VECTOR: {
         Py_ssize_t n = (Py_ssize_t)(v->v.s.n / 4);

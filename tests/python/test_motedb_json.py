@@ -1,4 +1,5 @@
-"""JSON properties: the C writer (values.c) gives the text json's encoder gives."""
+"""JSON properties: the C writer (values.c) gives the text json's encoder gives,
+and the C reader the values json.loads gives."""
 import json
 
 from hypothesis import given, settings, strategies as st
@@ -62,3 +63,33 @@ def test_json_round_trip(tmp_path_factory, d, items):
         # through text: tuples come back as lists, NaN compares by its text
         assert ref(got.data) == ref(json.loads(ref(d)))
         assert ref(got.items) == ref(json.loads(ref(items)))
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.dictionaries(text, values, max_size=5) | st.lists(values, max_size=5))
+def test_json_value_is_jsons(v):
+    t = ref(v).encode()
+    assert ref(_core._json_value(t)) == ref(json.loads(t))
+    spaced = json.dumps(v, ensure_ascii=True, indent=1).encode()  # escapes, whitespace
+    assert ref(_core._json_value(spaced)) == ref(json.loads(spaced))
+
+
+def test_json_value_other_texts():
+    """Texts the C reader leaves to json read as json reads them, errors alike."""
+    for t in [b'{"a": 1}', b'["\\ud83d\\ude00", "\\u00e9\\/"]', b"[1e400,-0,-0.0,1E-2]",
+              b"[" + b"9" * 80 + b"]", b"[NaN,Infinity,-Infinity]", nested(100).__repr__().encode(),
+              b'{"k":1,"k":2}', b'[1.5e3]']:
+        assert ref(_core._json_value(t)) == ref(json.loads(t)), t
+    for bad in [b"[1,]", b'{"a" 1}', b"[01]", b'["a\x01"]', b"[1] x", b'["\\ud800"', b"{"]:
+        try:
+            json.loads(bad)
+        except ValueError as e:
+            want = type(e)
+        else:
+            raise AssertionError(bad)
+        try:
+            _core._json_value(bad)
+        except ValueError as e:
+            assert type(e) is want, bad
+        else:
+            raise AssertionError(bad)

@@ -19,8 +19,11 @@
 static uint32_t P;
 static uint8_t *img;
 static size_t img_len;
+static uint8_t *seen; /* a byte per page: its CRCs below were fixed already */
 
-/* Recompute the CRCs below a node, children first; returns nothing. */
+/* Recompute the CRCs below a node, children first, each page once: a
+ * mutated file may point many cells at the same pages, and walking them
+ * again per pointer grew as the fan-out to the depth (a 15 s timeout). */
 static void fix_node(uint8_t *n, uint32_t cap, int depth)
 {
     if (depth > 8 || n_type(n) != NODE_BRANCH)
@@ -37,9 +40,12 @@ static void fix_node(uint8_t *n, uint32_t cap, int depth)
         if (pgno < 2 || (pgno + 1) * P > img_len)
             continue;
         uint8_t *child = img + pgno * P;
-        wr32(child + 4, (uint32_t)pgno);
-        wr64(child + 8, ptr_birth(ptr));
-        fix_node(child, P, depth + 1);
+        if (!seen[pgno]) {
+            seen[pgno] = 1;
+            wr32(child + 4, (uint32_t)pgno);
+            wr64(child + 8, ptr_birth(ptr));
+            fix_node(child, P, depth + 1);
+        }
         wr32(ptr + 8, mote__crc32c(0, child, P));
     }
 }
@@ -51,11 +57,15 @@ static void fix_checksums(void)
     P = rd32(img + 12);
     if (P < 4096 || P > 65536 || (P & (P - 1)) || img_len < P)
         return;
+    if (!(seen = calloc(img_len / P + 1, 1)))
+        return;
     for (int s = 0; s < 2 && (size_t)(s + 1) * P <= img_len; s++) {
         uint8_t *slot = img + (size_t)s * P;
         fix_node(slot + SLOT_ROOT_OFF, P - 8 - SLOT_ROOT_OFF, 0);
         wr64(slot + P - 8, mote__hash64(slot, P - 8, 0x4D4F5445534C4F54ull));
     }
+    free(seen);
+    seen = NULL;
 }
 
 /* Read every object of every stored entity, every property. */

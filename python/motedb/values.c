@@ -72,6 +72,19 @@ static int jb_put(jbuf *b, const char *s, size_t n)
     return JB_OK;
 }
 
+static void jb_init(jbuf *b)
+{
+    b->p = b->small;
+    b->n = 0;
+    b->cap = sizeof b->small;
+}
+
+static void jb_free(jbuf *b)
+{
+    if (b->p != b->small)
+        PyMem_Free(b->p);
+}
+
 /* A str as a JSON string: " \ and control characters escaped as json does. */
 static int jb_str(jbuf *b, PyObject *s)
 {
@@ -181,14 +194,11 @@ static int jb_value(jbuf *b, PyObject *v, int depth)
 PyObject *json_text(PyObject *v)
 {
     jbuf b;
-    b.p = b.small;
-    b.n = 0;
-    b.cap = sizeof b.small;
+    jb_init(&b);
     int rc = jb_value(&b, v, 0);
     PyObject *r = rc == JB_OK ? PyBytes_FromStringAndSize(b.p, (Py_ssize_t)b.n)
                               : rc == JB_OTHER ? json_dump(v) : NULL;
-    if (b.p != b.small)
-        PyMem_Free(b.p);
+    jb_free(&b);
     return r;
 }
 
@@ -239,79 +249,69 @@ static PyObject *jr_str(jrd *r)
             PyErr_Clear();
         return u ? u : jr_other(r);
     }
-    char small[256], *buf = small, *o;
-    size_t cap = sizeof small;
-    for (o = buf, q = s;;) { /* again from the start, unescaping */
-        if ((size_t)(o - buf) + 4 > cap) { /* room for one more UTF-8 character */
-            size_t used = (size_t)(o - buf);
-            char *nb = PyMem_Malloc(cap * 2);
-            if (!nb) {
-                if (buf != small)
-                    PyMem_Free(buf);
-                return PyErr_NoMemory();
-            }
-            memcpy(nb, buf, used);
-            if (buf != small)
-                PyMem_Free(buf);
-            buf = nb;
-            cap *= 2;
-            o = buf + used;
+    jbuf b;
+    jb_init(&b);
+    for (q = s;;) { /* again from the start, unescaping */
+        if (jb_room(&b, 3)) { /* room for one more UTF-8 character */
+            jb_free(&b);
+            return NULL;
         }
+        char *o = b.p + b.n;
         if (q >= r->end)
             break; /* unterminated */
         char c = *q++;
         if (c == '"') {
             r->p = q;
-            PyObject *u = PyUnicode_DecodeUTF8(buf, o - buf, "strict");
-            if (buf != small)
-                PyMem_Free(buf);
+            PyObject *u = PyUnicode_DecodeUTF8(b.p, (Py_ssize_t)b.n, "strict");
+            jb_free(&b);
             if (!u)
                 PyErr_Clear();
             return u ? u : jr_other(r);
         }
         if ((unsigned char)c < 0x20)
             break; /* json refuses raw control characters */
-        if (c != '\\') {
-            *o++ = c;
-            continue;
-        }
-        if (q >= r->end)
-            break;
-        switch (c = *q++) {
-        case '"': case '\\': case '/': *o++ = c; continue;
-        case 'b': *o++ = '\b'; continue;
-        case 'f': *o++ = '\f'; continue;
-        case 'n': *o++ = '\n'; continue;
-        case 'r': *o++ = '\r'; continue;
-        case 't': *o++ = '\t'; continue;
-        case 'u': {
-            int u = 0;
-            for (int i = 0; i < 4; i++) {
-                int h = q < r->end ? hexval(*q++) : -1;
-                if (h < 0)
-                    u = -1;
-                if (u >= 0)
-                    u = u * 16 + h;
+        if (c == '\\') {
+            if (q >= r->end)
+                break;
+            switch (c = *q++) {
+            case '"': case '\\': case '/': break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case 't': c = '\t'; break;
+            case 'u': {
+                int u = 0;
+                for (int i = 0; i < 4; i++) {
+                    int h = q < r->end ? hexval(*q++) : -1;
+                    if (h < 0)
+                        u = -1;
+                    if (u >= 0)
+                        u = u * 16 + h;
+                }
+                if (u < 0 || (u >= 0xD800 && u <= 0xDFFF))
+                    goto other; /* surrogates: json_load pairs them */
+                if (u < 0x80) {
+                    *o++ = (char)u;
+                } else if (u < 0x800) {
+                    *o++ = (char)(0xC0 | (u >> 6));
+                    *o++ = (char)(0x80 | (u & 0x3F));
+                } else {
+                    *o++ = (char)(0xE0 | (u >> 12));
+                    *o++ = (char)(0x80 | ((u >> 6) & 0x3F));
+                    *o++ = (char)(0x80 | (u & 0x3F));
+                }
+                b.n = (size_t)(o - b.p);
+                continue;
             }
-            if (u < 0 || (u >= 0xD800 && u <= 0xDFFF))
-                break; /* surrogates: json_load pairs them */
-            if (u < 0x80) {
-                *o++ = (char)u;
-            } else if (u < 0x800) {
-                *o++ = (char)(0xC0 | (u >> 6));
-                *o++ = (char)(0x80 | (u & 0x3F));
-            } else {
-                *o++ = (char)(0xE0 | (u >> 12));
-                *o++ = (char)(0x80 | ((u >> 6) & 0x3F));
-                *o++ = (char)(0x80 | (u & 0x3F));
+            default:
+                goto other; /* an escape this reader leaves to json */
             }
-            continue;
         }
-        }
-        break; /* an escape this reader leaves to json */
+        b.p[b.n++] = c;
     }
-    if (buf != small)
-        PyMem_Free(buf);
+other:
+    jb_free(&b);
     return jr_other(r);
 }
 

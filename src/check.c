@@ -91,7 +91,7 @@ static void check_key_tree(ck *k, const uint8_t *key, uint32_t kl, int is_leaf)
         mote__problem(&k->pr, "empty internal key");
         return;
     }
-    uint32_t id = key[0] < 0x80 ? key[0] : kl >= 2 ? ((key[0] & 0x7fu) << 8 | key[1]) : 0xFFFFFFFF;
+    uint32_t id = mote__key_tree(key, kl);
     if (id == 0 || id == 0xFFFFFFFF) {
         if (id == 0 && is_leaf && kl >= 1) {
             /* a catalog entry: remember its id */

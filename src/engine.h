@@ -437,6 +437,14 @@ int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v);
 /* ---- kv.c ------------------------------------------------------------- */
 
 unsigned mote__tree_prefix(uint32_t tree, uint8_t *out);
+/* The tree id an internal key starts with (the inverse of mote__tree_prefix);
+ * 0xFFFFFFFF if the key is too short for its prefix. */
+static inline uint32_t mote__key_tree(const uint8_t *key, uint32_t kl)
+{
+    if (!kl)
+        return 0xFFFFFFFF;
+    return key[0] < 0x80 ? key[0] : kl >= 2 ? ((key[0] & 0x7fu) << 8 | key[1]) : 0xFFFFFFFF;
+}
 /* Put (key, empty value) into tree later: at the latest before the next
  * operation that touches the tree (any read, write, cursor step or count of
  * it) or at the commit, together with the other deferred keys of the tree as

@@ -411,18 +411,16 @@ static void kb_push(kbatch *b, size_t kl, size_t vl, int del)
     op->del = del;
 }
 
-/* Add an op on key k (without the prefix). */
-static int kb_add(kbatch *b, const void *k, uint32_t kl, const void *v, size_t vl, int del)
+/* Add an op with an empty value on key k (without the prefix). */
+static int kb_add(kbatch *b, const void *k, uint32_t kl, int del)
 {
-    int rc = kb_reserve(b, b->n + 1, b->prelen + kl + vl);
+    int rc = kb_reserve(b, b->n + 1, b->prelen + kl);
     if (rc)
         return rc;
     uint8_t *p = b->buf + b->len;
     memcpy(p, b->pre, b->prelen);
     memcpy(p + b->prelen, k, kl);
-    if (vl)
-        memcpy(p + b->prelen + kl, v, vl);
-    kb_push(b, b->prelen + kl, vl, del);
+    kb_push(b, b->prelen + kl, 0, del);
     return MOTE_OK;
 }
 
@@ -491,8 +489,8 @@ static int kb_change(kbatch *b, const mprop *p, const mote_value *ov, const mote
     size_t lo = index_key(p, ov, id, ko), ln = index_key(p, nv, id, kn);
     if (lo == ln && !memcmp(ko, kn, lo))
         return MOTE_OK;
-    int rc = kb_add(b, ko, (uint32_t)lo, NULL, 0, 1);
-    return rc ? rc : kb_add(b, kn, (uint32_t)ln, NULL, 0, 0);
+    int rc = kb_add(b, ko, (uint32_t)lo, 1);
+    return rc ? rc : kb_add(b, kn, (uint32_t)ln, 0);
 }
 
 /* One batch per indexed property (ib[i] for property i) and one for the
@@ -897,7 +895,7 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
                 rc = kb_index(&b.ib[j], &e->props[j], &ov, ids[i], 1);
         }
         if (!rc)
-            rc = kb_add(&b.ob, k, 8, NULL, 0, 1);
+            rc = kb_add(&b.ob, k, 8, 1);
         if (!rc)
             rc = mote__links_cleanup(t, e, ids[i]);
         cnt++;

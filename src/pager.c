@@ -819,6 +819,213 @@ static void finalize(mote_txn *t, uint8_t *node, uint32_t cap)
     }
 }
 
+/* ---- Placement of a small commit's pages ---------------------------------- */
+
+#define PLACE_MAX 64u /* dirty pages a commit places, at most */
+#define PLACE_BMP 2u  /* pages kept for the bitmap pages the commit copies */
+#define PLACE_SLACK 8u  /* free pages may reach 1/8 of the file ... */
+#define PLACE_PIECES 2u /* ... so that a commit needs at most 2 runs */
+
+typedef struct {
+    uint32_t start, len;
+} page_run;
+
+typedef struct {
+    uint8_t *ptr[PLACE_MAX]; /* the parent pointer of each dirty tree node */
+    mpage *pg[PLACE_MAX];
+    uint32_t n;
+    page_run top[PLACE_MAX + PLACE_BMP]; /* the longest free runs, longest first */
+    uint32_t ntop;
+} placement;
+
+/* Collect the dirty nodes below `node` and their parent pointers; 0 when
+ * there are more than PLACE_MAX. */
+static int place_collect(mote_txn *t, uint8_t *node, placement *pl)
+{
+    if (n_type(node) != NODE_BRANCH)
+        return 1;
+    unsigned n = n_nkeys(node);
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t *ptr = node + n_off(node, i);
+        if (ptr_birth(ptr) != (uint32_t)t->txnid)
+            continue;
+        mpage *pg = dirty_find(t, ptr_pgno(ptr));
+        if (!pg)
+            continue;
+        if (pl->n == PLACE_MAX)
+            return 0;
+        pl->ptr[pl->n] = ptr;
+        pl->pg[pl->n++] = pg;
+        if (!place_collect(t, pg->data, pl))
+            return 0;
+    }
+    return 1;
+}
+
+static void top_add(placement *pl, uint32_t start, uint32_t len, uint32_t keep)
+{
+    uint32_t i;
+    if (pl->ntop == keep) {
+        if (pl->top[keep - 1].len >= len)
+            return;
+        i = keep - 1;
+    } else {
+        i = pl->ntop++;
+    }
+    for (; i > 0 && pl->top[i - 1].len < len; i--)
+        pl->top[i] = pl->top[i - 1];
+    pl->top[i] = (page_run){start, len};
+}
+
+/* Scan the pages free in the txn and in no snapshot: keep the `keep`
+ * longest runs; returns the number of free pages, and in *tail the first
+ * page of the free run that ends the file (npages if none). */
+static uint32_t free_runs(const mote_txn *t, placement *pl, uint32_t keep, uint32_t *tail)
+{
+    const uint8_t *pend = t->s->pend;
+    uint32_t np = t->npages, total = 0, start = 0, len = 0;
+    pl->ntop = 0;
+    for (uint32_t p = 2; p < np;) {
+        uint32_t used;
+        if ((p & 7) == 0 && p + 8 <= np) {
+            uint8_t b = t->bm[p >> 3] | pend[p >> 3];
+            if (b == 0 || b == 0xff) {
+                used = b ? 8 : 0;
+                if (!used) {
+                    start = len ? start : p;
+                    len += 8;
+                }
+                p += 8;
+                goto next;
+            }
+        }
+        used = bit_get(t->bm, p) || bit_get(pend, p);
+        if (!used) {
+            start = len ? start : p;
+            len++;
+        }
+        p++;
+    next:
+        if (used && len) {
+            top_add(pl, start, len, keep);
+            total += len;
+            len = 0;
+        }
+    }
+    if (len) {
+        top_add(pl, start, len, keep);
+        total += len;
+    }
+    *tail = len ? start : np;
+    return total;
+}
+
+/* Free pages may grow to 1/SLACK of the file to keep commits in one run */
+static int slack_ok(const mote_txn *t, uint32_t total, uint32_t need)
+{
+    return (uint64_t)(total + need) * PLACE_SLACK <= t->npages;
+}
+
+/* Would the pick take more than PLACE_PIECES runs? */
+static int many_pieces(const placement *pl, uint32_t need)
+{
+    uint32_t sum = 0;
+    for (uint32_t i = 0; i < pl->ntop && i < PLACE_PIECES; i++)
+        sum += pl->top[i].len;
+    return sum < need;
+}
+
+/*
+ * A small commit's pages go to as few runs of adjacent pages as the free
+ * space allows: the fdatasync of a commit costs per write request (measured
+ * here: 8 scattered pages + slot + fdatasync 0.42 ms, 8 adjacent ones
+ * 0.18 ms). Pages take numbers first-fit as the txn goes, so a commit that
+ * changes leaves in several places lands in the holes earlier commits left.
+ * Here its tree nodes (and room for the bitmap pages write_bitmap may copy)
+ * are renumbered onto the longest free runs, the last piece best-fit. The
+ * file grows only when fewer pages are free than the commit needs, as with
+ * first-fit; then the commit goes to the end of the file in one run.
+ * Commits with an overflow page (a chain carries checksums over its page
+ * numbers) or more than PLACE_MAX pages keep their numbers. Returns the
+ * lowest page this may have freed (for the allocation hint), else UINT32_MAX.
+ */
+static uint32_t place_pages(mote_txn *t)
+{
+    placement pl;
+    pl.n = 0;
+    if (t->ndirty < 2 || t->ndirty > PLACE_MAX ||
+        !place_collect(t, t->root->data + SLOT_ROOT_OFF, &pl) || pl.n != t->ndirty)
+        return UINT32_MAX;
+    /* runs the pages are in now */
+    uint32_t lo = UINT32_MAX, now_runs = 0;
+    uint8_t *bm = t->bm;
+    for (uint32_t i = 0; i < pl.n; i++) {
+        uint32_t p = pl.pg[i]->pgno;
+        lo = p < lo ? p : lo;
+        now_runs += p < 3 || !bit_get(bm, p - 1) || !dirty_find(t, p - 1);
+    }
+    if (now_runs == 1)
+        return UINT32_MAX;
+    for (uint32_t i = 0; i < pl.n; i++) /* their own numbers are candidates */
+        bit_clr(bm, pl.pg[i]->pgno);
+    uint32_t nbmp = mote__bmp_needed(t->s->P, t->npages);
+    uint32_t need = pl.n + (nbmp < PLACE_BMP ? nbmp : PLACE_BMP), tail;
+    uint32_t total = free_runs(t, &pl, need, &tail), base_np = rd32(t->s->cur->data + 32);
+    page_run pick[PLACE_MAX + PLACE_BMP];
+    uint32_t npick = 0;
+    if (total < need || (slack_ok(t, total, need) && many_pieces(&pl, need))) {
+        /* the file grows: one run at its end */
+        uint32_t bytes = bm_cover_bytes(t->s->P, tail + need);
+        if (t->npages < base_np || tail + need > max_pages(t->s->P) ||
+            grow_bytes(&t->bm, &t->bm_cap, bytes) ||
+            grow_bytes(&t->s->pend, &t->s->pend_cap, bytes))
+            goto keep;
+        bm = t->bm;
+        pick[npick++] = (page_run){tail, need};
+    } else {
+        for (uint32_t i = 0, left = need; left; i++) {
+            if (pl.top[i].len >= left) { /* best fit for the last piece */
+                uint32_t j = i;
+                while (j + 1 < pl.ntop && pl.top[j + 1].len >= left)
+                    j++;
+                pick[npick++] = (page_run){pl.top[j].start, left};
+                break;
+            }
+            pick[npick++] = pl.top[i];
+            left -= pl.top[i].len;
+        }
+    }
+    if (npick >= now_runs)
+        goto keep;
+    for (uint32_t i = 0; i <= t->dmask; i++)
+        t->dhash[i] = NULL;
+    uint32_t k = 0, end = 0;
+    for (uint32_t r = 0; r < npick && k < pl.n; r++)
+        for (uint32_t p = pick[r].start; p < pick[r].start + pick[r].len && k < pl.n; p++) {
+            mpage *pg = pl.pg[k++];
+            pg->pgno = p;
+            bit_set(bm, p);
+            wr32(pg->data + 4, p);
+            wr32(pl.ptr[k - 1], p);
+            pg->hnext = t->dhash[p & t->dmask];
+            t->dhash[p & t->dmask] = pg;
+            end = p + 1;
+        }
+    if (t->npages < end)
+        t->npages = end;
+    /* pages the txn took at the end and no longer uses are not file */
+    while (t->npages > base_np && !bit_get(bm, t->npages - 1) &&
+           !bit_get(t->s->pend, t->npages - 1))
+        t->npages--;
+    uint32_t low = lo < t->hint ? lo : t->hint;
+    t->hint = end; /* bitmap pages follow the last piece */
+    return low;
+keep:
+    for (uint32_t i = 0; i < pl.n; i++)
+        bit_set(t->bm, pl.pg[i]->pgno);
+    return UINT32_MAX;
+}
+
 /* Copy every changed bitmap chunk to a new page; fills the slot's pointers. */
 static int write_bitmap(mote_txn *t, mpage **bmp_pages)
 {
@@ -966,10 +1173,13 @@ int mote__txn_commit(mote_txn *t)
     mpage **pages = NULL;
     int rc = MOTE_OK, poison = 0;
 
+    uint32_t low = place_pages(t);
     finalize(t, slot + SLOT_ROOT_OFF, root_cap(s));
     rc = write_bitmap(t, bmp_pages);
     if (rc)
         goto fail;
+    if (low < t->hint)
+        t->hint = low;
     int index = 1 - s->base_slot;
     slot_init_header(slot, s->P, index, SLOT_KIND_COMMIT, t->txnid);
     wr32(slot + 32, t->npages);

@@ -123,6 +123,26 @@ TEST(crash_randomized)
     printf("%ld crash images checked\n", points);
 }
 
+TEST(crash_placed_commits)
+{
+    /* small commits into a full store of ~90 pages: their pages are
+     * renumbered into runs, at times at the end of the file (pager.c
+     * place_pages); crash points anywhere in them */
+    uint64_t rs = 4242;
+    long before = points, target = points + 1500L * test_scale();
+    while (points < target) {
+        wl w;
+        wl_init_filled(&w, test_rand(&rs), 40, 4, 2000);
+        long n = count_ops(&w);
+        for (int j = 0; j < 25; j++) {
+            long k = 1 + (long)(test_rand(&rs) % (uint64_t)(n + 1));
+            crash_at(&w, k, 6, test_rand(&rs));
+        }
+        wl_free(&w);
+    }
+    printf("%ld crash images checked\n", points - before);
+}
+
 /* Crash at every op of a close that shrinks the file (relocating pages,
  * committing the smaller size, truncating): the contents never change. */
 TEST(crash_during_shrink)

@@ -13,7 +13,21 @@ void wl_init(wl *w, uint64_t seed, int ncommits, int max_ops, int big)
     wl_init_keys(w, seed, ncommits, max_ops, big, 48);
 }
 
+static void wl_make(wl *w, uint64_t seed, int ncommits, int max_ops, int big, int nkeys,
+                    int filled);
+
 void wl_init_keys(wl *w, uint64_t seed, int ncommits, int max_ops, int big, int nkeys)
+{
+    wl_make(w, seed, ncommits, max_ops, big, nkeys, 0);
+}
+
+void wl_init_filled(wl *w, uint64_t seed, int ncommits, int max_ops, int nkeys)
+{
+    wl_make(w, seed, ncommits, max_ops, 0, nkeys, 1);
+}
+
+static void wl_make(wl *w, uint64_t seed, int ncommits, int max_ops, int big, int nkeys,
+                    int filled)
 {
     w->nkeys = nkeys;
     w->seed = seed;
@@ -28,10 +42,11 @@ void wl_init_keys(wl *w, uint64_t seed, int ncommits, int max_ops, int big, int 
     for (int c = 0; c < ncommits; c++) {
         wl_state *st = &w->states[c + 1];
         *st = w->states[c];
-        int nops = 1 + (int)(test_rand(&rs) % (uint64_t)max_ops);
+        int fill = filled && c == 0;
+        int nops = fill ? nkeys : 1 + (int)(test_rand(&rs) % (uint64_t)max_ops);
         for (int o = 0; o < nops; o++) {
-            int k = (int)(test_rand(&rs) % (uint64_t)nkeys);
-            if (test_rand(&rs) % 4 == 0) {
+            int k = fill ? o : (int)(test_rand(&rs) % (uint64_t)nkeys);
+            if (!fill && test_rand(&rs) % 4 == 0) {
                 st->len[k] = -1;
             } else {
                 uint64_t r = test_rand(&rs) % 100;

@@ -30,6 +30,9 @@ typedef struct wl {
 void wl_init(wl *w, uint64_t seed, int ncommits, int max_ops, int big);
 /* The same with a larger key space: deeper trees, splits and merges. */
 void wl_init_keys(wl *w, uint64_t seed, int ncommits, int max_ops, int big, int nkeys);
+/* The first commit puts every key (small values), the others as above:
+ * small commits into a full store of many pages. */
+void wl_init_filled(wl *w, uint64_t seed, int ncommits, int max_ops, int nkeys);
 void wl_free(wl *w);
 /* Run commits [from, ncommits) on s; returns the number of commits that
  * were acknowledged (mote_commit returned OK) before the first error. */

@@ -6,7 +6,9 @@
  * COMMIT (write txn W on durable base D, whose slot is s->base_slot)
  *   1. Dirty pages live in the txn's dirty map; each was allocated from
  *      pages free in D and not pending (never a page reachable from D).
- *   2. finalize(): bottom-up over dirty nodes, store each child's crc32c in
+ *   2. place_pages(): a small commit's tree nodes are renumbered onto as
+ *      few runs of free pages as possible (one write request per run).
+ *      finalize(): bottom-up over dirty nodes, store each child's crc32c in
  *      its parent pointer.
  *   3. Bitmap: every bitmap page whose bits changed is copied to a newly
  *      allocated page (looping until no more change: allocating for the
@@ -862,6 +864,7 @@ static int place_collect(mote_txn *t, uint8_t *node, placement *pl)
     return 1;
 }
 
+/* Keep in pl->top the `keep` longest runs seen so far, longest first. */
 static void top_add(placement *pl, uint32_t start, uint32_t len, uint32_t keep)
 {
     uint32_t i;

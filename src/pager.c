@@ -880,46 +880,59 @@ static void top_add(placement *pl, uint32_t start, uint32_t len, uint32_t keep)
     pl->top[i] = (page_run){start, len};
 }
 
-/* Scan the pages free in the txn and in no snapshot: keep the `keep`
- * longest runs; returns the number of free pages, and in *tail the first
- * page of the free run that ends the file (npages if none). */
-static uint32_t free_runs(const mote_txn *t, placement *pl, uint32_t keep, uint32_t *tail)
+/* 64 bits of a bitmap (bit i = page base + i). */
+static inline uint64_t bits64(const uint8_t *b)
 {
-    const uint8_t *pend = t->s->pend;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+/* Scan the pages from `from` on that are free in the txn and in no
+ * snapshot, 64 at a time: keep the `keep` longest runs, and stop at the
+ * first run of `keep` pages. Returns the number of free pages seen, and in
+ * *tail the first page of the free run that ends the file (npages if none). */
+static uint32_t free_runs(const mote_txn *t, placement *pl, uint32_t from, uint32_t keep,
+                          uint32_t *tail)
+{
+    const uint8_t *bm = t->bm, *pend = t->s->pend;
     uint32_t np = t->npages, total = 0, start = 0, len = 0;
     pl->ntop = 0;
-    for (uint32_t p = 2; p < np;) {
-        uint32_t used;
-        if ((p & 7) == 0 && p + 8 <= np) {
-            uint8_t b = t->bm[p >> 3] | pend[p >> 3];
-            if (b == 0 || b == 0xff) {
-                used = b ? 8 : 0;
-                if (!used) {
-                    start = len ? start : p;
-                    len += 8;
+    *tail = np;
+    from = from < 2 ? 2 : from;
+    for (uint32_t base = from & ~63u; base < np; base += 64) {
+        uint64_t used = bits64(bm + base / 8) | bits64(pend + base / 8);
+        if (base < from)
+            used |= (1ull << (from - base)) - 1;
+        if (np - base < 64)
+            used |= ~0ull << (np - base);
+        for (uint32_t pos = 0; pos < 64;) {
+            uint64_t r = used >> pos; /* the bits above 63 - pos read as free */
+            if (r & 1) {
+                pos += (uint32_t)__builtin_ctzll(~r);
+                if (len) {
+                    top_add(pl, start, len, keep);
+                    total += len;
+                    len = 0;
                 }
-                p += 8;
-                goto next;
+                continue;
             }
-        }
-        used = bit_get(t->bm, p) || bit_get(pend, p);
-        if (!used) {
-            start = len ? start : p;
-            len++;
-        }
-        p++;
-    next:
-        if (used && len) {
-            top_add(pl, start, len, keep);
-            total += len;
-            len = 0;
+            uint32_t n = r ? (uint32_t)__builtin_ctzll(r) : 64 - pos;
+            start = len ? start : base + pos;
+            len += n;
+            pos += n;
+            if (len >= keep) { /* one run holds the commit */
+                top_add(pl, start, len, keep);
+                return total + len;
+            }
         }
     }
     if (len) {
         top_add(pl, start, len, keep);
         total += len;
+        *tail = start;
     }
-    *tail = len ? start : np;
     return total;
 }
 
@@ -973,7 +986,8 @@ static uint32_t place_pages(mote_txn *t)
         bit_clr(bm, pl.pg[i]->pgno);
     uint32_t nbmp = mote__bmp_needed(t->s->P, t->npages);
     uint32_t need = pl.n + (nbmp < PLACE_BMP ? nbmp : PLACE_BMP), tail;
-    uint32_t total = free_runs(t, &pl, need, &tail), base_np = rd32(t->s->cur->data + 32);
+    uint32_t from = lo < t->hint ? lo : t->hint; /* no free page below */
+    uint32_t total = free_runs(t, &pl, from, need, &tail), base_np = rd32(t->s->cur->data + 32);
     page_run pick[PLACE_MAX + PLACE_BMP];
     uint32_t npick = 0;
     if (total < need || (slack_ok(t, total, need) && many_pieces(&pl, need))) {

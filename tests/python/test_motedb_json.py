@@ -28,6 +28,13 @@ def test_json_text_is_jsons(v):
     assert got.decode() == ref(v)
 
 
+def test_json_text_int_edges():
+    """The C writer's own decimal formatting at the ends of the 64-bit range."""
+    edges = [0, 1, -1, 9, 10, -10, 2**31, -2**31 - 1, 10**18, -10**18, 2**63 - 1, -2**63]
+    assert _core._json_text(edges).decode() == ref(edges)
+    assert _core._json_text({"n": -2**63}) == b'{"n":-9223372036854775808}'
+
+
 def nested(depth):
     v = [0]
     for _ in range(depth):

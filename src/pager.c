@@ -909,8 +909,8 @@ static uint32_t free_runs(const mote_txn *t, placement *pl, uint32_t from, uint3
             used |= ~0ull << (np - base);
         for (uint32_t pos = 0; pos < 64;) {
             uint64_t r = used >> pos; /* the bits above 63 - pos read as free */
-            if (r & 1) {
-                pos += (uint32_t)__builtin_ctzll(~r);
+            if (r & 1) { /* used pages: to the next free one (~r is 0 if all 64 are used) */
+                pos = ~r ? pos + (uint32_t)__builtin_ctzll(~r) : 64;
                 if (len) {
                     top_add(pl, start, len, keep);
                     total += len;

@@ -959,8 +959,11 @@ static int many_pieces(const placement *pl, uint32_t need)
  * changes leaves in several places lands in the holes earlier commits left.
  * Here its tree nodes (and room for the bitmap pages write_bitmap may copy)
  * are renumbered onto the longest free runs, the last piece best-fit. The
- * file grows only when fewer pages are free than the commit needs, as with
- * first-fit; then the commit goes to the end of the file in one run.
+ * commit goes to the end of the file in one run (the file grows) when fewer
+ * pages are free than it needs, as with first-fit, or when it would take
+ * more than PLACE_PIECES runs while free pages are under 1/PLACE_SLACK of
+ * the file: without that slack a churning store has no runs at all (each
+ * commit fills exactly the single-page holes the one before left).
  * Commits with an overflow page (a chain carries checksums over its page
  * numbers) or more than PLACE_MAX pages keep their numbers. Returns the
  * lowest page this may have freed (for the allocation hint), else UINT32_MAX.

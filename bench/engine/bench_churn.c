@@ -84,11 +84,7 @@ int main(int argc, char **argv)
         char dir[4200];
         bench_mkdir(dir, sizeof dir, "churn-%d", rep);
         bench_mt m = {0};
-        mote_options o = {MOTE_CREATE | (nosync ? MOTE_NOSYNC : 0), 0, 0, NULL};
-        char path[4300];
-        snprintf(path, sizeof path, "%s/store.mote", dir);
-        if (mote_open(path, &o, &m.store) != MOTE_OK)
-            bench_die("MoteDB: open %s: %s", path, mote_last_open_error());
+        bench_mt_open(&m, dir, 0, nosync ? MOTE_NOSYNC : 0);
         uint32_t tree[3];
         bench_mt_begin(&m, 1);
         for (int t = 0; t < 3; t++)

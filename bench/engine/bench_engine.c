@@ -165,7 +165,7 @@ static void *mt_open(const engine *e, const char *dir)
 {
     (void)e;
     mt_handle *h = bench_xcalloc(1, sizeof *h);
-    bench_mt_open(&h->mt, dir, mote_cache_pages);
+    bench_mt_open(&h->mt, dir, mote_cache_pages, 0);
     bench_mt_begin(h, 1);
     MT_CHECK(h, mote_kv_tree(h->mt.txn, "bench", MOTE_TREE_CREATE, &h->tree));
     bench_mt_commit(h);

@@ -230,7 +230,7 @@ static void *mt_open(const engine *e, const char *dir)
 {
     (void)e;
     mt_handle *h = bench_xcalloc(1, sizeof *h);
-    bench_mt_open(&h->mt, dir, 0);
+    bench_mt_open(&h->mt, dir, 0, 0);
     bench_mt_begin(h, 1);
     MT_CHECK(h, mote_entity_open(h->mt.txn, "Journal", journal_props, NPROPS, &h->ent));
     bench_mt_commit(h);

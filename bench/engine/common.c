@@ -288,11 +288,11 @@ void bench_json_close(FILE *f, const char *path)
 
 /* ---- MoteDB ------------------------------------------------------------- */
 
-void bench_mt_open(bench_mt *m, const char *dir, unsigned cache_pages)
+void bench_mt_open(bench_mt *m, const char *dir, unsigned cache_pages, unsigned flags)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/store.mote", dir);
-    mote_options opts = {.flags = MOTE_CREATE, .cache_pages = cache_pages};
+    mote_options opts = {.flags = MOTE_CREATE | flags, .cache_pages = cache_pages};
     if (mote_open(path, &opts, &m->store) != MOTE_OK)
         bench_die("MoteDB: open %s: %s", path, mote_last_open_error());
 }

@@ -121,8 +121,9 @@ typedef struct bench_mt {
                       mote_errmsg((m)->store));                                  \
     } while (0)
 
-/* Create "<dir>/store.mote" (cache_pages 0: the library's default). */
-void bench_mt_open(bench_mt *m, const char *dir, unsigned cache_pages);
+/* Create "<dir>/store.mote" (cache_pages 0: the library's default; flags:
+ * MOTE_* open flags besides MOTE_CREATE, e.g. MOTE_NOSYNC). */
+void bench_mt_open(bench_mt *m, const char *dir, unsigned cache_pages, unsigned flags);
 
 /* Close the store (not the handle's own memory). */
 void bench_mt_close(bench_mt *m);

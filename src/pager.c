@@ -405,6 +405,14 @@ static void dirty_remove(mote_txn *t, mpage *pg)
     t->ndirty--;
 }
 
+/* The txn's bitmap and the pending bits cover `npages` pages. */
+static int bm_cover(mote_txn *t, uint32_t npages)
+{
+    uint32_t need = bm_cover_bytes(t->s->P, npages);
+    int rc = grow_bytes(&t->bm, &t->bm_cap, need);
+    return rc ? rc : grow_bytes(&t->s->pend, &t->s->pend_cap, need);
+}
+
 static int txn_alloc(mote_txn *t, uint32_t *out)
 {
     mote_store *s = t->s;
@@ -421,10 +429,7 @@ static int txn_alloc(mote_txn *t, uint32_t *out)
     if (np >= max_pages(s->P))
         return mote__err(MOTE_FULL, "store %s is full: %u pages is the limit for "
                          "page size %u", s->path, np, s->P);
-    uint32_t need = bm_cover_bytes(s->P, np + 1);
-    int rc = grow_bytes(&t->bm, &t->bm_cap, need);
-    if (!rc)
-        rc = grow_bytes(&s->pend, &s->pend_cap, need);
+    int rc = bm_cover(t, np + 1);
     if (rc)
         return rc;
     p = np;
@@ -995,10 +1000,7 @@ static uint32_t place_pages(mote_txn *t)
     uint32_t npick = 0;
     if (total < need || (slack_ok(t, total, need) && many_pieces(&pl, need))) {
         /* the file grows: one run at its end */
-        uint32_t bytes = bm_cover_bytes(t->s->P, tail + need);
-        if (t->npages < base_np || tail + need > max_pages(t->s->P) ||
-            grow_bytes(&t->bm, &t->bm_cap, bytes) ||
-            grow_bytes(&t->s->pend, &t->s->pend_cap, bytes))
+        if (t->npages < base_np || tail + need > max_pages(t->s->P) || bm_cover(t, tail + need))
             goto keep;
         bm = t->bm;
         pick[npick++] = (page_run){tail, need};

@@ -326,15 +326,27 @@ typedef struct mote_prop_def {
 } mote_prop_def;
 
 /*
- * Open (and create or evolve) the entity `name` with the given properties
- * inside write transaction `txn`, or read it in a read transaction (which
- * fails with MOTE_SCHEMA if the stored definition differs).
+ * Open (and create or evolve) the entity `name` with the given properties.
  *
- * Evolution: properties added later read as NULL (nullable) or zero/empty;
- * removed properties are ignored on read; `renamed_from` keeps data across
- * a rename; changing the type of a stored property, or adding MOTE_P_UNIQUE
- * over duplicate values, fails with MOTE_SCHEMA and a message naming the
- * property. Indexes added later are built from the existing objects.
+ * Stored data is never dropped implicitly: the stored schema keeps every
+ * property ever declared until mote_entity_drop_prop. A definition is
+ * matched to it by name, then by `renamed_from` or a former name (a renamed
+ * property remembers its last 8 names, so an older definition still finds
+ * it). Properties the definition lacks are kept: their values are carried
+ * over unchanged by mote_put / mote_update of existing objects, their
+ * indexes and links are maintained, and new objects hold NULL in them.
+ * Added properties read as NULL (nullable) or zero/empty in older objects;
+ * an index added later is built from the existing objects. Changing the
+ * type of a stored property, or adding MOTE_P_UNIQUE over duplicate values,
+ * fails with MOTE_SCHEMA and a message naming the property.
+ *
+ * A definition that only lacks stored properties or orders them differently
+ * changes nothing in the store, so it opens in a read transaction too; one
+ * that adds or renames a property or changes flags (indexes, nullability)
+ * needs a write transaction (in a read one: MOTE_SCHEMA, and the message
+ * says what differs). When a write transaction changes an entity's stored
+ * schema, the other handles of that entity give MOTE_SCHEMA ("open it
+ * again") in it, and everywhere once it commits.
  *
  * The handle belongs to the store and stays valid until mote_close; the
  * property order of `props` is the order used by mote_value arrays. Entity
@@ -350,8 +362,20 @@ int mote_entity_prop(const mote_entity *e, const char *name);
 int mote_entity_prop_def(const mote_entity *e, unsigned i, mote_prop_def *def);
 const char *mote_entity_name(const mote_entity *e);
 
-/* Open an entity with its stored definition (tools, introspection). */
+/* Open an entity with its stored definition, every kept property included
+ * (tools, introspection). */
 int mote_entity_stored(mote_txn *txn, const char *name, mote_entity **out);
+
+/*
+ * Drop stored property `prop` of entity `name` (write transaction): its
+ * values leave every object (each object is written again, in this
+ * transaction), its index, and a to-many property's links with their
+ * backlinks. The only way a property's data goes. MOTE_NOTFOUND if the
+ * entity has no stored property of that name (its current name; former
+ * names do not count). A definition that still declares it adds it back as
+ * a new, empty property the next time it is opened.
+ */
+int mote_entity_drop_prop(mote_txn *txn, const char *name, const char *prop);
 /* Call fn for each stored entity name, in name order; fn returns 0 to go
  * on, non-zero to stop (that value is returned). */
 int mote_entity_list(mote_txn *txn, int (*fn)(void *ctx, const char *name), void *ctx);
@@ -384,7 +408,10 @@ typedef struct mote_record {
 
 /* Value of property `prop` (index in the entity's definition) of a record.
  * A property the record predates reads as NULL if nullable, else zero or
- * empty; `*absent` (may be NULL) is set to 1 in that case. */
+ * empty; `*absent` (may be NULL) is set to 1 in that case. A NULL in a
+ * property that is not nullable (the object was written while the property
+ * was not declared, see mote_entity_open, or before it became non-nullable)
+ * reads as NULL with *absent = 1. */
 int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *absent);
 
 /* ---- Object layer: operations --------------------------------------------- */
@@ -396,7 +423,11 @@ int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *a
 
 /*
  * Put one object: `vals` has one value per property, in definition order.
- * id 0 assigns the next id (*out_id receives it; may be NULL). Values are
+ * id 0 assigns the next id (*out_id receives it; may be NULL). Ids: an
+ * explicit id may be any of 1 .. 2^64-1; automatic ids are one more than
+ * the highest id below 2^63 ever used or handed out (ids are never reused)
+ * and stay below 2^63, so explicit ids at or above 2^63 never collide with
+ * them (MOTE_FULL only when the automatic range is used up). Values are
  * checked against their types first (MOTE_RANGE: an int16 given 40000;
  * MOTE_TYPE: NULL in a non-nullable property, a vector of the wrong size);
  * a unique index violation gives MOTE_UNIQUE. On any error nothing is

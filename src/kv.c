@@ -137,6 +137,7 @@ int mote_commit(mote_txn *t)
     mote_txn done;
     memset(&done, 0, sizeof done);
     done.new_entities = t->new_entities;
+    done.serial = t->serial;
     t->new_entities = NULL;
     int rc = mote__txn_commit(t);
     mote__entities_settle(s, &done, rc == MOTE_OK);

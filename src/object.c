@@ -17,6 +17,10 @@ int mote__entity_usable(const mote_entity *e, const mote_txn *t)
     if (e->dead)
         return mote__err(MOTE_SCHEMA, "entity %s: the transaction that created or "
                          "changed it was rolled back; open it again", e->name);
+    if (e->stale || (e->stale_serial && t && e->stale_serial == t->serial))
+        return mote__err(MOTE_SCHEMA, "entity %s: its stored schema was changed after this "
+                         "handle was opened (by another definition, or a dropped "
+                         "property); open it again", e->name);
     if (e->pending_txn && e->pending_txn != t)
         return mote__err(MOTE_SCHEMA, "entity %s: its creation or change is not "
                          "committed yet", e->name);
@@ -26,6 +30,12 @@ int mote__entity_usable(const mote_entity *e, const mote_txn *t)
 void mote__entities_settle(mote_store *s, mote_txn *t, int committed)
 {
     pthread_mutex_lock(&s->mu); /* other threads look handles up */
+    if (t->new_entities) /* it may have superseded handles (schema.c) */
+        for (mote_entity *e = s->entities; e; e = e->next)
+            if (e->stale_serial && e->stale_serial == t->serial) {
+                e->stale = committed;
+                e->stale_serial = 0;
+            }
     for (mote_entity *e = t->new_entities; e; e = e->pending_next) {
         e->pending_txn = NULL;
         if (!committed)
@@ -112,17 +122,21 @@ static int write_seq(mote_txn *t, mote_entity *e, uint64_t seq)
     return mote_kv_put(t, e->seq_tree, k, 4, v, 8, 0);
 }
 
-/* The highest id in use or handed out. */
+/* The highest id below AUTO_ID_LIMIT in use or handed out. */
 static int last_id(mote_txn *t, mote_entity *e, uint64_t *last)
 {
     uint64_t seq;
     int rc = read_seq(t, e, &seq);
     if (rc)
         return rc;
+    if (seq >= AUTO_ID_LIMIT) /* written by older versions after a huge explicit id */
+        seq = 0;
     mote_cursor *c;
     if ((rc = mote_cursor_open(t, e->eid, &c)))
         return rc;
-    rc = mote_cursor_last(c);
+    uint8_t lim[8];
+    mote__obj_tree_key(AUTO_ID_LIMIT, lim);
+    rc = mote_cursor_seek(c, lim, 8, MOTE_SEEK_LT);
     uint64_t top = 0;
     if (rc == MOTE_OK) {
         mote_val k;
@@ -202,21 +216,24 @@ static int same_value(int type, const mote_value *a, const mote_value *b)
 
 /* ---- put ------------------------------------------------------------------------ */
 
+/* Every property's value (nall of them, kept ones included). */
 static int decode_all(const mote_entity *e, const uint8_t *rec, size_t len, uint64_t id,
                       mote_value *vals)
 {
     mote_record r;
     int rc = mote__record_init(&r, e, rec, len, id);
-    for (unsigned i = 0; !rc && i < e->nprops; i++)
+    for (unsigned i = 0; !rc && i < e->nall; i++)
         rc = mote_record_get(&r, i, &vals[i], NULL);
     return rc;
 }
 
-/* Put one object whose id is known (old: its current record, or NULL). */
-static int put_one(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
+/* Put one object whose id is known (old: its current record, or NULL).
+ * vals has nall values; an update carries the kept ones over from old
+ * (written into vals[nprops..nall), an empty range without kept ones). */
+static int put_one(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
                    const uint8_t *old, size_t oldlen)
 {
-    unsigned np = e->nprops;
+    unsigned np = e->nall;
     mote_value stackv[16], *ov = NULL;
     int rc = MOTE_OK;
     if (old) {
@@ -224,6 +241,8 @@ static int put_one(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *v
         if (!ov)
             return mote__err(MOTE_NOMEM, "out of memory");
         rc = decode_all(e, old, oldlen, id, ov);
+        for (unsigned i = e->nprops; !rc && i < np; i++)
+            vals[i] = ov[i];
     }
     for (unsigned i = 0; !rc && i < np; i++)
         if (e->props[i].index_tree && !(ov && same_value(e->props[i].type, &ov[i], &vals[i])))
@@ -266,6 +285,7 @@ static int load_old(mote_txn *t, mote_entity *e, uint64_t id, size_t *len)
     return MOTE_OK;
 }
 
+/* Check the definition's values (kept ones come from the store, or NULL). */
 static int check_values(const mote_entity *e, const mote_value *vals)
 {
     if (!vals && e->nprops)
@@ -315,7 +335,7 @@ int mote__entities_flush(mote_txn *t)
     return rc;
 }
 
-static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
+static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
                        unsigned mode)
 {
     size_t oldlen = 0;
@@ -330,7 +350,9 @@ static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, const mote_valu
         return mote__err(MOTE_NOTFOUND, "%s: no object with id %llu to update", e->name,
                          (unsigned long long)id);
     rc = put_one(t, e, id, vals, exists ? t->oldbuf : NULL, oldlen);
-    if (!rc && !exists && id > e->seq_hi) { /* ids above the sequence are not reused */
+    if (!rc && !exists && id > e->seq_hi && id < AUTO_ID_LIMIT) {
+        /* ids above the sequence are not reused (those over the automatic
+         * range do not move it) */
         e->seq_hi = id;
         seq_mark(t, e);
     }
@@ -503,8 +525,8 @@ typedef struct objbatch {
 static int ob_init(objbatch *b, const mote_entity *e)
 {
     memset(b, 0, sizeof *b);
-    b->np = e->nprops;
-    b->ib = mote__calloc(e->nprops + 1, sizeof *b->ib);
+    b->np = e->nall;
+    b->ib = mote__calloc(e->nall + 1, sizeof *b->ib);
     if (!b->ib)
         return mote__err(MOTE_NOMEM, "out of memory");
     b->ob.prelen = mote__tree_prefix(e->eid, b->ob.pre);
@@ -587,7 +609,7 @@ static int ob_record(const mote_entity *e, objbatch *b, uint64_t id, const mote_
 static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value *vals,
                          uint64_t first)
 {
-    unsigned np = e->nprops;
+    unsigned np = e->nall;
     for (size_t i = 0; i < n; i++)
         if (check_values(e, vals + i * np))
             return BATCH_NO;
@@ -645,9 +667,9 @@ static int sorted_ids(const uint64_t *ids, size_t n, uint64_t **out, size_t *m)
 /* Updates of n existing objects (no unique index: swapping unique values
  * between objects must fail as it does one by one). */
 static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
-                              const mote_value *vals)
+                              mote_value *vals)
 {
-    unsigned np = e->nprops;
+    unsigned np = e->nall;
     for (unsigned j = 0; j < np; j++)
         if (e->props[j].flags & MOTE_P_UNIQUE)
             return BATCH_NO;
@@ -670,11 +692,13 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
     if (!rc)
         rc = mote_cursor_open(t, e->eid, &oc);
     for (size_t i = 0; !rc && i < n; i++) {
-        const mote_value *v = vals + i * np;
+        mote_value *v = vals + i * np;
         mote_record r;
         rc = mote__obj_seek(e, oc, ids[i], &r);
         if (rc == MOTE_NOTFOUND)
             rc = BATCH_NO;
+        for (unsigned j = e->nprops; !rc && j < np; j++) /* kept: carried over */
+            rc = mote_record_get(&r, j, &v[j], NULL);
         for (unsigned j = 0; !rc && j < np; j++) {
             mote_value ov;
             if (e->props[j].index_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
@@ -700,34 +724,29 @@ int mote_put(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *vals,
     return mote_put_many(t, e, 1, id ? &id : NULL, vals, mode, out_id, NULL);
 }
 
-int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
-                  const mote_value *vals, unsigned mode, uint64_t *ids_out, size_t *done)
+/* put_many on values of nall per object (see mote_put_many). */
+static int put_many_all(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
+                        mote_value *vals, unsigned mode, uint64_t *ids_out, size_t *done)
 {
-    IMPLICIT(t, e, 1, mote_put_many(t_, e, n, ids, vals, mode, ids_out, done));
-    int rc = check(t, e, 1);
-    if (done)
-        *done = 0;
-    if (!rc && mode > MOTE_PUT_UPDATE)
-        rc = mote__err(MOTE_INVALID, "unknown put mode %u", mode);
-    if (!rc && t->failed)
-        rc = mote__err(t->failed, "an earlier operation of this transaction failed");
+    int rc = seq_load(t, e);
     if (rc)
         return rc;
-    if ((rc = seq_load(t, e)))
-        return rc;
     /* new objects get a contiguous block above the sequence and above every
-     * explicit id of the batch (so that none collides with them) */
+     * explicit id of the batch below AUTO_ID_LIMIT (so that none collides
+     * with them); explicit ids above it do not move the sequence */
     size_t nnew = 0;
     uint64_t top = e->seq_hi;
     for (size_t i = 0; i < n; i++) {
         nnew += !ids || !ids[i];
-        if (ids && ids[i] > top)
+        if (ids && ids[i] > top && ids[i] < AUTO_ID_LIMIT)
             top = ids[i];
     }
     if (nnew && mode == MOTE_PUT_UPDATE)
         return mote__err(MOTE_INVALID, "%s: update of an object without id", e->name);
-    if (top > UINT64_MAX - nnew - 1)
-        return mote__err(MOTE_FULL, "%s: object ids exhausted", e->name);
+    if (nnew && top > AUTO_ID_LIMIT - 1 - nnew)
+        return mote__err(MOTE_FULL, "%s: automatic ids are used up (they end at 2^63-1, "
+                         "the highest is %llu; explicit ids can still be given)", e->name,
+                         (unsigned long long)top);
     uint64_t next = top + 1;
     if (n >= 2) {
         if (nnew == n && mode != MOTE_PUT_UPDATE)
@@ -749,9 +768,9 @@ int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
         }
         rc = MOTE_OK;
     }
-    unsigned np = e->nprops;
+    unsigned np = e->nall;
     for (size_t i = 0; i < n; i++) {
-        const mote_value *v = vals + i * np;
+        mote_value *v = vals + i * np;
         if ((rc = check_values(e, v)))
             break;
         uint64_t id = ids && ids[i] ? ids[i] : 0;
@@ -774,6 +793,41 @@ int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
     return write_result(t, rc);
 }
 
+int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
+                  const mote_value *vals, unsigned mode, uint64_t *ids_out, size_t *done)
+{
+    IMPLICIT(t, e, 1, mote_put_many(t_, e, n, ids, vals, mode, ids_out, done));
+    int rc = check(t, e, 1);
+    if (done)
+        *done = 0;
+    if (!rc && mode > MOTE_PUT_UPDATE)
+        rc = mote__err(MOTE_INVALID, "unknown put mode %u", mode);
+    if (!rc && t->failed)
+        rc = mote__err(t->failed, "an earlier operation of this transaction failed");
+    if (!rc && n && !vals && e->nprops)
+        rc = mote__err(MOTE_INVALID, "%s: values are NULL", e->name);
+    if (rc)
+        return rc;
+    /* Without kept properties the caller's values serve as they are (the
+     * writes into vals[nprops..nall) are then to an empty range). */
+    if (e->nall == e->nprops)
+        return put_many_all(t, e, n, ids, (mote_value *)vals, mode, ids_out, done);
+    /* Kept properties: values with room for them, NULL (carried over from
+     * the stored object on updates) */
+    unsigned np = e->nprops, na = e->nall;
+    mote_value *xv = mote__malloc((n * na + 1) * sizeof *xv);
+    if (!xv)
+        return mote__err(MOTE_NOMEM, "out of memory for %zu objects", n);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(xv + i * na, vals + i * np, np * sizeof *xv);
+        for (unsigned j = np; j < na; j++)
+            memset(&xv[i * na + j], 0, sizeof *xv), xv[i * na + j].null = 1;
+    }
+    rc = put_many_all(t, e, n, ids, xv, mode, ids_out, done);
+    mote__free(xv);
+    return rc;
+}
+
 int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
                 const mote_value *vals, unsigned n)
 {
@@ -788,7 +842,7 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
         return rc == MOTE_NOTFOUND ? mote__err(rc, "%s: no object with id %llu", e->name,
                                                (unsigned long long)id)
                                    : rc;
-    mote_value *all = mote__malloc((e->nprops + 1) * sizeof *all);
+    mote_value *all = mote__malloc((e->nall + 1) * sizeof *all);
     if (!all)
         return mote__err(MOTE_NOMEM, "out of memory");
     /* the new values point into oldbuf's copy, which put_one re-reads: keep
@@ -839,7 +893,7 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
     int rc = load_old(t, e, id, &oldlen);
     if (rc)
         return rc;
-    unsigned np = e->nprops;
+    unsigned np = e->nall;
     int any_index = 0;
     for (unsigned i = 0; i < np; i++)
         any_index |= e->props[i].index_tree != 0;
@@ -873,7 +927,7 @@ int mote_remove(mote_txn *t, mote_entity *e, uint64_t id)
 static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
                         uint64_t *removed)
 {
-    unsigned np = e->nprops;
+    unsigned np = e->nall;
     uint64_t cnt = 0;
     objbatch b;
     mote_cursor *oc = NULL;
@@ -951,29 +1005,86 @@ int mote_remove_many(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
     return rc ? rc : mote__remove_ids(t, e, ids, n, removed);
 }
 
+static int backlink_tree(mote_txn *t, uint32_t target_eid, int create, uint32_t *tree);
+static size_t backlink_key(uint64_t dst, uint32_t eid, uint16_t pid, uint64_t src, uint8_t *k);
+static int exists(mote_txn *t, uint32_t tree, uint64_t id);
+
+/* The ids of all objects of e, ascending, in a malloc'd array. */
+static int all_ids(mote_txn *t, mote_entity *e, uint64_t **out, size_t *n)
+{
+    uint64_t *ids = NULL, count;
+    mote_cursor *c = NULL;
+    int rc;
+    *n = 0;
+    if (!(rc = mote_kv_count(t, e->eid, NULL, 0, NULL, 0, &count)) &&
+        !(ids = mote__malloc((count + 1) * sizeof *ids)))
+        rc = mote__err(MOTE_NOMEM, "out of memory for %llu ids", (unsigned long long)count);
+    if (!rc)
+        rc = mote_cursor_open(t, e->eid, &c);
+    for (int r = rc ? rc : mote_cursor_first(c); !rc && r == MOTE_OK && *n < count;
+         r = mote_cursor_next(c)) {
+        mote_val k;
+        if (!(rc = mote_cursor_get(c, &k, NULL)))
+            ids[(*n)++] = key_id(k.data);
+    }
+    mote_cursor_close(c);
+    if (rc) {
+        mote__free(ids);
+        ids = NULL;
+    }
+    *out = ids;
+    return rc;
+}
+
 int mote_remove_all(mote_txn *t, mote_entity *e, uint64_t *removed)
 {
     IMPLICIT(t, e, 1, mote_remove_all(t_, e, removed));
     int rc = check(t, e, 1);
     if (rc)
         return rc;
-    uint64_t *ids = NULL, count;
-    size_t n = 0;
-    mote_cursor *c = NULL;
-    if (!(rc = mote_kv_count(t, e->eid, NULL, 0, NULL, 0, &count)) &&
-        !(ids = mote__malloc((count + 1) * sizeof *ids)))
-        rc = mote__err(MOTE_NOMEM, "out of memory for %llu ids", (unsigned long long)count);
-    if (!rc)
-        rc = mote_cursor_open(t, e->eid, &c);
-    for (int r = rc ? rc : mote_cursor_first(c); !rc && r == MOTE_OK && n < count;
-         r = mote_cursor_next(c)) {
-        mote_val k;
-        if (!(rc = mote_cursor_get(c, &k, NULL)))
-            ids[n++] = key_id(k.data);
-    }
-    mote_cursor_close(c);
-    if (!rc)
+    uint64_t *ids;
+    size_t n;
+    if (!(rc = all_ids(t, e, &ids, &n)))
         rc = mote__remove_ids(t, e, ids, n, removed);
+    mote__free(ids);
+    return rc;
+}
+
+int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone)
+{
+    int rc = MOTE_OK;
+    if (gone->type == MOTE_T_TOMANY) { /* the backlinks of its links */
+        char tn[64];
+        uint32_t ltree, teid, btree;
+        mote_cursor *c;
+        snprintf(tn, sizeof tn, "@l:%u:%u", e->eid, gone->id);
+        if (mote_kv_tree(t, tn, 0, &ltree) || (rc = mote__target_eid(t, gone, &teid)) ||
+            !teid || backlink_tree(t, teid, 0, &btree))
+            return rc;
+        if ((rc = mote_cursor_open(t, ltree, &c)))
+            return rc;
+        for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+            mote_val lk;
+            uint8_t bk[22];
+            if ((rc = mote_cursor_get(c, &lk, NULL)) || lk.size != 16)
+                break;
+            backlink_key(key_id((const uint8_t *)lk.data + 8), e->eid, gone->id,
+                         key_id(lk.data), bk);
+            if ((rc = mote_kv_del(t, btree, bk, 22)) == MOTE_NOTFOUND)
+                rc = MOTE_OK;
+            if (rc)
+                break;
+        }
+        mote_cursor_close(c);
+        return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    }
+    /* every record again, by e's layout, which has no slot for it */
+    uint64_t *ids;
+    size_t n;
+    if ((rc = all_ids(t, e, &ids, &n)))
+        return rc;
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = mote_update(t, e, ids[i], NULL, NULL, 0);
     mote__free(ids);
     return rc;
 }
@@ -1013,9 +1124,6 @@ int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
 
 /* ---- consistency of objects and indexes (mote_check) ------------------------------ */
 
-static int backlink_tree(mote_txn *t, uint32_t target_eid, int create, uint32_t *tree);
-static size_t backlink_key(uint64_t dst, uint32_t eid, uint16_t pid, uint64_t src, uint8_t *k);
-static int exists(mote_txn *t, uint32_t tree, uint64_t id);
 
 typedef struct ocheck {
     mote_txn *t;
@@ -1032,7 +1140,7 @@ static int check_entity(void *ctx, const char *name)
         mote__problem(k->pr, "entity %s: %s", name, mote_errmsg(t->s));
         return MOTE_OK;
     }
-    unsigned np = e->nprops;
+    unsigned np = e->nall;
     mote_value *vals = mote__malloc((np + 1) * sizeof *vals);
     mote_cursor *c;
     if (!vals || mote_cursor_open(t, e->eid, &c)) {
@@ -1052,7 +1160,8 @@ static int check_entity(void *ctx, const char *name)
             continue;
         }
         uint64_t id = key_id(key.data);
-        maxid = id > maxid ? id : maxid;
+        if (id > maxid && id < AUTO_ID_LIMIT)
+            maxid = id;
         if (mote__grow(&copy, &ccap, v.size + 1)) {
             rc = MOTE_NOMEM;
             break;
@@ -1367,7 +1476,7 @@ int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id)
     uint8_t k[8];
     mote__obj_tree_key(id, k);
     /* links from id: forward entries and the targets' backlinks */
-    for (unsigned i = 0; !rc && i < e->nprops; i++) {
+    for (unsigned i = 0; !rc && i < e->nall; i++) {
         const mprop *p = &e->props[i];
         if (p->type != MOTE_T_TOMANY || !p->link_tree)
             continue;

@@ -29,11 +29,24 @@
  * schema change rewrites nothing.
  *
  * SCHEMA RECORD
- *   u32 format (1), u32 entity id, u16 next property id, u16 nprops,
+ *   u32 format (2), u32 entity id, u16 next property id, u16 nprops,
  *   per property: u16 id, u8 type, u8 flags, u32 dim, u8 name length, name,
- *     and for relations u8 target name length, target name
+ *     for relations u8 target name length, target name,
+ *     u8 number of former names (at most MAX_FORMER), each u8 length, name
  *   u16 nlayouts, per layout: u16 nslots, per slot: u16 property id, u8 type
- *   u64 hash of the definition (names, types, flags, dims, in order)
+ *   u64 hash of the definition that wrote the record (names, types, flags,
+ *     dims, targets, in order; 0: none): its properties are the record's
+ *     first ones, in its order; the rest are kept properties
+ * Format 1 (read, never written) has no former names.
+ *
+ * KEPT PROPERTIES. The stored schema is the union of every property ever
+ * declared and not dropped with mote_entity_drop_prop. A definition that
+ * lacks some of them opens the entity without changing it: its handle has
+ * the definition's properties first (nprops, the API's indexes), then the
+ * kept ones (up to nall). Kept properties have slots in the current layout,
+ * their indexes and links are maintained, updates carry their values over
+ * unchanged, and new objects hold NULL in them (a NULL in a property that
+ * is not nullable reads as absent: zero or empty, *absent = 1).
  *
  * INDEX KEY ENCODING (order-preserving): 0x00 = NULL (sorts first), else
  * 0x01 then: integers, bools, dates, timestamps as 8 bytes big-endian with
@@ -49,6 +62,9 @@
 
 #define IDX_MAX_VALUE 400u   /* encoded value bytes kept in an index key */
 #define MAX_PROPS 1000u
+#define MAX_FORMER 8u        /* former names a property remembers */
+/* Automatic ids stay below this; explicit ids may be anything from 1. */
+#define AUTO_ID_LIMIT (1ull << 63)
 
 typedef struct mprop {
     char *name;
@@ -74,7 +90,7 @@ typedef struct mlayout {
     int32_t *prev_var;   /* previous variable slot, -1 if none */
     int32_t last_var;    /* last variable slot, -1 if none */
     uint32_t fixed;      /* bytes of the fixed area */
-    int32_t *slot_of;    /* current property index -> slot, -1 if absent */
+    int32_t *slot_of;    /* property index (< nall) -> slot, -1 if absent */
 } mlayout;
 
 struct mote_entity {
@@ -82,15 +98,21 @@ struct mote_entity {
     char *name;
     uint32_t eid;        /* = object tree id */
     uint32_t seq_tree;
-    unsigned nprops;
-    mprop *props;        /* current properties, in definition order */
+    unsigned nprops;     /* the definition's properties (the API's) */
+    unsigned nall;       /* nprops + kept properties (see KEPT PROPERTIES) */
+    mprop *props;        /* definition order, then the kept ones */
     unsigned nlayouts;
     mlayout *layouts;    /* the last one is the current layout */
-    uint64_t hash;
+    uint64_t hash;       /* of the definition (0: opened as stored) */
+    uint64_t rec_hash;   /* of the schema record it was built from */
     struct mote_entity *next; /* store's list, freed at close */
     mote_txn *pending_txn;    /* created/changed by this uncommitted txn */
     struct mote_entity *pending_next;
     int dead;                 /* its transaction aborted */
+    /* the schema record was rewritten (another definition, a dropped
+     * property): by write transaction stale_serial, or committed (stale) */
+    uint64_t stale_serial;
+    int stale;
     /* id sequence cached for one write transaction (serial), saved to @seq
      * before it commits */
     uint64_t seq_serial, seq_hi;
@@ -191,6 +213,11 @@ int mote__check_objects(mote_txn *t, mote_problems *pr);
 int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id);
 /* The entity id of a relation's target (0 if it does not exist yet). */
 int mote__target_eid(mote_txn *t, const mprop *p, uint32_t *eid);
+
+/* Remove what object layer data a dropped property had: the backlinks of a
+ * to-many one's links, or its values (every object of e is written again by
+ * e, whose schema no longer has it). Its index or link tree is the caller's. */
+int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone);
 
 /* schema.c */
 int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop);

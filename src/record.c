@@ -79,8 +79,9 @@ int mote__value_check(const mprop *p, const mote_value *v, const char *entity)
             return mote__err(MOTE_INVALID, "%s.%s: NULL pointer with %zu bytes",
                              entity, p->name, v->v.s.n);
         if (v->v.s.n > MOTE_MAX_VALUE)
-            return mote__err(MOTE_TOOBIG, "%s.%s: %zu bytes is over the limit",
-                             entity, p->name, v->v.s.n);
+            return mote__err(MOTE_TOOBIG, "%s.%s: a value of %zu bytes is over the limit "
+                             "of %u bytes (1 GiB) per value", entity, p->name, v->v.s.n,
+                             MOTE_MAX_VALUE);
         break;
     case MOTE_T_VECTOR:
         if (v->v.s.n != (size_t)p->dim * 4 || (!v->v.s.p && v->v.s.n))
@@ -120,12 +121,12 @@ int mote__record_size(const mote_entity *e, const mote_value *vals, size_t *len)
 {
     const mlayout *L = &e->layouts[e->nlayouts - 1];
     size_t total = mote__varint_size(e->nlayouts - 1) + (L->n + 7) / 8 + L->fixed;
-    for (unsigned i = 0; i < e->nprops; i++)
+    for (unsigned i = 0; i < e->nall; i++)
         if (type_is_var(e->props[i].type) && !vals[i].null)
             total += vals[i].v.s.n;
     if (total > MOTE_MAX_VALUE)
-        return mote__err(MOTE_TOOBIG, "%s: object of %zu bytes is over the limit",
-                         e->name, total);
+        return mote__err(MOTE_TOOBIG, "%s: an object of %zu bytes is over the limit of %u "
+                         "bytes (1 GiB) per object", e->name, total, MOTE_MAX_VALUE);
     *len = total;
     return MOTE_OK;
 }
@@ -138,7 +139,7 @@ void mote__record_write(const mote_entity *e, const mote_value *vals, uint8_t *r
     uint8_t *nulls = r + hl, *fixed = nulls + nb, *var = fixed + L->fixed;
     memset(nulls, 0, nb + L->fixed);
     uint32_t vend = 0;
-    for (unsigned i = 0; i < e->nprops; i++) {
+    for (unsigned i = 0; i < e->nall; i++) {
         int32_t j = L->slot_of[i]; /* slots are in property order */
         if (j < 0)
             continue; /* to-many: no slot */
@@ -231,7 +232,7 @@ static int check_parts(const mote_entity *e, const uint8_t *rec, size_t len,
 
 int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *absent)
 {
-    if (!r || !out || !r->e || prop >= r->e->nprops)
+    if (!r || !out || !r->e || prop >= r->e->nall)
         return mote__err(MOTE_INVALID, "mote_record_get: bad argument");
     const mote_entity *e = r->e;
     const mlayout *L = r->layout_;
@@ -252,7 +253,11 @@ int mote_record_get(const mote_record *r, unsigned prop, mote_value *out, int *a
     }
     const uint8_t *nb = r->data + nulls, *fixed = nb + (L->n + 7) / 8;
     if (nb[j >> 3] & (1u << (j & 7))) {
+        /* in a property that is not nullable: written while it was not
+         * declared (a kept property), or before it became non-nullable */
         out->null = 1;
+        if (absent && !(e->props[prop].flags & MOTE_P_NULLABLE))
+            *absent = 1;
         return MOTE_OK;
     }
     const uint8_t *slot = fixed + L->off[j];

@@ -1,15 +1,27 @@
 /*
  * schema.c — entities: the schema record stored in the "@schema" tree,
  * opening an entity (create, unchanged, or evolve), building the layouts
- * that make record access O(1), and building indexes for existing objects.
- * Formats: see object.h.
+ * that make record access O(1), building indexes for existing objects, and
+ * dropping a property. Formats: see object.h.
  *
- * An unchanged definition costs one lookup and a hash compare. A changed
- * one (in a write transaction) maps new properties to stored ones by name
- * or renamed_from, refuses type changes, appends a layout if the list of
- * (property id, type) changed, and creates, rebuilds or drops index trees.
- * Handles created or evolved by a transaction become usable by others only
- * when it commits; if it aborts they report MOTE_SCHEMA.
+ * Stored data is never dropped implicitly. The stored schema is the union of
+ * the properties ever declared (KEPT PROPERTIES in object.h): a definition
+ * is matched to it by name, then by renamed_from or a former name; what the
+ * definition lacks is kept, what it adds is appended. Opening changes the
+ * stored record only when the definition adds a property, renames one,
+ * changes flags (indexes) or needs a new layout; a definition that merely
+ * lacks properties or orders them differently opens without a write, so it
+ * also works in a read transaction. Only mote_entity_drop_prop removes a
+ * property's data.
+ *
+ * Handles are cached per store by (name, definition hash, hash of the
+ * record bytes); the usual open is one lookup of the record and a hash of
+ * its bytes. When a transaction rewrites an entity's record, every other
+ * handle of that entity becomes unusable in it, and for everyone once it
+ * commits (MOTE_SCHEMA: open it again), so no handle writes by an outdated
+ * schema (an index it believes in may be gone). Handles created or evolved
+ * by a transaction become usable by others only when it commits; if it
+ * aborts they report MOTE_SCHEMA.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +29,17 @@
 #include "checksum.h"
 #include "object.h"
 
+typedef struct sformer {
+    unsigned n;
+    const char *s[MAX_FORMER];
+} sformer;
+
 typedef struct sschema {
     uint32_t eid;
     uint16_t next_pid;
     unsigned np;
     mprop *p;            /* names point into the decoded buffer or defs */
+    sformer *former;     /* per property: its former names (newest first) */
     unsigned nl;
     mlayout *l;          /* n, pid, type only */
     uint64_t hash;
@@ -39,7 +57,12 @@ static uint64_t def_hash(const char *name, const mote_prop_def *d, unsigned n)
         if (d[i].target)
             h ^= mote__hash64(d[i].target, strlen(d[i].target), h + 1);
     }
-    return h;
+    return h ? h : 1; /* 0 means "no definition" in records and handles */
+}
+
+static uint64_t rec_hash(const mote_val *v)
+{
+    return mote__hash64(v->data, v->size, 0x5245434F5244ull);
 }
 
 static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
@@ -52,6 +75,9 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
         if (!d[i].name || !*d[i].name || strlen(d[i].name) > 200)
             return mote__err(MOTE_INVALID, "entity %s: property %u has no valid name",
                              name, i);
+        if (d[i].renamed_from && (!*d[i].renamed_from || strlen(d[i].renamed_from) > 200))
+            return mote__err(MOTE_INVALID, "%s.%s: renamed_from must be 1 to 200 bytes",
+                             name, d[i].name);
         if (d[i].type < MOTE_T_BOOL || d[i].type > MOTE_T_TOMANY)
             return mote__err(MOTE_INVALID, "%s.%s: unknown type %d", name, d[i].name,
                              d[i].type);
@@ -87,13 +113,34 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
 
 static void schema_free(sschema *ss)
 {
-    for (unsigned i = 0; i < ss->nl; i++) {
+    for (unsigned i = 0; ss->l && i < ss->nl; i++) {
         mote__free(ss->l[i].pid);
         mote__free(ss->l[i].type);
     }
     mote__free(ss->l);
     mote__free(ss->p);
+    mote__free(ss->former);
     memset(ss, 0, sizeof *ss);
+}
+
+/* Room for np properties and nl layouts (their slot arrays not included). */
+static int schema_alloc(sschema *ss, unsigned np, unsigned nl)
+{
+    ss->p = mote__calloc(np + 1, sizeof *ss->p);
+    ss->former = mote__calloc(np + 1, sizeof *ss->former);
+    ss->l = mote__calloc(nl + 1, sizeof *ss->l);
+    return ss->p && ss->former && ss->l ? MOTE_OK
+                                        : mote__err(MOTE_NOMEM, "out of memory reading a schema");
+}
+
+/* Copy a length-prefixed name at p (n bytes) to *names; returns it. */
+static const char *take_name(const uint8_t *p, unsigned n, char **names)
+{
+    char *s = *names;
+    memcpy(s, p, n);
+    s[n] = 0;
+    *names += n + 1;
+    return s;
 }
 
 static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema *ss,
@@ -107,45 +154,56 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
             goto bad;                                                                    \
     } while (0)
     NEED(12);
-    if (rd32(p) != 1)
-        return mote__err(MOTE_FORMAT, "entity %s: schema format %u unknown", ename, rd32(p));
+    unsigned format = rd32(p);
+    if (format != 1 && format != 2)
+        return mote__err(MOTE_FORMAT, "entity %s: schema format %u unknown (written by a "
+                         "newer MoteDB?)", ename, format);
     ss->eid = rd32(p + 4);
     ss->next_pid = rd16(p + 8);
     ss->np = rd16(p + 10);
     p += 12;
-    ss->p = mote__calloc(ss->np + 1, sizeof *ss->p);
-    if (!ss->p)
-        return mote__err(MOTE_NOMEM, "out of memory reading a schema");
+    if (schema_alloc(ss, ss->np, 0))
+        goto nomem;
     for (unsigned i = 0; i < ss->np; i++) {
         NEED(9);
-        ss->p[i].id = rd16(p);
-        ss->p[i].type = p[2];
-        ss->p[i].flags = p[3];
-        ss->p[i].dim = rd32(p + 4);
+        mprop *q = &ss->p[i];
+        q->id = rd16(p);
+        q->type = p[2];
+        q->flags = p[3];
+        q->dim = rd32(p + 4);
         unsigned nl = p[8];
         p += 9;
         NEED(nl);
-        memcpy(names, p, nl);
-        names[nl] = 0;
-        ss->p[i].name = names;
-        names += nl + 1;
+        q->name = (char *)take_name(p, nl, &names);
         p += nl;
-        if (type_is_rel(ss->p[i].type)) {
+        if (q->type < MOTE_T_BOOL || q->type > MOTE_T_TOMANY || !nl)
+            goto bad;
+        if (type_is_rel(q->type)) {
             NEED(1);
             unsigned tl = p[0];
             NEED(1 + (size_t)tl);
-            memcpy(names, p + 1, tl);
-            names[tl] = 0;
-            ss->p[i].target = names;
-            names += tl + 1;
+            q->target = (char *)take_name(p + 1, tl, &names);
             p += 1 + tl;
         }
-        if (ss->p[i].type < MOTE_T_BOOL || ss->p[i].type > MOTE_T_TOMANY)
-            goto bad;
+        if (format >= 2) {
+            NEED(1);
+            unsigned nf = *p++;
+            if (nf > MAX_FORMER)
+                goto bad;
+            for (unsigned k = 0; k < nf; k++) {
+                NEED(1);
+                unsigned fl = p[0];
+                NEED(1 + (size_t)fl);
+                ss->former[i].s[k] = take_name(p + 1, fl, &names);
+                p += 1 + fl;
+            }
+            ss->former[i].n = nf;
+        }
     }
     NEED(2);
     ss->nl = rd16(p);
     p += 2;
+    mote__free(ss->l);
     ss->l = mote__calloc(ss->nl + 1, sizeof *ss->l);
     if (!ss->l)
         goto nomem;
@@ -184,14 +242,18 @@ nomem:
 static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
 {
     size_t n = 12 + 2 + 8;
-    for (unsigned i = 0; i < ss->np; i++)
+    for (unsigned i = 0; i < ss->np; i++) {
         n += 9 + strlen(ss->p[i].name) + (ss->p[i].target ? 1 + strlen(ss->p[i].target) : 0);
+        n += 1;
+        for (unsigned k = 0; k < ss->former[i].n; k++)
+            n += 1 + strlen(ss->former[i].s[k]);
+    }
     for (unsigned i = 0; i < ss->nl; i++)
         n += 2 + 3 * (size_t)ss->l[i].n;
     uint8_t *b = mote__malloc(n), *p = b;
     if (!b)
         return mote__err(MOTE_NOMEM, "out of memory writing a schema");
-    wr32(p, 1);
+    wr32(p, 2);
     wr32(p + 4, ss->eid);
     wr16(p + 8, ss->next_pid);
     wr16(p + 10, (uint16_t)ss->np);
@@ -210,6 +272,13 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
             p[0] = (uint8_t)tl;
             memcpy(p + 1, ss->p[i].target, tl);
             p += 1 + tl;
+        }
+        *p++ = (uint8_t)ss->former[i].n;
+        for (unsigned k = 0; k < ss->former[i].n; k++) {
+            size_t fl = strlen(ss->former[i].s[k]);
+            p[0] = (uint8_t)fl;
+            memcpy(p + 1, ss->former[i].s[k], fl);
+            p += 1 + fl;
         }
     }
     wr16(p, (uint16_t)ss->nl);
@@ -235,11 +304,11 @@ static void entity_free(mote_entity *e)
 {
     if (!e)
         return;
-    for (unsigned i = 0; i < e->nprops; i++) {
+    for (unsigned i = 0; e->props && i < e->nall; i++) {
         mote__free(e->props[i].name);
         mote__free(e->props[i].target);
     }
-    for (unsigned i = 0; i < e->nlayouts; i++) {
+    for (unsigned i = 0; e->layouts && i < e->nlayouts; i++) {
         mlayout *L = &e->layouts[i];
         mote__free(L->pid);
         mote__free(L->type);
@@ -272,15 +341,18 @@ static char *dupstr(const char *s)
 }
 
 /* The store's entity handles are shared by its threads: the list and the
- * handles' pending/dead state change under the store's mutex. */
-static mote_entity *find_handle(mote_store *s, const char *name, uint64_t hash, uint32_t eid,
-                                unsigned nlayouts)
+ * handles' pending/dead/stale state change under the store's mutex. A handle
+ * fits if it was built for this definition (hash; 0: the stored one) from
+ * these record bytes, and is usable in t. */
+static mote_entity *find_handle(mote_txn *t, const char *name, uint64_t hash, uint64_t rh)
 {
+    mote_store *s = t->s;
     mote_entity *found = NULL;
     pthread_mutex_lock(&s->mu);
     for (mote_entity *e = s->entities; e && !found; e = e->next)
-        if (e->hash == hash && e->eid == eid && e->nlayouts == nlayouts && !e->pending_txn &&
-            !e->dead && !strcmp(e->name, name))
+        if (e->hash == hash && e->rec_hash == rh && !e->dead && !e->stale &&
+            (!e->pending_txn || e->pending_txn == t) &&
+            !(e->stale_serial && e->stale_serial == t->serial) && !strcmp(e->name, name))
             found = e;
     pthread_mutex_unlock(&s->mu);
     return found;
@@ -294,13 +366,48 @@ static void add_handle(mote_store *s, mote_entity *e)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* A handle built in write transaction t after t changed some schema may
+ * rest on a record that is not committed: it lives and dies with t. */
+static void add_pending(mote_txn *t, mote_entity *e)
+{
+    e->pending_txn = t;
+    e->pending_next = t->new_entities;
+    t->new_entities = e;
+    add_handle(t->s, e);
+}
+
+/* Write transaction t rewrote entity `name`'s record (keep: the new handle):
+ * the other handles of it are unusable in t at once, and for everyone once t
+ * commits (mote__entities_settle). */
+static void supersede(mote_txn *t, const char *name, const mote_entity *keep)
+{
+    mote_store *s = t->s;
+    pthread_mutex_lock(&s->mu);
+    for (mote_entity *e = s->entities; e; e = e->next) {
+        if (e == keep || strcmp(e->name, name))
+            continue;
+        if (e->pending_txn == t)
+            e->dead = 1;
+        else if (!e->dead && !e->stale)
+            e->stale_serial = t->serial;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 static int index_tree_name(char *buf, size_t n, uint32_t eid, uint16_t pid)
 {
     return snprintf(buf, n, "@i:%u:%u", eid, pid);
 }
 
-/* Build a handle from a stored schema (whose props are the current ones). */
-static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_entity **out)
+static int link_tree_name(char *buf, size_t n, uint32_t eid, uint16_t pid)
+{
+    return snprintf(buf, n, "@l:%u:%u", eid, pid);
+}
+
+/* Build a handle from a schema whose first ndecl properties are the
+ * definition's (hash: its hash, 0 for the stored view; rh: the record's). */
+static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsigned ndecl,
+                        uint64_t hash, uint64_t rh, mote_entity **out)
 {
     mote_entity *e = mote__calloc(1, sizeof *e);
     int rc = MOTE_OK;
@@ -308,8 +415,9 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_e
         return mote__err(MOTE_NOMEM, "out of memory opening entity %s", name);
     e->s = t->s;
     e->eid = ss->eid;
-    e->hash = ss->hash;
-    e->nprops = ss->np;
+    e->hash = hash;
+    e->rec_hash = rh;
+    e->nprops = ndecl;
     e->nlayouts = ss->nl;
     e->name = dupstr(name);
     e->props = mote__calloc(ss->np + 1, sizeof *e->props);
@@ -317,6 +425,7 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_e
     if (!e->name || !e->props || !e->layouts)
         goto nomem;
     for (unsigned i = 0; i < ss->np; i++) {
+        e->nall = i + 1;
         e->props[i] = ss->p[i];
         e->props[i].index_tree = 0;
         e->props[i].link_tree = 0;
@@ -326,9 +435,9 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_e
             goto nomem;
         if (ss->p[i].target && !(e->props[i].target = dupstr(ss->p[i].target)))
             goto nomem;
+        char tn[64];
         if (e->props[i].type == MOTE_T_TOMANY) {
-            char tn[64];
-            snprintf(tn, sizeof tn, "@l:%u:%u", e->eid, e->props[i].id);
+            link_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
             if ((rc = mote_kv_tree(t, tn, t->write ? MOTE_TREE_CREATE : 0,
                                    &e->props[i].link_tree)) &&
                 rc != MOTE_NOTFOUND)
@@ -336,7 +445,6 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_e
             rc = MOTE_OK;
         }
         if (e->props[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) {
-            char tn[64];
             index_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
             if ((rc = mote_kv_tree(t, tn, t->write ? MOTE_TREE_CREATE : 0,
                                    &e->props[i].index_tree)))
@@ -372,9 +480,7 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, mote_e
                     L->slot_of[i] = (int32_t)j;
         }
     }
-    char sn[16];
-    snprintf(sn, sizeof sn, "@seq");
-    rc = mote_kv_tree(t, sn, t->write ? MOTE_TREE_CREATE : 0, &e->seq_tree);
+    rc = mote_kv_tree(t, "@seq", t->write ? MOTE_TREE_CREATE : 0, &e->seq_tree);
     if (rc == MOTE_NOTFOUND) /* read txn on a store that never assigned ids */
         rc = MOTE_OK;
     if (rc)
@@ -430,104 +536,226 @@ int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop)
     return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
 }
 
-/* Compute the evolved schema `ns` from the stored one and the new defs. */
-static int evolve(const char *name, const sschema *old, const mote_prop_def *d, unsigned n,
-                  uint64_t hash, sschema *ns, int *matched)
+/* ---- evolving the stored schema ---------------------------------------------------- */
+
+/* What a definition changes in the stored schema, in words (a read
+ * transaction's error names it). */
+typedef struct ediff {
+    int changed; /* the record must be rewritten */
+    size_t len;
+    char text[480];
+} ediff;
+
+static void diff_add(ediff *d, const char *fmt, ...)
 {
-    memset(ns, 0, sizeof *ns);
-    ns->eid = old->eid;
-    ns->next_pid = old->next_pid;
-    ns->np = n;
-    ns->hash = hash;
-    ns->p = mote__calloc(n + 1, sizeof *ns->p);
-    ns->l = mote__calloc(old->nl + 1, sizeof *ns->l);
-    if (!ns->p || !ns->l) {
-        schema_free(ns);
-        return mote__err(MOTE_NOMEM, "out of memory evolving entity %s", name);
+    d->changed = 1;
+    if (d->len + 8 >= sizeof d->text)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    if (d->len)
+        d->len += (size_t)snprintf(d->text + d->len, sizeof d->text - d->len, "; ");
+    if (d->len < sizeof d->text)
+        d->len += (size_t)vsnprintf(d->text + d->len, sizeof d->text - d->len, fmt, ap);
+    va_end(ap);
+    if (d->len >= sizeof d->text) { /* cut: end with "..." */
+        d->len = sizeof d->text - 1;
+        memcpy(d->text + d->len - 3, "...", 4);
     }
-    for (unsigned i = 0; i < n; i++) {
-        int m = -1;
-        for (unsigned j = 0; j < old->np && m < 0; j++)
-            if (!strcmp(old->p[j].name, d[i].name))
-                m = (int)j;
-        for (unsigned j = 0; j < old->np && m < 0 && d[i].renamed_from; j++)
-            if (!strcmp(old->p[j].name, d[i].renamed_from))
-                m = (int)j;
-        matched[i] = m;
-        ns->p[i].name = (char *)d[i].name;
-        ns->p[i].type = (uint8_t)d[i].type;
-        /* a to-one relation is always nullable and indexed */
-        ns->p[i].flags = (uint8_t)(d[i].type == MOTE_T_TOONE
-                                       ? d[i].flags | MOTE_P_NULLABLE | MOTE_P_INDEXED
-                                       : d[i].flags);
-        ns->p[i].dim = d[i].dim;
-        ns->p[i].target = (char *)d[i].target;
-        if (m >= 0) {
-            const mprop *op = &old->p[m];
-            if (op->type != d[i].type || op->dim != d[i].dim ||
-                (op->target && strcmp(op->target, d[i].target))) {
-                int rc = mote__err(MOTE_SCHEMA, "%s.%s: stored as %s, now declared %s: "
-                                   "changing a property's type is not supported (add a "
-                                   "new property instead)", name, d[i].name,
-                                   mote__type_name(op->type), mote__type_name(d[i].type));
-                schema_free(ns);
-                return rc;
-            }
-            ns->p[i].id = op->id;
-        } else {
-            if (ns->next_pid == 0xFFFF) {
-                schema_free(ns);
-                return mote__err(MOTE_FULL, "entity %s: too many property changes", name);
-            }
-            ns->p[i].id = ns->next_pid++;
-        }
+}
+
+static int is_former(const sformer *f, const char *name)
+{
+    for (unsigned k = 0; name && k < f->n; k++)
+        if (!strcmp(f->s[k], name))
+            return 1;
+    return 0;
+}
+
+/* Remove `name` from a list of former names. */
+static void former_drop(sformer *f, const char *name)
+{
+    unsigned k = 0;
+    for (unsigned j = 0; j < f->n; j++)
+        if (strcmp(f->s[j], name))
+            f->s[k++] = f->s[j];
+    f->n = k;
+}
+
+/* Props of `ss` that occupy a slot of the record, as a set, equal to layout L? */
+static int layout_fits(const sschema *ss, const mlayout *L)
+{
+    unsigned nslots = 0;
+    for (unsigned i = 0; i < ss->np; i++) {
+        if (ss->p[i].type == MOTE_T_TOMANY)
+            continue;
+        nslots++;
+        int found = 0;
+        for (unsigned j = 0; j < L->n && !found; j++)
+            found = L->pid[j] == ss->p[i].id && L->type[j] == ss->p[i].type;
+        if (!found)
+            return 0;
     }
-    /* layouts: the old ones, plus the current list if it differs from the last */
+    return nslots == L->n;
+}
+
+/* Copy the layouts of old into ns and append one for ns's slots if the last
+ * one does not hold exactly them. */
+static int evolve_layouts(const char *name, const sschema *old, sschema *ns, ediff *diff)
+{
     ns->nl = old->nl;
     for (unsigned i = 0; i < old->nl; i++) {
         ns->l[i].n = old->l[i].n;
         ns->l[i].pid = mote__malloc(2 * (size_t)old->l[i].n + 2);
         ns->l[i].type = mote__malloc((size_t)old->l[i].n + 1);
-        if (!ns->l[i].pid || !ns->l[i].type) {
-            schema_free(ns);
+        if (!ns->l[i].pid || !ns->l[i].type)
             return mote__err(MOTE_NOMEM, "out of memory evolving entity %s", name);
-        }
         memcpy(ns->l[i].pid, old->l[i].pid, 2 * (size_t)old->l[i].n);
         memcpy(ns->l[i].type, old->l[i].type, old->l[i].n);
     }
-    /* the record layout: the properties with a slot (to-many have none) */
+    if (old->nl && layout_fits(ns, &old->l[old->nl - 1]))
+        return MOTE_OK;
+    if (ns->nl >= 0xFFFF)
+        return mote__err(MOTE_FULL, "entity %s: too many schema versions", name);
+    diff->changed = 1;
     unsigned nslots = 0;
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < ns->np; i++)
         nslots += ns->p[i].type != MOTE_T_TOMANY;
-    const mlayout *last = &old->l[old->nl - 1];
-    int same = last->n == nslots;
-    for (unsigned i = 0, j = 0; same && i < n; i++) {
+    mlayout *L = &ns->l[ns->nl++];
+    L->n = nslots;
+    L->pid = mote__malloc(2 * (size_t)nslots + 2);
+    L->type = mote__malloc((size_t)nslots + 1);
+    if (!L->pid || !L->type)
+        return mote__err(MOTE_NOMEM, "out of memory evolving entity %s", name);
+    for (unsigned i = 0, j = 0; i < ns->np; i++) {
         if (ns->p[i].type == MOTE_T_TOMANY)
             continue;
-        same = last->pid[j] == ns->p[i].id && last->type[j] == ns->p[i].type;
-        j++;
-    }
-    if (!same) {
-        if (ns->nl >= 0xFFFF) {
-            schema_free(ns);
-            return mote__err(MOTE_FULL, "entity %s: too many schema versions", name);
-        }
-        mlayout *L = &ns->l[ns->nl++];
-        L->n = nslots;
-        L->pid = mote__malloc(2 * (size_t)nslots + 2);
-        L->type = mote__malloc((size_t)nslots + 1);
-        if (!L->pid || !L->type) {
-            schema_free(ns);
-            return mote__err(MOTE_NOMEM, "out of memory evolving entity %s", name);
-        }
-        for (unsigned i = 0, j = 0; i < n; i++) {
-            if (ns->p[i].type == MOTE_T_TOMANY)
-                continue;
-            L->pid[j] = ns->p[i].id;
-            L->type[j++] = ns->p[i].type;
-        }
+        L->pid[j] = ns->p[i].id;
+        L->type[j++] = ns->p[i].type;
     }
     return MOTE_OK;
+}
+
+static const char *flag_change(unsigned was, unsigned now)
+{
+    unsigned ix = MOTE_P_INDEXED | MOTE_P_UNIQUE;
+    if ((was & MOTE_P_UNIQUE) != (now & MOTE_P_UNIQUE))
+        return now & MOTE_P_UNIQUE ? "becomes unique" : "is no longer unique";
+    if ((was & ix) != (now & ix))
+        return now & ix ? "gains an index" : "loses its index";
+    return now & MOTE_P_NULLABLE ? "becomes nullable" : "is no longer nullable";
+}
+
+/*
+ * The stored schema `old` as the definition d[0..n) sees it: ns holds the
+ * definition's properties in its order (matched ones keep their ids), then
+ * the kept ones in stored order. matched[i] is the stored index of d[i]
+ * (-1: new). diff says whether the record must change, and how.
+ */
+static int evolve(const char *name, const sschema *old, const mote_prop_def *d, unsigned n,
+                  uint64_t hash, sschema *ns, int *matched, ediff *diff)
+{
+    memset(ns, 0, sizeof *ns);
+    memset(diff, 0, sizeof *diff);
+    int *owner = mote__malloc((old->np + 1) * sizeof *owner);
+    if (!owner)
+        return mote__err(MOTE_NOMEM, "out of memory evolving entity %s", name);
+    for (unsigned j = 0; j < old->np; j++)
+        owner[j] = -1;
+    /* by name first; then renamed_from naming a stored or former name, then
+     * the definition's name being a former name, among the unmatched */
+    for (unsigned pass = 0; pass < 3; pass++)
+        for (unsigned i = 0; i < n; i++) {
+            if (pass == 0)
+                matched[i] = -1;
+            else if (matched[i] >= 0)
+                continue;
+            for (unsigned j = 0; j < old->np && matched[i] < 0; j++) {
+                const char *on = old->p[j].name, *rf = d[i].renamed_from;
+                int hit = pass == 0   ? !strcmp(on, d[i].name)
+                          : pass == 1 ? rf && (!strcmp(on, rf) || is_former(&old->former[j], rf))
+                                      : is_former(&old->former[j], d[i].name);
+                if (hit && owner[j] < 0) {
+                    owner[j] = (int)i;
+                    matched[i] = (int)j;
+                }
+            }
+        }
+    unsigned kept = 0;
+    for (unsigned j = 0; j < old->np; j++)
+        kept += owner[j] < 0;
+    int rc = schema_alloc(ns, n + kept, old->nl + 1);
+    ns->eid = old->eid;
+    ns->next_pid = old->next_pid;
+    ns->np = n + kept;
+    ns->hash = hash;
+    for (unsigned i = 0; !rc && i < n; i++) {
+        mprop *q = &ns->p[i];
+        q->name = (char *)d[i].name;
+        q->type = (uint8_t)d[i].type;
+        /* a to-one relation is always nullable and indexed */
+        q->flags = (uint8_t)(d[i].type == MOTE_T_TOONE
+                                 ? d[i].flags | MOTE_P_NULLABLE | MOTE_P_INDEXED
+                                 : d[i].flags);
+        q->dim = d[i].dim;
+        q->target = (char *)d[i].target;
+        int m = matched[i];
+        if (m < 0) {
+            if (ns->next_pid == 0xFFFF)
+                rc = mote__err(MOTE_FULL, "entity %s: too many property changes", name);
+            q->id = ns->next_pid++;
+            diff_add(diff, "new property %s", d[i].name);
+            continue;
+        }
+        const mprop *op = &old->p[m];
+        if (op->type != d[i].type || op->dim != d[i].dim ||
+            (op->target && strcmp(op->target, d[i].target))) {
+            rc = mote__err(MOTE_SCHEMA, "%s.%s: stored as %s%s%s, now declared %s%s%s: "
+                           "changing a property's type is not supported (add a new "
+                           "property instead)", name, d[i].name, mote__type_name(op->type),
+                           op->target ? " of " : "", op->target ? op->target : "",
+                           mote__type_name(d[i].type), d[i].target ? " of " : "",
+                           d[i].target ? d[i].target : "");
+            break;
+        }
+        q->id = op->id;
+        ns->former[i] = old->former[m];
+        if (strcmp(op->name, d[i].name)) {
+            /* declared by another of its names: the stored one becomes a
+             * former one (in the record if it is written; a name that is
+             * new to the property is a rename, which is written) */
+            if (!is_former(&old->former[m], d[i].name))
+                diff_add(diff, "%s renamed from %s", d[i].name, op->name);
+            former_drop(&ns->former[i], d[i].name);
+            if (ns->former[i].n == MAX_FORMER)
+                ns->former[i].n--;
+            memmove(&ns->former[i].s[1], &ns->former[i].s[0],
+                    ns->former[i].n * sizeof ns->former[i].s[0]);
+            ns->former[i].s[0] = op->name;
+            ns->former[i].n++;
+        }
+        if (q->flags != op->flags)
+            diff_add(diff, "%s %s", d[i].name, flag_change(op->flags, q->flags));
+    }
+    for (unsigned j = 0, k = n; !rc && j < old->np; j++)
+        if (owner[j] < 0) { /* kept as it is */
+            ns->p[k] = old->p[j];
+            ns->former[k++] = old->former[j];
+        }
+    /* a name belongs to one property: a declared one takes it from the
+     * former names of the others */
+    for (unsigned i = 0; !rc && i < n; i++)
+        for (unsigned j = 0; j < ns->np; j++)
+            if (j != i && is_former(&ns->former[j], d[i].name)) {
+                former_drop(&ns->former[j], d[i].name);
+                diff->changed = 1;
+            }
+    if (!rc)
+        rc = evolve_layouts(name, old, ns, diff);
+    mote__free(owner);
+    if (rc)
+        schema_free(ns);
+    return rc;
 }
 
 static int schema_tree(mote_txn *t, uint32_t *tree)
@@ -535,15 +763,73 @@ static int schema_tree(mote_txn *t, uint32_t *tree)
     return mote_kv_tree(t, "@schema", t->write ? MOTE_TREE_CREATE : 0, tree);
 }
 
-static int save_schema(mote_txn *t, uint32_t tree, const char *name, const sschema *ss)
+static int save_schema(mote_txn *t, uint32_t tree, const char *name, const sschema *ss,
+                       uint64_t *rh)
 {
     uint8_t *b = NULL;
     size_t n = 0;
     int rc = schema_encode(ss, &b, &n);
     if (rc)
         return rc;
+    mote_val v = {b, n};
+    *rh = rec_hash(&v);
     rc = mote_kv_put(t, tree, name, strlen(name), b, n, 0);
     mote__free(b);
+    return rc;
+}
+
+/* The first n stored properties are exactly the definition's? (the record
+ * was written for it: its hash matches) */
+static int same_prefix(const sschema *ss, const mote_prop_def *d, unsigned n)
+{
+    if (ss->np < n)
+        return 0;
+    for (unsigned i = 0; i < n; i++)
+        if (strcmp(ss->p[i].name, d[i].name) || ss->p[i].type != d[i].type)
+            return 0;
+    return 1;
+}
+
+/* Indexes after an evolution: drop those whose property lost its index or
+ * changed uniqueness, build new ones (kept properties keep theirs). */
+static int evolve_indexes(mote_txn *t, mote_entity *e, const sschema *old, const int *matched)
+{
+    const unsigned ix = MOTE_P_INDEXED | MOTE_P_UNIQUE;
+    int rc = MOTE_OK;
+    for (unsigned i = 0; !rc && i < e->nprops; i++) {
+        int m = matched[i];
+        unsigned had = m >= 0 ? old->p[m].flags & ix : 0, now = e->props[i].flags & ix;
+        int same = had && now && (had & MOTE_P_UNIQUE) == (now & MOTE_P_UNIQUE);
+        if (same || (!had && !now))
+            continue;
+        char tn[64];
+        index_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
+        if (had) { /* entity_build opened it if still indexed: start afresh */
+            rc = mote_kv_drop(t, tn);
+            if (rc == MOTE_NOTFOUND)
+                rc = MOTE_OK;
+            e->props[i].index_tree = 0;
+        }
+        if (!rc && now && !(rc = mote_kv_tree(t, tn, MOTE_TREE_CREATE, &e->props[i].index_tree)))
+            rc = mote__schema_build_index(t, e, i);
+    }
+    return rc;
+}
+
+/* Create entity `name` (write transaction): its object tree, then the
+ * schema of the definition. */
+static int create_schema(mote_txn *t, const char *name, const mote_prop_def *props,
+                         unsigned nprops, uint64_t hash, sschema *ns, int *matched)
+{
+    sschema seed;
+    ediff diff;
+    char tn[160];
+    memset(&seed, 0, sizeof seed);
+    snprintf(tn, sizeof tn, "@o:%s", name);
+    seed.next_pid = 1;
+    int rc = mote_kv_tree(t, tn, MOTE_TREE_CREATE, &seed.eid);
+    if (!rc)
+        rc = evolve(name, &seed, props, nprops, hash, ns, matched, &diff);
     return rc;
 }
 
@@ -558,7 +844,7 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
     int rc = validate_defs(name, props, nprops);
     if (rc)
         return rc;
-    uint64_t hash = def_hash(name, props, nprops);
+    uint64_t hash = def_hash(name, props, nprops), rh = 0;
     uint32_t stree;
     mote_val v;
     rc = schema_tree(t, &stree);
@@ -566,122 +852,76 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
         rc = mote_kv_get(t, stree, name, strlen(name), &v);
     if (rc && rc != MOTE_NOTFOUND)
         return rc;
-    sschema old, ns;
-    char *names = NULL;
     int exists = rc == MOTE_OK;
-    memset(&old, 0, sizeof old);
+    mote_entity *e = NULL;
+    rc = MOTE_OK;
     if (exists) {
-        names = mote__malloc(v.size + 1);
-        if (!names)
-            return mote__err(MOTE_NOMEM, "out of memory opening entity %s", name);
-        rc = schema_decode(name, v.data, v.size, &old, names);
-        if (rc) {
-            mote__free(names);
-            return rc;
-        }
-        if (old.hash == hash) { /* unchanged: reuse a handle if we have one */
-            mote_entity *e = find_handle(t->s, name, hash, old.eid, old.nl);
-            if (!e && !(rc = entity_build(t, name, &old, &e)))
-                add_handle(t->s, e);
-            schema_free(&old);
-            mote__free(names);
-            if (rc)
-                return rc;
+        rh = rec_hash(&v);
+        if ((e = find_handle(t, name, hash, rh))) {
             *out = e;
             return MOTE_OK;
         }
+    } else if (!t->write) {
+        return mote__err(MOTE_NOTFOUND, "entity %s does not exist", name);
     }
-    if (!t->write) {
-        schema_free(&old);
-        mote__free(names);
-        return exists ? mote__err(MOTE_SCHEMA, "entity %s: the stored schema differs; "
-                                  "open it in a write transaction to change it", name)
-                      : mote__err(MOTE_NOTFOUND, "entity %s does not exist", name);
-    }
+    sschema old, ns;
+    memset(&old, 0, sizeof old);
+    memset(&ns, 0, sizeof ns);
+    ediff diff;
+    memset(&diff, 0, sizeof diff);
+    char *names = exists ? mote__malloc(v.size + 1) : NULL;
     int *matched = mote__calloc(nprops + 1, sizeof *matched);
-    if (!matched) {
-        schema_free(&old);
-        mote__free(names);
-        return mote__err(MOTE_NOMEM, "out of memory opening entity %s", name);
+    if ((exists && !names) || !matched)
+        rc = mote__err(MOTE_NOMEM, "out of memory opening entity %s", name);
+    else if (exists)
+        rc = schema_decode(name, v.data, v.size, &old, names);
+    if (rc)
+        goto out;
+    if (exists && old.hash == hash && same_prefix(&old, props, nprops)) {
+        rc = entity_build(t, name, &old, nprops, hash, rh, &e); /* as written */
+    } else if (exists) {
+        rc = evolve(name, &old, props, nprops, hash, &ns, matched, &diff);
+        if (!rc && !diff.changed) /* lacks or reorders properties: nothing to write */
+            rc = entity_build(t, name, &ns, nprops, hash, rh, &e);
+        else if (!rc && !t->write)
+            rc = mote__err(MOTE_SCHEMA, "entity %s: the definition differs from the stored "
+                           "schema (%s); it can be changed only in a write transaction",
+                           name, diff.text);
+    } else {
+        rc = create_schema(t, name, props, nprops, hash, &ns, matched);
+        diff.changed = 1;
     }
-    if (exists) {
-        rc = evolve(name, &old, props, nprops, hash, &ns, matched);
-    } else { /* create: the object tree's id is the entity id */
-        char tn[160];
-        snprintf(tn, sizeof tn, "@o:%s", name);
-        memset(&old, 0, sizeof old);
-        old.nl = 1;
-        old.l = mote__calloc(1, sizeof *old.l);
-        old.l[0].pid = mote__malloc(2);
-        old.l[0].type = mote__malloc(1);
-        old.next_pid = 1;
-        rc = old.l && old.l[0].pid && old.l[0].type
-                 ? mote_kv_tree(t, tn, MOTE_TREE_CREATE, &old.eid)
-                 : mote__err(MOTE_NOMEM, "out of memory creating entity %s", name);
-        if (!rc)
-            rc = evolve(name, &old, props, nprops, hash, &ns, matched);
-        if (!rc && ns.nl == 2) { /* drop the empty seed layout */
-            mote__free(ns.l[0].pid);
-            mote__free(ns.l[0].type);
-            ns.l[0] = ns.l[1];
-            ns.nl = 1;
-        }
-    }
-    mote_entity *e = NULL;
+    if (rc || e)
+        goto out;
+    /* the record changes: save it, build the handle, then the indexes */
+    rc = save_schema(t, stree, name, &ns, &rh);
     if (!rc)
-        rc = save_schema(t, stree, name, &ns);
-    if (!rc)
-        rc = entity_build(t, name, &ns, &e);
-    /* indexes: drop those of removed or no longer indexed properties, build
-     * new ones (and rebuild when uniqueness changed) */
-    for (unsigned j = 0; !rc && exists && j < old.np; j++) {
-        unsigned had = old.p[j].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE);
-        if (!had)
-            continue;
-        int keep = 0;
-        for (unsigned i = 0; i < nprops; i++)
-            if (matched[i] == (int)j && (e->props[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) &&
-                ((e->props[i].flags & MOTE_P_UNIQUE) == (old.p[j].flags & MOTE_P_UNIQUE)))
-                keep = 1;
-        if (!keep) {
-            char tn[64];
-            index_tree_name(tn, sizeof tn, ns.eid, old.p[j].id);
-            rc = mote_kv_drop(t, tn);
-            if (rc == MOTE_NOTFOUND)
-                rc = MOTE_OK;
-        }
-    }
-    for (unsigned i = 0; !rc && exists && i < nprops; i++) {
-        if (!(e->props[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)))
-            continue;
-        int m = matched[i];
-        int kept = m >= 0 && (old.p[m].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) &&
-                   (e->props[i].flags & MOTE_P_UNIQUE) == (old.p[m].flags & MOTE_P_UNIQUE);
-        if (!kept) {
-            char tn[64]; /* the handle created it; it may hold stale keys if dropped above */
-            index_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
-            if (!(rc = mote_kv_tree(t, tn, MOTE_TREE_CREATE, &e->props[i].index_tree)))
-                rc = mote__schema_build_index(t, e, i);
-        }
-    }
-    mote__free(matched);
-    schema_free(&ns);
-    if (exists)
-        schema_free(&old);
-    else
-        schema_free(&old);
-    mote__free(names);
+        rc = entity_build(t, name, &ns, nprops, hash, rh, &e);
+    if (!rc && exists)
+        rc = evolve_indexes(t, e, &old, matched);
     if (rc) {
         entity_free(e);
+        e = NULL;
         t->failed = t->failed ? t->failed : rc;
-        return rc;
+        goto out;
     }
-    e->pending_txn = t;
-    e->pending_next = t->new_entities;
-    t->new_entities = e;
-    add_handle(t->s, e);
+    supersede(t, name, e);
+    add_pending(t, e);
     *out = e;
-    return MOTE_OK;
+    e = NULL;
+out:
+    if (e) { /* built without a change to the record */
+        if (t->write && t->new_entities)
+            add_pending(t, e); /* t changed a schema: its record may be t's own */
+        else
+            add_handle(t->s, e);
+        *out = e;
+    }
+    schema_free(&ns);
+    schema_free(&old);
+    mote__free(matched);
+    mote__free(names);
+    return rc;
 }
 
 unsigned mote_entity_nprops(const mote_entity *e) { return e ? e->nprops : 0; }
@@ -709,6 +949,29 @@ int mote_entity_prop_def(const mote_entity *e, unsigned i, mote_prop_def *def)
 
 const char *mote_entity_name(const mote_entity *e) { return e ? e->name : NULL; }
 
+/* The stored schema of `name` decoded into *ss (names in *names, to free),
+ * and the hash of its record bytes. */
+static int read_schema(mote_txn *t, const char *name, sschema *ss, char **names, uint64_t *rh)
+{
+    uint32_t stree;
+    mote_val v;
+    *names = NULL;
+    int rc = mote_kv_tree(t, "@schema", 0, &stree);
+    if (!rc)
+        rc = mote_kv_get(t, stree, name, strlen(name), &v);
+    if (rc)
+        return rc == MOTE_NOTFOUND ? mote__err(rc, "entity %s does not exist", name) : rc;
+    *rh = rec_hash(&v);
+    if (!(*names = mote__malloc(v.size + 1)))
+        return mote__err(MOTE_NOMEM, "out of memory opening entity %s", name);
+    rc = schema_decode(name, v.data, v.size, ss, *names);
+    if (rc) {
+        mote__free(*names);
+        *names = NULL;
+    }
+    return rc;
+}
+
 int mote_entity_stored(mote_txn *t, const char *name, mote_entity **out)
 {
     if (!out)
@@ -716,30 +979,100 @@ int mote_entity_stored(mote_txn *t, const char *name, mote_entity **out)
     *out = NULL;
     if (!t || !name)
         return mote__err(MOTE_INVALID, "mote_entity_stored: NULL argument");
-    uint32_t stree;
-    mote_val v;
-    int rc = mote_kv_tree(t, "@schema", 0, &stree);
-    if (!rc)
-        rc = mote_kv_get(t, stree, name, strlen(name), &v);
-    if (rc)
-        return rc == MOTE_NOTFOUND ? mote__err(rc, "entity %s does not exist", name) : rc;
-    char *names = mote__malloc(v.size + 1);
-    if (!names)
-        return mote__err(MOTE_NOMEM, "out of memory opening entity %s", name);
     sschema ss;
-    if ((rc = schema_decode(name, v.data, v.size, &ss, names))) {
-        mote__free(names);
+    char *names;
+    uint64_t rh;
+    int rc = read_schema(t, name, &ss, &names, &rh);
+    if (rc)
         return rc;
-    }
-    *out = find_handle(t->s, name, ss.hash, ss.eid, ss.nl);
-    if (!*out) {
+    if (!(*out = find_handle(t, name, 0, rh))) {
         mote_entity *e;
-        if (!(rc = entity_build(t, name, &ss, &e))) {
-            add_handle(t->s, e);
+        if (!(rc = entity_build(t, name, &ss, ss.np, 0, rh, &e))) {
+            if (t->write && t->new_entities)
+                add_pending(t, e);
+            else
+                add_handle(t->s, e);
             *out = e;
         }
     }
     schema_free(&ss);
+    mote__free(names);
+    return rc;
+}
+
+/*
+ * Drop a stored property: out of the schema (a new layout without its slot),
+ * its index tree, its links and their backlinks, and its value out of every
+ * record (each object is written again, so no byte of it stays reachable).
+ */
+int mote_entity_drop_prop(mote_txn *t, const char *name, const char *prop)
+{
+    if (!t || !name || !prop)
+        return mote__err(MOTE_INVALID, "mote_entity_drop_prop: NULL argument");
+    if (!t->write)
+        return mote__err(MOTE_READONLY, "mote_entity_drop_prop: a write transaction is needed");
+    sschema old, ns;
+    char *names;
+    uint64_t rh;
+    int rc = read_schema(t, name, &old, &names, &rh);
+    if (rc)
+        return rc;
+    memset(&ns, 0, sizeof ns);
+    int at = -1;
+    for (unsigned j = 0; j < old.np && at < 0; j++)
+        if (!strcmp(old.p[j].name, prop))
+            at = (int)j;
+    mote_entity *e = NULL;
+    ediff diff;
+    memset(&diff, 0, sizeof diff);
+    if (at < 0)
+        rc = mote__err(MOTE_NOTFOUND, "entity %s has no stored property %s", name, prop);
+    if (!rc)
+        rc = schema_alloc(&ns, old.np, old.nl + 1);
+    if (!rc) {
+        mprop gone = old.p[at];
+        ns.eid = old.eid;
+        ns.next_pid = old.next_pid;
+        ns.hash = 0; /* no definition's properties come first any more */
+        for (unsigned j = 0; j < old.np; j++)
+            if ((int)j != at) {
+                ns.p[ns.np] = old.p[j];
+                ns.former[ns.np++] = old.former[j];
+            }
+        rc = evolve_layouts(name, &old, &ns, &diff);
+        uint32_t stree;
+        if (!rc)
+            rc = schema_tree(t, &stree);
+        if (!rc)
+            rc = save_schema(t, stree, name, &ns, &rh);
+        if (!rc)
+            rc = entity_build(t, name, &ns, ns.np, 0, rh, &e);
+        if (!rc)
+            rc = mote__drop_prop_data(t, e, &gone);
+        if (!rc) {
+            char tn[64];
+            if (gone.flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE))
+                index_tree_name(tn, sizeof tn, old.eid, gone.id);
+            else if (gone.type == MOTE_T_TOMANY)
+                link_tree_name(tn, sizeof tn, old.eid, gone.id);
+            else
+                tn[0] = 0;
+            if (tn[0] && (rc = mote_kv_drop(t, tn)) == MOTE_NOTFOUND)
+                rc = MOTE_OK;
+        }
+    }
+    if (e && rc) {
+        entity_free(e);
+        e = NULL;
+    }
+    if (rc && at >= 0)
+        t->failed = t->failed ? t->failed : rc;
+    if (e) {
+        supersede(t, name, e);
+        add_pending(t, e);
+    }
+    schema_free(&ns);
+    schema_free(&old);
     mote__free(names);
     return rc;
 }

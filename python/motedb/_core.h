@@ -129,6 +129,7 @@ typedef struct {
     EntityInfo *info;
     mote_entity *e;     /* NULL: open it again (its transaction rolled back) */
     mote_txn *pending;  /* opened in this uncommitted write transaction */
+    int superseded;     /* its class was redefined: store.box(new class) */
 } BoxObject;
 
 typedef struct {

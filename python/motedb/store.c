@@ -156,6 +156,12 @@ int op_end(StoreObject *st, Op *op, int how)
  * or -1 with an exception and nothing left to end. */
 int box_op_begin(BoxObject *b, int write, Op *op)
 {
+    if (b->superseded) {
+        PyErr_Format(E_Schema, "this box of %s belongs to a class that was defined again "
+                     "(same module and name): use store.box() of the new class",
+                     b->info->cname);
+        return -1;
+    }
     if (op_begin(b->store, write, op) < 0)
         return -1;
     if (box_entity(b, op->ts) == 0)
@@ -164,20 +170,40 @@ int box_op_begin(BoxObject *b, int write, Op *op)
     return -1;
 }
 
-/* Another class of the same entity name was opened: the handles of the
- * other boxes of that name may not know its layout; they open it again. */
-static void invalidate_same_name(BoxObject *b)
+/* The boxes of entity `cname` open their entity again on next use (its
+ * stored schema changed). */
+static void reopen_boxes(StoreObject *st, const char *cname)
 {
-    StoreObject *st = b->store;
-    if (!st->boxes)
-        return;
     PyObject *k, *v;
     Py_ssize_t pos = 0;
-    while (PyDict_Next(st->boxes, &pos, &k, &v)) {
+    while (st->boxes && PyDict_Next(st->boxes, &pos, &k, &v)) {
         BoxObject *o = (BoxObject *)v;
-        if (o != b && o->cls != b->cls && o->e && !strcmp(o->info->cname, b->info->cname))
-            o->e = NULL;
+        if (strcmp(o->info->cname, cname))
+            continue;
+        o->e = NULL;
+        if (o->pending) {
+            o->pending = NULL;
+            st->npending--;
+        }
     }
+}
+
+/* SchemaError for a class that does not match the stored schema, said in
+ * Python terms: what differs (the library's message) and what to do. */
+static int schema_error(StoreObject *st, int rc)
+{
+    static const char tail[] = "; it can be changed only in a write transaction";
+    const char *msg = mote_errmsg(NULL);
+    size_t n = strlen(msg), tl = sizeof tail - 1;
+    if (rc != MOTE_SCHEMA || n < tl || strcmp(msg + n - tl, tail))
+        return raise_code(rc == MOTE_NOTFOUND ? MOTE_SCHEMA : rc, NULL, NULL);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%.*s; %s", (int)(n - tl), msg,
+             st->readonly ? "the store is open read-only: open it once with readonly=False "
+                            "to update the stored schema"
+                          : "call store.box() outside store.read() (or inside store.write()) "
+                            "to update the stored schema");
+    return raise_code(MOTE_SCHEMA, NULL, buf);
 }
 
 /* The entity handle of a box, opened in ts if needed. */
@@ -185,15 +211,11 @@ int box_entity(BoxObject *b, TxnSlot *ts)
 {
     if (b->e)
         return 0;
-    invalidate_same_name(b);
     mote_entity *e;
     int rc = mote_entity_open(ts->txn, b->info->cname, b->info->defs, (unsigned)b->info->nf,
                               &e);
-    if (rc) {
-        if (rc == MOTE_NOTFOUND)
-            rc = MOTE_SCHEMA;
-        return raise_code(rc, NULL, NULL);
-    }
+    if (rc)
+        return schema_error(b->store, rc);
     b->e = e;
     if (ts->write) {
         b->pending = ts->txn;
@@ -317,6 +339,62 @@ static void store_dealloc(PyObject *self)
     Py_TYPE(self)->tp_free(self);
 }
 
+/* Is the entity of class `cls` in use here by another class? Two classes
+ * cannot share one entity (each would write the objects its way): an error,
+ * except for the same class defined again (same module and qualified name,
+ * e.g. a notebook cell run twice), whose old box is retired. */
+static int same_name_box(StoreObject *st, PyTypeObject *cls, const EntityInfo *in)
+{
+    PyObject *k, *v, *retire = NULL;
+    Py_ssize_t pos = 0;
+    int rc = 0;
+    while (PyDict_Next(st->boxes, &pos, &k, &v)) {
+        BoxObject *o = (BoxObject *)v;
+        if (o->cls == cls || strcmp(o->info->cname, in->cname))
+            continue;
+        PyObject *m1 = PyObject_GetAttrString((PyObject *)o->cls, "__module__");
+        PyObject *m2 = m1 ? PyObject_GetAttrString((PyObject *)cls, "__module__") : NULL;
+        int again = -1;
+        if (m2)
+            again = PyObject_RichCompareBool(m1, m2, Py_EQ);
+        if (again > 0)
+            again = PyUnicode_Compare(((PyHeapTypeObject *)o->cls)->ht_qualname,
+                                      ((PyHeapTypeObject *)cls)->ht_qualname) == 0;
+        if (again > 0) {
+            retire = k;
+        } else if (again == 0) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "store.box(%s.%s): entity %s is already used in this "
+                     "store by the class %s.%s; two classes cannot map to one entity (rename "
+                     "one of them)", m2 && PyUnicode_Check(m2) ? PyUnicode_AsUTF8(m2) : "?",
+                     cls->tp_name, in->cname,
+                     m1 && PyUnicode_Check(m1) ? PyUnicode_AsUTF8(m1) : "?",
+                     o->cls->tp_name);
+            if (!PyErr_Occurred())
+                raise_code(MOTE_SCHEMA, NULL, msg);
+            rc = -1;
+        } else {
+            rc = -1;
+        }
+        Py_XDECREF(m1);
+        Py_XDECREF(m2);
+        break;
+    }
+    if (retire) {
+        BoxObject *o = (BoxObject *)PyDict_GetItem(st->boxes, retire);
+        o->superseded = 1;
+        o->e = NULL;
+        if (o->pending) {
+            o->pending = NULL;
+            st->npending--;
+        }
+        Py_INCREF(retire);
+        rc = PyDict_DelItem(st->boxes, retire);
+        Py_DECREF(retire);
+    }
+    return rc;
+}
+
 PyObject *store_box(PyObject *self, PyObject *cls)
 {
     StoreObject *st = (StoreObject *)self;
@@ -335,6 +413,8 @@ PyObject *store_box(PyObject *self, PyObject *cls)
                      "motedb.Entity), got %R", cls);
         return NULL;
     }
+    if (same_name_box(st, (PyTypeObject *)cls, in) < 0)
+        return NULL;
     BoxObject *box = PyObject_GC_New(BoxObject, &Box_Type);
     if (!box)
         return NULL;
@@ -343,6 +423,7 @@ PyObject *store_box(PyObject *self, PyObject *cls)
     box->info = in;
     box->e = NULL;
     box->pending = NULL;
+    box->superseded = 0;
     PyObject_GC_Track(box);
     TxnSlot *cur = find_txn(st);
     if (cur) {
@@ -357,7 +438,6 @@ PyObject *store_box(PyObject *self, PyObject *cls)
         int rc = mote_entity_open(t, in->cname, in->defs, (unsigned)in->nf, &e);
         mote_abort(t);
         if (!rc) {
-            invalidate_same_name(box);
             box->e = e;
         } else if ((rc == MOTE_NOTFOUND || rc == MOTE_SCHEMA) && !st->readonly) {
             Op op; /* create or evolve it */
@@ -368,10 +448,7 @@ PyObject *store_box(PyObject *self, PyObject *cls)
                 st->npending--;
             }
         } else {
-            if (rc == MOTE_NOTFOUND)
-                raise_code(MOTE_SCHEMA, NULL, NULL);
-            else
-                raise_rc(rc);
+            schema_error(st, rc);
             goto fail;
         }
     }
@@ -381,6 +458,47 @@ PyObject *store_box(PyObject *self, PyObject *cls)
 fail:
     Py_DECREF(box);
     return NULL;
+}
+
+static PyObject *store_drop_property(PyObject *self, PyObject *args)
+{
+    StoreObject *st = (StoreObject *)self;
+    PyObject *ent, *prop;
+    if (!PyArg_ParseTuple(args, "OU:drop_property", &ent, &prop))
+        return NULL;
+    const char *cname = NULL, *cprop = PyUnicode_AsUTF8(prop);
+    EntityInfo *in = PyType_Check(ent) ? info_of_type((PyTypeObject *)ent) : NULL;
+    if (in) {
+        cname = in->cname;
+        for (Py_ssize_t i = 0; cprop && i < in->nf; i++)
+            if (!strcmp(in->f[i].cname, cprop)) {
+                PyErr_Format(PyExc_ValueError, "drop_property: %s.%s is declared by the "
+                             "class; remove it from the class first", cname, cprop);
+                return NULL;
+            }
+    } else if (PyUnicode_Check(ent)) {
+        cname = PyUnicode_AsUTF8(ent);
+    } else {
+        PyErr_Format(PyExc_TypeError, "drop_property() takes an entity class or its name, "
+                     "got %.100s", Py_TYPE(ent)->tp_name);
+        return NULL;
+    }
+    if (!cname || !cprop)
+        return NULL;
+    Op op;
+    if (op_begin(st, 1, &op) < 0)
+        return NULL;
+    int rc = mote_entity_drop_prop(op.ts->txn, cname, cprop);
+    if (rc) {
+        raise_code(rc == MOTE_NOTFOUND ? MOTE_SCHEMA : rc, NULL, NULL);
+        if (rc != MOTE_NOTFOUND)
+            op_doom(&op);
+    } else {
+        reopen_boxes(st, cname);
+    }
+    if (op_end(st, &op, rc ? OP_FAIL : OP_COMMIT) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* Transactions: store.write() / store.read() */
@@ -625,6 +743,9 @@ static PyObject *store_repr(PyObject *self)
 
 static PyMethodDef store_methods[] = {
     {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class."},
+    {"drop_property", store_drop_property, METH_VARARGS,
+     "drop_property(EntityClass or name, prop): remove a stored property's data from every "
+     "object (the only way stored data goes; the class must not declare it)."},
     {"write", store_write, METH_NOARGS, "A write transaction (context manager)."},
     {"read", store_read, METH_NOARGS, "A read transaction, a snapshot (context manager)."},
     {"close", store_close, METH_NOARGS, "Close the store (idempotent)."},

@@ -1,0 +1,152 @@
+"""Stored data is never dropped implicitly: classes that lack stored properties,
+renames back and forth, explicit drops, and two classes of one entity name."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import pytest
+
+import motedb
+
+
+def define(src: str, module: str = "app"):
+    """The last class defined by src, as if it were in module `module`."""
+    ns = {"__name__": module, "motedb": motedb, "Annotated": Annotated}
+    exec(src, ns)
+    return [v for v in ns.values() if isinstance(v, type) and issubclass(v, motedb.Entity)][-1]
+
+
+FULL = "class C(motedb.Entity):\n id: int = 0\n name: Annotated[str, motedb.Index] = ''\n n: int = 0\n"
+NICK = "class C(motedb.Entity):\n id: int = 0\n nick: str = ''\n"
+ONLY_N = "class C(motedb.Entity):\n id: int = 0\n n: int = 0\n"
+
+
+def test_opening_with_a_class_that_lacks_a_property_keeps_its_data(tmp_path):
+    """The user trial's reproducer: a box opened by a class without `name`."""
+    path = tmp_path / "e.mote"
+    full = define(FULL)
+    with motedb.open(path) as s:
+        s.box(full).put(full(name="Ada"))
+    nick = define(NICK)
+    with motedb.open(path) as s:
+        assert s.box(nick).count() == 1  # only opens the box
+    with motedb.open(path) as s:
+        assert s.box(full).get(1).name == "Ada"
+
+
+def test_a_lacking_class_carries_kept_values_through_updates(tmp_path):
+    path = tmp_path / "carry.mote"
+    full, only_n = define(FULL), define(ONLY_N)
+    with motedb.open(path) as s:
+        s.box(full).put_many([full(name="Ada", n=1), full(name="Bob", n=2)])
+    with motedb.open(path) as s:
+        box = s.box(only_n)
+        ada, bob = box.get_many([1, 2])
+        ada.n = 10
+        box.put(ada)
+        bob.n = 20
+        box.put_many([bob, only_n(n=30)])  # an update and a new object
+        box.remove(box.put(only_n(n=40)))
+    with motedb.open(path) as s:
+        box = s.box(full)
+        assert [(o.name, o.n) for o in box.all()] == [("Ada", 10), ("Bob", 20), ("", 30)]
+        assert box.query(full.name == "Bob").ids() == [2]  # the kept index followed
+        assert box.query(full.name.is_null()).ids() == [3]  # stored as NULL, reads as default
+
+
+def test_rename_round_trip_keeps_every_value(tmp_path):
+    path = tmp_path / "rt.mote"
+    v1 = define("class P(motedb.Entity):\n id: int = 0\n name: str = ''\n")
+    v2 = define("class P(motedb.Entity):\n id: int = 0\n"
+                " full_name: str = motedb.field(default='', renamed_from='name')\n")
+    with motedb.open(path) as s:
+        s.box(v1).put(v1(name="Ada"))
+    with motedb.open(path) as s:
+        s.box(v2).put(v2(full_name="Grace"))
+    with motedb.open(path) as s:
+        box = s.box(v1)
+        assert [o.name for o in box.all()] == ["Ada", "Grace"]
+        box.put(v1(name="Linus"))
+    with motedb.open(path) as s:
+        assert [o.full_name for o in s.box(v2).all()] == ["Ada", "Grace", "Linus"]
+
+
+def test_two_classes_of_one_entity_name_are_refused_at_box_time(tmp_path):
+    item_a = define("class Item(motedb.Entity):\n id: int = 0\n a: int = 0\n", "shop.a")
+    item_b = define("class Item(motedb.Entity):\n id: int = 0\n b: str = ''\n", "shop.b")
+    with motedb.open(tmp_path / "two.mote") as s:
+        box_a = s.box(item_a)
+        box_a.put(item_a(a=5))
+        with pytest.raises(motedb.SchemaError, match=r"entity Item is already used in this "
+                                                     r"store by the class shop\.a\.Item"):
+            s.box(item_b)
+        assert [o.a for o in box_a.all()] == [5]  # nothing changed
+        box_a.put(item_a(a=6))
+    with motedb.open(tmp_path / "two.mote") as s:  # another store session: b is fine
+        box_b = s.box(item_b)
+        box_b.put(item_b(b="x"))
+        assert s.box(item_b).count() == 3
+    with motedb.open(tmp_path / "two.mote") as s:
+        assert [o.a for o in s.box(item_a).all()] == [5, 6, 0]
+
+
+def test_drop_property_is_explicit(tmp_path):
+    path = tmp_path / "drop.mote"
+    full, only_n = define(FULL), define(ONLY_N)
+    with motedb.open(path) as s:
+        s.box(full).put_many([full(name="Ada", n=1), full(name="Bob", n=2)])
+        with pytest.raises(ValueError, match="C.name is declared by the class"):
+            s.drop_property(full, "name")
+    with motedb.open(path) as s:
+        box = s.box(only_n)
+        with pytest.raises(motedb.SchemaError, match="no stored property nope"):
+            s.drop_property(only_n, "nope")
+        with pytest.raises(motedb.SchemaError, match="does not exist"):
+            s.drop_property("Nope", "name")
+        with pytest.raises(TypeError):
+            s.drop_property(3, "name")
+        with pytest.raises(motedb.TransactionError):
+            with s.read():
+                s.drop_property("C", "name")
+        try:  # rolled back with its transaction
+            with s.write():
+                s.drop_property(only_n, "name")
+                raise KeyError("no")
+        except KeyError:
+            pass
+        s.drop_property("C", "name")
+        assert [o.n for o in box.all()] == [1, 2]  # the box goes on
+    with motedb.open(path) as s:
+        assert [(o.name, o.n) for o in s.box(full).all()] == [("", 1), ("", 2)]
+
+
+def test_drop_property_rolls_back_with_its_transaction(tmp_path):
+    path = tmp_path / "droprb.mote"
+    full, only_n = define(FULL), define(ONLY_N)
+    with motedb.open(path) as s:
+        s.box(full).put(full(name="Ada", n=1))
+    with motedb.open(path) as s:
+        s.box(only_n)
+        with pytest.raises(KeyError):
+            with s.write():
+                s.drop_property(only_n, "name")
+                raise KeyError("changed my mind")
+    with motedb.open(path) as s:
+        assert s.box(full).get(1).name == "Ada"
+
+
+def test_read_only_store_opens_a_lacking_class_and_explains_a_changed_one(tmp_path):
+    path = tmp_path / "ro.mote"
+    full = define(FULL)
+    with motedb.open(path) as s:
+        s.box(full).put(full(name="Ada", n=1))
+    with motedb.open(path, readonly=True) as s:
+        assert [o.n for o in s.box(define(ONLY_N)).all()] == [1]
+        more = define("class C(motedb.Entity):\n id: int = 0\n name: str = ''\n n: int = 0\n"
+                      " email: str | None = None\n")
+        with pytest.raises(motedb.SchemaError) as e:
+            s.box(more)
+        msg = str(e.value)
+        assert "new property email" in msg and "name loses its index" in msg
+        assert "readonly=False" in msg and "write transaction" not in msg

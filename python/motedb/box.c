@@ -227,6 +227,9 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     int any_id = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        /* a long list runs no Python code: let Ctrl-C in (see op_end) */
+        if (!(i & 1023) && i && PyErr_CheckSignals() < 0)
+            goto done;
         if (marshal(b, PyTuple_GET_ITEM(seq, i), vals + i * nf, keep, &nk, &ids[i]) < 0)
             goto done;
         any_id |= ids[i] != 0;
@@ -468,7 +471,8 @@ static PyObject *box_remove_many(PyObject *self, PyObject *arg)
         return PyErr_NoMemory();
     }
     for (Py_ssize_t i = 0; i < n; i++)
-        if (parse_id_or_obj(b, PySequence_Fast_GET_ITEM(seq, i), &ids[i]) < 0) {
+        if ((!(i & 1023) && i && PyErr_CheckSignals() < 0) ||
+            parse_id_or_obj(b, PySequence_Fast_GET_ITEM(seq, i), &ids[i]) < 0) {
             Py_DECREF(seq);
             PyMem_Free(ids);
             return NULL;

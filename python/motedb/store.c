@@ -141,9 +141,17 @@ int op_begin(StoreObject *st, int write, Op *op)
 
 /* End an operation: OP_COMMIT commits its own write transaction, OP_NOCHANGE
  * ends it without a commit, OP_FAIL rolls it back (an exception is set).
- * Returns 0, or -1 with an exception. */
+ * Returns 0, or -1 with an exception.
+ *
+ * Interrupts: a signal (Ctrl-C) that arrived while C code ran is handled
+ * here, just before the commit: its exception rolls the operation back. Once
+ * the commit has started the operation returns normally, and a signal that
+ * comes during it is delivered at the next bytecode: never both committed
+ * and raised by the call. */
 int op_end(StoreObject *st, Op *op, int how)
 {
+    if (how == OP_COMMIT && op->own && op->slot.write && PyErr_CheckSignals() < 0)
+        how = OP_FAIL;
     if (!op->own)
         return how == OP_FAIL ? -1 : 0;
     unlink_txn(st, &op->slot);
@@ -594,6 +602,8 @@ static int txn_finish(TxnObject *t, int exc)
     }
     unlink_txn(st, ts);
     st->nexplicit--;
+    if (ts->write && !exc && PyErr_CheckSignals() < 0)
+        exc = 1; /* interrupted before the commit: roll back, raise (op_end) */
     int doomed = ts->doomed, rc;
     rc = end_txn(st, ts->txn, ts->write, ts->write && !exc && !doomed);
     PyMem_Free(ts);

@@ -48,6 +48,8 @@ test-asan: build-asan/build.ninja
 	$(NINJA) -C build-asan
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    MOTE_TEST_ASAN=1 ./build-asan/tests/c/mote-tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    bash tests/cli/run.sh build-asan
 
 # Builds and installs the motedb package into .venv (meson-python), then pytest.
 test-python: $(VENV)/.ok

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli/run.sh BUILD_DIR — the mote CLI on real stores: stat, check (exit
-# codes 0/1/2), dump (valid JSON lines), compact; damaged files.
+# codes 0/1/2), dump (strict JSON lines: its rule for times, non-finite
+# floats, JSON text, bad UTF-8 and to-many links), compact; damaged files.
 set -u
 B=${1:-build}
 D=$(mktemp -d /var/tmp/mote-cli.XXXXXX)
@@ -19,12 +20,119 @@ t "stat" bash -c "'$B/mote' stat '$D/a.mote' | grep -q 'entries:'"
 t "stat: bytes per object" bash -c "'$B/mote' stat '$D/a.mote' | grep -Eq '^entity Note: 10 objects, [0-9]+ record bytes \([0-9.]+ bytes per object\)$'"
 t "check consistent: exit 0" exit_is 0 "$B/mote" check "$D/a.mote"
 t "dump: 10 valid JSON lines" bash -c "'$B/mote' dump '$D/a.mote' Note | python3 -c '
-import json, sys
+import codecs, json, sys
 rows = [json.loads(l) for l in sys.stdin]
 assert len(rows) == 10 and rows[0][\"_entity\"] == \"Note\" and rows[0][\"id\"] == 1, rows
 assert rows[0][\"topic\"] is None and rows[0][\"level\"] == 10
 '"
 t "dump unknown entity: exit 1" exit_is 1 "$B/mote" dump "$D/a.mote" Nope
+# dump's rule for values JSON has no plain form for (tools/mote.c): a store
+# with each of them, made through the public API by tests/cli/mkstore.c
+"$B/tests/cli/mkstore" "$D/d.mote"
+cat > "$D/dump.py" <<'PY'
+import codecs, json, sys
+from datetime import date, datetime, timedelta
+
+def no_constant(tok):
+    raise ValueError("bare " + tok + " in the dump")
+
+def rows(path, entity):  # the lines of one entity (None: all), each checked
+    raw = open(path, "rb").read()
+    assert raw.endswith(b"\n"), raw[-100:]
+    out = []
+    for line in raw.split(b"\n")[:-1]:
+        if entity is None or line.startswith(b'{"_entity": "%s"' % entity.encode()):
+            # strict UTF-8 and strict JSON
+            out.append(json.loads(line.decode("utf-8"), parse_constant=no_constant))
+    return out
+
+def iso_date(days):  # the proleptic calendar repeats every 400 years
+    o = days + date(1970, 1, 1).toordinal()
+    k = (o - 1) // 146097
+    d = date.fromordinal(o - 146097 * k)
+    y = d.year + 400 * k
+    return (f"{y:04d}" if 0 <= y <= 9999 else f"{y:+05d}") + d.strftime("-%m-%d")
+
+def iso_ts(ns):
+    s, frac = divmod(ns, 10**9)
+    t = (datetime(1970, 1, 1) + timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%S")
+    f = f"{frac:09d}"
+    for digits in (3, 6, 9):
+        if frac and f[digits:].strip("0") == "":
+            return f"{t}.{f[:digits]}Z"
+    return t + "Z"
+
+path, what = sys.argv[1], sys.argv[2]
+if what == "all":
+    r = rows(path, None)
+    assert [x["_entity"] for x in r] == (["Doc"] * 13 + ["Fuzz"] * 3000 + ["Tag"] * 3 +
+                                         ["Thing"] * 5 + ["When"] * 400)
+elif what == "Thing":
+    r = rows(path, "Thing")
+    nulls = dict(ts=None, day=None, f64=None, f32=None, vec=None, doc=None, name=None,
+                 tags=[], dec=None, raw=None, flag=None, num=None)
+    want = [
+        dict(ts="2023-11-14T22:13:20.123456789Z", day="1969-12-31", f64="NaN", f32=1.5,
+             vec=[1, "NaN", -0.5],
+             doc={"a": "NaN", "b": ["Infinity", "-Infinity", 1.5], "s": "NaN",
+                  "q": 'say "NaN" x', "r": "\\", "c": "-Infinity"},
+             name="ok \xff\xfe caf\xe9 \xe2\x82 \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 "
+                  "\U0001F600 end\xe2",
+             tags=[1, 3], dec="-12.50", raw=[0, 255, 7], flag=True, num=-7),
+        dict(ts="1969-12-31T23:59:59.999999999Z", day="+10000-01-01", f64="Infinity",
+             f32=0.100000001, vec=["Infinity", "-Infinity", 0],
+             doc=["NaN", "-Infinity", "Infinity"], flag=False),
+        dict(ts="1969-12-31T23:59:58.500Z", day="-0001-12-31", f64="-Infinity", f32="NaN",
+             doc='{"a": "unterminated', name='tab\there "q" \\ \x01\x7f', tags=[2]),
+        dict(ts="1970-01-01T00:00:00.000001Z", day="1970-01-01", f64=0.1, f32=-2,
+             vec=[0.25, 0.100000001, -3], doc={"k": "-Infinity", "m": "-Infinity"}, name=""),
+        dict(),
+    ]
+    assert len(r) == len(want), r
+    for i, (got, w) in enumerate(zip(r, want)):
+        w = dict(_entity="Thing", id=i + 1, **dict(nulls, **w))
+        assert got == w and list(got) == list(w), (got, w)
+elif what == "Doc":
+    want = [{"a": "NaN", "b": ["Infinity", "-Infinity", 1.5], "s": "NaN",
+             "q": 'say "NaN" x', "r": "\\", "c": "-Infinity"},
+            ["NaN", "-Infinity", "Infinity"], "NaN", {"k": "-Infinity", "m": "-Infinity"},
+            {"u": "\xe9\U0001F600 caf\xe9", "e": -500.0, "z": [True, False, None, {}]},
+            '{"a": "unterminated', "[1, 2", '{"a": 01}', '["\xff"]', "[NaN, Nan]", "-Inf",
+            '{"a": 1} x', ""]
+    got = [x["doc"] for x in rows(path, "Doc")]
+    assert got == want, (got, want)
+elif what == "When":
+    r = rows(path, "When")
+    assert len(r) == 400
+    assert {"+5881580-07-11", "-5877641-06-23", "0000-01-01", "2000-02-29"} <= {x["day"] for x in r}
+    assert {"2262-04-11T23:47:16.854775807Z", "1677-09-21T00:12:43.145224192Z"} <= {x["ts"] for x in r}
+    for x in r:
+        assert x["ts"] == iso_ts(x["ns"]) and x["day"] == iso_date(x["days"]), x
+    assert sum(len(x["ts"]) == 20 for x in r) > 10 and sum(len(x["ts"]) == 24 for x in r) > 10
+elif what == "Fuzz":
+    # Text Python's json accepts (its NaN tokens given as strings) must dump as
+    # that value; any other as a string of the text, bad UTF-8 bytes as U+00XX.
+    codecs.register_error("bytewise", lambda e: (
+        "".join(map(chr, e.object[e.start:e.end])), e.end))
+    valid = 0
+    r = rows(path, "Fuzz")
+    for x in r:
+        raw = bytes(x["raw"])
+        try:
+            want = json.loads(raw.decode("utf-8"), parse_constant=str)
+            valid += 1
+        except ValueError:  # UnicodeDecodeError and JSONDecodeError
+            want = raw.decode("utf-8", "bytewise")
+        assert repr(x["doc"]) == repr(want), (raw, x["doc"], want)
+    assert len(r) == 3000 and 500 < valid < 2500, valid
+PY
+t "mkstore's store is consistent" exit_is 0 "$B/mote" check "$D/d.mote"
+t "dump: lines are strict JSON in UTF-8, all entities" bash -c "'$B/mote' dump '$D/d.mote' > '$D/d.json' && python3 '$D/dump.py' '$D/d.json' all"
+t "dump: each kind of value (ISO times, NaN strings, to-many ids, NULLs)" python3 "$D/dump.py" "$D/d.json" Thing
+t "dump: JSON properties (bare NaN tokens replaced, bad text as a string)" python3 "$D/dump.py" "$D/d.json" Doc
+t "dump: 400 timestamps and dates against Python's calendar" python3 "$D/dump.py" "$D/d.json" When
+t "dump: 3,000 random JSON-like texts against Python's json" python3 "$D/dump.py" "$D/d.json" Fuzz
+t "dump of one entity" bash -c "'$B/mote' dump '$D/d.mote' Thing | cmp - <(grep -a '^{\"_entity\": \"Thing\"' '$D/d.json')"
 t "compact" "$B/mote" compact "$D/a.mote" "$D/b.mote"
 t "compacted copy is consistent" exit_is 0 "$B/mote" check "$D/b.mote"
 t "compacted copy has the same objects" bash -c "diff <('$B/mote' dump '$D/a.mote') <('$B/mote' dump '$D/b.mote')"

@@ -125,6 +125,13 @@ typedef struct mote_options {
  * rolls back to the one before it if that commit is incomplete; no
  * acknowledged commit is lost.
  *
+ * A zero-byte file is a store that was never initialized (creation makes
+ * the file, then writes and syncs its first page, so a crash in between
+ * leaves one; so do tools that hand out empty temporary files): a writable
+ * open initializes it, with or without MOTE_CREATE. A read-only open of it
+ * gives MOTE_FORMAT ("store X is empty (0 bytes): it was never initialized;
+ * open it writable once to create it").
+ *
  * Failures of the operating system come with their errno and the path, from
  * mote_last_oserror(): a missing file without MOTE_CREATE (or read-only)
  * gives MOTE_NOTFOUND ("store X does not exist") with ENOENT; a missing

@@ -1648,8 +1648,16 @@ int mote_open(const char *path, const mote_options *opts, mote_store **out)
             mote__err(MOTE_LOCKED, "store %s is open for writing in another process", path);
         goto fail;
     }
+    /* A zero-byte file is a store that was never initialized: creation
+     * makes the file, then writes and syncs its first page, so a crash in
+     * between leaves one (and tempfile.NamedTemporaryFile hands out such
+     * files). A writable open initializes it, with or without MOTE_CREATE;
+     * a read-only open cannot, and says so. */
     if (size == 0 && !ro)
         rc = create_file(s, opts ? opts->page_size : 0, created);
+    else if (size == 0)
+        rc = mote__err(MOTE_FORMAT, "store %s is empty (0 bytes): it was never "
+                       "initialized; open it writable once to create it", path);
     else
         rc = open_existing(s, size);
     if (rc)

@@ -351,6 +351,29 @@ TEST(kv_open_errors)
     CHECK(oserror_is(0, NULL));
 }
 
+/* A zero-byte file is a store that was never initialized (a crash during
+ * creation leaves one): read-only it is refused with a message that says
+ * so, a writable open initializes it, even without MOTE_CREATE. */
+TEST(kv_open_empty_file)
+{
+    mote_store *s = NULL;
+    mote_options none = {0, 0, 0, NULL}, ro = {MOTE_RDONLY, 0, 0, NULL};
+    char path[600], want[1400];
+    snprintf(path, sizeof path, "%s", test_path("empty.mote"));
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    CHECK_RC(mote_open(path, &ro, &s), MOTE_FORMAT);
+    snprintf(want, sizeof want, "store %s is empty (0 bytes): it was never initialized; "
+             "open it writable once to create it", path);
+    CHECK(!strcmp(mote_last_open_error(), want) && oserror_is(0, NULL));
+    s = test_open(path, &none); /* without MOTE_CREATE too */
+    OK(mote_close(s));
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_size >= 4096);
+    OK(mote_open(path, &ro, &s));
+    OK(mote_close(s));
+}
+
 TEST(kv_locked_by_other_process)
 {
     const char *p = test_path("l.mote");

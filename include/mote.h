@@ -10,11 +10,11 @@
  *     otherwise. mote_strerror(rc) names a code; mote_errmsg() gives the
  *     message of the calling thread's last error (which file, entity,
  *     property or value, and what was wrong), and mote_last_oserror() its
- *     errno and file when the operating system reported it (a failed read,
- *     write, sync or open: EIO, ENOSPC, EACCES, ...). MOTE_NOTFOUND is an answer,
- *     not a failure. A NULL handle or output pointer where one is required
- *     gives MOTE_INVALID; functions that free (mote_close, mote_abort,
- *     mote_cursor_close, mote_query_free, mote_free) accept NULL.
+ *     errno and file when the operating system reported it (a failed open,
+ *     read, write or sync: ENOENT, EACCES, ENOSPC, EIO, ...). MOTE_NOTFOUND
+ *     is an answer, not a failure. A NULL handle or output pointer where
+ *     one is required gives MOTE_INVALID; functions that free (mote_close,
+ *     mote_abort, mote_cursor_close, mote_query_free, mote_free) accept NULL.
  *   - Lengths are size_t, byte strings are (pointer, length) pairs and may
  *     contain NUL bytes.
  *   - Bytes returned by the library (mote_val) belong to the library and stay
@@ -176,12 +176,13 @@ void mote_clear_error(void);
  * lock held elsewhere, a bad argument, a schema conflict ...). If `path` is
  * not NULL, *path is the file the failed operation was on (the store's path
  * as given to mote_open, or mote_compact's output file), or NULL when the
- * errno is 0. A short read or write counts as EIO. Calls that return
- * MOTE_IO, MOTE_NOSPACE, and MOTE_POISONED from the commit whose sync or
- * write failed, always set it; so does a failed mote_open whose cause was
- * the operating system (including MOTE_NOTFOUND: ENOENT). Same lifetime as
- * mote_errmsg: read it right after the failing call; the string stays valid
- * until the thread's next failing call.
+ * errno is 0. A short write counts as EIO. Calls that return MOTE_IO or
+ * MOTE_NOSPACE always set it, and so does the commit whose write or sync
+ * failed and that returns MOTE_POISONED (later calls on the poisoned store
+ * do not: their failure is the poisoning); so does a failed mote_open whose
+ * cause was the operating system (MOTE_NOTFOUND included: ENOENT). Same
+ * lifetime as mote_errmsg: read it right after the failing call; *path
+ * stays valid until the thread's next failing call.
  */
 int mote_last_oserror(const char **path);
 

@@ -9,10 +9,12 @@
  *   - Functions return an int: MOTE_OK (0) on success, a MOTE_* code
  *     otherwise. mote_strerror(rc) names a code; mote_errmsg() gives the
  *     message of the calling thread's last error (which file, entity,
- *     property or value, and what was wrong). MOTE_NOTFOUND is an answer,
- *     not a failure. A NULL handle or output pointer where one is required
- *     gives MOTE_INVALID; functions that free (mote_close, mote_abort,
- *     mote_cursor_close, mote_query_free, mote_free) accept NULL.
+ *     property or value, and what was wrong), and mote_last_oserror() its
+ *     errno and file when the operating system reported it (a failed open,
+ *     read, write or sync: ENOENT, EACCES, ENOSPC, EIO, ...). MOTE_NOTFOUND
+ *     is an answer, not a failure. A NULL handle or output pointer where
+ *     one is required gives MOTE_INVALID; functions that free (mote_close,
+ *     mote_abort, mote_cursor_close, mote_query_free, mote_free) accept NULL.
  *   - Lengths are size_t, byte strings are (pointer, length) pairs and may
  *     contain NUL bytes.
  *   - Bytes returned by the library (mote_val) belong to the library and stay
@@ -58,8 +60,10 @@ enum {
     MOTE_EXISTS = 2,    /* key exists and MOTE_NOOVERWRITE was given */
     MOTE_INVALID = 3,   /* bad argument: NULL pointer, bad flag, bad size */
     MOTE_NOMEM = 4,     /* out of memory; the operation had no effect */
-    MOTE_IO = 5,        /* a read or write failed (errno in mote_errmsg) */
-    MOTE_NOSPACE = 6,   /* the disk is full; the transaction was rolled back */
+    MOTE_IO = 5,        /* the operating system refused an open, read,
+                           write or sync (errno: mote_last_oserror) */
+    MOTE_NOSPACE = 6,   /* the disk is full (ENOSPC, EDQUOT); the
+                           transaction was rolled back */
     MOTE_CORRUPT = 7,   /* the file is damaged; mote_errmsg says where */
     MOTE_LOCKED = 8,    /* the store is open for writing elsewhere */
     MOTE_READONLY = 9,  /* a write on a read-only store or transaction */
@@ -121,6 +125,21 @@ typedef struct mote_options {
  * rolls back to the one before it if that commit is incomplete; no
  * acknowledged commit is lost.
  *
+ * A zero-byte file is a store that was never initialized (creation makes
+ * the file, then writes and syncs its first page, so a crash in between
+ * leaves one; so do tools that hand out empty temporary files): a writable
+ * open initializes it, with or without MOTE_CREATE. A read-only open of it
+ * gives MOTE_FORMAT ("store X is empty (0 bytes): it was never initialized;
+ * open it writable once to create it").
+ *
+ * Failures of the operating system come with their errno and the path, from
+ * mote_last_oserror(): a missing file without MOTE_CREATE (or read-only)
+ * gives MOTE_NOTFOUND ("store X does not exist") with ENOENT; a missing
+ * directory with MOTE_CREATE gives MOTE_IO ("cannot create store X:
+ * directory D does not exist") with ENOENT; a directory, a file without
+ * permission, a read-only file system give MOTE_IO (EISDIR, EACCES, EROFS),
+ * a full disk while creating MOTE_NOSPACE (ENOSPC).
+ *
  * On success *out is the handle, to be released with mote_close. On failure
  * *out is NULL and the message is available from mote_last_open_error().
  */
@@ -146,8 +165,26 @@ int mote_close(mote_store *store);
  * failing call. */
 const char *mote_errmsg(const mote_store *store);
 /* Empty the calling thread's message (mote_errmsg then returns ""), e.g.
- * before a call whose MOTE_NOTFOUND answer should not show an old message. */
+ * before a call whose MOTE_NOTFOUND answer should not show an old message.
+ * Also clears the OS error (mote_last_oserror then returns 0). */
 void mote_clear_error(void);
+
+/*
+ * The operating system's part of the calling thread's last failing call: the
+ * errno it reported (ENOENT, EACCES, EISDIR, EROFS, ENOSPC, EIO, ...), or 0
+ * if that failure did not come from the operating system (a damaged file, a
+ * lock held elsewhere, a bad argument, a schema conflict ...). If `path` is
+ * not NULL, *path is the file the failed operation was on (the store's path
+ * as given to mote_open, or mote_compact's output file), or NULL when the
+ * errno is 0. A short write counts as EIO. Calls that return MOTE_IO or
+ * MOTE_NOSPACE always set it, and so does the commit whose write or sync
+ * failed and that returns MOTE_POISONED (later calls on the poisoned store
+ * do not: their failure is the poisoning); so does a failed mote_open whose
+ * cause was the operating system (MOTE_NOTFOUND included: ENOENT). Same
+ * lifetime as mote_errmsg: read it right after the failing call; *path
+ * stays valid until the thread's next failing call.
+ */
+int mote_last_oserror(const char **path);
 
 /* Statistics of a store, as of its latest commit. */
 typedef struct mote_stat {

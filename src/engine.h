@@ -155,7 +155,8 @@ extern int (*mote__alloc_hook)(size_t n);
 
 /* ---- Errors ------------------------------------------------------------- */
 
-/* Set the calling thread's error message; returns rc. */
+/* Set the calling thread's error message, of a failure without an operating
+ * system cause (mote_last_oserror then returns 0); returns rc. */
 int mote__err(int rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 #define CORRUPT(...) mote__corrupt(__FILE__, __LINE__, __VA_ARGS__)
@@ -170,7 +171,12 @@ typedef struct mote_problems {
 } mote_problems;
 void mote__problem(mote_problems *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Map -errno from the I/O shim to MOTE_IO / MOTE_NOSPACE / MOTE_NOMEM. */
+/* Set the message of a failure the operating system reported: errno `err`
+ * on the file `path`, which mote_last_oserror then returns. Returns rc. */
+int mote__oserr(int rc, int err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Map -errno from the I/O shim to MOTE_IO / MOTE_NOSPACE / MOTE_NOMEM, with
+ * the message "<what> of <path> failed: <strerror>" (mote__oserr). */
 int mote__ioerr(int neg_errno, const char *what, const char *path);
 
 /* ---- Pages ---------------------------------------------------------------- */

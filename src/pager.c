@@ -1305,11 +1305,12 @@ fail:
         pthread_mutex_lock(&s->mu);
         s->poisoned = 1;
         pthread_mutex_unlock(&s->mu);
-        if (rc == MOTE_IO || rc == MOTE_NOSPACE) {
+        if (rc == MOTE_IO || rc == MOTE_NOSPACE) { /* the OS cause stays */
             char cause[256];
             snprintf(cause, sizeof cause, "%s", mote_errmsg(s));
-            mote__err(MOTE_POISONED, "%s; the store is unusable until reopened "
-                      "(the commit may or may not be durable)", cause);
+            mote__oserr(MOTE_POISONED, mote_last_oserror(NULL), s->path, "%s; the store "
+                        "is unusable until reopened (the commit may or may not be "
+                        "durable)", cause);
         }
         rc = MOTE_POISONED;
     }
@@ -1565,6 +1566,22 @@ out:
     return rc;
 }
 
+/* Creating `path` failed with ENOENT: a directory on the way is missing.
+ * Name it: the path up to its last '/' ("/" for "/x.mote", "." without a
+ * '/', which can only be missing if it was removed). */
+static int missing_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dir = slash ? path : ".";
+    int n = slash ? (int)(slash - path) : 1;
+    while (n > 1 && dir[n - 1] == '/') /* "a//x.mote": directory "a" */
+        n--;
+    if (n == 0)
+        n = 1;
+    return mote__oserr(MOTE_IO, ENOENT, path, "cannot create store %s: directory %.*s "
+                       "does not exist", path, n, dir);
+}
+
 int mote_open(const char *path, const mote_options *opts, mote_store **out)
 {
     if (!out)
@@ -1598,12 +1615,17 @@ int mote_open(const char *path, const mote_options *opts, mote_store **out)
     if (fd == -ENOENT && (flags & MOTE_CREATE) && !ro) {
         fd = s->io->open(s->io->ctx, path, O_RDWR | O_CREAT | O_EXCL, 0644);
         created = fd >= 0;
+        if (fd == -ENOENT) { /* O_CREAT makes the file, not its directory */
+            rc = missing_dir(path);
+            goto fail;
+        }
         if (fd == -EEXIST)
             fd = s->io->open(s->io->ctx, path, O_RDWR, 0);
     }
     if (fd < 0) {
-        rc = fd == -ENOENT ? mote__err(MOTE_NOTFOUND, "store %s does not exist", path)
-                           : mote__ioerr(fd, "open", path);
+        rc = fd == -ENOENT
+                 ? mote__oserr(MOTE_NOTFOUND, ENOENT, path, "store %s does not exist", path)
+                 : mote__ioerr(fd, "open", path);
         goto fail;
     }
     s->fd = fd;
@@ -1626,8 +1648,16 @@ int mote_open(const char *path, const mote_options *opts, mote_store **out)
             mote__err(MOTE_LOCKED, "store %s is open for writing in another process", path);
         goto fail;
     }
+    /* A zero-byte file is a store that was never initialized: creation
+     * makes the file, then writes and syncs its first page, so a crash in
+     * between leaves one (and tempfile.NamedTemporaryFile hands out such
+     * files). A writable open initializes it, with or without MOTE_CREATE;
+     * a read-only open cannot, and says so. */
     if (size == 0 && !ro)
         rc = create_file(s, opts ? opts->page_size : 0, created);
+    else if (size == 0)
+        rc = mote__err(MOTE_FORMAT, "store %s is empty (0 bytes): it was never "
+                       "initialized; open it writable once to create it", path);
     else
         rc = open_existing(s, size);
     if (rc)

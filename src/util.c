@@ -1,7 +1,15 @@
 /*
  * util.c — error messages (one buffer per thread) and hookable allocation.
+ *
+ * Each thread keeps the message of its last failing call and, when that
+ * failure came from the operating system, its errno and the file it was on
+ * (mote_last_oserror). Every failure goes through mote__err or mote__oserr,
+ * and mote__err clears the OS cause, so the two never describe different
+ * failures. The path has its own buffer, not a pointer: the store it belongs
+ * to may be gone (a failed open frees its handle before returning).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +17,8 @@
 #include "engine.h"
 
 static _Thread_local char errbuf[512];
+static _Thread_local int os_errno;
+static _Thread_local char os_path[PATH_MAX];
 
 int (*mote__alloc_hook)(size_t n);
 
@@ -58,6 +68,20 @@ int mote__err(int rc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(errbuf, sizeof errbuf, fmt, ap);
     va_end(ap);
+    os_errno = 0;
+    os_path[0] = 0;
+    return rc;
+}
+
+int mote__oserr(int rc, int err, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    os_errno = err;
+    if (path != os_path) /* (a caller may pass the recorded path back) */
+        snprintf(os_path, sizeof os_path, "%s", path ? path : "");
     return rc;
 }
 
@@ -91,8 +115,16 @@ int mote__ioerr(int neg_errno, const char *what, const char *path)
     int rc = e == ENOSPC || e == EDQUOT ? MOTE_NOSPACE
            : e == ENOMEM               ? MOTE_NOMEM
                                        : MOTE_IO;
-    return mote__err(rc, "%s of %s failed: %s", what, path ? path : "store",
-                     e > 0 ? strerror(e) : "short transfer");
+    /* a short transfer has no errno of its own: it counts as EIO */
+    return mote__oserr(rc, e > 0 ? e : EIO, path, "%s of %s failed: %s", what,
+                       path ? path : "store", e > 0 ? strerror(e) : "short transfer");
+}
+
+int mote_last_oserror(const char **path)
+{
+    if (path)
+        *path = os_errno && os_path[0] ? os_path : NULL;
+    return os_errno;
 }
 
 const char *mote_errmsg(const mote_store *store)
@@ -101,7 +133,12 @@ const char *mote_errmsg(const mote_store *store)
     return errbuf;
 }
 
-void mote_clear_error(void) { errbuf[0] = 0; }
+void mote_clear_error(void)
+{
+    errbuf[0] = 0;
+    os_errno = 0;
+    os_path[0] = 0;
+}
 
 const char *mote_last_open_error(void) { return errbuf; }
 

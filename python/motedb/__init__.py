@@ -32,6 +32,7 @@ from ._core import (  # noqa: F401  (re-exported)
     Entity,
     Error,
     ExistsError,
+    FileSystemError,
     NotFoundError,
     Order,
     Property,
@@ -78,8 +79,8 @@ def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = Tru
 
 __all__ = [
     "Box", "BusyError", "ClosedError", "Condition", "CorruptError", "Entity", "Error",
-    "ExistsError", "Float32", "Index", "Int8", "Int16", "Int32", "NotFoundError", "Order",
-    "Property", "Query", "ReadOnlyError", "SchemaError", "Store", "StoreLockedError", "ToMany",
-    "ToOne", "Transaction", "TransactionError", "Unique", "UniqueViolationError", "Vector",
-    "__version__", "field", "open",
+    "ExistsError", "FileSystemError", "Float32", "Index", "Int8", "Int16", "Int32",
+    "NotFoundError", "Order", "Property", "Query", "ReadOnlyError", "SchemaError", "Store",
+    "StoreLockedError", "ToMany", "ToOne", "Transaction", "TransactionError", "Unique",
+    "UniqueViolationError", "Vector", "__version__", "field", "open",
 ]

@@ -39,7 +39,7 @@ const char *kind_expect[] = {
 PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_scan, *g_missing, *g_rel_get,
     *g_rel_set, *g_after_put;
 PyObject *E_Error, *E_Locked, *E_Corrupt, *E_Schema, *E_Unique, *E_Closed,
-    *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn;
+    *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn, *E_FileSystem;
 PyObject *s_id, *s_utcoffset, *s_code;
 
 /* ---- errors ------------------------------------------------------------------- */
@@ -64,20 +64,33 @@ static PyObject *exc_for(int rc)
 }
 
 /* Raise the exception of result code rc with `msg` (or the library's last
- * message), optionally prefixed. Returns -1. */
-int raise_code(int rc, const char *prefix, const char *msg)
+ * message), optionally prefixed. When the failure came from the operating
+ * system (`os`: the caller knows that mote_last_oserror describes this
+ * failure), the exception is a FileSystemError, an OSError too: errno,
+ * strerror (the message) and filename (the file the operation was on).
+ * Returns -1. */
+static int raise_exc(int rc, const char *prefix, const char *msg, int os)
 {
     if (!msg || !*msg)
         msg = mote_errmsg(NULL);
     if (!msg || !*msg)
         msg = mote_strerror(rc);
-    PyObject *cls = exc_for(rc);
+    const char *file = NULL;
+    int err = os ? mote_last_oserror(&file) : 0;
+    PyObject *cls = err ? E_FileSystem : exc_for(rc);
     PyObject *text = prefix ? PyUnicode_FromFormat("%s%s", prefix, msg)
                             : PyUnicode_FromString(msg);
     if (!text)
         return -1;
     if (PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)E_Error)) {
-        PyObject *exc = PyObject_CallOneArg(cls, text);
+        PyObject *exc;
+        if (err) {
+            PyObject *fn = file ? PyUnicode_DecodeFSDefault(file) : Py_NewRef(Py_None);
+            exc = fn ? PyObject_CallFunction(cls, "iOO", err, text, fn) : NULL;
+            Py_XDECREF(fn);
+        } else {
+            exc = PyObject_CallOneArg(cls, text);
+        }
         if (exc) {
             PyObject *code = PyLong_FromLong(rc);
             if (code && PyObject_SetAttr(exc, s_code, code) == 0)
@@ -91,6 +104,22 @@ int raise_code(int rc, const char *prefix, const char *msg)
     Py_DECREF(text);
     return -1;
 }
+
+/* The library's calls return MOTE_IO and MOTE_NOSPACE only for failures of
+ * the operating system, and MOTE_POISONED with the OS cause on the commit
+ * whose write or sync failed (and without one after that). Other codes may
+ * find an older failure's message and OS error still in place (a
+ * MOTE_NOTFOUND answer sets none), so they are never taken for OS errors. */
+int raise_code(int rc, const char *prefix, const char *msg)
+{
+    return raise_exc(rc, prefix, msg,
+                     rc == MOTE_IO || rc == MOTE_NOSPACE || rc == MOTE_POISONED);
+}
+
+/* A failed mote_open sets the message and the OS error (or clears it) on
+ * every path, so any code may be an OS error: MOTE_NOTFOUND is ENOENT for a
+ * missing store file. */
+int raise_open_error(int rc) { return raise_exc(rc, NULL, mote_last_open_error(), 1); }
 
 int raise_rc(int rc) { return raise_code(rc, NULL, NULL); }
 
@@ -176,6 +205,25 @@ static struct PyModuleDef core_module = {
     NULL, NULL, NULL, NULL,
 };
 
+/* FileSystemError.__str__: OSError's "[Errno N] text", without OSError's
+ * ": 'filename'" suffix, since the text names the file already. */
+static PyObject *fserr_str(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    PyObject *no = PyObject_GetAttrString(self, "errno"), *text = NULL, *r = NULL;
+    if (no && (text = PyObject_GetAttrString(self, "strerror"))) {
+        if (no != Py_None && text != Py_None)
+            r = PyUnicode_FromFormat("[Errno %S] %S", no, text);
+        else
+            r = ((PyTypeObject *)PyExc_OSError)->tp_str(self);
+    }
+    Py_XDECREF(no);
+    Py_XDECREF(text);
+    return r;
+}
+
+static PyMethodDef fserr_str_def = {"__str__", fserr_str, METH_NOARGS, NULL};
+
 static PyObject *new_exc(PyObject *m, const char *name, PyObject *base, const char *doc)
 {
     char full[96];
@@ -235,6 +283,22 @@ PyMODINIT_FUNC PyInit__core(void)
         !(E_Txn = new_exc(m, "TransactionError", E_Error,
                           "A transaction used wrongly: after its end, a write inside "
                           "store.read(), or rolled back because a nested block failed.")))
+        goto fail;
+    PyObject *fs_bases = PyTuple_Pack(2, E_Error, PyExc_OSError);
+    if (!fs_bases)
+        goto fail;
+    E_FileSystem = new_exc(m, "FileSystemError", fs_bases,
+                           "The operating system refused an operation on the store file "
+                           "(missing directory or file, permission, read-only file system, "
+                           "disk full, I/O error): an OSError too, with errno, strerror "
+                           "(the message) and filename.");
+    Py_DECREF(fs_bases);
+    if (!E_FileSystem)
+        goto fail;
+    PyObject *str = PyDescr_NewMethod((PyTypeObject *)E_FileSystem, &fserr_str_def);
+    int bad = !str || PyObject_SetAttrString(E_FileSystem, "__str__", str) < 0;
+    Py_XDECREF(str);
+    if (bad)
         goto fail;
     /* motedb.Entity: the root entity class (no properties) */
     PyObject *ns = Py_BuildValue("{s:O,s:s,s:s}", "__motedb_root__", Py_True, "__module__", "motedb",

@@ -34,7 +34,7 @@ extern const char *kind_expect[];
 extern PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_scan, *g_missing, *g_rel_get,
     *g_rel_set, *g_after_put;
 extern PyObject *E_Error, *E_Locked, *E_Corrupt, *E_Schema, *E_Unique, *E_Closed,
-    *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn;
+    *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn, *E_FileSystem;
 extern PyObject *s_id, *s_utcoffset, *s_code;
 
 typedef struct FieldInfo {
@@ -182,6 +182,7 @@ typedef struct {
 /* _core.c */
 int raise_code(int rc, const char *prefix, const char *msg);
 int raise_rc(int rc);
+int raise_open_error(int rc);
 EntityInfo *info_of_type(PyTypeObject *tp);
 void info_free(EntityInfo *in);
 

@@ -264,7 +264,7 @@ static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     rc = mote_open(cpath, &o, &s);
     Py_END_ALLOW_THREADS
     if (rc) {
-        raise_code(rc, NULL, mote_last_open_error());
+        raise_open_error(rc);
         goto fail;
     }
     st->s = s;

@@ -1,9 +1,10 @@
 /*
  * test_fault.c — fault injection. For every call N of a workload, the N-th
  * file operation fails (EIO, ENOSPC, or a short write), or the N-th memory
- * allocation fails. Each API call must return a clean error code; after
- * reopening without faults the store holds the last acknowledged commit or
- * the one in flight, and passes mote_check.
+ * allocation fails. Each API call must return a clean error code (for a
+ * file operation, with the errno it failed with and the file, from
+ * mote_last_oserror); after reopening without faults the store holds the
+ * last acknowledged commit or the one in flight, and passes mote_check.
  */
 #include <errno.h>
 
@@ -68,9 +69,11 @@ static int run_io_fault(wl *w, long n, int err, int shortw)
     mote_options o = {0, 0, 0, &m.io};
     mote_store *s;
     int acked = 3, inflight = 0;
+    const char *file;
     int rc = mote_open("/f/s.mote", &o, &s);
     if (rc) {
         CHECK(rc == MOTE_IO || rc == MOTE_NOSPACE);
+        CHECK(mote_last_oserror(&file) == err && !strcmp(file, "/f/s.mote"));
     } else {
         acked = wl_run(w, s, 3, &inflight);
         rc = w->last_rc;
@@ -78,6 +81,10 @@ static int run_io_fault(wl *w, long n, int err, int shortw)
             CHECK(rc == MOTE_IO || rc == MOTE_NOSPACE || rc == MOTE_POISONED);
         if (err == ENOSPC && rc && rc != MOTE_POISONED)
             CHECK(rc == MOTE_NOSPACE);
+        /* the errno survives the poisoning of the commit whose write or
+         * sync failed (a short write counts as EIO, the errno injected) */
+        if (rc)
+            CHECK(mote_last_oserror(&file) == err && !strcmp(file, "/f/s.mote"));
         OK(mote_close(s));
     }
     int more = m.ops >= n;

@@ -1,5 +1,7 @@
 /* test_kv.c — unit tests of the key/value API: trees, put/get/del,
- * overflow values, cursors, counts, persistence, bad input, footprint. */
+ * overflow values, cursors, counts, persistence, bad input, open errors,
+ * footprint. */
+#include <errno.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -291,6 +293,87 @@ TEST(kv_bad_input)
     OK(mote_close(NULL));
 }
 
+/* The errno and file of the last OS failure, checked against want/path. */
+static int oserror_is(int want, const char *path)
+{
+    const char *p = (const char *)1;
+    int e = mote_last_oserror(&p);
+    if (e != want || (path ? !p || strcmp(p, path) : p != NULL)) {
+        fprintf(stderr, "mote_last_oserror: %d (%s), expected %d (%s); message: %s\n", e,
+                p ? p : "NULL", want, path ? path : "NULL", mote_errmsg(NULL));
+        return 0;
+    }
+    return 1;
+}
+
+/* mote_open's failures name the file and, when the operating system caused
+ * them, report its errno and the path through mote_last_oserror: a missing
+ * directory (MOTE_IO, not "store does not exist"), a missing file, a
+ * directory. Other failures report no errno. */
+TEST(kv_open_errors)
+{
+    mote_store *s = NULL;
+    char path[600], dir[600], want[1400];
+    snprintf(path, sizeof path, "%s", test_path("nope/dir/x.mote"));
+    snprintf(dir, sizeof dir, "%s", test_path("nope/dir"));
+    CHECK_RC(mote_open(path, NULL, &s), MOTE_IO);
+    CHECK(s == NULL && oserror_is(ENOENT, path));
+    snprintf(want, sizeof want, "cannot create store %s: directory %s does not exist", path,
+             dir);
+    CHECK(!strcmp(mote_last_open_error(), want));
+    mote_clear_error();
+    CHECK(oserror_is(0, NULL) && !*mote_errmsg(NULL));
+
+    /* a missing file, not to be created */
+    mote_options none = {0, 0, 0, NULL}, ro = {MOTE_RDONLY, 0, 0, NULL};
+    snprintf(path, sizeof path, "%s", test_path("missing.mote"));
+    snprintf(want, sizeof want, "store %s does not exist", path);
+    CHECK_RC(mote_open(path, &none, &s), MOTE_NOTFOUND);
+    CHECK(oserror_is(ENOENT, path) && !strcmp(mote_last_open_error(), want));
+    CHECK_RC(mote_open(path, &ro, &s), MOTE_NOTFOUND);
+    CHECK(oserror_is(ENOENT, path));
+
+    /* a directory, writable and read-only */
+    snprintf(path, sizeof path, "%s", test_path("adir"));
+    CHECK(mkdir(path, 0755) == 0);
+    CHECK_RC(mote_open(path, NULL, &s), MOTE_IO);
+    CHECK(oserror_is(EISDIR, path) && strstr(mote_last_open_error(), path));
+    CHECK_RC(mote_open(path, &ro, &s), MOTE_IO);
+    CHECK(oserror_is(EISDIR, path) && strstr(mote_last_open_error(), path));
+
+    /* not an OS failure: the errno of the one before is gone */
+    snprintf(path, sizeof path, "%s", test_path("junk.mote"));
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 10000; i++)
+        fputc('j', f);
+    fclose(f);
+    CHECK_RC(mote_open(path, NULL, &s), MOTE_FORMAT);
+    CHECK(oserror_is(0, NULL));
+}
+
+/* A zero-byte file is a store that was never initialized (a crash during
+ * creation leaves one): read-only it is refused with a message that says
+ * so, a writable open initializes it, even without MOTE_CREATE. */
+TEST(kv_open_empty_file)
+{
+    mote_store *s = NULL;
+    mote_options none = {0, 0, 0, NULL}, ro = {MOTE_RDONLY, 0, 0, NULL};
+    char path[600], want[1400];
+    snprintf(path, sizeof path, "%s", test_path("empty.mote"));
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    CHECK_RC(mote_open(path, &ro, &s), MOTE_FORMAT);
+    snprintf(want, sizeof want, "store %s is empty (0 bytes): it was never initialized; "
+             "open it writable once to create it", path);
+    CHECK(!strcmp(mote_last_open_error(), want) && oserror_is(0, NULL));
+    s = test_open(path, &none); /* without MOTE_CREATE too */
+    OK(mote_close(s));
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && st.st_size >= 4096);
+    OK(mote_open(path, &ro, &s));
+    OK(mote_close(s));
+}
+
 TEST(kv_locked_by_other_process)
 {
     const char *p = test_path("l.mote");
@@ -311,6 +394,7 @@ TEST(kv_locked_by_other_process)
     CHECK(read(fds[0], &x, 1) == 1);
     CHECK_RC(mote_open(p, NULL, &s), MOTE_LOCKED);
     CHECK(strstr(mote_last_open_error(), "another process") != NULL);
+    CHECK(mote_last_oserror(NULL) == 0); /* a lock held elsewhere: no OS failure */
     mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
     CHECK_RC(mote_open(p, &ro, &s), MOTE_LOCKED);
     kill(pid, 9);

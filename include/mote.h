@@ -641,6 +641,20 @@ enum {
 int mote_query_aggregate(mote_txn *txn, mote_query *q, unsigned prop, int agg,
                          mote_value *out, uint64_t *n);
 
+/*
+ * Count the matches per value of property `prop` (offset and limit apply):
+ * fn gets each distinct value once, in value order (NULL first, as a value
+ * with null = 1), with the number of matches that hold it; it returns 0 to
+ * go on, non-zero to stop (that value is returned). Strings and bytes are
+ * valid during the call only. MOTE_TYPE for a decimal, JSON, vector or
+ * to-many property. A query without conditions, offset or limit on an
+ * indexed property walks that index once, reading one record per distinct
+ * value; otherwise one pass over the matches.
+ */
+typedef int (*mote_group_fn)(void *ctx, const mote_value *value, uint64_t count);
+int mote_query_group_count(mote_txn *txn, mote_query *q, unsigned prop, mote_group_fn fn,
+                           void *ctx);
+
 /* How the query runs: "index" (a condition's index), "index order" (walks
  * the index of the order property), "id range" (a scan bounded by id
  * conditions) or "scan"; "invalid" for a NULL query. Static string. */

@@ -227,6 +227,19 @@ static int decode_all(const mote_entity *e, const uint8_t *rec, size_t len, uint
     return rc;
 }
 
+/* Values of properties from..to-1 that record r predates read as zero or
+ * empty; carried over into a rewrite of the object they must stay absent:
+ * NULL, which in a property that is not nullable reads as absent again
+ * (mote_record_get). Without this a kept property, or one left alone by a
+ * partial update, would turn from "no value" into a stored zero. */
+static void keep_absent(const mote_record *r, unsigned from, unsigned to, mote_value *vals)
+{
+    const mlayout *L = r->layout_;
+    for (unsigned i = from; L && i < to; i++)
+        if (L->slot_of[i] < 0)
+            vals[i].null = 1;
+}
+
 /* Put one object whose id is known (old: its current record, or NULL).
  * vals has nall values; an update carries the kept ones over from old
  * (written into vals[nprops..nall), an empty range without kept ones). */
@@ -241,8 +254,13 @@ static int put_one(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
         if (!ov)
             return mote__err(MOTE_NOMEM, "out of memory");
         rc = decode_all(e, old, oldlen, id, ov);
-        for (unsigned i = e->nprops; !rc && i < np; i++)
-            vals[i] = ov[i];
+        if (!rc && np > e->nprops) {
+            mote_record r;
+            for (unsigned i = e->nprops; i < np; i++)
+                vals[i] = ov[i];
+            if (!(rc = mote__record_init(&r, e, old, oldlen, id)))
+                keep_absent(&r, e->nprops, np, vals);
+        }
     }
     for (unsigned i = 0; !rc && i < np; i++)
         if (e->props[i].index_tree && !(ov && same_value(e->props[i].type, &ov[i], &vals[i])))
@@ -699,6 +717,8 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
             rc = BATCH_NO;
         for (unsigned j = e->nprops; !rc && j < np; j++) /* kept: carried over */
             rc = mote_record_get(&r, j, &v[j], NULL);
+        if (!rc)
+            keep_absent(&r, e->nprops, np, v);
         for (unsigned j = 0; !rc && j < np; j++) {
             mote_value ov;
             if (e->props[j].index_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
@@ -849,18 +869,20 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
      * a private copy of the old record */
     uint8_t *copy = mote__malloc(oldlen + 1);
     rc = copy ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory");
+    mote_record r;
     if (!rc) {
         memcpy(copy, t->oldbuf, oldlen);
-        rc = decode_all(e, copy, oldlen, id, all);
+        if (!(rc = decode_all(e, copy, oldlen, id, all)) &&
+            !(rc = mote__record_init(&r, e, copy, oldlen, id)))
+            keep_absent(&r, 0, e->nall, all);
     }
+    /* only the given values are checked: the others are as stored */
     for (unsigned i = 0; !rc && i < n; i++) {
         if (props[i] >= e->nprops)
             rc = mote__err(MOTE_INVALID, "%s: no property %u", e->name, props[i]);
-        else
+        else if (!(rc = mote__value_check(&e->props[props[i]], &vals[i], e->name)))
             all[props[i]] = vals[i];
     }
-    if (!rc)
-        rc = check_values(e, all);
     if (!rc)
         rc = write_result(t, put_one(t, e, id, all, copy, oldlen));
     mote__free(copy);
@@ -1078,14 +1100,34 @@ int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone)
         mote_cursor_close(c);
         return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
     }
-    /* every record again, by e's layout, which has no slot for it */
+    /* every record again, by e's layout, which has no slot for it: its
+     * values as they are (no checks: a kept property may hold NULL) */
     uint64_t *ids;
-    size_t n;
-    if ((rc = all_ids(t, e, &ids, &n)))
+    size_t n, oldlen;
+    mote_value *vals = mote__malloc((e->nall + 1) * sizeof *vals);
+    uint8_t *copy = NULL;
+    size_t ccap = 0;
+    if (!vals)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    if ((rc = all_ids(t, e, &ids, &n))) {
+        mote__free(vals);
         return rc;
-    for (size_t i = 0; !rc && i < n; i++)
-        rc = mote_update(t, e, ids[i], NULL, NULL, 0);
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        if ((rc = load_old(t, e, ids[i], &oldlen)) ||
+            (rc = mote__grow(&copy, &ccap, oldlen + 1)))
+            break;
+        memcpy(copy, t->oldbuf, oldlen); /* vals point into it; put_one reads oldbuf */
+        mote_record r;
+        if (!(rc = decode_all(e, copy, oldlen, ids[i], vals)) &&
+            !(rc = mote__record_init(&r, e, copy, oldlen, ids[i]))) {
+            keep_absent(&r, 0, e->nall, vals);
+            rc = put_one(t, e, ids[i], vals, copy, oldlen);
+        }
+    }
+    mote__free(copy);
     mote__free(ids);
+    mote__free(vals);
     return rc;
 }
 

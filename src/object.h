@@ -219,6 +219,10 @@ int mote__target_eid(mote_txn *t, const mprop *p, uint32_t *eid);
  * e, whose schema no longer has it). Its index or link tree is the caller's. */
 int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone);
 
+/* query.c: the entity of a query; no condition, offset or limit? */
+mote_entity *mote__query_entity(const mote_query *q);
+int mote__query_unbounded(const mote_query *q);
+
 /* schema.c */
 int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop);
 

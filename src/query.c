@@ -1477,3 +1477,10 @@ int mote_query_aggregate(mote_txn *t, mote_query *q, unsigned prop, int op, mote
     mote__free(a.klen);
     return rc;
 }
+
+mote_entity *mote__query_entity(const mote_query *q) { return q->e; }
+
+int mote__query_unbounded(const mote_query *q)
+{
+    return q->root < 0 && !q->offset && !q->limit;
+}

@@ -521,7 +521,8 @@ int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop)
                 rc = mote__err(MOTE_NOMEM, "out of memory building an index");
                 break;
             }
-            memcpy(copy, val.v.s.p, val.v.s.n);
+            if (val.v.s.n) /* (an absent value has no bytes: p is NULL) */
+                memcpy(copy, val.v.s.p, val.v.s.n);
             val.v.s.p = copy;
         }
         rc = mote__index_add(t, e, &e->props[prop], &val, r.id);

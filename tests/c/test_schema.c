@@ -241,6 +241,14 @@ TEST(schema_drop_property)
             OK(mote_link(t, e, 3, ids[i], ids[0]));
     }
     OK(mote_commit(t));
+    /* an object made by a definition lacking name: NULL in a property that
+     * is not nullable, which the drop's rewrite of every object carries */
+    mote_entity *old = open_def(s, only_age, 1, 1);
+    mote_value age = I(99);
+    uint64_t lacking;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, old, 0, &age, 0, &lacking));
+    OK(mote_commit(t));
     mote_stat st;
     OK(mote_store_stat(s, &st));
     uint64_t trees = st.trees;
@@ -278,6 +286,7 @@ TEST(schema_drop_property)
     char buf[64];
     CHECK(!strcmp(str_of(s, e, ids[3], 0, buf), ""));
     CHECK(!strcmp(str_of(s, e, ids[3], 2, buf), "@3"));
+    CHECK(!strcmp(str_of(s, e, lacking, 2, buf), "<null>"));
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
     OK(mote_backlinks(t, e, 3, ids[0], &back, &n));
     CHECK(n == 0);
@@ -355,5 +364,55 @@ TEST(schema_id_ranges)
     OK(mote_put(t, e, UINT64_MAX - 1, &v, 0, NULL)); /* explicit ones still work */
     OK(mote_commit(t));
     check_clean(s);
+    OK(mote_close(s));
+}
+
+/* A value an object never had (it predates the property) stays absent when
+ * the object is written again without it: through a definition that lacks
+ * the property, a partial update of another one, or a drop's rewrite. */
+TEST(schema_absent_stays_absent)
+{
+    static const mote_prop_def a1[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL}};
+    static const mote_prop_def a2[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL},
+                                       {"b", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL},
+                                       {"c", MOTE_T_STRING, 0, 0, NULL, NULL}};
+    static const mote_prop_def lacks_b[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL},
+                                            {"c", MOTE_T_STRING, 0, 0, NULL, NULL}};
+    mote_store *s = test_open(test_path("absent.mote"), NULL);
+    mote_txn *t;
+    mote_entity *e = open_def(s, a1, 1, 1);
+    mote_value v = I(1);
+    uint64_t id, id2;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, e, 0, &v, 0, &id));
+    OK(mote_put(t, e, 0, &v, 0, &id2));
+    OK(mote_commit(t));
+    mote_entity *full = open_def(s, a2, 3, 1); /* b and c added: absent in both */
+    mote_entity *lb = open_def(s, lacks_b, 2, 1);
+    OK(mote_begin(s, 0, &t));
+    mote_value two[2] = {I(2), S("x")};
+    OK(mote_put(t, lb, id, two, MOTE_PUT_UPDATE, NULL)); /* b is kept: carried */
+    unsigned which = 0;
+    mote_value a = I(3);
+    OK(mote_update(t, full, id2, &which, &a, 1)); /* b and c left alone */
+    OK(mote_commit(t));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_drop_prop(t, "P", "c"));
+    OK(mote_commit(t));
+    check_clean(s);
+    full = open_def(s, a2, 3, 1);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    uint64_t both[2] = {id, id2};
+    for (int k = 0; k < 2; k++) {
+        mote_record r;
+        mote_value x;
+        int absent = 0;
+        OK(mote_get(t, full, both[k], &r));
+        OK(mote_record_get(&r, 1, &x, &absent));
+        CHECK(absent); /* not a stored 0 */
+        OK(mote_record_get(&r, 2, &x, &absent));
+        CHECK(absent);
+    }
+    mote_abort(t);
     OK(mote_close(s));
 }

@@ -74,7 +74,8 @@ test-python-asan: $(VENV)/.ok
 	    $(CURDIR)/tests/python/test_motedb_api.py $(CURDIR)/tests/python/test_motedb_threads.py \
 	    $(CURDIR)/tests/python/test_motedb_relations.py $(CURDIR)/tests/python/test_motedb_model.py \
 	    $(CURDIR)/tests/python/test_motedb_docs.py $(CURDIR)/tests/python/test_motedb_asan.py \
-	    $(CURDIR)/tests/python/test_motedb_json.py $(CURDIR)/tests/python/test_motedb_errors.py
+	    $(CURDIR)/tests/python/test_motedb_json.py $(CURDIR)/tests/python/test_motedb_errors.py \
+	    $(CURDIR)/tests/python/test_motedb_schema.py $(CURDIR)/tests/python/test_motedb_trial.py
 
 build-fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(wildcard src/*.h) tests/c/memio.h
 	@command -v clang >/dev/null || { apt-get update -qq && \

@@ -37,6 +37,7 @@ from ._core import (  # noqa: F401  (re-exported)
     Order,
     Property,
     Query,
+    QueryIterator,
     ReadOnlyError,
     SchemaError,
     Store,
@@ -80,7 +81,8 @@ def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = Tru
 __all__ = [
     "Box", "BusyError", "ClosedError", "Condition", "CorruptError", "Entity", "Error",
     "ExistsError", "FileSystemError", "Float32", "Index", "Int8", "Int16", "Int32",
-    "NotFoundError", "Order", "Property", "Query", "ReadOnlyError", "SchemaError", "Store",
-    "StoreLockedError", "ToMany", "ToOne", "Transaction", "TransactionError", "Unique",
-    "UniqueViolationError", "Vector", "__version__", "field", "open",
+    "NotFoundError", "Order", "Property", "Query", "QueryIterator", "ReadOnlyError",
+    "SchemaError", "Store", "StoreLockedError", "ToMany", "ToOne", "Transaction",
+    "TransactionError", "Unique", "UniqueViolationError", "Vector", "__version__", "field",
+    "open",
 ]

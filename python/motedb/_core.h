@@ -67,7 +67,7 @@ typedef struct {
 } EntityTypeObject;
 
 extern PyTypeObject EntityMeta_Type, EntityBase_Type, Property_Type, Cond_Type, Order_Type,
-    Store_Type, Box_Type, Query_Type, Txn_Type;
+    Store_Type, Box_Type, Query_Type, Txn_Type, QueryIter_Type;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 
@@ -107,6 +107,7 @@ typedef struct TxnSlot {
     int write;
     int depth;   /* entered blocks (explicit transactions) */
     int doomed;  /* a nested block failed: roll back at the end */
+    uint64_t serial; /* explicit transactions: unique per store (0: an Op's own) */
 } TxnSlot;
 
 typedef struct {
@@ -120,6 +121,8 @@ typedef struct {
     int npending;       /* boxes whose entity was opened in an uncommitted txn */
     int readonly;
     PyObject *weakrefs;
+    uint64_t txn_serial;         /* the last explicit transaction's serial */
+    struct QueryIterObject *iters; /* iterations holding a snapshot of their own */
 } StoreObject;
 
 typedef struct {
@@ -160,6 +163,23 @@ typedef struct {
 } TxnObject;
 
 /* query.c */
+/* An iteration over a query's matches: the ids taken once, the objects built
+ * one at a time from the same transaction (its own read snapshot, or the
+ * thread's transaction it started in: serial). */
+typedef struct QueryIterObject {
+    PyObject_HEAD
+    BoxObject *box;
+    mote_entity *e;
+    mote_txn *own;      /* its own read snapshot, or NULL */
+    uint64_t serial;    /* else: the explicit transaction it runs in */
+    uint64_t *ids;
+    size_t n, next;
+    struct QueryIterObject *link; /* store's list of iterations with `own` */
+    int closed;         /* ended by store.close() */
+} QueryIterObject;
+
+void iter_end_all(StoreObject *st); /* store.close(): end the iterations */
+
 typedef struct {
     PyObject_HEAD
     BoxObject *box;
@@ -203,6 +223,7 @@ PyObject *cond_group(int kind, PyObject *a, PyObject *b);
 PyObject *prop_order(PyObject *self, unsigned flags);
 
 /* store.c */
+TxnSlot *find_txn(StoreObject *st); /* the calling thread's transaction, or NULL */
 PyObject *box_build(BoxObject *b, const mote_record *r);
 int after_put(BoxObject *b, PyObject *obj, uint64_t id);
 int op_begin(StoreObject *st, int write, Op *op);

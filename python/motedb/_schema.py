@@ -328,8 +328,14 @@ def prepare(name: str, bases: tuple, ns: dict):
         names.append("_motedb_store")
         ns["_motedb_relations"] = Relations(rels)
         for attr, (kind, _target) in rels.items():
-            if kind == "ToOne" and f"{attr}_id" not in ann and f"{attr}_id" not in ns:
-                ns[f"{attr}_id"] = RawId(attr)
+            if kind != "ToOne":
+                continue
+            raw = f"{attr}_id"
+            if raw in ann or raw in ns:
+                raise TypeError(f"{name}.{raw}: the to-one relation {name}.{attr} provides "
+                                f"{raw} (its target's id, readable and settable); do not "
+                                f"declare it, or rename one of the two")
+            ns[raw] = RawId(attr)
     ns["__slots__"] = tuple(names)
     return ns, specs
 
@@ -391,11 +397,19 @@ class RawId:
         setattr(obj, self.attr, value)
 
 
-def resolve(name: str, src: type) -> type:
-    """The entity class named ``name`` (``src`` itself for a self-reference, else
-    the most recently defined entity class of that name)."""
+def resolve(name: str, src: type, store=None) -> type:
+    """The entity class named ``name``: ``src`` itself for a self-reference; else
+    the class whose box holds that entity in ``store``; else the one of that name in
+    ``src``'s module; else the most recently defined entity class with that name."""
     if src.__name__ == name:
         return src
+    if store is not None:
+        cls = store._boxed_class(name)
+        if cls is not None:
+            return cls
+    cls = getattr(sys.modules.get(src.__module__), name, None)
+    if isinstance(cls, type) and issubclass(cls, _core.Entity) and cls.__name__ == name:
+        return cls
     for cls in reversed(_core.Entity.__subclasses__()):
         if cls.__name__ == name:
             return cls
@@ -417,7 +431,8 @@ def rel_get(prop, obj, raw):
     if kind == TO_ONE:
         if raw is None or isinstance(raw, _core.Entity):
             return raw
-        other = _store(obj, where).box(resolve(target, cls)).get(raw)
+        store = _store(obj, where)
+        other = store.box(resolve(target, cls, store)).get(raw)
         if other is not None:
             setattr(obj, prop.name, other)  # cache it (put writes its id)
         return other
@@ -428,7 +443,8 @@ def rel_get(prop, obj, raw):
         store = _store(obj, where)
         ids = store.box(cls)._links(prop, obj.id)
         if ids:
-            objs = [o for o in store.box(resolve(target, cls)).get_many(ids) if o is not None]
+            objs = [o for o in store.box(resolve(target, cls, store)).get_many(ids)
+                    if o is not None]
     setattr(obj, prop.name, objs)
     return cls._motedb_relations.raw[prop.name].__get__(obj, cls)
 

@@ -195,6 +195,84 @@ done:
     return res;
 }
 
+/* The same instance more than once in a put_many is one object. If seq has
+ * repeats, *useq gets each instance once (in order of first appearance),
+ * at[i] the place of seq[i] in it and first[k] the first place of useq[k]
+ * in seq; else *useq stays NULL. Returns -1 with an exception. */
+static int put_many_repeats(PyObject *seq, PyObject **useq, Py_ssize_t **at,
+                            Py_ssize_t **first)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    *useq = NULL;
+    *at = *first = NULL;
+    if (n < 2)
+        return 0;
+    size_t cap = 4, mask;
+    while (cap < (size_t)n * 2)
+        cap *= 2;
+    mask = cap - 1;
+    Py_ssize_t *slot = PyMem_Malloc(cap * sizeof *slot); /* place in seq, -1: empty */
+    if (!slot) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(slot, 0xFF, cap * sizeof *slot);
+    Py_ssize_t *where = NULL, nu = 0; /* where[i]: first place of seq[i]'s instance */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyTuple_GET_ITEM(seq, i);
+        size_t h = (size_t)(((uintptr_t)o >> 4) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+        while (slot[h] >= 0 && PyTuple_GET_ITEM(seq, slot[h]) != o)
+            h = (h + 1) & mask;
+        if (slot[h] < 0) {
+            slot[h] = i;
+            if (where)
+                where[i] = i;
+            continue;
+        }
+        if (!where) { /* the first repeat: from here on, note every place */
+            where = PyMem_Malloc(sizeof *where * (size_t)n);
+            if (!where) {
+                PyMem_Free(slot);
+                PyErr_NoMemory();
+                return -1;
+            }
+            for (Py_ssize_t k = 0; k < i; k++)
+                where[k] = k;
+        }
+        where[i] = slot[h];
+    }
+    PyMem_Free(slot);
+    if (!where)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        nu += where[i] == i;
+    /* at[i] for first places is filled in order; repeats copy their first's */
+    *useq = PyTuple_New(nu);
+    *at = PyMem_Malloc(sizeof **at * (size_t)n);
+    *first = PyMem_Malloc(sizeof **first * (size_t)nu);
+    if (!*useq || !*at || !*first) {
+        Py_CLEAR(*useq);
+        PyMem_Free(*at);
+        PyMem_Free(*first);
+        *at = *first = NULL;
+        PyMem_Free(where);
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0, k = 0; i < n; i++) {
+        if (where[i] == i) {
+            PyTuple_SET_ITEM(*useq, k, Py_NewRef(PyTuple_GET_ITEM(seq, i)));
+            (*first)[k] = i;
+            (*at)[i] = k++;
+        } else {
+            (*at)[i] = (*at)[where[i]];
+        }
+    }
+    PyMem_Free(where);
+    return 0;
+}
+
 static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames)
 {
@@ -202,11 +280,11 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     unsigned mode;
     if (parse_mode(args, nargs, kwnames, 1, &mode, "put_many") < 0)
         return NULL;
-    PyObject *seq = PySequence_Tuple(args[0]);
+    PyObject *seq = PySequence_Tuple(args[0]), *given = NULL;
     if (!seq)
         return NULL;
     const EntityInfo *in = b->info;
-    Py_ssize_t n = PyTuple_GET_SIZE(seq), nf = in->nf, nk = 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(seq), nf = in->nf, nk = 0, *at = NULL, *first = NULL;
     mote_value *vals = NULL;
     PyObject **keep = NULL, *res = NULL;
     uint64_t *ids = NULL, *out = NULL;
@@ -217,6 +295,14 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     for (Py_ssize_t i = 0; i < n; i++)
         if (box_check_obj(b, PyTuple_GET_ITEM(seq, i)) < 0)
             goto done;
+    PyObject *useq;
+    if (put_many_repeats(seq, &useq, &at, &first) < 0)
+        goto done;
+    if (useq) { /* put each instance once; every place gets its id */
+        given = seq;
+        seq = useq;
+        n = PyTuple_GET_SIZE(seq);
+    }
     vals = PyMem_Malloc(sizeof *vals * (size_t)(n * nf + 1));
     keep = PyMem_Malloc(sizeof *keep * (size_t)(n * nf + 1));
     ids = PyMem_Malloc(sizeof *ids * (size_t)n);
@@ -259,7 +345,9 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     if (rc) {
         char prefix[64];
-        snprintf(prefix, sizeof prefix, "put_many: object %zu of %zd: ", ndone, n);
+        snprintf(prefix, sizeof prefix, "put_many: object %zd of %zd: ",
+                 first && (Py_ssize_t)ndone < n ? first[ndone] : (Py_ssize_t)ndone,
+                 given ? PyTuple_GET_SIZE(given) : n);
         raise_code(rc, prefix, NULL);
         ok = 0;
         if (ndone > 0)
@@ -272,16 +360,18 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
     if (op_end(b->store, &op, ok ? OP_COMMIT : OP_FAIL) < 0)
         goto done;
-    if (!(res = PyList_New(n)))
+    Py_ssize_t nres = given ? PyTuple_GET_SIZE(given) : n;
+    if (!(res = PyList_New(nres)))
         goto done;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *idv = PyLong_FromUnsignedLongLong(out[i]);
+    for (Py_ssize_t i = 0; i < nres; i++) {
+        Py_ssize_t k = at ? at[i] : i;
+        PyObject *idv = PyLong_FromUnsignedLongLong(out[k]);
         if (!idv) {
             Py_CLEAR(res);
             goto done;
         }
-        if (out[i] != ids[i])
-            set_slot(PyTuple_GET_ITEM(seq, i), in->id_off, idv);
+        if (out[k] != ids[k] && (!at || first[k] == i))
+            set_slot(PyTuple_GET_ITEM(seq, k), in->id_off, idv);
         PyList_SET_ITEM(res, i, idv);
     }
 done:
@@ -291,7 +381,78 @@ done:
     PyMem_Free(keep);
     PyMem_Free(ids);
     PyMem_Free(out);
+    PyMem_Free(at);
+    PyMem_Free(first);
     Py_DECREF(seq);
+    Py_XDECREF(given);
+    return res;
+}
+
+/* update(id_or_obj, **changes): a partial update (mote_update): only the
+ * named properties change, in the stored object, whatever the other
+ * properties hold in memory (two stale copies no longer overwrite each
+ * other's fields). Given an object, its attributes take the new values too. */
+static PyObject *box_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames)
+{
+    BoxObject *b = (BoxObject *)self;
+    const EntityInfo *in = b->info;
+    Py_ssize_t n = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, nk = 0;
+    if (nargs != 1) {
+        PyErr_Format(PyExc_TypeError, "update() takes an id or a %s object, then the "
+                     "changes as keywords: update(5, status='paid')", in->cname);
+        return NULL;
+    }
+    uint64_t id;
+    if (parse_id_or_obj(b, args[0], &id) < 0)
+        return NULL;
+    PyObject *obj = Py_TYPE(args[0]) == b->cls ? args[0] : NULL;
+    unsigned *props = PyMem_Malloc(sizeof *props * (size_t)(n + 1));
+    mote_value *vals = PyMem_Malloc(sizeof *vals * (size_t)(n + 1));
+    PyObject **keep = PyMem_Malloc(sizeof *keep * (size_t)(n + 1)), *res = NULL;
+    if (!props || !vals || !keep) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        Py_ssize_t j = 0;
+        while (j < in->nf && PyUnicode_Compare(in->f[j].name, name))
+            j++;
+        if (j == in->nf) {
+            PyErr_Format(PyExc_TypeError, "update(): %s has no property %R%s", in->cname, name,
+                         PyUnicode_CompareWithASCIIString(name, "id") ? ""
+                                                                       : " to update (ids "
+                                                                         "do not change)");
+            goto done;
+        }
+        if (in->f[j].kind == K_TOMANY) {
+            PyErr_Format(PyExc_TypeError, "update(): %s.%s is a to-many relation: change the "
+                         "object's list and put() it", in->cname, in->f[j].cname);
+            goto done;
+        }
+        props[k] = (unsigned)j;
+        if (to_value(in->cname, &in->f[j], args[1 + k], &vals[k], keep, &nk, 1) < 0)
+            goto done;
+    }
+    Op op;
+    if (box_op_begin(b, 1, &op) < 0)
+        goto done;
+    int rc = mote_update(op.ts->txn, b->e, id, props, vals, (unsigned)n);
+    if (rc)
+        raise_rc(rc);
+    if (op_end(b->store, &op, rc ? OP_FAIL : OP_COMMIT) < 0)
+        goto done;
+    for (Py_ssize_t k = 0; obj && k < n; k++)
+        if (PyObject_SetAttr(obj, PyTuple_GET_ITEM(kwnames, k), args[1 + k]) < 0)
+            goto done;
+    res = Py_NewRef(Py_None);
+done:
+    if (keep)
+        release_keep(keep, nk);
+    PyMem_Free(props);
+    PyMem_Free(vals);
+    PyMem_Free(keep);
     return res;
 }
 
@@ -717,6 +878,9 @@ static PyMethodDef box_methods[] = {
     {"put_many", (PyCFunction)(void (*)(void))box_put_many, METH_FASTCALL | METH_KEYWORDS,
      "put_many(objs, *, mode='upsert') -> [ids]. One transaction; new objects get "
      "contiguous ids, set on the objects."},
+    {"update", (PyCFunction)(void (*)(void))box_update, METH_FASTCALL | METH_KEYWORDS,
+     "update(id_or_obj, **changes): change only the named properties of the stored object "
+     "(NotFoundError if there is none); given an object, its attributes follow."},
     {"get", box_get, METH_O, "get(id) -> object or None."},
     {"get_many", box_get_many, METH_O, "get_many(ids) -> [object or None]."},
     {"all", box_all, METH_NOARGS, "all() -> [objects] in id order."},
@@ -725,7 +889,8 @@ static PyMethodDef box_methods[] = {
     {"remove", box_remove, METH_O, "remove(id or obj) -> True if it existed."},
     {"remove_many", box_remove_many, METH_O, "remove_many(ids or objs) -> number removed."},
     {"remove_all", box_remove_all, METH_NOARGS, "remove_all() -> number removed."},
-    {"query", box_query, METH_VARARGS, "query(*conditions) -> Query (several: AND)."},
+    {"query", box_query, METH_VARARGS,
+     "query(*conditions) -> Query (several: AND; None: no condition)."},
     {"backlinks", (PyCFunction)(void (*)(void))box_backlinks, METH_FASTCALL,
      "backlinks(prop, obj_or_id) -> [objects of this box whose relation prop (to-one or "
      "to-many) points at obj], in id order."},

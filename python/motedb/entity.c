@@ -585,7 +585,6 @@ static int comparable(FieldInfo *f)
            f->kind != K_TOMANY;
 }
 
-/* A leaf condition; steals nothing. Values are checked now (TypeError early). */
 /* An id in a condition: an int in 0 .. 2**64-1, as v.i. */
 int id_value(const char *ent, PyObject *v, mote_value *mv)
 {
@@ -604,7 +603,111 @@ int id_value(const char *ent, PyObject *v, mote_value *mv)
     return 0;
 }
 
+/*
+ * An int property compared with floats compares numerically, as Python does:
+ * the same condition on ints. x >= 4.5 is x >= 5, x < 4.5 is x < 5, x == 4.5
+ * matches nothing (IN of no values) and x != 4.5 every non-NULL x (NOT NULL);
+ * NaN compares false except with !=; bounds beyond int64 compare with every
+ * or no int; IN / NOT IN keep the integral values. Returns the values to use
+ * (a new reference: vals itself if it holds no float), *op possibly changed.
+ */
+enum { FB_INT, FB_NONE, FB_ALL }; /* a bound: this int, no int, every int */
+
+/* x OP f for ints x, as x OP' k: FB_INT with k (OP' = OP), or FB_NONE /
+ * FB_ALL when no / every int64 satisfies it. */
+static int float_bound(int op, double f, long long *k)
+{
+    const double two63 = 9223372036854775808.0;
+    if (isnan(f))
+        return op == MOTE_NE ? FB_ALL : FB_NONE;
+    int integral = f == floor(f) && f >= -two63 && f < two63;
+    switch (op) {
+    case MOTE_EQ:
+    case MOTE_NE:
+        if (!integral)
+            return op == MOTE_EQ ? FB_NONE : FB_ALL;
+        *k = (long long)f;
+        return FB_INT;
+    case MOTE_LT: /* x < f: x < ceil(f) */
+    case MOTE_GE: /* x >= f: x >= ceil(f) */
+        if (f > -two63 && f <= two63 - 1024) {
+            *k = (long long)ceil(f);
+            return FB_INT;
+        }
+        return (f <= -two63) == (op == MOTE_GE) ? FB_ALL : FB_NONE;
+    default: /* LE: x <= floor(f); GT: x > floor(f) */
+        if (f >= -two63 && f < two63) {
+            *k = (long long)floor(f);
+            return FB_INT;
+        }
+        return (f >= two63) == (op == MOTE_LE) ? FB_ALL : FB_NONE;
+    }
+}
+
+static PyObject *int_vs_float(int *op, PyObject *vals)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(vals), nf = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        nf += PyFloat_Check(PyTuple_GET_ITEM(vals, i));
+    if (!nf || *op == MOTE_IS_NULL || *op == MOTE_NOT_NULL)
+        return Py_NewRef(vals);
+    PyObject *out = PyList_New(0);
+    int none = 0, all = 0;
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(vals, i);
+        long long k = 0;
+        int o = *op == MOTE_BETWEEN ? (i ? MOTE_LE : MOTE_GE)
+                : *op == MOTE_IN || *op == MOTE_NOT_IN ? MOTE_EQ : *op;
+        int b = PyFloat_Check(v) ? float_bound(o, PyFloat_AS_DOUBLE(v), &k) : -1;
+        if (b == FB_INT || b < 0) {
+            PyObject *x = b < 0 ? Py_NewRef(v) : PyLong_FromLongLong(k);
+            if (!x || PyList_Append(out, x) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(x);
+        } else if (*op == MOTE_BETWEEN) { /* an open end, or no int at all */
+            if (b == FB_NONE)
+                none = 1;
+            else {
+                PyObject *x = PyLong_FromLongLong(i ? LLONG_MAX : LLONG_MIN);
+                if (!x || PyList_Append(out, x) < 0)
+                    Py_CLEAR(out);
+                Py_XDECREF(x);
+            }
+        } else if (*op != MOTE_IN && *op != MOTE_NOT_IN) {
+            none = b == FB_NONE;
+            all = b == FB_ALL;
+        } /* IN / NOT IN: a value no int equals is left out */
+    }
+    if (!out)
+        return NULL;
+    if (none || all) { /* nothing (IN of no values), or every non-NULL value */
+        *op = none ? MOTE_IN : MOTE_NOT_NULL;
+        Py_DECREF(out);
+        return PyTuple_New(0);
+    }
+    PyObject *t = PyList_AsTuple(out);
+    Py_DECREF(out);
+    return t;
+}
+
+static PyObject *leaf_checked(PropertyObject *p, int op, PyObject *vals, unsigned flags);
+
 static PyObject *cond_leaf(PropertyObject *p, int op, PyObject *vals, unsigned flags)
+{
+    FieldInfo *f = prop_field(p);
+    if (f && f->kind == K_INT) {
+        PyObject *iv = int_vs_float(&op, vals);
+        if (!iv)
+            return NULL;
+        PyObject *c = leaf_checked(p, op, iv, flags);
+        Py_DECREF(iv);
+        return c;
+    }
+    return leaf_checked(p, op, vals, flags);
+}
+
+/* A leaf condition whose values are checked here (TypeError early). */
+static PyObject *leaf_checked(PropertyObject *p, int op, PyObject *vals, unsigned flags)
 {
     FieldInfo *f = prop_field(p);
     const char *ent = prop_entity(p);

@@ -176,6 +176,8 @@ PyObject *box_query(PyObject *self, PyObject *args)
     PyObject *root = NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
         PyObject *c = PyTuple_GET_ITEM(args, i);
+        if (c == Py_None) /* no condition: an optional filter needs no if/else */
+            continue;
         if (!PyObject_TypeCheck(c, &Cond_Type)) {
             PyErr_Format(PyExc_TypeError, "query() takes conditions such as %s.prop == value, "
                          "got %.100s", b->info->cname, Py_TYPE(c)->tp_name);
@@ -642,6 +644,31 @@ static Py_ssize_t *q_projection(QueryObject *q, PyObject *args, Py_ssize_t *np)
     return idx;
 }
 
+/* One projected field of record r (index -1: the id); a to-many relation
+ * gives the list of its target ids. New reference. */
+static PyObject *project_field(QueryObject *q, mote_txn *t, const mote_record *r,
+                               Py_ssize_t i)
+{
+    const EntityInfo *in = q->box->info;
+    if (i < 0 || in->f[i].kind != K_TOMANY)
+        return record_field(in, r, i);
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    int rc = mote_links(t, q->box->e, (unsigned)i, r->id, &ids, &n);
+    PyObject *l = rc ? NULL : PyList_New((Py_ssize_t)n);
+    if (rc)
+        raise_rc(rc);
+    for (size_t k = 0; l && k < n; k++) {
+        PyObject *x = PyLong_FromUnsignedLongLong(ids[k]);
+        if (!x)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, (Py_ssize_t)k, x);
+    }
+    mote_free(ids);
+    return l;
+}
+
 static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
 {
     QueryObject *q = (QueryObject *)self;
@@ -671,7 +698,7 @@ static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
         if (rc)
             raise_rc(rc);
         for (Py_ssize_t j = 0; row && j < np; j++) {
-            PyObject *v = record_field(in, &r, idx[j]);
+            PyObject *v = project_field(q, op.ts->txn, &r, idx[j]);
             if (!v) {
                 Py_CLEAR(row);
                 break;
@@ -868,6 +895,227 @@ static PyObject *query_max(PyObject *self, PyObject *arg) { return q_aggregate(s
 static PyObject *query_sum(PyObject *self, PyObject *arg) { return q_aggregate(self, arg, AGG_SUM); }
 static PyObject *query_avg(PyObject *self, PyObject *arg) { return q_aggregate(self, arg, AGG_AVG); }
 
+/* ---- group_count: {value: number of matches} ---- */
+
+typedef struct {
+    const FieldInfo *f;
+    PyObject *d;
+} GroupCtx;
+
+static int group_cb(void *ctx, const mote_value *v, uint64_t n)
+{
+    GroupCtx *g = ctx;
+    PyObject *k = from_value(g->f, v, 0), *c = k ? PyLong_FromUnsignedLongLong(n) : NULL;
+    int rc = c ? PyDict_SetItem(g->d, k, c) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(c);
+    return rc < 0 ? -1 : 0;
+}
+
+static PyObject *query_group_count(PyObject *self, PyObject *arg)
+{
+    QueryObject *q = (QueryObject *)self;
+    const EntityInfo *in = q->box->info;
+    if (!PyObject_TypeCheck(arg, &Property_Type) ||
+        ((PropertyObject *)arg)->owner != q->box->cls || ((PropertyObject *)arg)->index < 0) {
+        PyErr_Format(PyExc_TypeError, "group_count() takes a property of %s, got %R",
+                     in->cname, arg);
+        return NULL;
+    }
+    Py_ssize_t i = ((PropertyObject *)arg)->index;
+    GroupCtx g = {&in->f[i], PyDict_New()};
+    if (!g.d || q->limit_zero)
+        return g.d;
+    Op op;
+    if (q_start(q, 0, &op) < 0) {
+        Py_DECREF(g.d);
+        return NULL;
+    }
+    int rc = mote_query_group_count(op.ts->txn, q->mq, (unsigned)i, group_cb, &g);
+    if (rc > 0)
+        raise_rc(rc);
+    q->busy = 0;
+    if (op_end(q->box->store, &op, rc ? OP_FAIL : OP_NOCHANGE) < 0)
+        Py_CLEAR(g.d);
+    return g.d;
+}
+
+/* ---- iteration: for obj in query ---- */
+
+static void iter_unlink(QueryIterObject *it)
+{
+    StoreObject *st = it->box ? it->box->store : NULL;
+    for (QueryIterObject **pp = st ? &st->iters : NULL; pp && *pp; pp = &(*pp)->link)
+        if (*pp == it) {
+            *pp = it->link;
+            break;
+        }
+    it->link = NULL;
+}
+
+/* Done: release the snapshot (if its own) and the ids. */
+static void iter_end(QueryIterObject *it)
+{
+    if (it->own) {
+        iter_unlink(it);
+        mote_abort(it->own);
+        it->own = NULL;
+    }
+    mote_free(it->ids);
+    it->ids = NULL;
+    it->n = it->next = 0;
+}
+
+void iter_end_all(StoreObject *st)
+{
+    while (st->iters) {
+        st->iters->closed = 1;
+        iter_end(st->iters);
+    }
+}
+
+static PyObject *query_iter(PyObject *self)
+{
+    QueryObject *q = (QueryObject *)self;
+    StoreObject *st = q->box->store;
+    QueryIterObject *it = PyObject_GC_New(QueryIterObject, &QueryIter_Type);
+    if (!it)
+        return NULL;
+    it->box = (BoxObject *)Py_NewRef(q->box);
+    it->e = NULL;
+    it->own = NULL;
+    it->serial = 0;
+    it->ids = NULL;
+    it->n = it->next = 0;
+    it->link = NULL;
+    it->closed = 0;
+    PyObject_GC_Track(it);
+    if (q->limit_zero)
+        return (PyObject *)it;
+    Op op;
+    if (q_start(q, 0, &op) < 0) /* the entity and the built query */
+        goto fail;
+    TxnSlot *cur = op.own ? NULL : op.ts;
+    int rc = MOTE_OK;
+    if (!cur) { /* a snapshot of its own, kept while the iteration lasts */
+        if (!(rc = mote_begin(st->s, MOTE_TXN_RDONLY, &it->own))) {
+            it->link = st->iters;
+            st->iters = it;
+        }
+    }
+    if (!rc)
+        rc = mote_query_ids(it->own ? it->own : cur->txn, q->mq, &it->ids, &it->n);
+    if (rc)
+        raise_rc(rc);
+    it->e = q->box->e;
+    it->serial = cur ? cur->serial : 0;
+    q->busy = 0;
+    if (op_end(st, &op, rc ? OP_FAIL : OP_NOCHANGE) < 0)
+        goto fail;
+    return (PyObject *)it;
+fail:
+    Py_DECREF(it);
+    return NULL;
+}
+
+static PyObject *iter_next(PyObject *self)
+{
+    QueryIterObject *it = (QueryIterObject *)self;
+    StoreObject *st = it->box->store;
+    if (it->closed) {
+        PyErr_Format(E_Closed, "store %U was closed during this iteration", st->path);
+        return NULL;
+    }
+    if (it->next >= it->n) {
+        iter_end(it);
+        return NULL; /* StopIteration */
+    }
+    mote_txn *t = it->own;
+    if (!t) {
+        TxnSlot *cur = st->s ? find_txn(st) : NULL;
+        if (!cur || cur->serial != it->serial) {
+            iter_end(it);
+            if (!st->s)
+                PyErr_Format(E_Closed, "store %U is closed", st->path);
+            else
+                PyErr_SetString(E_Txn, "this iteration began inside a transaction that has "
+                                "ended (or on another thread): iterate inside it");
+            return NULL;
+        }
+        t = cur->txn;
+    }
+    while (it->next < it->n) {
+        mote_record r;
+        int rc = mote_get(t, it->e, it->ids[it->next++], &r);
+        if (rc == MOTE_NOTFOUND) /* removed by its own transaction meanwhile */
+            continue;
+        if (rc) {
+            raise_rc(rc);
+            return NULL;
+        }
+        return box_build(it->box, &r);
+    }
+    iter_end(it);
+    return NULL;
+}
+
+static PyObject *iter_close(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    iter_end((QueryIterObject *)self);
+    Py_RETURN_NONE;
+}
+
+static int iter_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(((QueryIterObject *)self)->box);
+    return 0;
+}
+
+static int iter_clear(PyObject *self)
+{
+    QueryIterObject *it = (QueryIterObject *)self;
+    iter_end(it);
+    Py_CLEAR(it->box);
+    return 0;
+}
+
+static void iter_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    iter_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyMethodDef iter_methods[] = {
+    {"close", iter_close, METH_NOARGS,
+     "close(): end the iteration now (releases its snapshot)."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject QueryIter_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.QueryIterator",
+    .tp_basicsize = sizeof(QueryIterObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "An iteration over a query's matches (for obj in query, or query.iter()): the "
+              "ids are taken when it starts, the objects built one at a time from the same "
+              "snapshot. Outside a transaction it holds a read snapshot until it ends, is "
+              "closed (close()) or is collected; store.close() ends it.",
+    .tp_dealloc = iter_dealloc,
+    .tp_traverse = iter_traverse,
+    .tp_clear = iter_clear,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = iter_next,
+    .tp_methods = iter_methods,
+};
+
+static PyObject *query_iter_method(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return query_iter(self);
+}
+
 static PyObject *query_plan(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -902,9 +1150,11 @@ static PyMethodDef query_methods[] = {
     {"ids", query_ids, METH_NOARGS, "ids() -> [ids]."},
     {"remove", query_remove, METH_NOARGS, "remove() -> number of objects removed."},
     {"tuples", query_tuples, METH_VARARGS,
-     "tuples(*props) -> [tuple]: the given properties (all, with the id first, if none)."},
+     "tuples(*props) -> [tuple]: the given properties (all, with the id first, if none); "
+     "relations as ids (to-many: a list of ids)."},
     {"dicts", query_dicts, METH_VARARGS,
-     "dicts(*props) -> [dict]: the given properties (all, with the id, if none)."},
+     "dicts(*props) -> [dict]: the given properties (all, with the id, if none); relations "
+     "as ids (to-many: a list of ids)."},
     {"min", query_min, METH_O, "min(prop): smallest non-NULL value, or None."},
     {"max", query_max, METH_O, "max(prop): largest non-NULL value, or None."},
     {"sum", query_sum, METH_O, "sum(prop): sum of the non-NULL values (int or float)."},
@@ -913,6 +1163,13 @@ static PyMethodDef query_methods[] = {
      "set_parameter(Entity.prop, value, ...) -> self: new value(s) for the query's condition "
      "on that property (reuses the built query)."},
     {"plan", query_plan, METH_NOARGS, "plan() -> str: how the query runs (index or scan)."},
+    {"group_count", query_group_count, METH_O,
+     "group_count(prop) -> {value: count}: the number of matches per value of prop, in value "
+     "order (None first); one pass over its index when the query has no condition, offset or "
+     "limit and prop is indexed."},
+    {"iter", query_iter_method, METH_NOARGS,
+     "iter() -> iterator of the matching objects, built one at a time from one snapshot "
+     "(also: for obj in query)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -929,4 +1186,5 @@ PyTypeObject Query_Type = {
     .tp_clear = query_clear,
     .tp_repr = query_repr,
     .tp_methods = query_methods,
+    .tp_iter = query_iter,
 };

@@ -37,7 +37,7 @@ static int closed_error(StoreObject *st)
     return -1;
 }
 
-static TxnSlot *find_txn(StoreObject *st)
+TxnSlot *find_txn(StoreObject *st)
 {
     if (!st->txns)
         return NULL;
@@ -299,6 +299,7 @@ static PyObject *store_close(PyObject *self, PyObject *unused)
     }
     if (!st->s)
         Py_RETURN_NONE;
+    iter_end_all(st); /* iterations release their snapshots */
     mote_store *s = st->s;
     st->s = NULL;
     if (st->boxes) {
@@ -339,6 +340,7 @@ static void store_dealloc(PyObject *self)
     if (st->weakrefs)
         PyObject_ClearWeakRefs(self);
     if (st->s && !st->txns && !st->nexplicit && !st->nimplicit) {
+        iter_end_all(st);
         mote_close(st->s);
         st->s = NULL;
     }
@@ -468,6 +470,22 @@ fail:
     return NULL;
 }
 
+/* _boxed_class(name): the class whose box holds entity `name` here, or None
+ * (relations resolve their target entity through it). */
+static PyObject *store_boxed_class(PyObject *self, PyObject *name)
+{
+    StoreObject *st = (StoreObject *)self;
+    const char *cname = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    if (!cname)
+        return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_TypeError, "expected a str");
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (st->boxes && PyDict_Next(st->boxes, &pos, &k, &v))
+        if (!strcmp(((BoxObject *)v)->info->cname, cname))
+            return Py_NewRef(k);
+    Py_RETURN_NONE;
+}
+
 static PyObject *store_drop_property(PyObject *self, PyObject *args)
 {
     StoreObject *st = (StoreObject *)self;
@@ -578,6 +596,7 @@ static PyObject *txn_enter(PyObject *self, PyObject *unused)
         ts->tid = PyThread_get_thread_ident();
         ts->write = t->write;
         ts->depth = 1;
+        ts->serial = ++st->txn_serial;
         ts->next = st->txns;
         st->txns = ts;
         t->slot = ts;
@@ -753,6 +772,8 @@ static PyObject *store_repr(PyObject *self)
 
 static PyMethodDef store_methods[] = {
     {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class."},
+    {"_boxed_class", store_boxed_class, METH_O,
+     "_boxed_class(name) -> the entity class whose box holds entity `name` here, or None."},
     {"drop_property", store_drop_property, METH_VARARGS,
      "drop_property(EntityClass or name, prop): remove a stored property's data from every "
      "object (the only way stored data goes; the class must not declare it)."},

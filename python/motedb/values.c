@@ -689,9 +689,11 @@ static PyObject *vector_bytes(const char *ent, const FieldInfo *f, PyObject *v)
             if (d == -1.0 && PyErr_Occurred())
                 goto fail;
         }
-        if (isfinite(d) && fabs(d) > FLT_MAX) {
-            PyErr_Format(PyExc_OverflowError, "%s.%s: vector element %zd (%g) is out of range "
-                         "for float32", ent, f->cname, i, d);
+        if (isfinite(d) && fabs(d) > FLT_MAX) { /* (PyErr_Format has no %g) */
+            char num[32];
+            snprintf(num, sizeof num, "%g", d);
+            PyErr_Format(PyExc_OverflowError, "%s.%s: vector element %zd (%s) is out of range "
+                         "for float32", ent, f->cname, i, num);
             goto fail;
         }
         float fl = (float)d;
@@ -703,6 +705,45 @@ fail:
     Py_DECREF(seq);
     Py_DECREF(b);
     return NULL;
+}
+
+/* A str that UTF-8 cannot hold (a lone surrogate, e.g. from surrogateescape
+ * or a JSON "\ud800"): the same UnicodeEncodeError, its reason naming the
+ * entity and property. Returns -1. */
+static int not_utf8(const char *ent, const FieldInfo *f)
+{
+    if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+        return -1;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *et, *exc, *tb;
+    PyErr_Fetch(&et, &exc, &tb);
+    PyErr_NormalizeException(&et, &exc, &tb);
+    Py_XDECREF(et);
+    Py_XDECREF(tb);
+#endif
+    Py_ssize_t start = 0, end = 0;
+    PyObject *obj = exc ? PyUnicodeEncodeError_GetObject(exc) : NULL;
+    if (obj && PyUnicodeEncodeError_GetStart(exc, &start) == 0 &&
+        PyUnicodeEncodeError_GetEnd(exc, &end) == 0) {
+        char reason[300];
+        snprintf(reason, sizeof reason, "%s.%s: a str with a lone surrogate cannot be stored "
+                 "(UTF-8 has no encoding for it)", ent, f->cname);
+        PyObject *e2 = PyObject_CallFunction(PyExc_UnicodeEncodeError, "sOnns", "utf-8", obj,
+                                             start, end, reason);
+        if (e2) {
+            PyErr_SetObject(PyExc_UnicodeEncodeError, e2);
+            Py_DECREF(e2);
+        }
+    } else {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s.%s: the str cannot be encoded as UTF-8", ent,
+                     f->cname);
+    }
+    Py_XDECREF(obj);
+    Py_XDECREF(exc);
+    return -1;
 }
 
 /* Take the current exception's message (str of it) and clear the exception. */
@@ -839,7 +880,7 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
         if (!PyUnicode_Check(v))
             return wrong_type(ent, f, v);
         if (!(p = PyUnicode_AsUTF8AndSize(v, &n)))
-            return -1;
+            return not_utf8(ent, f);
         keep[(*nk)++] = Py_NewRef(v);
         out->v.s.p = p;
         out->v.s.n = (size_t)n;
@@ -919,7 +960,7 @@ text:
         return -1;
     if (!(p = PyUnicode_AsUTF8AndSize(tmp, &n))) {
         Py_DECREF(tmp);
-        return -1;
+        return not_utf8(ent, f);
     }
     keep[(*nk)++] = tmp;
     out->v.s.p = p;
@@ -946,11 +987,16 @@ static PyObject *ns_to_datetime(int64_t ns)
 
 PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent)
 {
-    if (absent) { /* the record predates the property: its default */
+    mote_value zero;
+    if (absent) { /* the object has no value for it (mote_record_get): its default */
         if (f->factory)
             return PyObject_CallNoArgs(f->factory);
         if (f->dflt)
             return Py_NewRef(f->dflt);
+        if (v->null && !(f->flags & MOTE_P_NULLABLE)) { /* no default: zero or empty */
+            memset(&zero, 0, sizeof zero);
+            v = &zero;
+        }
     }
     if (v->null)
         Py_RETURN_NONE;

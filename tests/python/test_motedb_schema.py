@@ -150,3 +150,24 @@ def test_read_only_store_opens_a_lacking_class_and_explains_a_changed_one(tmp_pa
         msg = str(e.value)
         assert "new property email" in msg and "name loses its index" in msg
         assert "readonly=False" in msg and "write transaction" not in msg
+
+
+def test_values_an_object_never_had_stay_defaults(tmp_path):
+    """A property added after an object was stored reads as its default; writing
+    the object again without that property (a lacking class, a partial update of
+    another property) must not turn it into a stored zero."""
+    path = tmp_path / "absent.mote"
+    v1 = define("class A(motedb.Entity):\n id: int = 0\n a: int = 0\n")
+    v2 = define("class A(motedb.Entity):\n id: int = 0\n a: int = 0\n stars: int = 5\n"
+                " tag: str = 'none'\n")
+    with motedb.open(path) as s:
+        s.box(v1).put_many([v1(a=1), v1(a=2)])
+    with motedb.open(path) as s:
+        assert [(o.stars, o.tag) for o in s.box(v2).all()] == [(5, "none"), (5, "none")]
+    with motedb.open(path) as s:
+        box = s.box(v1)
+        box.put(box.get(1))                    # stars and tag are kept: carried
+    with motedb.open(path) as s:
+        box = s.box(v2)
+        box.update(2, a=20)                    # stars and tag left alone
+        assert [(o.a, o.stars, o.tag) for o in box.all()] == [(1, 5, "none"), (20, 5, "none")]

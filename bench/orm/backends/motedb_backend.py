@@ -6,8 +6,9 @@ Fastest idiomatic path:
 - D/E: box.query(Journal.level == L) per level, E with .offset(k).limit(20); the planner uses the
   level index, and the offset is an O(log n) jump. F: box.get(id).
 - G/H: query(...).dicts() / .tuples() (projections are built in C).
-- I: put_many(objs) in one transaction. J: put_many as well (the Python API has no partial update
-  yet, so J writes whole objects). K: box.remove_many(ids) in one transaction.
+- I: put_many(objs) in one transaction. J: put_many as well (whole objects, one sorted batch;
+  box.update() changes named properties but one object per call). K: box.remove_many(ids) in
+  one transaction.
 - Durability: every write transaction is synced (exactly one fdatasync per commit).
 Deviations:
 - Test 2: real relations: `parent: ToOne["Journal"]` (an indexed id) and

@@ -416,3 +416,22 @@ TEST(schema_absent_stays_absent)
     mote_abort(t);
     OK(mote_close(s));
 }
+
+/* Over-limit values say what the limit is. */
+TEST(schema_limits_in_messages)
+{
+    mote_store *s = test_open(test_path("lim.mote"), NULL);
+    static const mote_prop_def d[] = {{"s", MOTE_T_STRING, 0, 0, NULL, NULL}};
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "L", d, 1, &e));
+    mote_value v = {0};
+    v.v.s.p = "x"; /* never read: the size is refused first */
+    v.v.s.n = (size_t)MOTE_MAX_VALUE + 1;
+    CHECK_RC(mote_put(t, e, 0, &v, 0, NULL), MOTE_TOOBIG);
+    CHECK(strstr(mote_errmsg(s), "L.s: a value of 1073741825 bytes is over the limit of "
+                                 "1073741824 bytes (1 GiB) per value"));
+    mote_abort(t);
+    OK(mote_close(s));
+}

@@ -985,19 +985,30 @@ static PyObject *ns_to_datetime(int64_t ns)
                                                    PyDateTimeAPI->DateTimeType);
 }
 
+static inline PyObject *value_obj(const FieldInfo *f, const mote_value *v);
+
+/* A value the object does not have (mote_record_get's *absent): the
+ * property's default, else zero or empty (None if nullable). Out of line,
+ * so that the conversion (value_obj) stays inlined into build_obj. */
+__attribute__((noinline)) static PyObject *from_absent(const FieldInfo *f, const mote_value *v)
+{
+    if (f->factory)
+        return PyObject_CallNoArgs(f->factory);
+    if (f->dflt)
+        return Py_NewRef(f->dflt);
+    mote_value zero;
+    memset(&zero, 0, sizeof zero);
+    return value_obj(f, v->null && !(f->flags & MOTE_P_NULLABLE) ? &zero : v);
+}
+
 PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent)
 {
-    mote_value zero;
-    if (absent) { /* the object has no value for it (mote_record_get): its default */
-        if (f->factory)
-            return PyObject_CallNoArgs(f->factory);
-        if (f->dflt)
-            return Py_NewRef(f->dflt);
-        if (v->null && !(f->flags & MOTE_P_NULLABLE)) { /* no default: zero or empty */
-            memset(&zero, 0, sizeof zero);
-            v = &zero;
-        }
-    }
+    return absent ? from_absent(f, v) : value_obj(f, v);
+}
+
+/* The Python object of a stored value. */
+static inline PyObject *value_obj(const FieldInfo *f, const mote_value *v)
+{
     if (v->null)
         Py_RETURN_NONE;
     switch (f->kind) {
@@ -1082,7 +1093,7 @@ PyObject *build_obj(PyTypeObject *cls, const EntityInfo *in, const mote_record *
             raise_rc(rc);
             goto fail;
         }
-        PyObject *x = from_value(f, &v, absent);
+        PyObject *x = absent ? from_absent(f, &v) : value_obj(f, &v);
         if (!x)
             goto fail;
         SLOT(o, f->offset) = x;

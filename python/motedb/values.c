@@ -707,6 +707,22 @@ fail:
     return NULL;
 }
 
+/* The current exception as an object (new reference, NULL if none); the
+ * error indicator is cleared. */
+static PyObject *take_exception(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    Py_XDECREF(et);
+    Py_XDECREF(tb);
+    return ev;
+#endif
+}
+
 /* A str that UTF-8 cannot hold (a lone surrogate, e.g. from surrogateescape
  * or a JSON "\ud800"): the same UnicodeEncodeError, its reason naming the
  * entity and property. Returns -1. */
@@ -714,15 +730,7 @@ static int not_utf8(const char *ent, const FieldInfo *f)
 {
     if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
         return -1;
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException();
-#else
-    PyObject *et, *exc, *tb;
-    PyErr_Fetch(&et, &exc, &tb);
-    PyErr_NormalizeException(&et, &exc, &tb);
-    Py_XDECREF(et);
-    Py_XDECREF(tb);
-#endif
+    PyObject *exc = take_exception();
     Py_ssize_t start = 0, end = 0;
     PyObject *obj = exc ? PyUnicodeEncodeError_GetObject(exc) : NULL;
     if (obj && PyUnicodeEncodeError_GetStart(exc, &start) == 0 &&
@@ -749,19 +757,9 @@ static int not_utf8(const char *ent, const FieldInfo *f)
 /* Take the current exception's message (str of it) and clear the exception. */
 static void exc_message(PyObject **msg)
 {
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException();
+    PyObject *exc = take_exception();
     *msg = exc ? PyObject_Str(exc) : NULL;
     Py_XDECREF(exc);
-#else
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    PyErr_NormalizeException(&et, &ev, &tb);
-    *msg = ev ? PyObject_Str(ev) : NULL;
-    Py_XDECREF(et);
-    Py_XDECREF(ev);
-    Py_XDECREF(tb);
-#endif
     PyErr_Clear();
 }
 

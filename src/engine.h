@@ -249,7 +249,7 @@ struct mote_store {
 
     reader *readers;
     struct mote_store *reg_next; /* process-wide registry of open files */
-    struct mote_entity *entities; /* object layer handles (object.h) */
+    void *objects;       /* the object layer's state (object.h), in this block */
 };
 
 struct mote_txn {
@@ -265,11 +265,8 @@ struct mote_txn {
     size_t vbuf_cap;
     mote_cursor *cursors; /* open cursors, detached when the txn ends */
     mote_cursor *spare;  /* the last cursor closed, reused by the next open */
-    struct mote_entity *new_entities; /* created/evolved here (object.h) */
     uint64_t serial;     /* unique per write transaction of the store */
-    struct mote_entity *seq_dirty; /* entities whose id sequence to save */
-    uint8_t *obuf, *oldbuf; /* object layer: encoded record, old record copy */
-    size_t obuf_cap, oldbuf_cap;
+    void *objects;       /* the object layer's state of a write txn (object.h) */
 
     /* writer state */
     uint8_t *bm;         /* working bitmap (copy of s->bm) */
@@ -309,6 +306,15 @@ int mote__ovf_write(mote_txn *t, const uint8_t *v, size_t n, uint8_t *ptr12);
 int mote__ovf_read(mote_txn *t, const uint8_t *ptr12, size_t n, mote_val *out);
 int mote__ovf_free(mote_txn *t, const uint8_t *ptr12, size_t n);
 
+/* Open the store file (mote_open's work below the object layer), with
+ * `extra` zeroed bytes after the store, in the same block, for the layer
+ * above: s->objects points at them. */
+int mote__store_open(const char *path, const mote_options *opts, size_t extra,
+                     mote_store **out);
+/* MOTE_BUSY (with the message) while transactions are open. */
+int mote__store_busy(mote_store *s);
+/* Shrink if worth it, write the clean-close marker, close and free. */
+void mote__store_close(mote_store *s);
 int mote__txn_begin(mote_store *s, int write, mote_txn **out);
 int mote__txn_commit(mote_txn *t);
 void mote__txn_abort(mote_txn *t);
@@ -460,8 +466,9 @@ static inline uint32_t mote__key_tree(const uint8_t *key, uint32_t kl)
 int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen);
 /* Write every deferred put of the transaction (the commit does). */
 int mote__kv_flush(mote_txn *t);
-/* Free the deferred puts (the transaction ends). */
-void mote__kv_pending_free(mote_txn *t);
+/* The transaction ends (store.c, before its commit or abort): its cursors
+ * are detached and its deferred puts, written or not, freed. */
+void mote__kv_txn_end(mote_txn *t);
 /* Position cursor c on key (a user key of its tree) and give its value;
  * MOTE_NOTFOUND if the key is absent (the cursor then rests on the next). */
 /* Exact lookup of the 8-byte big-endian key id, leaving the cursor on it;

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 
 #include "engine.h"
-#include "object.h"
 
 unsigned mote__tree_prefix(uint32_t tree, uint8_t *out)
 {
@@ -91,66 +90,16 @@ static int write_result(mote_txn *t, int rc)
 
 /* ---- transactions ---------------------------------------------------------- */
 
-int mote_begin(mote_store *s, unsigned flags, mote_txn **out)
-{
-    if (!out)
-        return mote__err(MOTE_INVALID, "mote_begin: out is NULL");
-    *out = NULL;
-    if (!s)
-        return mote__err(MOTE_INVALID, "mote_begin: store is NULL");
-    if (flags & ~MOTE_TXN_RDONLY)
-        return mote__err(MOTE_INVALID, "mote_begin: unknown flags 0x%x", flags);
-    return mote__txn_begin(s, !(flags & MOTE_TXN_RDONLY), out);
-}
+static void pending_free(mote_txn *t);
 
-static void detach_cursors(mote_txn *t)
+void mote__kv_txn_end(mote_txn *t)
 {
     for (mote_cursor *c = t->cursors; c; c = c->next_in_txn) {
         mote__cur_reset(c);
         c->t = NULL;
     }
     t->cursors = NULL;
-}
-
-int mote_commit(mote_txn *t)
-{
-    if (!t)
-        return mote__err(MOTE_INVALID, "mote_commit: transaction is NULL");
-    detach_cursors(t);
-    if (t->failed) {
-        int rc = mote__err(t->failed, "commit of a failed transaction: rolled back");
-        mote__entities_settle(t->s, t, 0);
-        mote__txn_abort(t);
-        return rc;
-    }
-    int frc = t->write ? mote__kv_flush(t) : MOTE_OK;
-    if (!frc && t->write)
-        frc = mote__entities_flush(t);
-    if (frc) {
-        mote__entities_settle(t->s, t, 0);
-        mote__txn_abort(t);
-        return frc;
-    }
-    /* the txn is freed by the commit: settle its entities through a stand-in
-     * that holds only their list */
-    mote_store *s = t->s;
-    mote_txn done;
-    memset(&done, 0, sizeof done);
-    done.new_entities = t->new_entities;
-    done.serial = t->serial;
-    t->new_entities = NULL;
-    int rc = mote__txn_commit(t);
-    mote__entities_settle(s, &done, rc == MOTE_OK);
-    return rc;
-}
-
-void mote_abort(mote_txn *t)
-{
-    if (!t)
-        return;
-    detach_cursors(t);
-    mote__entities_settle(t->s, t, 0);
-    mote__txn_abort(t);
+    pending_free(t);
 }
 
 uint64_t mote_txn_id(const mote_txn *t) { return t ? t->txnid : 0; }
@@ -381,7 +330,7 @@ int mote__kv_flush(mote_txn *t)
     return rc;
 }
 
-void mote__kv_pending_free(mote_txn *t)
+static void pending_free(mote_txn *t)
 {
     for (unsigned i = 0; i < t->npend; i++) {
         mote__free(t->pend[i].off);

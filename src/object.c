@@ -27,22 +27,35 @@ int mote__entity_usable(const mote_entity *e, const mote_txn *t)
     return MOTE_OK;
 }
 
-void mote__entities_settle(mote_store *s, mote_txn *t, int committed)
+void mote__objects_end(mote_store *s, uint64_t serial, int committed)
 {
+    objtxn *x = &OBJ(s)->writer;
     pthread_mutex_lock(&s->mu); /* other threads look handles up */
-    if (t->new_entities) /* it may have superseded handles (schema.c) */
-        for (mote_entity *e = s->entities; e; e = e->next)
-            if (e->stale_serial && e->stale_serial == t->serial) {
+    if (x->new_entities) /* it may have superseded handles (schema.c) */
+        for (mote_entity *e = OBJ(s)->entities; e; e = e->next)
+            if (e->stale_serial && e->stale_serial == serial) {
                 e->stale = committed;
                 e->stale_serial = 0;
             }
-    for (mote_entity *e = t->new_entities; e; e = e->pending_next) {
+    for (mote_entity *e = x->new_entities; e; e = e->pending_next) {
         e->pending_txn = NULL;
         if (!committed)
             e->dead = 1;
     }
-    t->new_entities = NULL;
+    x->new_entities = NULL;
     pthread_mutex_unlock(&s->mu);
+    for (mote_entity *e = x->seq_dirty; e; e = e->seq_next_dirty) /* not saved */
+        e->seq_dirty = 0;
+    x->seq_dirty = NULL;
+}
+
+void mote__objects_detach(mote_store *s)
+{
+    objstore *o = OBJ(s);
+    mote__entities_free(s);
+    mote__free(o->writer.obuf);
+    mote__free(o->writer.oldbuf);
+    memset(o, 0, sizeof *o);
 }
 
 int mote__implicit_begin(const mote_entity *e, int write, mote_txn **t)
@@ -267,12 +280,12 @@ static int put_one(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
             rc = unique_check(t, e, &e->props[i], &vals[i], id);
     size_t len = 0;
     if (!rc)
-        rc = mote__record_encode(e, vals, &t->obuf, &t->obuf_cap, &len);
+        rc = mote__record_encode(e, vals, &OTX(t)->obuf, &OTX(t)->obuf_cap, &len);
     /* checks done: from here on, writes */
     uint8_t k[8];
     mote__obj_tree_key(id, k);
     if (!rc)
-        rc = mote_kv_put(t, e->eid, k, 8, t->obuf, len, 0);
+        rc = mote_kv_put(t, e->eid, k, 8, OTX(t)->obuf, len, 0);
     for (unsigned i = 0; !rc && i < np; i++) {
         const mprop *p = &e->props[i];
         if (!p->index_tree || (ov && same_value(p->type, &ov[i], &vals[i])))
@@ -287,7 +300,8 @@ static int put_one(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
     return rc;
 }
 
-/* Copy the current record of id into t->oldbuf; MOTE_NOTFOUND if none. */
+/* Copy the current record of id into the transaction's oldbuf; MOTE_NOTFOUND
+ * if none. */
 static int load_old(mote_txn *t, mote_entity *e, uint64_t id, size_t *len)
 {
     uint8_t k[8];
@@ -296,9 +310,10 @@ static int load_old(mote_txn *t, mote_entity *e, uint64_t id, size_t *len)
     int rc = mote_kv_get(t, e->eid, k, 8, &v);
     if (rc)
         return rc;
-    if ((rc = mote__grow(&t->oldbuf, &t->oldbuf_cap, v.size + 1)))
+    objtxn *x = OTX(t);
+    if ((rc = mote__grow(&x->oldbuf, &x->oldbuf_cap, v.size + 1)))
         return rc;
-    memcpy(t->oldbuf, v.data, v.size);
+    memcpy(x->oldbuf, v.data, v.size);
     *len = v.size;
     return MOTE_OK;
 }
@@ -336,20 +351,20 @@ static void seq_mark(mote_txn *t, mote_entity *e)
 {
     if (!e->seq_dirty) {
         e->seq_dirty = 1;
-        e->seq_next_dirty = t->seq_dirty;
-        t->seq_dirty = e;
+        e->seq_next_dirty = OTX(t)->seq_dirty;
+        OTX(t)->seq_dirty = e;
     }
 }
 
 int mote__entities_flush(mote_txn *t)
 {
     int rc = MOTE_OK;
-    for (mote_entity *e = t->seq_dirty; e; e = e->seq_next_dirty) {
+    for (mote_entity *e = OTX(t)->seq_dirty; e; e = e->seq_next_dirty) {
         if (!rc && e->seq_serial == t->serial)
             rc = write_seq(t, e, e->seq_hi);
         e->seq_dirty = 0;
     }
-    t->seq_dirty = NULL;
+    OTX(t)->seq_dirty = NULL;
     return rc;
 }
 
@@ -367,7 +382,7 @@ static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, mote_value *val
     if (mode == MOTE_PUT_UPDATE && !exists)
         return mote__err(MOTE_NOTFOUND, "%s: no object with id %llu to update", e->name,
                          (unsigned long long)id);
-    rc = put_one(t, e, id, vals, exists ? t->oldbuf : NULL, oldlen);
+    rc = put_one(t, e, id, vals, exists ? OTX(t)->oldbuf : NULL, oldlen);
     if (!rc && !exists && id > e->seq_hi && id < AUTO_ID_LIMIT) {
         /* ids above the sequence are not reused (those over the automatic
          * range do not move it) */
@@ -871,7 +886,7 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
     rc = copy ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory");
     mote_record r;
     if (!rc) {
-        memcpy(copy, t->oldbuf, oldlen);
+        memcpy(copy, OTX(t)->oldbuf, oldlen);
         if (!(rc = decode_all(e, copy, oldlen, id, all)) &&
             !(rc = mote__record_init(&r, e, copy, oldlen, id)))
             keep_absent(&r, 0, e->nall, all);
@@ -923,7 +938,7 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
         mote_value *ov = mote__malloc((np + 1) * sizeof *ov);
         if (!ov)
             return mote__err(MOTE_NOMEM, "out of memory");
-        rc = decode_all(e, t->oldbuf, oldlen, id, ov);
+        rc = decode_all(e, OTX(t)->oldbuf, oldlen, id, ov);
         for (unsigned i = 0; !rc && i < np; i++)
             if (e->props[i].index_tree)
                 rc = index_del(t, &e->props[i], &ov[i], id);
@@ -1117,7 +1132,7 @@ int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone)
         if ((rc = load_old(t, e, ids[i], &oldlen)) ||
             (rc = mote__grow(&copy, &ccap, oldlen + 1)))
             break;
-        memcpy(copy, t->oldbuf, oldlen); /* vals point into it; put_one reads oldbuf */
+        memcpy(copy, OTX(t)->oldbuf, oldlen); /* vals point into it; put_one reads oldbuf */
         mote_record r;
         if (!(rc = decode_all(e, copy, oldlen, ids[i], vals)) &&
             !(rc = mote__record_init(&r, e, copy, oldlen, ids[i]))) {

@@ -125,6 +125,36 @@ struct mote_entity {
     uint32_t bl_next_tree, bl_tree;
 };
 
+/* The object layer's state of a store (s->objects, zeroed, in the store's
+ * block: store.c asks the pager for room for it):
+ * its entity handles, and the state of its write transaction (one at a
+ * time), kept from one write transaction to the next so that the record
+ * buffers are reused. Read transactions need none. */
+typedef struct objtxn {
+    mote_entity *new_entities; /* created or evolved by it, until it ends */
+    mote_entity *seq_dirty;    /* entities whose id sequence to save */
+    uint8_t *obuf, *oldbuf;    /* an encoded record; a copy of an old one */
+    size_t obuf_cap, oldbuf_cap;
+} objtxn;
+
+typedef struct objstore {
+    mote_entity *entities; /* every handle, freed at close (under s->mu) */
+    objtxn writer;
+} objstore;
+
+static inline objstore *OBJ(const mote_store *s) { return (objstore *)s->objects; }
+/* The object state of write transaction t. */
+static inline objtxn *OTX(const mote_txn *t) { return &OBJ(t->s)->writer; }
+
+/* store.c: free what the object layer's state holds (the store closes). */
+void mote__objects_detach(mote_store *s);
+/* Before a write transaction commits: save the id sequences it changed. */
+int mote__entities_flush(mote_txn *t);
+/* A write transaction (serial) ended: the handles it created or evolved
+ * become usable, or dead if it did not commit; the ones it superseded,
+ * stale if it did. */
+void mote__objects_end(mote_store *s, uint64_t serial, int committed);
+
 /*
  * Implicit transactions: object-layer calls given txn == NULL run in their
  * own transaction on the entity's store, committed (durably, for writes)
@@ -201,10 +231,6 @@ int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
 /* Usable in this transaction? MOTE_SCHEMA if not (aborted, or pending in
  * another transaction). */
 int mote__entity_usable(const mote_entity *e, const mote_txn *t);
-/* Save the id sequences a write transaction changed (before its commit). */
-int mote__entities_flush(mote_txn *t);
-/* Called by mote_commit / mote_abort for the entities a txn created. */
-void mote__entities_settle(mote_store *s, mote_txn *t, int committed);
 
 /* Check objects against their indexes and links (mote_check). */
 int mote__check_objects(mote_txn *t, mote_problems *pr);

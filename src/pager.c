@@ -39,7 +39,6 @@
 
 #include "checksum.h"
 #include "engine.h"
-#include "object.h"
 
 #define GROW_EXACT_BYTES (64u * 1024u)
 #define GROW_MAX_CHUNK (8u * 1024u * 1024u)
@@ -788,10 +787,7 @@ static void txn_free(mote_txn *t)
     mote__free(t->freed);
     mote__free(t->scratch);
     mote__free(t->vbuf);
-    mote__free(t->obuf);
-    mote__free(t->oldbuf);
     mote__free(t->spare);
-    mote__kv_pending_free(t);
     if (t->write) {
         atomic_store(&s->writer, NULL);
         pthread_mutex_unlock(&s->wmu);
@@ -1348,7 +1344,6 @@ static void registry_remove(mote_store *s)
 
 static void store_free(mote_store *s)
 {
-    mote__entities_free(s);
     if (s->cur)
         snap_unref(s->cur);
     for (uint32_t i = 0; s->hash && i <= s->hash_mask; i++)
@@ -1582,19 +1577,20 @@ static int missing_dir(const char *path)
                        "does not exist", path, n, dir);
 }
 
-int mote_open(const char *path, const mote_options *opts, mote_store **out)
+int mote__store_open(const char *path, const mote_options *opts, size_t extra,
+                     mote_store **out)
 {
-    if (!out)
-        return mote__err(MOTE_INVALID, "mote_open: out is NULL");
-    *out = NULL;
     if (!path || !*path)
         return mote__err(MOTE_INVALID, "mote_open: no path given");
     unsigned flags = opts ? opts->flags : MOTE_CREATE;
     if (flags & ~(MOTE_RDONLY | MOTE_CREATE | MOTE_NODIRSYNC | MOTE_NOSYNC))
         return mote__err(MOTE_INVALID, "mote_open: unknown flags 0x%x", flags);
-    mote_store *s = mote__calloc(1, sizeof *s);
+    /* one block: the store, then `extra` zeroed bytes for the layer above */
+    size_t head = (sizeof(mote_store) + 15) & ~(size_t)15;
+    mote_store *s = mote__calloc(1, head + extra);
     if (!s)
         return mote__err(MOTE_NOMEM, "out of memory opening %s", path);
+    s->objects = extra ? (char *)s + head : NULL;
     s->io = opts && opts->io ? opts->io : &mote_io_posix;
     s->flags = flags;
     s->fd = -1;
@@ -1721,16 +1717,18 @@ static void shrink_at_close(mote_store *s)
         s->file_bytes = bytes;
 }
 
-int mote_close(mote_store *s)
+int mote__store_busy(mote_store *s)
 {
-    if (!s)
-        return MOTE_OK;
     pthread_mutex_lock(&s->mu);
     int busy = s->ntxn > 0;
     pthread_mutex_unlock(&s->mu);
-    if (busy)
-        return mote__err(MOTE_BUSY, "store %s: close with transactions still "
-                         "open; end them first", s->path);
+    return busy ? mote__err(MOTE_BUSY, "store %s: close with transactions still open; "
+                            "end them first", s->path)
+                : MOTE_OK;
+}
+
+void mote__store_close(mote_store *s)
+{
     shrink_at_close(s);
     if (!(s->flags & MOTE_RDONLY) && !s->poisoned && s->synced && !s->marker_ok) {
         uint8_t *m = mote__calloc(1, s->P);
@@ -1745,5 +1743,4 @@ int mote_close(mote_store *s)
     registry_remove(s);
     s->io->close(s->io->ctx, s->fd);
     store_free(s);
-    return MOTE_OK;
 }

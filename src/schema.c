@@ -324,11 +324,11 @@ static void entity_free(mote_entity *e)
 
 void mote__entities_free(mote_store *s)
 {
-    for (mote_entity *e = s->entities, *nx; e; e = nx) {
+    for (mote_entity *e = OBJ(s)->entities, *nx; e; e = nx) {
         nx = e->next;
         entity_free(e);
     }
-    s->entities = NULL;
+    OBJ(s)->entities = NULL;
 }
 
 static char *dupstr(const char *s)
@@ -349,7 +349,7 @@ static mote_entity *find_handle(mote_txn *t, const char *name, uint64_t hash, ui
     mote_store *s = t->s;
     mote_entity *found = NULL;
     pthread_mutex_lock(&s->mu);
-    for (mote_entity *e = s->entities; e && !found; e = e->next)
+    for (mote_entity *e = OBJ(s)->entities; e && !found; e = e->next)
         if (e->hash == hash && e->rec_hash == rh && !e->dead && !e->stale &&
             (!e->pending_txn || e->pending_txn == t) &&
             !(e->stale_serial && e->stale_serial == t->serial) && !strcmp(e->name, name))
@@ -361,8 +361,8 @@ static mote_entity *find_handle(mote_txn *t, const char *name, uint64_t hash, ui
 static void add_handle(mote_store *s, mote_entity *e)
 {
     pthread_mutex_lock(&s->mu);
-    e->next = s->entities;
-    s->entities = e;
+    e->next = OBJ(s)->entities;
+    OBJ(s)->entities = e;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -371,19 +371,19 @@ static void add_handle(mote_store *s, mote_entity *e)
 static void add_pending(mote_txn *t, mote_entity *e)
 {
     e->pending_txn = t;
-    e->pending_next = t->new_entities;
-    t->new_entities = e;
+    e->pending_next = OTX(t)->new_entities;
+    OTX(t)->new_entities = e;
     add_handle(t->s, e);
 }
 
 /* Write transaction t rewrote entity `name`'s record (keep: the new handle):
  * the other handles of it are unusable in t at once, and for everyone once t
- * commits (mote__entities_settle). */
+ * commits (mote__objects_end). */
 static void supersede(mote_txn *t, const char *name, const mote_entity *keep)
 {
     mote_store *s = t->s;
     pthread_mutex_lock(&s->mu);
-    for (mote_entity *e = s->entities; e; e = e->next) {
+    for (mote_entity *e = OBJ(s)->entities; e; e = e->next) {
         if (e == keep || strcmp(e->name, name))
             continue;
         if (e->pending_txn == t)
@@ -912,7 +912,7 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
     e = NULL;
 out:
     if (e) { /* built without a change to the record */
-        if (t->write && t->new_entities)
+        if (t->write && OTX(t)->new_entities)
             add_pending(t, e); /* t changed a schema: its record may be t's own */
         else
             add_handle(t->s, e);
@@ -989,7 +989,7 @@ int mote_entity_stored(mote_txn *t, const char *name, mote_entity **out)
     if (!(*out = find_handle(t, name, 0, rh))) {
         mote_entity *e;
         if (!(rc = entity_build(t, name, &ss, ss.np, 0, rh, &e))) {
-            if (t->write && t->new_entities)
+            if (t->write && OTX(t)->new_entities)
                 add_pending(t, e);
             else
                 add_handle(t->s, e);

@@ -1,0 +1,106 @@
+/*
+ * store.c — the lifecycle of a store and its transactions: mote_open and
+ * mote_close, mote_begin, mote_commit and mote_abort. The one place that
+ * knows every layer, so that none below has to know the ones above it.
+ *
+ * Open: the pager opens (or creates, or recovers) the file, in one block
+ * with the object layer's state (its entity handles and its write
+ * transaction's buffers, see object.h). Close: refused while transactions
+ * are open; the object layer frees what it holds, then the pager shrinks,
+ * marks and closes.
+ *
+ * Commit of a write transaction, in order:
+ *   1. the key/value layer writes its deferred puts (index entries);
+ *   2. the object layer saves the id sequences the transaction changed;
+ *   3. the cursors are detached and the deferred puts freed;
+ *   4. the pager commits: pages, root slot, one fdatasync (or rolls back);
+ *   5. the object layer settles its handles: those the transaction created
+ *      or evolved become usable (or dead if it did not commit), those it
+ *      superseded stale.
+ * A failure in 1 or 2 aborts the transaction; a failed earlier write
+ * (t->failed) allows only an abort. Abort: 3, the pager's rollback, 5.
+ */
+#include "engine.h"
+#include "object.h"
+
+int mote_open(const char *path, const mote_options *opts, mote_store **out)
+{
+    if (!out)
+        return mote__err(MOTE_INVALID, "mote_open: out is NULL");
+    *out = NULL;
+    mote_store *s;
+    int rc = mote__store_open(path, opts, sizeof(objstore), &s);
+    if (!rc)
+        *out = s;
+    return rc;
+}
+
+int mote_close(mote_store *s)
+{
+    if (!s)
+        return MOTE_OK;
+    int rc = mote__store_busy(s);
+    if (rc)
+        return rc;
+    mote__objects_detach(s);
+    mote__store_close(s);
+    return MOTE_OK;
+}
+
+int mote_begin(mote_store *s, unsigned flags, mote_txn **out)
+{
+    if (!out)
+        return mote__err(MOTE_INVALID, "mote_begin: out is NULL");
+    *out = NULL;
+    if (!s)
+        return mote__err(MOTE_INVALID, "mote_begin: store is NULL");
+    if (flags & ~MOTE_TXN_RDONLY)
+        return mote__err(MOTE_INVALID, "mote_begin: unknown flags 0x%x", flags);
+    return mote__txn_begin(s, !(flags & MOTE_TXN_RDONLY), out);
+}
+
+/* Roll t back and free it (steps 3, rollback, 5). */
+static void end_aborted(mote_txn *t)
+{
+    mote_store *s = t->s;
+    int write = t->write;
+    uint64_t serial = t->serial;
+    mote__kv_txn_end(t);
+    mote__txn_abort(t);
+    if (write)
+        mote__objects_end(s, serial, 0);
+}
+
+int mote_commit(mote_txn *t)
+{
+    if (!t)
+        return mote__err(MOTE_INVALID, "mote_commit: transaction is NULL");
+    if (t->failed) {
+        int rc = mote__err(t->failed, "commit of a failed transaction: rolled back");
+        end_aborted(t);
+        return rc;
+    }
+    if (!t->write) { /* a read transaction: commit is abort */
+        end_aborted(t);
+        return MOTE_OK;
+    }
+    int rc = mote__kv_flush(t);
+    if (!rc)
+        rc = mote__entities_flush(t);
+    if (rc) {
+        end_aborted(t);
+        return rc;
+    }
+    mote_store *s = t->s;
+    uint64_t serial = t->serial;
+    mote__kv_txn_end(t);
+    rc = mote__txn_commit(t); /* frees t */
+    mote__objects_end(s, serial, rc == MOTE_OK);
+    return rc;
+}
+
+void mote_abort(mote_txn *t)
+{
+    if (t)
+        end_aborted(t);
+}

@@ -41,6 +41,7 @@ build: build/build.ninja
 	$(NINJA) -C build
 
 test-c: build
+	$(PYTHON) tests/layers.py
 	./build/tests/c/mote-tests
 	bash tests/cli/run.sh build
 

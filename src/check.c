@@ -1,5 +1,6 @@
 /*
- * check.c — full consistency check (fsck) and compaction.
+ * check.c — full consistency check (fsck), compaction, and the lazy shrink
+ * at close (mote__shrink).
  *
  * mote_check reads every page of the latest commit from disk (not from the
  * cache) and verifies: each pointer's crc32c, page number and birth; node
@@ -13,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "engine.h"
+#include "check.h"
 #include "object.h"
 
 typedef struct ck {
@@ -300,4 +301,54 @@ out:
     if (d)
         mote_close(d);
     return rc;
+}
+
+/* ---- shrink at close ---------------------------------------------------------- */
+
+#define SHRINK_MIN_BYTES (1u << 20)
+
+/*
+ * Lazy shrink: when the file is at least a quarter (and 1 MB) larger than
+ * its live pages need, move the pages that lie above the cut below it,
+ * commit the smaller npages and cut the file after that commit's sync.
+ * Only handles that wrote (their bitmap is loaded) do this, at close.
+ */
+void mote__shrink(mote_store *s)
+{
+    if (!s->bm || (s->flags & (MOTE_RDONLY | MOTE_NOSYNC)) || s->poisoned)
+        return;
+    uint32_t np = rd32(s->cur->data + 32), used = 0;
+    for (uint32_t p = 0; p < np; p++)
+        used += bit_get(s->bm, p);
+    /* room below the cut for every page that moves, plus copied branches */
+    uint64_t cut = (uint64_t)used + used / 8 + 64;
+    if (cut >= np || s->file_bytes < (cut << s->page_shift) + SHRINK_MIN_BYTES ||
+        s->file_bytes - (cut << s->page_shift) < s->file_bytes / 4)
+        return;
+    mote_txn *t;
+    if (mote__txn_begin(s, 1, &t))
+        return;
+    if (mote__bt_relocate(t, (uint32_t)cut)) {
+        mote__txn_abort(t);
+        return;
+    }
+    /* the new end: past the last page in use, not counting bitmap pages
+     * (the commit copies those that lie past it to lower pages) */
+    const uint8_t *bmp = t->root->data + SLOT_BMP_OFF;
+    uint32_t last = t->npages, nb = rd32(t->root->data + 40);
+    while (last > 2) {
+        int is_bmp = 0;
+        for (uint32_t i = 0; i < nb && !is_bmp; i++)
+            is_bmp = ptr_pgno(bmp + i * PTR12) == last - 1;
+        if (!is_bmp && bit_get(t->bm, last - 1))
+            break;
+        last--;
+    }
+    t->npages = last;
+    t->changed = 1;
+    if (mote__txn_commit(t))
+        return;
+    uint64_t bytes = (uint64_t)rd32(s->cur->data + 32) << s->page_shift;
+    if (s->io->ftruncate(s->io->ctx, s->fd, bytes) == 0)
+        s->file_bytes = bytes;
 }

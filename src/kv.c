@@ -3,7 +3,7 @@
  * put/get/del/count and cursors, with argument checking.
  *
  * Named trees share one B+tree: a user key k of tree t is stored as
- * prefix(t) + k (see engine.h). Tree 0 is the catalog (name -> u32 id);
+ * prefix(t) + k (see node.h). Tree 0 is the catalog (name -> u32 id);
  * the next free id is kept in the root slot. Counting a tree is the
  * difference of two ranks, so it is O(log n) like every other lookup.
  *
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "engine.h"
+#include "kv.h"
 
 unsigned mote__tree_prefix(uint32_t tree, uint8_t *out)
 {

@@ -58,7 +58,7 @@
 #ifndef MOTE_OBJECT_H
 #define MOTE_OBJECT_H
 
-#include "engine.h"
+#include "kv.h"
 
 #define IDX_MAX_VALUE 400u   /* encoded value bytes kept in an index key */
 #define MAX_PROPS 1000u

@@ -1,7 +1,7 @@
 /*
  * pager.c — the store file: root slots, page cache, page allocation,
  * transactions, the one-fdatasync commit, open with recovery, close.
- * The file format and invariants are described in engine.h.
+ * The file format and invariants are described in pager.h (nodes: node.h).
  *
  * COMMIT (write txn W on durable base D, whose slot is s->base_slot)
  *   1. Dirty pages live in the txn's dirty map; each was allocated from
@@ -38,12 +38,11 @@
 #include <sys/file.h>
 
 #include "checksum.h"
-#include "engine.h"
+#include "pager.h"
 
 #define GROW_EXACT_BYTES (64u * 1024u)
 #define GROW_MAX_CHUNK (8u * 1024u * 1024u)
 #define WRITE_BATCH 512 /* iovecs per pwritev */
-#define SHRINK_MIN_BYTES (1u << 20)
 
 static const uint8_t zero_page[65536];
 
@@ -54,7 +53,6 @@ static mote_store *reg_head;
 
 /* ---- Bitmap helpers ---------------------------------------------------- */
 
-static inline int bit_get(const uint8_t *b, uint32_t p) { return (b[p >> 3] >> (p & 7)) & 1; }
 static inline void bit_set(uint8_t *b, uint32_t p) { b[p >> 3] |= (uint8_t)(1u << (p & 7)); }
 static inline void bit_clr(uint8_t *b, uint32_t p) { b[p >> 3] &= (uint8_t)~(1u << (p & 7)); }
 
@@ -1671,52 +1669,6 @@ fail:
     return rc;
 }
 
-/*
- * Lazy shrink: when the file is at least a quarter (and 1 MB) larger than
- * its live pages need, move the pages that lie above the cut below it,
- * commit the smaller npages and cut the file after that commit's sync.
- * Only handles that wrote (their bitmap is loaded) do this, at close.
- */
-static void shrink_at_close(mote_store *s)
-{
-    if (!s->bm || (s->flags & (MOTE_RDONLY | MOTE_NOSYNC)) || s->poisoned)
-        return;
-    uint32_t np = rd32(s->cur->data + 32), used = 0;
-    for (uint32_t p = 0; p < np; p++)
-        used += bit_get(s->bm, p);
-    /* room below the cut for every page that moves, plus copied branches */
-    uint64_t cut = (uint64_t)used + used / 8 + 64;
-    if (cut >= np || s->file_bytes < (cut << s->page_shift) + SHRINK_MIN_BYTES ||
-        s->file_bytes - (cut << s->page_shift) < s->file_bytes / 4)
-        return;
-    mote_txn *t;
-    if (mote__txn_begin(s, 1, &t))
-        return;
-    if (mote__bt_relocate(t, (uint32_t)cut)) {
-        mote__txn_abort(t);
-        return;
-    }
-    /* the new end: past the last page in use, not counting bitmap pages
-     * (the commit copies those that lie past it to lower pages) */
-    const uint8_t *bmp = t->root->data + SLOT_BMP_OFF;
-    uint32_t last = t->npages, nb = rd32(t->root->data + 40);
-    while (last > 2) {
-        int is_bmp = 0;
-        for (uint32_t i = 0; i < nb && !is_bmp; i++)
-            is_bmp = ptr_pgno(bmp + i * PTR12) == last - 1;
-        if (!is_bmp && bit_get(t->bm, last - 1))
-            break;
-        last--;
-    }
-    t->npages = last;
-    t->changed = 1;
-    if (mote__txn_commit(t))
-        return;
-    uint64_t bytes = (uint64_t)rd32(s->cur->data + 32) << s->page_shift;
-    if (s->io->ftruncate(s->io->ctx, s->fd, bytes) == 0)
-        s->file_bytes = bytes;
-}
-
 int mote__store_busy(mote_store *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -1729,7 +1681,6 @@ int mote__store_busy(mote_store *s)
 
 void mote__store_close(mote_store *s)
 {
-    shrink_at_close(s);
     if (!(s->flags & MOTE_RDONLY) && !s->poisoned && s->synced && !s->marker_ok) {
         uint8_t *m = mote__calloc(1, s->P);
         if (m) { /* best effort: without it the next open verifies */

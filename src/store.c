@@ -6,8 +6,8 @@
  * Open: the pager opens (or creates, or recovers) the file, in one block
  * with the object layer's state (its entity handles and its write
  * transaction's buffers, see object.h). Close: refused while transactions
- * are open; the object layer frees what it holds, then the pager shrinks,
- * marks and closes.
+ * are open; the object layer frees what it holds, the file shrinks if it
+ * is worth it (check.c), then the pager marks the clean close and closes.
  *
  * Commit of a write transaction, in order:
  *   1. the key/value layer writes its deferred puts (index entries);
@@ -20,7 +20,7 @@
  * A failure in 1 or 2 aborts the transaction; a failed earlier write
  * (t->failed) allows only an abort. Abort: 3, the pager's rollback, 5.
  */
-#include "engine.h"
+#include "check.h"
 #include "object.h"
 
 int mote_open(const char *path, const mote_options *opts, mote_store **out)
@@ -43,6 +43,7 @@ int mote_close(mote_store *s)
     if (rc)
         return rc;
     mote__objects_detach(s);
+    mote__shrink(s);
     mote__store_close(s);
     return MOTE_OK;
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "support.h"
 
 static _Thread_local char errbuf[512];
 static _Thread_local int os_errno;

@@ -8,7 +8,7 @@
  */
 #include <errno.h>
 
-#include "engine.h"
+#include "kv.h"
 #include "memio.h"
 #include "workload.h"
 

@@ -6,7 +6,7 @@
  * mote_check. Keys have shared prefixes and random lengths; some values
  * need overflow pages.
  */
-#include "engine.h" /* mote__kv_apply */
+#include "kv.h" /* mote__kv_apply */
 #include "test.h"
 
 typedef struct ent {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "checksum.h"
-#include "engine.h"
+#include "pager.h"
 #include "memio.h"
 
 static uint32_t P;

@@ -1,0 +1,125 @@
+/*
+ * node.h — the format of the B+tree's nodes and of the pointers between
+ * pages, below both the pager (which validates every node it reads) and the
+ * B+tree (which searches and edits them). node.c parses and validates.
+ *
+ * One B+tree holds every named tree: an entry's internal key is the tree id
+ * (1 or 2 bytes, order-preserving: id < 0x80 -> [id], else
+ * [0x80 | id >> 8, id & 0xff]) followed by the user key. Tree 0 is the
+ * catalog: name -> u32 tree id. So a tiny store is its root slot alone.
+ *
+ * Node (a data page, or the root area of a root slot, see pager.h):
+ *     0  u8   type: 1 leaf, 2 branch (3 overflow, 4 bitmap for pages)
+ *     1  u8   level (0 = leaf)
+ *     2  u16  nkeys
+ *     4  u32  pgno (0 in a slot)
+ *     8  u64  birth txnid (0 in a slot)
+ *    16  u16  area: bytes of the cell area, which is [cap - area, cap)
+ *    18  u16  holes: bytes of deleted cells inside the area
+ *    20  u16  cell offsets[nkeys], in key order
+ *   Leaf cell: varint klen, varint (vlen << 1 | overflow), key, value; an
+ *   overflow value is stored as a 12-byte pointer to its first page.
+ *   Branch cell: 20-byte child pointer, varint klen, key. The key of cell 0
+ *   is empty (minus infinity); child i holds keys in [key i, key i+1).
+ *
+ * Child pointer (20 bytes): u32 pgno, u32 birth (low 32 bits of the txnid
+ * that wrote the child), u32 crc32c of the child page, u64 entries below.
+ * Overflow page: header (type 3, pgno, birth), at 20 a 12-byte pointer
+ * {pgno, birth32, crc} to the next page (pgno 0 = last), data from 32.
+ * Bitmap page: header (type 4, pgno, birth), bits from 32.
+ */
+#ifndef MOTE_NODE_H
+#define MOTE_NODE_H
+
+#include "support.h"
+
+#define PTR12 12u    /* {pgno, birth32, crc} */
+#define NODE_LEAF 1
+#define NODE_BRANCH 2
+#define PAGE_OVERFLOW 3
+#define PAGE_BITMAP 4
+#define NH 20u       /* node header bytes */
+#define CHILD 20u    /* child pointer bytes */
+#define OVF_HDR 32u  /* overflow / bitmap page header bytes */
+#define MAX_DEPTH 24 /* a tree deeper than this is corrupt */
+#define MAX_IKEY (MOTE_MAX_KEY + 2u) /* internal key: tree prefix + key */
+
+/* The tree id an internal key starts with (the inverse of mote__tree_prefix, kv.h);
+ * 0xFFFFFFFF if the key is too short for its prefix. */
+static inline uint32_t mote__key_tree(const uint8_t *key, uint32_t kl)
+{
+    if (!kl)
+        return 0xFFFFFFFF;
+    return key[0] < 0x80 ? key[0] : kl >= 2 ? ((key[0] & 0x7fu) << 8 | key[1]) : 0xFFFFFFFF;
+}
+
+/* Key order: memcmp, shorter first on a tie. Inline because keys are short
+ * and share long prefixes (the tree id, then the index value). */
+static inline int mote__keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+    uint32_t m = al < bl ? al : bl;
+    for (; m >= 8; m -= 8, a += 8, b += 8) {
+        uint64_t x = mote__be64(a), y = mote__be64(b);
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    for (; m; m--, a++, b++)
+        if (*a != *b)
+            return *a < *b ? -1 : 1;
+    return (al > bl) - (al < bl);
+}
+
+static inline uint32_t ptr_pgno(const uint8_t *p) { return rd32(p); }
+static inline uint32_t ptr_birth(const uint8_t *p) { return rd32(p + 4); }
+static inline uint32_t ptr_crc(const uint8_t *p) { return rd32(p + 8); }
+static inline uint64_t ptr_count(const uint8_t *p) { return rd64(p + 12); }
+
+static inline unsigned n_type(const uint8_t *n) { return n[0]; }
+static inline unsigned n_level(const uint8_t *n) { return n[1]; }
+static inline unsigned n_nkeys(const uint8_t *n) { return rd16(n + 2); }
+static inline uint32_t n_area(const uint8_t *n) { return rd16(n + 16); }
+static inline uint32_t n_holes(const uint8_t *n) { return rd16(n + 18); }
+static inline uint32_t n_off(const uint8_t *n, unsigned i) { return rd16(n + NH + 2 * i); }
+
+/* varint (LEB128) helpers; return bytes used, 0 on malformed input */
+unsigned mote__varint_get(const uint8_t *p, const uint8_t *end, uint64_t *v);
+/* The same, with one byte (every key length, most value lengths, layout
+ * numbers) decoded inline. */
+static inline unsigned mote__varint_fast(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    if (p < end && p[0] < 0x80) {
+        *v = p[0];
+        return 1;
+    }
+    return mote__varint_get(p, end, v);
+}
+unsigned mote__varint_put(uint8_t *p, uint64_t v);
+/* Bytes mote__varint_put writes for v. */
+static inline unsigned mote__varint_size(uint64_t v)
+{
+    unsigned b = 1;
+    for (; v >= 0x80; v >>= 7)
+        b++;
+    return b;
+}
+
+/* Parsed cell */
+typedef struct cell {
+    const uint8_t *key;
+    uint32_t klen;
+    const uint8_t *val;  /* leaf: inline value or 12-byte overflow pointer */
+    uint64_t vlen;       /* leaf: the value's full length */
+    int ovf;             /* leaf: value lives in overflow pages */
+    const uint8_t *ptr;  /* branch: child pointer */
+    uint32_t size;       /* bytes the cell occupies */
+} cell;
+int mote__cell(const uint8_t *n, uint32_t cap, unsigned i, cell *c);
+/* Sum of the entries below a node. */
+uint64_t mote__node_count(const uint8_t *n);
+void mote__node_init(uint8_t *n, uint32_t cap, int type, int level);
+/* Validate a node's structure (not its key order). 0 or MOTE_CORRUPT. */
+int mote__node_validate(const uint8_t *n, uint32_t cap, int level, uint32_t pgno);
+/* Keys strictly ascending within the node (mote_check). */
+int mote__node_check_order(const uint8_t *n, uint32_t cap);
+
+#endif

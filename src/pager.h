@@ -1,0 +1,213 @@
+/*
+ * pager.h — the file, its root slots, the page cache, allocation,
+ * transactions, commit and recovery (pager.c), and the structures of a store
+ * and a transaction.
+ *
+ * FILE FORMAT (all integers little-endian; P = page size)
+ *
+ *   page 0: root slot A    page 1: root slot B    pages 2..npages-1: data
+ *
+ * Root slot (one whole page):
+ *     0  u64  magic "MOTEDB\0\1"
+ *     8  u32  format version (1)
+ *    12  u32  page size P
+ *    16  u32  slot index (0 or 1; must equal the page it is in)
+ *    20  u32  kind: 1 = commit, 2 = clean-close marker
+ *    24  u64  txnid (commit: its id; marker: the commit it vouches for)
+ *    32  u32  npages (logical file size in pages)
+ *    36  u32  next tree id
+ *    40  u32  number of bitmap pages in use
+ *    44  u32  reserved (0)
+ *    48  u64  reserved (0)
+ *    56  u64  reserved (0)
+ *    64  [SLOT_INLINE_BM] allocation bitmap of pages 0..SLOT_INLINE_BITS-1
+ *   192  [SLOT_MAX_BMP x 12] bitmap page pointers {pgno, birth32, crc32c}
+ *   960  the root node of the B+tree (node.h), up to P-8
+ *   P-8  u64  hash64 of bytes [0, P-8)
+ *   A marker has the header only (kind 2) and zeros up to the hash.
+ * Data pages are nodes, overflow pages and bitmap pages (node.h).
+ *
+ * INVARIANTS
+ *  - Pages reachable from the durable base commit D are never written by the
+ *    next commit W; W's slot goes into the slot not holding D; slot last,
+ *    then one fdatasync.
+ *  - Every page read from disk is checked against the pointer that led to
+ *    it (crc32c, pgno, birth) and its structure validated before use.
+ *  - A page freed by commit C is reused only when every live snapshot in
+ *    the process is >= C (pending list); pages allocated and freed by the
+ *    same transaction are reusable at once.
+ *
+ * The store and transaction structures also carry, as opaque pointers, what
+ * the layers above keep per transaction (cursors, deferred puts: kv.h) and
+ * per store (the object layer's state: object.h).
+ */
+#ifndef MOTE_PAGER_H
+#define MOTE_PAGER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "io.h"
+#include "node.h"
+
+#define MOTE_MAGIC 0x0100424445544F4Dull /* "MOTEDB\0\1" little-endian */
+#define MOTE_FORMAT_VERSION 1u
+#define SLOT_KIND_COMMIT 1u
+#define SLOT_KIND_MARKER 2u
+#define SLOT_INLINE_OFF 64u
+#define SLOT_INLINE_BM 128u
+#define SLOT_INLINE_BITS (SLOT_INLINE_BM * 8u)
+#define SLOT_BMP_OFF (SLOT_INLINE_OFF + SLOT_INLINE_BM)
+#define SLOT_MAX_BMP 64u
+#define SLOT_ROOT_OFF 960u /* SLOT_BMP_OFF + SLOT_MAX_BMP * 12 */
+
+typedef struct mpage {
+    uint32_t pgno;
+    uint32_t refs;         /* pins (cache pages only) */
+    uint64_t birth;        /* txnid that wrote this page */
+    struct mpage *hnext;   /* hash chain (cache, or a txn's dirty map) */
+    struct mpage *lprev, *lnext; /* LRU list of unpinned cache pages */
+    int dirty;             /* owned by the write txn, not in the cache */
+    int cached;            /* linked into the cache hash */
+    uint8_t *data;         /* P bytes */
+} mpage;
+
+/* A pinned copy of a root slot: the root of one snapshot. */
+typedef struct snap {
+    uint32_t refs;
+    uint8_t *data; /* P bytes */
+} snap;
+
+typedef struct reader {
+    uint64_t txnid;
+    struct reader *next;
+} reader;
+
+typedef struct pending {
+    uint32_t pgno;
+    uint64_t tag; /* freed by this commit */
+} pending;
+
+struct mote_store {
+    const mote_io *io;
+    int fd;
+    char *path;
+    unsigned flags;      /* MOTE_* open flags */
+    uint32_t P;          /* page size */
+    uint32_t page_shift;
+    uint64_t dev, ino;
+    uint64_t file_bytes; /* physical size */
+
+    pthread_mutex_t mu;  /* cache, readers, cur, poisoned */
+    pthread_mutex_t wmu; /* held by the write transaction */
+    _Atomic(const void *) writer; /* the writer thread's token, NULL if none */
+
+    snap *cur;           /* latest commit's slot */
+    uint64_t txnid;      /* latest commit */
+    uint64_t next_txnid;
+    int base_slot;       /* slot index holding cur */
+    int poisoned;
+    int need_sync;       /* unclean open: sync once before the first commit */
+    int synced;          /* a commit was synced by this handle (or clean open) */
+    int marker_ok;       /* the other slot already holds a marker for txnid */
+    int ntxn;            /* live transactions (for close) */
+    uint64_t txn_serial; /* last write transaction's serial */
+
+    /* allocation state of the latest commit (writer side, loaded lazily) */
+    uint8_t *bm;         /* bit = page in use by the latest commit */
+    uint8_t *pend;       /* bit = freed but maybe visible to a snapshot */
+    uint32_t bm_cap, pend_cap; /* capacities of bm and pend in bytes */
+    uint32_t hint;       /* no free page below this one (writer side) */
+    pending *pendv;
+    size_t npend, cap_pend;
+
+    /* page cache */
+    mpage **hash;
+    uint32_t hash_mask;
+    uint32_t ncached, cache_limit;
+    mpage lru;           /* sentinel: lnext = most recent, lprev = oldest */
+
+    reader *readers;
+    struct mote_store *reg_next; /* process-wide registry of open files */
+    void *objects;       /* the object layer's state (object.h), in this block */
+};
+
+struct mote_txn {
+    mote_store *s;
+    int write;
+    uint64_t txnid;      /* write: the id being built; read: snapshot id */
+    snap *root;          /* read: pinned snapshot; write: private slot copy */
+    reader rd;
+    uint64_t gen;        /* bumped by every change (cursor revalidation) */
+    int changed;
+    mpage *held;         /* pin held for the last returned value */
+    uint8_t *vbuf;       /* assembled overflow values */
+    size_t vbuf_cap;
+    mote_cursor *cursors; /* open cursors, detached when the txn ends */
+    mote_cursor *spare;  /* the last cursor closed, reused by the next open */
+    uint64_t serial;     /* unique per write transaction of the store */
+
+    /* writer state */
+    uint8_t *bm;         /* working bitmap (copy of s->bm) */
+    uint32_t bm_cap;
+    uint32_t hint;       /* lowest page that may be free */
+    uint32_t npages;
+    uint32_t next_tree;
+    mpage **dhash;       /* dirty pages by pgno */
+    uint32_t dmask, ndirty;
+    uint32_t *freed;     /* pages of the base freed by this txn */
+    size_t nfreed, cap_freed;
+    uint8_t *scratch;    /* P bytes for node rebuilds */
+    int failed;          /* a write failed midway: only abort is possible */
+    const struct mote_kvop *split_next; /* bt_apply: the op after the one put */
+    struct mote_pending *pend; /* deferred puts, one entry per tree (kv.c) */
+    unsigned npend, pend_cap;
+};
+
+/* Bit p of an allocation bitmap (1: the page is in use). */
+static inline int bit_get(const uint8_t *b, uint32_t p) { return (b[p >> 3] >> (p & 7)) & 1; }
+
+static inline uint8_t *txn_root(const mote_txn *t) { return t->root->data + SLOT_ROOT_OFF; }
+static inline uint32_t root_cap(const mote_store *s) { return s->P - 8 - SLOT_ROOT_OFF; }
+
+/* Page by child pointer: the txn's dirty copy, or a pinned, verified cache
+ * page. `level` is the level the page must have (-1: overflow page). */
+int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out);
+void mote__page_put(mote_store *s, mpage *pg); /* unpin (no-op if dirty) */
+/* Make the child behind `ptr` (inside a writable node) writable: returns the
+ * dirty page, copying it to a new page number if needed and updating ptr. */
+int mote__page_write(mote_txn *t, uint8_t *ptr, int level, mpage **out);
+/* A new zeroed dirty page. */
+int mote__page_new(mote_txn *t, mpage **out);
+/* Free a page of the tree (dirty or committed). */
+int mote__page_free(mote_txn *t, uint32_t pgno, uint64_t birth32);
+/* Write an overflow chain for a value; fills the 12-byte pointer. */
+int mote__ovf_write(mote_txn *t, const uint8_t *v, size_t n, uint8_t *ptr12);
+int mote__ovf_read(mote_txn *t, const uint8_t *ptr12, size_t n, mote_val *out);
+int mote__ovf_free(mote_txn *t, const uint8_t *ptr12, size_t n);
+
+/* Open the store file (mote_open's work below the object layer), with
+ * `extra` zeroed bytes after the store, in the same block, for the layer
+ * above: s->objects points at them. */
+int mote__store_open(const char *path, const mote_options *opts, size_t extra,
+                     mote_store **out);
+/* MOTE_BUSY (with the message) while transactions are open. */
+int mote__store_busy(mote_store *s);
+/* Write the clean-close marker (without a sync), close and free. */
+void mote__store_close(mote_store *s);
+int mote__txn_begin(mote_store *s, int write, mote_txn **out);
+int mote__txn_commit(mote_txn *t);
+void mote__txn_abort(mote_txn *t);
+void mote__txn_release_held(mote_txn *t);
+
+int mote__slot_valid(const uint8_t *slot, uint32_t P, int index);
+/* The number of bitmap pages needed for npages pages. */
+uint32_t mote__bmp_needed(uint32_t P, uint32_t npages);
+int mote__read_page_raw(mote_store *s, uint32_t pgno, uint8_t *buf);
+int mote__verify_page(const mote_store *s, const uint8_t *buf,
+                      const uint8_t *ptr, const char *what);
+/* Verify the pages commit txnid wrote, reached from its slot (open after an
+ * unclean shutdown). */
+int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid);
+
+#endif

@@ -1,0 +1,55 @@
+"""The include graph of src/ is the layer diagram (ARCHITECTURE.md, "Layers"):
+a file may include the headers of its own layer and of the layers below,
+never one above. Run by `make test` (test-c); exits 1 and names each upward
+include, or a file of src/ that no layer claims.
+
+    python3 tests/layers.py [SRC_DIR]
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+
+# Bottom to top. A layer is its header(s) and the .c files that implement it.
+LAYERS = [
+    ("support", ["support.h", "checksum.h", "util.c", "checksum.c"]),
+    ("io", ["io.h", "io.c"]),
+    ("node", ["node.h", "node.c"]),
+    ("pager", ["pager.h", "pager.c"]),
+    ("btree", ["btree.h", "btree.c"]),
+    ("kv", ["kv.h", "kv.c"]),
+    ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "group.c"]),
+    ("top", ["check.h", "check.c", "store.c"]),
+]
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def main(src: pathlib.Path) -> int:
+    rank = {name: i for i, (_, files) in enumerate(LAYERS) for name in files}
+    layer = {name: LAYERS[i][0] for name, i in rank.items()}
+    problems = []
+    files = sorted(p for p in src.iterdir() if p.suffix in (".c", ".h"))
+    for path in files:
+        if path.name not in rank:
+            problems.append(f"{path.name}: in no layer (add it to LAYERS in tests/layers.py)")
+            continue
+        for inc in INCLUDE.findall(path.read_text()):
+            if inc == "mote.h":  # the public API: below everything
+                continue
+            if inc not in rank:
+                problems.append(f"{path.name}: includes {inc}, which is in no layer")
+            elif rank[inc] > rank[path.name]:
+                problems.append(f"{path.name} ({layer[path.name]}) includes {inc}, "
+                                f"of the layer above it ({layer[inc]})")
+    for p in problems:
+        print(f"layers: {p}")
+    print(f"layers: {len(files)} files, {len(problems)} upward or unplaced includes")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    here = pathlib.Path(__file__).resolve().parent.parent
+    sys.exit(main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else here / "src"))

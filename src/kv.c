@@ -120,7 +120,7 @@ static int catalog_key(const char *name, uint8_t *key, size_t *klen)
 int mote_kv_tree(mote_txn *t, const char *name, unsigned flags, uint32_t *tree)
 {
     uint8_t key[MAX_IKEY];
-    size_t kl;
+    size_t kl = 0;
     mote_val v;
     int rc = check_txn(t, 0);
     if (!rc && !tree)
@@ -187,7 +187,7 @@ int mote_kv_drop(mote_txn *t, const char *name)
     if (rc != MOTE_NOTFOUND)
         return write_result(t, rc);
     uint8_t key[MAX_IKEY];
-    size_t kl;
+    size_t kl = 0;
     catalog_key(name, key, &kl);
     return write_result(t, mote__bt_del(t, key, kl, 0));
 }
@@ -198,7 +198,7 @@ int mote_kv_put(mote_txn *t, uint32_t tree, const void *key, size_t klen,
                 const void *val, size_t vlen, unsigned flags)
 {
     uint8_t k[MAX_IKEY];
-    size_t kl;
+    size_t kl = 0;
     int rc = check_txn(t, 1);
     if (!rc)
         rc = check_tree(t, tree);
@@ -219,7 +219,7 @@ int mote_kv_put(mote_txn *t, uint32_t tree, const void *key, size_t klen,
 int mote_kv_get(mote_txn *t, uint32_t tree, const void *key, size_t klen, mote_val *val)
 {
     uint8_t k[MAX_IKEY];
-    size_t kl;
+    size_t kl = 0;
     int rc = check_txn(t, 0);
     if (!rc)
         rc = check_tree(t, tree);
@@ -231,7 +231,7 @@ int mote_kv_get(mote_txn *t, uint32_t tree, const void *key, size_t klen, mote_v
 static int kv_del(mote_txn *t, uint32_t tree, const void *key, size_t klen, int known)
 {
     uint8_t k[MAX_IKEY];
-    size_t kl;
+    size_t kl = 0;
     int rc = check_txn(t, 1);
     if (!rc)
         rc = check_tree(t, tree);
@@ -344,7 +344,7 @@ static void pending_free(mote_txn *t)
 int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen)
 {
     uint8_t k[MAX_IKEY];
-    size_t kl;
+    size_t kl = 0;
     int rc = check_txn(t, 1);
     if (!rc)
         rc = tree_exists(t, tree);
@@ -615,7 +615,7 @@ int mote__kv_apply(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
     }
     uint8_t *p = arena;
     for (size_t i = 0; i < n; i++) {
-        size_t kl;
+        size_t kl = 0;
         ikey(tree, ops[i].key, ops[i].klen, p, &kl);
         iops[i] = ops[i];
         iops[i].key = p;
@@ -651,7 +651,7 @@ int mote_kv_count(mote_txn *t, uint32_t tree, const void *lo, size_t lolen,
                   const void *hi, size_t hilen, uint64_t *count)
 {
     uint8_t a[MAX_IKEY], b[MAX_IKEY];
-    size_t al, bl;
+    size_t al = 0, bl = 0;
     uint64_t ra, rb;
     int rc = check_txn(t, 0);
     if (!rc)
@@ -733,7 +733,7 @@ static int check_cursor(mote_cursor *c)
 int mote_cursor_seek(mote_cursor *c, const void *key, size_t klen, int mode)
 {
     uint8_t k[MAX_IKEY];
-    size_t kl;
+    size_t kl = 0;
     int rc = check_cursor(c);
     if (!rc && (mode < MOTE_SEEK_GE || mode > MOTE_SEEK_LT))
         rc = mote__err(MOTE_INVALID, "mote_cursor_seek: unknown mode %d", mode);
@@ -827,7 +827,7 @@ int mote__kv_range_ranks(mote_txn *t, uint32_t tree, const void *lo, size_t lol,
                          const void *hi, size_t hil, uint64_t *rlo, uint64_t *rhi)
 {
     uint8_t a[MAX_IKEY], b[MAX_IKEY];
-    size_t al, bl;
+    size_t al = 0, bl = 0;
     int rc = check_txn(t, 0);
     if (!rc)
         rc = check_tree(t, tree);

@@ -8,19 +8,6 @@
 
 /* ---- varints ----------------------------------------------------------------- */
 
-unsigned mote__varint_get(const uint8_t *p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (unsigned i = 0; i < 10 && p + i < end; i++) {
-        x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-        if (!(p[i] & 0x80)) {
-            *v = x;
-            return i + 1;
-        }
-    }
-    return 0;
-}
-
 unsigned mote__varint_put(uint8_t *p, uint64_t v)
 {
     unsigned n = 0;
@@ -42,43 +29,6 @@ void mote__node_init(uint8_t *n, uint32_t cap, int type, int level)
     wr16(n + 2, 0);
     wr16(n + 16, 0);
     wr16(n + 18, 0);
-}
-
-/* Parse cell i with full bounds checks. */
-int mote__cell(const uint8_t *n, uint32_t cap, unsigned i, cell *c)
-{
-    uint32_t off = n_off(n, i);
-    const uint8_t *end = n + cap, *p = n + off;
-    uint64_t kl, vf;
-    unsigned a, b;
-    if (off < NH + 2u * n_nkeys(n) || off >= cap)
-        return CORRUPT("cell %u at offset %u outside its node", i, off);
-    memset(c, 0, sizeof *c);
-    if (n_type(n) == NODE_BRANCH) {
-        if (off + CHILD >= cap)
-            return CORRUPT("branch cell %u truncated", i);
-        c->ptr = p;
-        if (!(a = mote__varint_get(p + CHILD, end, &kl)) || kl > MAX_IKEY ||
-            p + CHILD + a + kl > end)
-            return CORRUPT("branch cell %u: bad key length", i);
-        c->key = p + CHILD + a;
-        c->klen = (uint32_t)kl;
-        c->size = CHILD + a + (uint32_t)kl;
-        return MOTE_OK;
-    }
-    if (!(a = mote__varint_get(p, end, &kl)) || kl > MAX_IKEY ||
-        !(b = mote__varint_get(p + a, end, &vf)) || (vf >> 1) > MOTE_MAX_VALUE)
-        return CORRUPT("leaf cell %u: bad lengths", i);
-    c->key = p + a + b;
-    c->klen = (uint32_t)kl;
-    c->ovf = (int)(vf & 1);
-    c->vlen = vf >> 1;
-    uint64_t vbytes = c->ovf ? PTR12 : c->vlen;
-    if (p + a + b + kl + vbytes > end)
-        return CORRUPT("leaf cell %u overruns its node", i);
-    c->val = c->key + kl;
-    c->size = (uint32_t)(a + b + kl + vbytes);
-    return MOTE_OK;
 }
 
 uint64_t mote__node_count(const uint8_t *n)

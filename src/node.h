@@ -81,8 +81,21 @@ static inline uint32_t n_area(const uint8_t *n) { return rd16(n + 16); }
 static inline uint32_t n_holes(const uint8_t *n) { return rd16(n + 18); }
 static inline uint32_t n_off(const uint8_t *n, unsigned i) { return rd16(n + NH + 2 * i); }
 
-/* varint (LEB128) helpers; return bytes used, 0 on malformed input */
-unsigned mote__varint_get(const uint8_t *p, const uint8_t *end, uint64_t *v);
+/* varint (LEB128) helpers; return bytes used, 0 on malformed input. Inline
+ * (like the cell parser below): the search and cursor code of btree.c calls
+ * them on every step, and a call there costs ~1% of a full scan. */
+static inline unsigned mote__varint_get(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned i = 0; i < 10 && p + i < end; i++) {
+        x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+        if (!(p[i] & 0x80)) {
+            *v = x;
+            return i + 1;
+        }
+    }
+    return 0;
+}
 /* The same, with one byte (every key length, most value lengths, layout
  * numbers) decoded inline. */
 static inline unsigned mote__varint_fast(const uint8_t *p, const uint8_t *end, uint64_t *v)
@@ -113,7 +126,42 @@ typedef struct cell {
     const uint8_t *ptr;  /* branch: child pointer */
     uint32_t size;       /* bytes the cell occupies */
 } cell;
-int mote__cell(const uint8_t *n, uint32_t cap, unsigned i, cell *c);
+/* Parse cell i with full bounds checks (MOTE_CORRUPT names the problem). */
+static inline int mote__cell(const uint8_t *n, uint32_t cap, unsigned i, cell *c)
+{
+    uint32_t off = n_off(n, i);
+    const uint8_t *end = n + cap, *p = n + off;
+    uint64_t kl, vf;
+    unsigned a, b;
+    memset(c, 0, sizeof *c);
+    if (off < NH + 2u * n_nkeys(n) || off >= cap)
+        return CORRUPT("cell %u at offset %u outside its node", i, off);
+    if (n_type(n) == NODE_BRANCH) {
+        if (off + CHILD >= cap)
+            return CORRUPT("branch cell %u truncated", i);
+        c->ptr = p;
+        if (!(a = mote__varint_get(p + CHILD, end, &kl)) || kl > MAX_IKEY ||
+            p + CHILD + a + kl > end)
+            return CORRUPT("branch cell %u: bad key length", i);
+        c->key = p + CHILD + a;
+        c->klen = (uint32_t)kl;
+        c->size = CHILD + a + (uint32_t)kl;
+        return MOTE_OK;
+    }
+    if (!(a = mote__varint_get(p, end, &kl)) || kl > MAX_IKEY ||
+        !(b = mote__varint_get(p + a, end, &vf)) || (vf >> 1) > MOTE_MAX_VALUE)
+        return CORRUPT("leaf cell %u: bad lengths", i);
+    c->key = p + a + b;
+    c->klen = (uint32_t)kl;
+    c->ovf = (int)(vf & 1);
+    c->vlen = vf >> 1;
+    uint64_t vbytes = c->ovf ? PTR12 : c->vlen;
+    if (p + a + b + kl + vbytes > end)
+        return CORRUPT("leaf cell %u overruns its node", i);
+    c->val = c->key + kl;
+    c->size = (uint32_t)(a + b + kl + vbytes);
+    return MOTE_OK;
+}
 /* Sum of the entries below a node. */
 uint64_t mote__node_count(const uint8_t *n);
 void mote__node_init(uint8_t *n, uint32_t cap, int type, int level);

@@ -98,6 +98,7 @@ void mote_query_free(mote_query *q)
 
 static int new_node(mote_query *q, int *id)
 {
+    *id = 0;
     if (q->nn == q->cap) {
         size_t n = q->cap ? q->cap * 2 : 8;
         qnode *nn = mote__realloc(q->nodes, n * sizeof *nn);

@@ -957,6 +957,7 @@ static int read_schema(mote_txn *t, const char *name, sschema *ss, char **names,
     uint32_t stree;
     mote_val v;
     *names = NULL;
+    *rh = 0;
     int rc = mote_kv_tree(t, "@schema", 0, &stree);
     if (!rc)
         rc = mote_kv_get(t, stree, name, strlen(name), &v);

@@ -80,7 +80,7 @@ int mote__obj_seek(const mote_entity *e, mote_cursor *oc, uint64_t id, mote_reco
     return rc ? rc : mote__record_init(r, e, v.data, v.size, id);
 }
 
-static int check(mote_txn *t, mote_entity *e, int write)
+int mote__obj_check(mote_txn *t, mote_entity *e, int write)
 {
     if (!t || !e)
         return mote__err(MOTE_INVALID, "transaction or entity is NULL");
@@ -95,14 +95,6 @@ int mote__obj_tree_key(uint64_t id, uint8_t *k)
 {
     mote__wr_be64(k, id);
     return 8;
-}
-
-static uint64_t key_id(const uint8_t *k)
-{
-    uint64_t id = 0;
-    for (int i = 0; i < 8; i++)
-        id = id << 8 | k[i];
-    return id;
 }
 
 /* ---- ids ------------------------------------------------------------------------ */
@@ -154,7 +146,7 @@ static int last_id(mote_txn *t, mote_entity *e, uint64_t *last)
     if (rc == MOTE_OK) {
         mote_val k;
         if (!(rc = mote_cursor_get(c, &k, NULL)))
-            top = k.size == 8 ? key_id(k.data) : 0;
+            top = k.size == 8 ? mote__be64(k.data) : 0;
     }
     mote_cursor_close(c);
     if (rc && rc != MOTE_NOTFOUND)
@@ -392,7 +384,7 @@ static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, mote_value *val
     return rc;
 }
 
-static int write_result(mote_txn *t, int rc)
+int mote__obj_write_result(mote_txn *t, int rc)
 {
     if (rc && rc != MOTE_NOTFOUND && rc != MOTE_EXISTS && rc != MOTE_UNIQUE &&
         rc != MOTE_RANGE && rc != MOTE_TYPE && rc != MOTE_TOOBIG && rc != MOTE_INVALID &&
@@ -674,7 +666,6 @@ static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value
     return rc;
 }
 
-static int cmp_u64(const void *a, const void *b);
 
 /* A sorted copy of ids without repeats (*m of them). */
 static int sorted_ids(const uint64_t *ids, size_t n, uint64_t **out, size_t *m)
@@ -687,7 +678,7 @@ static int sorted_ids(const uint64_t *ids, size_t n, uint64_t **out, size_t *m)
     while (i < n && s[i - 1] < s[i]) /* mostly given in order */
         i++;
     if (i < n)
-        qsort(s, n, sizeof *s, cmp_u64);
+        qsort(s, n, sizeof *s, mote__cmp_u64);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (!k || s[k - 1] != s[i])
@@ -799,7 +790,7 @@ static int put_many_all(mote_txn *t, mote_entity *e, size_t n, const uint64_t *i
                 ids_out[i] = nnew ? next + i : ids[i];
             if (!rc && done)
                 *done = n;
-            return write_result(t, rc);
+            return mote__obj_write_result(t, rc);
         }
         rc = MOTE_OK;
     }
@@ -825,14 +816,14 @@ static int put_many_all(mote_txn *t, mote_entity *e, size_t n, const uint64_t *i
         if (done)
             *done = i + 1;
     }
-    return write_result(t, rc);
+    return mote__obj_write_result(t, rc);
 }
 
 int mote_put_many(mote_txn *t, mote_entity *e, size_t n, const uint64_t *ids,
                   const mote_value *vals, unsigned mode, uint64_t *ids_out, size_t *done)
 {
     IMPLICIT(t, e, 1, mote_put_many(t_, e, n, ids, vals, mode, ids_out, done));
-    int rc = check(t, e, 1);
+    int rc = mote__obj_check(t, e, 1);
     if (done)
         *done = 0;
     if (!rc && mode > MOTE_PUT_UPDATE)
@@ -867,7 +858,7 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
                 const mote_value *vals, unsigned n)
 {
     IMPLICIT(t, e, 1, mote_update(t_, e, id, props, vals, n));
-    int rc = check(t, e, 1);
+    int rc = mote__obj_check(t, e, 1);
     if (rc)
         return rc;
     if (n && (!props || !vals))
@@ -899,7 +890,7 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
             all[props[i]] = vals[i];
     }
     if (!rc)
-        rc = write_result(t, put_one(t, e, id, all, copy, oldlen));
+        rc = mote__obj_write_result(t, put_one(t, e, id, all, copy, oldlen));
     mote__free(copy);
     mote__free(all);
     return rc;
@@ -911,7 +902,7 @@ int mote_get(mote_txn *t, mote_entity *e, uint64_t id, mote_record *out)
 {
     if (!t && !out) /* contains */
         IMPLICIT(t, e, 0, mote_get(t_, e, id, NULL));
-    int rc = check(t, e, 0);
+    int rc = mote__obj_check(t, e, 0);
     if (rc)
         return rc;
     uint8_t k[8];
@@ -956,8 +947,8 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
 int mote_remove(mote_txn *t, mote_entity *e, uint64_t id)
 {
     IMPLICIT(t, e, 1, mote_remove(t_, e, id));
-    int rc = check(t, e, 1);
-    return rc ? rc : write_result(t, remove_one(t, e, id));
+    int rc = mote__obj_check(t, e, 1);
+    return rc ? rc : mote__obj_write_result(t, remove_one(t, e, id));
 }
 
 /* Remove the objects of ids that exist (sorted, no repeats), as a batch. */
@@ -1016,7 +1007,7 @@ int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
             rc = remove_batch(t, e, s, m, removed);
             mote__free(s);
         }
-        return write_result(t, rc);
+        return mote__obj_write_result(t, rc);
     }
     for (size_t i = 0; i < n && !rc; i++) {
         rc = remove_one(t, e, ids[i]);
@@ -1027,14 +1018,14 @@ int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
     }
     if (removed)
         *removed = cnt;
-    return write_result(t, rc);
+    return mote__obj_write_result(t, rc);
 }
 
 int mote_remove_many(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
                      uint64_t *removed)
 {
     IMPLICIT(t, e, 1, mote_remove_many(t_, e, ids, n, removed));
-    int rc = check(t, e, 1);
+    int rc = mote__obj_check(t, e, 1);
     if (!rc && n && !ids)
         rc = mote__err(MOTE_INVALID, "mote_remove_many: ids is NULL");
     if (!rc && t->failed)
@@ -1042,9 +1033,6 @@ int mote_remove_many(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
     return rc ? rc : mote__remove_ids(t, e, ids, n, removed);
 }
 
-static int backlink_tree(mote_txn *t, uint32_t target_eid, int create, uint32_t *tree);
-static size_t backlink_key(uint64_t dst, uint32_t eid, uint16_t pid, uint64_t src, uint8_t *k);
-static int exists(mote_txn *t, uint32_t tree, uint64_t id);
 
 /* The ids of all objects of e, ascending, in a malloc'd array. */
 static int all_ids(mote_txn *t, mote_entity *e, uint64_t **out, size_t *n)
@@ -1062,7 +1050,7 @@ static int all_ids(mote_txn *t, mote_entity *e, uint64_t **out, size_t *n)
          r = mote_cursor_next(c)) {
         mote_val k;
         if (!(rc = mote_cursor_get(c, &k, NULL)))
-            ids[(*n)++] = key_id(k.data);
+            ids[(*n)++] = mote__be64(k.data);
     }
     mote_cursor_close(c);
     if (rc) {
@@ -1076,7 +1064,7 @@ static int all_ids(mote_txn *t, mote_entity *e, uint64_t **out, size_t *n)
 int mote_remove_all(mote_txn *t, mote_entity *e, uint64_t *removed)
 {
     IMPLICIT(t, e, 1, mote_remove_all(t_, e, removed));
-    int rc = check(t, e, 1);
+    int rc = mote__obj_check(t, e, 1);
     if (rc)
         return rc;
     uint64_t *ids;
@@ -1096,7 +1084,7 @@ int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone)
         mote_cursor *c;
         snprintf(tn, sizeof tn, "@l:%u:%u", e->eid, gone->id);
         if (mote_kv_tree(t, tn, 0, &ltree) || (rc = mote__target_eid(t, gone, &teid)) ||
-            !teid || backlink_tree(t, teid, 0, &btree))
+            !teid || mote__backlink_tree(t, teid, 0, &btree))
             return rc;
         if ((rc = mote_cursor_open(t, ltree, &c)))
             return rc;
@@ -1105,8 +1093,8 @@ int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone)
             uint8_t bk[22];
             if ((rc = mote_cursor_get(c, &lk, NULL)) || lk.size != 16)
                 break;
-            backlink_key(key_id((const uint8_t *)lk.data + 8), e->eid, gone->id,
-                         key_id(lk.data), bk);
+            mote__backlink_key(mote__be64((const uint8_t *)lk.data + 8), e->eid, gone->id,
+                         mote__be64(lk.data), bk);
             if ((rc = mote_kv_del(t, btree, bk, 22)) == MOTE_NOTFOUND)
                 rc = MOTE_OK;
             if (rc)
@@ -1149,7 +1137,7 @@ int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone)
 int mote_count(mote_txn *t, mote_entity *e, uint64_t *count)
 {
     IMPLICIT(t, e, 0, mote_count(t_, e, count));
-    int rc = check(t, e, 0);
+    int rc = mote__obj_check(t, e, 0);
     if (!rc && !count)
         rc = mote__err(MOTE_INVALID, "mote_count: count is NULL");
     return rc ? rc : mote_kv_count(t, e->eid, NULL, 0, NULL, 0, count);
@@ -1158,7 +1146,7 @@ int mote_count(mote_txn *t, mote_entity *e, uint64_t *count)
 int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
 {
     IMPLICIT(t, e, 0, mote_scan(t_, e, fn, ctx));
-    int rc = check(t, e, 0);
+    int rc = mote__obj_check(t, e, 0);
     if (!rc && !fn)
         rc = mote__err(MOTE_INVALID, "mote_scan: callback is NULL");
     if (rc)
@@ -1170,7 +1158,7 @@ int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
         mote_val k, v;
         mote_record r;
         if ((rc = mote_cursor_get(c, &k, &v)) ||
-            (rc = mote__record_init(&r, e, v.data, v.size, key_id(k.data))))
+            (rc = mote__record_init(&r, e, v.data, v.size, mote__be64(k.data))))
             break;
         if ((rc = fn(ctx, &r)))
             break;
@@ -1216,7 +1204,7 @@ static int check_entity(void *ctx, const char *name)
             mote__problem(k->pr, "%s: object key of %zu bytes", name, key.size);
             continue;
         }
-        uint64_t id = key_id(key.data);
+        uint64_t id = mote__be64(key.data);
         if (id > maxid && id < AUTO_ID_LIMIT)
             maxid = id;
         if (mote__grow(&copy, &ccap, v.size + 1)) {
@@ -1263,7 +1251,7 @@ static int check_entity(void *ctx, const char *name)
         uint32_t teid, btree;
         if (p->type != MOTE_T_TOMANY || !p->link_tree || mote__target_eid(t, p, &teid))
             continue;
-        int hasb = teid && !backlink_tree(t, teid, 0, &btree);
+        int hasb = teid && !mote__backlink_tree(t, teid, 0, &btree);
         if (mote_cursor_open(t, p->link_tree, &c))
             continue;
         for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
@@ -1271,12 +1259,12 @@ static int check_entity(void *ctx, const char *name)
             uint8_t bk[22];
             if (mote_cursor_get(c, &lk, NULL) || lk.size != 16)
                 break;
-            uint64_t src = key_id(lk.data), dst = key_id((const uint8_t *)lk.data + 8);
-            backlink_key(dst, e->eid, p->id, src, bk);
+            uint64_t src = mote__be64(lk.data), dst = mote__be64((const uint8_t *)lk.data + 8);
+            mote__backlink_key(dst, e->eid, p->id, src, bk);
             if (!hasb || mote_kv_get(t, btree, bk, 22, NULL))
                 mote__problem(k->pr, "%s.%s: link %llu -> %llu has no backlink", name, p->name,
                          (unsigned long long)src, (unsigned long long)dst);
-            if (exists(t, e->eid, src) || !teid || exists(t, teid, dst))
+            if (mote__obj_exists(t, e->eid, src) || !teid || mote__obj_exists(t, teid, dst))
                 mote__problem(k->pr, "%s.%s: link %llu -> %llu names a missing object", name,
                          p->name, (unsigned long long)src, (unsigned long long)dst);
         }
@@ -1293,323 +1281,4 @@ int mote__check_objects(mote_txn *t, mote_problems *pr)
 {
     ocheck k = {t, pr};
     return mote_entity_list(t, check_entity, &k);
-}
-
-/* ---- relations ---------------------------------------------------------------------- */
-
-int mote__target_eid(mote_txn *t, const mprop *p, uint32_t *eid)
-{
-    /* the cache is written only by the (single) writer */
-    mprop *w = (mprop *)p;
-    if (t->write && p->tgt_serial == t->serial && p->tgt_next_tree == t->next_tree) {
-        *eid = p->tgt_eid;
-        return MOTE_OK;
-    }
-    char tn[160];
-    snprintf(tn, sizeof tn, "@o:%s", p->target);
-    int rc = mote_kv_tree(t, tn, 0, eid);
-    if (rc == MOTE_NOTFOUND)
-        *eid = 0;
-    if (rc == MOTE_NOTFOUND || rc == MOTE_OK) {
-        if (t->write) {
-            w->tgt_serial = t->serial;
-            w->tgt_next_tree = t->next_tree;
-            w->tgt_eid = *eid;
-        }
-        rc = MOTE_OK;
-    }
-    return rc;
-}
-
-static int backlink_tree(mote_txn *t, uint32_t target_eid, int create, uint32_t *tree)
-{
-    char tn[32];
-    snprintf(tn, sizeof tn, "@b:%u", target_eid);
-    return mote_kv_tree(t, tn, create ? MOTE_TREE_CREATE : 0, tree);
-}
-
-/* backlink key: dst + source entity + property + src */
-static size_t backlink_key(uint64_t dst, uint32_t eid, uint16_t pid, uint64_t src, uint8_t *k)
-{
-    mote__obj_tree_key(dst, k);
-    k[8] = (uint8_t)(eid >> 24);
-    k[9] = (uint8_t)(eid >> 16);
-    k[10] = (uint8_t)(eid >> 8);
-    k[11] = (uint8_t)eid;
-    k[12] = (uint8_t)(pid >> 8);
-    k[13] = (uint8_t)pid;
-    mote__obj_tree_key(src, k + 14);
-    return 22;
-}
-
-static int rel_prop(const mote_entity *e, unsigned prop, int want_many, const mprop **p)
-{
-    if (prop >= e->nprops || !type_is_rel(e->props[prop].type) ||
-        (want_many && e->props[prop].type != MOTE_T_TOMANY))
-        return mote__err(MOTE_INVALID, "%s: property %u is not a %s relation", e->name, prop,
-                         want_many ? "to-many" : "");
-    *p = &e->props[prop];
-    return MOTE_OK;
-}
-
-static int exists(mote_txn *t, uint32_t tree, uint64_t id)
-{
-    uint8_t k[8];
-    mote__obj_tree_key(id, k);
-    return mote_kv_get(t, tree, k, 8, NULL);
-}
-
-static int link_op(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_t dst,
-                   int add)
-{
-    const mprop *p = NULL;
-    uint32_t teid, btree;
-    int rc = check(t, e, 1);
-    if (!rc)
-        rc = rel_prop(e, prop, 1, &p);
-    if (!rc)
-        rc = mote__target_eid(t, p, &teid);
-    if (rc)
-        return rc;
-    if (!teid)
-        return mote__err(MOTE_NOTFOUND, "%s.%s: target entity %s does not exist", e->name,
-                         p->name, p->target);
-    if (add && (rc = exists(t, e->eid, src)) == MOTE_NOTFOUND)
-        return mote__err(rc, "%s: no object %llu to link from", e->name,
-                         (unsigned long long)src);
-    if (add && !rc && (rc = exists(t, teid, dst)) == MOTE_NOTFOUND)
-        return mote__err(rc, "%s: no object %llu to link to", p->target,
-                         (unsigned long long)dst);
-    if (rc)
-        return rc;
-    uint8_t k[16], bk[22];
-    mote__obj_tree_key(src, k);
-    mote__obj_tree_key(dst, k + 8);
-    backlink_key(dst, e->eid, p->id, src, bk);
-    if ((rc = backlink_tree(t, teid, add, &btree)))
-        return rc == MOTE_NOTFOUND ? mote__err(rc, "no such link") : rc;
-    if (add) {
-        rc = mote_kv_put(t, p->link_tree, k, 16, "", 0, 0);
-        if (!rc)
-            rc = mote_kv_put(t, btree, bk, 22, "", 0, 0);
-    } else {
-        rc = mote_kv_del(t, p->link_tree, k, 16);
-        if (!rc)
-            rc = mote_kv_del(t, btree, bk, 22);
-    }
-    return write_result(t, rc);
-}
-
-int mote_link(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_t dst)
-{
-    IMPLICIT(t, e, 1, mote_link(t_, e, prop, src, dst));
-    return link_op(t, e, prop, src, dst, 1);
-}
-
-int mote_unlink(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_t dst)
-{
-    IMPLICIT(t, e, 1, mote_unlink(t_, e, prop, src, dst));
-    return link_op(t, e, prop, src, dst, 0);
-}
-
-/* Collect the u64 at `at` of every key of tree starting with prefix. */
-static int collect_ids(mote_txn *t, uint32_t tree, const uint8_t *prefix, size_t plen,
-                       size_t at, uint64_t **ids, size_t *n)
-{
-    mote_cursor *c;
-    size_t cap = 0;
-    *ids = NULL;
-    *n = 0;
-    int rc = mote_cursor_open(t, tree, &c);
-    if (rc)
-        return rc;
-    for (rc = mote_cursor_seek(c, prefix, plen, MOTE_SEEK_GE); rc == MOTE_OK;
-         rc = mote_cursor_next(c)) {
-        mote_val k;
-        if ((rc = mote_cursor_get(c, &k, NULL)))
-            break;
-        if (k.size < plen || memcmp(k.data, prefix, plen) || k.size < at + 8)
-            break;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            uint64_t *nids = mote__realloc(*ids, cap * sizeof *nids);
-            if (!nids) {
-                rc = mote__err(MOTE_NOMEM, "out of memory");
-                break;
-            }
-            *ids = nids;
-        }
-        (*ids)[(*n)++] = key_id((const uint8_t *)k.data + at);
-    }
-    mote_cursor_close(c);
-    if (rc == MOTE_NOTFOUND)
-        rc = MOTE_OK;
-    if (rc) {
-        mote__free(*ids);
-        *ids = NULL;
-        *n = 0;
-    }
-    return rc;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-int mote_links(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_t **ids,
-               size_t *n)
-{
-    IMPLICIT(t, e, 0, mote_links(t_, e, prop, src, ids, n));
-    const mprop *p = NULL;
-    int rc = check(t, e, 0);
-    if (!rc && (!ids || !n))
-        rc = mote__err(MOTE_INVALID, "mote_links: NULL argument");
-    if (!rc)
-        rc = rel_prop(e, prop, 0, &p);
-    if (rc)
-        return rc;
-    *ids = NULL;
-    *n = 0;
-    if (p->type == MOTE_T_TOONE) {
-        mote_record r;
-        mote_value v;
-        if ((rc = mote_get(t, e, src, &r)) || (rc = mote_record_get(&r, prop, &v, NULL)))
-            return rc;
-        if (v.null || v.v.i == 0)
-            return MOTE_OK;
-        if (!(*ids = mote__malloc(sizeof **ids)))
-            return mote__err(MOTE_NOMEM, "out of memory");
-        (*ids)[0] = (uint64_t)v.v.i;
-        *n = 1;
-        return MOTE_OK;
-    }
-    if (!p->link_tree)
-        return MOTE_OK; /* no link was ever made */
-    uint8_t k[8];
-    mote__obj_tree_key(src, k);
-    return collect_ids(t, p->link_tree, k, 8, 8, ids, n);
-}
-
-int mote_backlinks(mote_txn *t, mote_entity *e, unsigned prop, uint64_t dst, uint64_t **ids,
-                   size_t *n)
-{
-    IMPLICIT(t, e, 0, mote_backlinks(t_, e, prop, dst, ids, n));
-    const mprop *p = NULL;
-    int rc = check(t, e, 0);
-    if (!rc && (!ids || !n))
-        rc = mote__err(MOTE_INVALID, "mote_backlinks: NULL argument");
-    if (!rc)
-        rc = rel_prop(e, prop, 0, &p);
-    if (rc)
-        return rc;
-    *ids = NULL;
-    *n = 0;
-    if (p->type == MOTE_T_TOONE) { /* its index: value dst, then ids */
-        uint8_t k[IDX_MAX_VALUE + 16];
-        mote_value v = {0};
-        int cut;
-        v.v.i = (int64_t)dst;
-        size_t kl = mote__index_enc(MOTE_T_TOONE, &v, k, &cut);
-        return collect_ids(t, p->index_tree, k, kl, kl, ids, n);
-    }
-    uint32_t teid, btree;
-    if ((rc = mote__target_eid(t, p, &teid)))
-        return rc;
-    if (!teid || backlink_tree(t, teid, 0, &btree))
-        return MOTE_OK;
-    uint8_t k[22];
-    backlink_key(dst, e->eid, p->id, 0, k);
-    rc = collect_ids(t, btree, k, 14, 14, ids, n);
-    if (!rc && *n > 1)
-        qsort(*ids, *n, sizeof **ids, cmp_u64);
-    return rc;
-}
-
-int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id)
-{
-    int rc = MOTE_OK;
-    uint8_t k[8];
-    mote__obj_tree_key(id, k);
-    /* links from id: forward entries and the targets' backlinks */
-    for (unsigned i = 0; !rc && i < e->nall; i++) {
-        const mprop *p = &e->props[i];
-        if (p->type != MOTE_T_TOMANY || !p->link_tree)
-            continue;
-        uint64_t *dst;
-        size_t n;
-        uint32_t teid, btree = 0;
-        if ((rc = collect_ids(t, p->link_tree, k, 8, 8, &dst, &n)) ||
-            (rc = mote__target_eid(t, p, &teid)))
-            break;
-        if (n && teid && backlink_tree(t, teid, 0, &btree))
-            btree = 0;
-        for (size_t j = 0; !rc && j < n; j++) {
-            uint8_t fk[16], bk[22];
-            memcpy(fk, k, 8);
-            mote__obj_tree_key(dst[j], fk + 8);
-            rc = mote_kv_del(t, p->link_tree, fk, 16);
-            if (!rc && btree) {
-                backlink_key(dst[j], e->eid, p->id, id, bk);
-                rc = mote_kv_del(t, btree, bk, 22);
-                if (rc == MOTE_NOTFOUND)
-                    rc = MOTE_OK;
-            }
-        }
-        mote__free(dst);
-    }
-    /* links to id: every backlink names a forward entry to remove */
-    if (rc)
-        return rc;
-    if (e->bl_serial != t->serial || e->bl_next_tree != t->next_tree) {
-        uint32_t bt;
-        e->bl_tree = backlink_tree(t, e->eid, 0, &bt) ? 0 : bt;
-        e->bl_serial = t->serial;
-        e->bl_next_tree = t->next_tree;
-    }
-    uint32_t btree = e->bl_tree;
-    if (!btree)
-        return MOTE_OK;
-    mote_cursor *c;
-    if ((rc = mote_cursor_open(t, btree, &c)))
-        return rc;
-    uint32_t last_seid = 0, last_ltree = 0; /* backlinks mostly come from one property */
-    uint16_t last_pid = 0;
-    int have_last = 0;
-    while ((rc = mote_cursor_seek(c, k, 8, MOTE_SEEK_GE)) == MOTE_OK) {
-        mote_val bk;
-        if ((rc = mote_cursor_get(c, &bk, NULL)))
-            break;
-        if (bk.size != 22 || memcmp(bk.data, k, 8))
-            break;
-        uint8_t b[22];
-        memcpy(b, bk.data, 22);
-        uint32_t seid = (uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 | (uint32_t)b[10] << 8 | b[11];
-        uint16_t pid = (uint16_t)(b[12] << 8 | b[13]);
-        if (!have_last || seid != last_seid || pid != last_pid) {
-            char tn[64];
-            snprintf(tn, sizeof tn, "@l:%u:%u", seid, pid);
-            if (mote_kv_tree(t, tn, 0, &last_ltree))
-                last_ltree = 0;
-            last_seid = seid;
-            last_pid = pid;
-            have_last = 1;
-        }
-        uint32_t ltree = last_ltree;
-        if (ltree) {
-            uint8_t fk[16];
-            memcpy(fk, b + 14, 8);
-            memcpy(fk + 8, k, 8);
-            rc = mote_kv_del(t, ltree, fk, 16);
-            if (rc == MOTE_NOTFOUND)
-                rc = MOTE_OK;
-        }
-        if (!rc)
-            rc = mote_kv_del(t, btree, b, 22);
-        if (rc)
-            break;
-    }
-    mote_cursor_close(c);
-    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
 }

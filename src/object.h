@@ -235,6 +235,20 @@ int mote__entity_usable(const mote_entity *e, const mote_txn *t);
 /* Check objects against their indexes and links (mote_check). */
 int mote__check_objects(mote_txn *t, mote_problems *pr);
 
+/* object.c, shared with relation.c: the checks of every object call
+ * (transaction and entity given, same store, writable if `write`, entity
+ * usable); a write's result (a failure that may have changed the
+ * transaction fails it); a u64 compare for qsort. */
+int mote__obj_check(mote_txn *t, mote_entity *e, int write);
+int mote__obj_write_result(mote_txn *t, int rc);
+int mote__cmp_u64(const void *a, const void *b);
+
+/* relation.c: the backlink tree of an entity ("@b:<eid>"), a backlink key
+ * (22 bytes), and whether object id is in the object tree `tree`. */
+int mote__backlink_tree(mote_txn *t, uint32_t target_eid, int create, uint32_t *tree);
+size_t mote__backlink_key(uint64_t dst, uint32_t eid, uint16_t pid, uint64_t src,
+                          uint8_t *k);
+int mote__obj_exists(mote_txn *t, uint32_t tree, uint64_t id);
 /* Remove every to-many link from or to object id of e (object removal). */
 int mote__links_cleanup(mote_txn *t, mote_entity *e, uint64_t id);
 /* The entity id of a relation's target (0 if it does not exist yet). */

@@ -20,7 +20,8 @@ LAYERS = [
     ("pager", ["pager.h", "pager.c"]),
     ("btree", ["btree.h", "btree.c"]),
     ("kv", ["kv.h", "kv.c"]),
-    ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "group.c"]),
+    ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "group.c",
+                "relation.c"]),
     ("top", ["check.h", "check.c", "store.c"]),
 ]
 

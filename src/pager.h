@@ -166,6 +166,42 @@ struct mote_txn {
 
 /* Bit p of an allocation bitmap (1: the page is in use). */
 static inline int bit_get(const uint8_t *b, uint32_t p) { return (b[p >> 3] >> (p & 7)) & 1; }
+static inline void bit_set(uint8_t *b, uint32_t p) { b[p >> 3] |= (uint8_t)(1u << (p & 7)); }
+static inline void bit_clr(uint8_t *b, uint32_t p) { b[p >> 3] &= (uint8_t)~(1u << (p & 7)); }
+
+/* A write transaction's dirty copy of page pgno, or NULL. */
+static inline mpage *dirty_find(const mote_txn *t, uint32_t pgno)
+{
+    if (!t->dhash)
+        return NULL;
+    for (mpage *pg = t->dhash[pgno & t->dmask]; pg; pg = pg->hnext)
+        if (pg->pgno == pgno)
+            return pg;
+    return NULL;
+}
+
+/* ---- within the pager layer (pager.c, cache.c, alloc.c, open.c) ---------- */
+
+/* pager.c: root slots and snapshots; the bitmap's sizes. */
+void mote__slot_seal(uint8_t *slot, uint32_t P);
+void mote__slot_init(uint8_t *slot, uint32_t P, int index, uint32_t kind, uint64_t txnid);
+snap *mote__snap_new(uint32_t P);
+void mote__snap_unref(snap *sn);
+uint32_t mote__max_pages(uint32_t P);
+/* Bytes of bitmap that cover npages, rounded up to whole bitmap pages. */
+uint32_t mote__bm_cover_bytes(uint32_t P, uint32_t npages);
+/* Grow a bitmap (zero-filled) to at least `need` bytes. */
+int mote__bm_grow(uint8_t **b, uint32_t *cap, uint32_t need);
+/* cache.c: a page buffer; the cache's insert (replacing a page of the same
+ * number) and trim to its limit (both under s->mu); checks of an overflow or
+ * bitmap page read from the file. */
+mpage *mote__mpage_alloc(uint32_t P);
+int mote__cache_insert(mote_store *s, mpage *pg);
+void mote__cache_evict(mote_store *s);
+int mote__validate_aux(const mote_store *s, const uint8_t *buf, int type);
+/* alloc.c: renumber a small commit's tree pages onto few runs of free pages
+ * (before finalize); returns the lowest page the bitmap's pages may take. */
+uint32_t mote__place_pages(mote_txn *t);
 
 static inline uint8_t *txn_root(const mote_txn *t) { return t->root->data + SLOT_ROOT_OFF; }
 static inline uint32_t root_cap(const mote_store *s) { return s->P - 8 - SLOT_ROOT_OFF; }

@@ -17,7 +17,7 @@ LAYERS = [
     ("support", ["support.h", "checksum.h", "util.c", "checksum.c"]),
     ("io", ["io.h", "io.c"]),
     ("node", ["node.h", "node.c"]),
-    ("pager", ["pager.h", "pager.c"]),
+    ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c"]),
     ("btree", ["btree.h", "btree.c"]),
     ("kv", ["kv.h", "kv.c"]),
     ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "group.c",

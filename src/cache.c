@@ -1,0 +1,214 @@
+/*
+ * cache.c — the page cache of a store (shared by its transactions, under the
+ * store's mutex): a hash of pages by number with an LRU list of the unpinned
+ * ones, trimmed to cache_limit; and reading pages from the file, each checked
+ * against the pointer that led to it (crc32c, page number, birth) and
+ * validated (node.h) before anyone uses it.
+ */
+#include <stdlib.h>
+
+#include "checksum.h"
+#include "pager.h"
+
+/* ---- Page cache --------------------------------------------------------- */
+
+mpage *mote__mpage_alloc(uint32_t P)
+{
+    mpage *pg = mote__malloc(sizeof *pg + P);
+    if (!pg)
+        return NULL;
+    memset(pg, 0, sizeof *pg);
+    pg->data = (uint8_t *)(pg + 1);
+    return pg;
+}
+
+static void lru_unlink(mpage *pg)
+{
+    pg->lprev->lnext = pg->lnext;
+    pg->lnext->lprev = pg->lprev;
+    pg->lprev = pg->lnext = NULL;
+}
+
+static void lru_push(mote_store *s, mpage *pg)
+{
+    pg->lnext = s->lru.lnext;
+    pg->lprev = &s->lru;
+    s->lru.lnext->lprev = pg;
+    s->lru.lnext = pg;
+}
+
+static mpage *cache_find(mote_store *s, uint32_t pgno)
+{
+    if (!s->hash)
+        return NULL;
+    for (mpage *pg = s->hash[pgno & s->hash_mask]; pg; pg = pg->hnext)
+        if (pg->pgno == pgno)
+            return pg;
+    return NULL;
+}
+
+static void cache_unlink(mote_store *s, mpage *pg)
+{
+    mpage **pp = &s->hash[pg->pgno & s->hash_mask];
+    while (*pp != pg)
+        pp = &(*pp)->hnext;
+    *pp = pg->hnext;
+    pg->hnext = NULL;
+    pg->cached = 0;
+    s->ncached--;
+    if (pg->refs == 0) {
+        lru_unlink(pg);
+        mote__free(pg);
+    }
+}
+
+void mote__cache_evict(mote_store *s)
+{
+    while (s->ncached > s->cache_limit && s->lru.lprev != &s->lru)
+        cache_unlink(s, s->lru.lprev);
+}
+
+/* Insert pg (refs already set) replacing any entry of the same pgno. */
+int mote__cache_insert(mote_store *s, mpage *pg)
+{
+    if (!s->hash || s->ncached + 1 > (s->hash_mask + 1)) {
+        uint32_t n = s->hash ? (s->hash_mask + 1) * 2 : 64;
+        mpage **h = mote__calloc(n, sizeof *h);
+        if (!h) {
+            if (!s->hash)
+                return MOTE_NOMEM;
+        } else {
+            for (uint32_t i = 0; s->hash && i <= s->hash_mask; i++)
+                for (mpage *p = s->hash[i], *nx; p; p = nx) {
+                    nx = p->hnext;
+                    p->hnext = h[p->pgno & (n - 1)];
+                    h[p->pgno & (n - 1)] = p;
+                }
+            mote__free(s->hash);
+            s->hash = h;
+            s->hash_mask = n - 1;
+        }
+    }
+    mpage *old = cache_find(s, pg->pgno);
+    if (old)
+        cache_unlink(s, old);
+    pg->hnext = s->hash[pg->pgno & s->hash_mask];
+    s->hash[pg->pgno & s->hash_mask] = pg;
+    pg->cached = 1;
+    s->ncached++;
+    if (pg->refs == 0)
+        lru_push(s, pg);
+    return MOTE_OK;
+}
+
+void mote__page_put(mote_store *s, mpage *pg)
+{
+    if (!pg || pg->dirty)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (--pg->refs == 0) {
+        if (pg->cached)
+            lru_push(s, pg);
+        else
+            mote__free(pg);
+    }
+    mote__cache_evict(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- Reading and verifying pages ------------------------------------------ */
+
+int mote__read_page_raw(mote_store *s, uint32_t pgno, uint8_t *buf)
+{
+    ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, s->P, (uint64_t)pgno << s->page_shift);
+    if (r < 0)
+        return mote__ioerr((int)r, "read", s->path);
+    if ((size_t)r != s->P)
+        return CORRUPT("page %u lies beyond the end of the file", pgno);
+    return MOTE_OK;
+}
+
+int mote__verify_page(const mote_store *s, const uint8_t *buf, const uint8_t *ptr,
+                      const char *what)
+{
+    uint32_t pgno = ptr_pgno(ptr);
+    if (mote__crc32c(0, buf, s->P) != ptr_crc(ptr))
+        return CORRUPT("%s page %u: checksum mismatch", what, pgno);
+    if (rd32(buf + 4) != pgno)
+        return CORRUPT("%s page %u: holds page number %u (misdirected write)",
+                       what, pgno, rd32(buf + 4));
+    if ((uint32_t)rd64(buf + 8) != ptr_birth(ptr))
+        return CORRUPT("%s page %u: written by txn %llu, expected %u (stale page)",
+                       what, pgno, (unsigned long long)rd64(buf + 8), ptr_birth(ptr));
+    return MOTE_OK;
+}
+
+int mote__validate_aux(const mote_store *s, const uint8_t *buf, int type)
+{
+    if (buf[0] != type)
+        return CORRUPT("page %u: type %u, expected %d", rd32(buf + 4), buf[0], type);
+    if (type == PAGE_OVERFLOW) {
+        uint32_t next = rd32(buf + NH);
+        if (next == 1 || (next != 0 && next < 2))
+            return CORRUPT("overflow page %u: bad next page %u", rd32(buf + 4), next);
+    }
+    (void)s;
+    return MOTE_OK;
+}
+
+int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out)
+{
+    mote_store *s = t->s;
+    uint32_t pgno = ptr_pgno(ptr), b32 = ptr_birth(ptr);
+    if (t->write && b32 == (uint32_t)t->txnid) {
+        mpage *d = dirty_find(t, pgno);
+        if (d) {
+            *out = d;
+            return MOTE_OK;
+        }
+    }
+    if (pgno < 2 || pgno >= rd32(t->root->data + 32))
+        return CORRUPT("pointer to page %u outside the file (%u pages)", pgno,
+                       rd32(t->root->data + 32));
+    pthread_mutex_lock(&s->mu);
+    mpage *pg = cache_find(s, pgno);
+    if (pg && (uint32_t)pg->birth == b32) {
+        if (pg->refs++ == 0)
+            lru_unlink(pg);
+        pthread_mutex_unlock(&s->mu);
+        *out = pg;
+        return MOTE_OK;
+    }
+    pthread_mutex_unlock(&s->mu);
+
+    mpage *np = mote__mpage_alloc(s->P);
+    if (!np)
+        return mote__err(MOTE_NOMEM, "out of memory reading page %u", pgno);
+    int rc = mote__read_page_raw(s, pgno, np->data);
+    if (!rc)
+        rc = mote__verify_page(s, np->data, ptr, level < 0 ? "overflow" : "tree");
+    if (!rc)
+        rc = level < 0 ? mote__validate_aux(s, np->data, PAGE_OVERFLOW)
+                       : mote__node_validate(np->data, s->P, level, pgno);
+    if (rc) {
+        mote__free(np);
+        return rc;
+    }
+    np->pgno = pgno;
+    np->birth = rd64(np->data + 8);
+    np->refs = 1;
+    pthread_mutex_lock(&s->mu);
+    pg = cache_find(s, pgno);
+    if (pg && pg->birth == np->birth) { /* another thread loaded it */
+        if (pg->refs++ == 0)
+            lru_unlink(pg);
+        mote__free(np);
+        np = pg;
+    } else if (mote__cache_insert(s, np)) {
+        np->cached = 0; /* uncached: freed at unpin */
+    }
+    mote__cache_evict(s);
+    pthread_mutex_unlock(&s->mu);
+    *out = np;
+    return MOTE_OK;
+}

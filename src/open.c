@@ -1,0 +1,410 @@
+/*
+ * open.c — opening a store (create, or read both slots and recover) and
+ * closing it; the process-wide registry that refuses a second handle on the
+ * same file.
+ *
+ * CLOSE: after writes, a clean-close marker goes (unsynced) into the other
+ * slot (the shrink of a file with a large free tail runs before, from
+ * store.c: check.c).
+ *
+ * OPEN: one pread of both slots. The newest valid commit slot is W. If the
+ * other slot is a clean-close marker naming W, W is trusted as is; else
+ * every page W wrote (pointers with birth == W) is verified and, on any
+ * failure, the store falls back to D. An unclean writable open syncs once
+ * before its first commit so that nothing is built on a non-durable base.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+
+#include "checksum.h"
+#include "pager.h"
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static mote_store *reg_head;
+
+/* ---- Open and close ------------------------------------------------------ */
+
+static int registry_add(mote_store *s)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (mote_store *o = reg_head; o; o = o->reg_next)
+        if (o->dev == s->dev && o->ino == s->ino) {
+            pthread_mutex_unlock(&reg_mu);
+            return mote__err(MOTE_BUSY, "store %s is already open in this process "
+                             "(as %s); use that handle", s->path, o->path);
+        }
+    s->reg_next = reg_head;
+    reg_head = s;
+    pthread_mutex_unlock(&reg_mu);
+    return MOTE_OK;
+}
+
+static void registry_remove(mote_store *s)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (mote_store **pp = &reg_head; *pp; pp = &(*pp)->reg_next)
+        if (*pp == s) {
+            *pp = s->reg_next;
+            break;
+        }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+static void store_free(mote_store *s)
+{
+    if (s->cur)
+        mote__snap_unref(s->cur);
+    for (uint32_t i = 0; s->hash && i <= s->hash_mask; i++)
+        for (mpage *p = s->hash[i], *nx; p; p = nx) {
+            nx = p->hnext;
+            mote__free(p);
+        }
+    mote__free(s->hash);
+    mote__free(s->bm);
+    mote__free(s->pend);
+    mote__free(s->pendv);
+    mote__free(s->path);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->wmu);
+    mote__free(s);
+}
+
+static int create_file(mote_store *s, unsigned page_size, int created)
+{
+    uint32_t P = page_size ? page_size : 4096;
+    if (P < 4096 || P > 65536 || (P & (P - 1)))
+        return mote__err(MOTE_INVALID, "page size %u: must be a power of two "
+                         "from 4096 to 65536", P);
+    s->P = P;
+    s->page_shift = (uint32_t)__builtin_ctz(P);
+    snap *sn = mote__snap_new(P);
+    if (!sn)
+        return mote__err(MOTE_NOMEM, "out of memory creating %s", s->path);
+    uint8_t *slot = sn->data;
+    memset(slot, 0, P);
+    mote__slot_init(slot, P, 0, SLOT_KIND_COMMIT, 1);
+    wr32(slot + 32, 2);
+    wr32(slot + 36, 1);
+    slot[SLOT_INLINE_OFF] = 0x3; /* pages 0 and 1: the slots */
+    mote__node_init(slot + SLOT_ROOT_OFF, root_cap(s), NODE_LEAF, 0);
+    mote__slot_seal(slot, P);
+    ssize_t w = s->io->pwrite(s->io->ctx, s->fd, slot, P, 0);
+    int r = w == (ssize_t)P ? s->io->fdatasync(s->io->ctx, s->fd) : (w < 0 ? (int)w : -EIO);
+    if (!r && created && !(s->flags & MOTE_NODIRSYNC))
+        r = s->io->fsync_dir(s->io->ctx, s->path);
+    if (r) {
+        mote__snap_unref(sn);
+        return mote__ioerr(r, "creation", s->path);
+    }
+    s->cur = sn;
+    s->txnid = 1;
+    s->next_txnid = 2;
+    s->base_slot = 0;
+    s->file_bytes = P;
+    s->synced = 1;
+    s->marker_ok = 0;
+    return MOTE_OK;
+}
+
+/* Verify every page the commit in `slot` wrote (birth == its txnid). */
+static int verify_new(mote_store *s, const uint8_t *node, uint32_t cap,
+                      uint32_t w32, uint8_t *bufs, int depth)
+{
+    (void)cap;
+    unsigned n = n_nkeys(node);
+    for (unsigned i = 0; i < n; i++) {
+        cell c;
+        int rc = mote__cell(node, cap, i, &c);
+        if (rc)
+            return rc;
+        uint8_t ptr[CHILD] = {0};
+        int level;
+        if (n_type(node) == NODE_BRANCH) {
+            memcpy(ptr, c.ptr, CHILD);
+            level = (int)n_level(node) - 1;
+        } else if (c.ovf) {
+            memcpy(ptr, c.val, PTR12);
+            level = -1;
+        } else {
+            continue;
+        }
+        while (ptr_pgno(ptr) && ptr_birth(ptr) == w32) {
+            uint8_t *buf = bufs + (size_t)depth * s->P;
+            if (depth + 1 >= MAX_DEPTH)
+                return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
+            if ((rc = mote__read_page_raw(s, ptr_pgno(ptr), buf)) ||
+                (rc = mote__verify_page(s, buf, ptr, "new")))
+                return rc;
+            if (level >= 0) {
+                if ((rc = mote__node_validate(buf, s->P, level, ptr_pgno(ptr))) ||
+                    (rc = verify_new(s, buf, s->P, w32, bufs, depth + 1)))
+                    return rc;
+                break;
+            }
+            if ((rc = mote__validate_aux(s, buf, PAGE_OVERFLOW)))
+                return rc;
+            memcpy(ptr, buf + NH, PTR12);
+        }
+    }
+    return MOTE_OK;
+}
+
+int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid)
+{
+    uint8_t *bufs = mote__malloc((size_t)MAX_DEPTH * s->P);
+    if (!bufs)
+        return mote__err(MOTE_NOMEM, "out of memory verifying %s", s->path);
+    uint32_t w32 = (uint32_t)txnid;
+    int rc = verify_new(s, slot + SLOT_ROOT_OFF, root_cap(s), w32, bufs, 0);
+    uint32_t nb = rd32(slot + 40);
+    for (uint32_t i = 0; !rc && i < nb; i++) {
+        uint8_t ptr[CHILD] = {0};
+        memcpy(ptr, slot + SLOT_BMP_OFF + i * PTR12, PTR12);
+        if (ptr_birth(ptr) != w32)
+            continue;
+        if (!(rc = mote__read_page_raw(s, ptr_pgno(ptr), bufs)) &&
+            !(rc = mote__verify_page(s, bufs, ptr, "bitmap")))
+            rc = mote__validate_aux(s, bufs, PAGE_BITMAP);
+    }
+    mote__free(bufs);
+    return rc;
+}
+
+/* Read both slots and choose the commit to open (see the top comment). */
+static int open_existing(mote_store *s, uint64_t size)
+{
+    if (size < 4096)
+        return mote__err(MOTE_FORMAT, "%s is not a MoteDB store (%llu bytes)",
+                         s->path, (unsigned long long)size);
+    size_t cap = size < 2 * 4096 ? (size_t)size : 2 * 4096;
+    uint8_t *buf = mote__malloc(2 * 65536);
+    if (!buf)
+        return mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
+    ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, cap, 0);
+    int rc = MOTE_OK;
+    if (r < 0 || (size_t)r < 4096) {
+        rc = r < 0 ? mote__ioerr((int)r, "read", s->path)
+                   : mote__err(MOTE_FORMAT, "%s is too short", s->path);
+        goto out;
+    }
+    /* page size: slot A's header names it; if A is damaged, try each size */
+    uint32_t P = 0, cands[6], nc = 0, hinted = rd64(buf) == MOTE_MAGIC ? rd32(buf + 12) : 0;
+    if (hinted >= 4096 && hinted <= 65536 && !(hinted & (hinted - 1)))
+        cands[nc++] = hinted;
+    for (uint32_t c = 4096; c <= 65536; c *= 2)
+        if (c != hinted)
+            cands[nc++] = c;
+    int va = 0, vb = 0;
+    for (uint32_t i = 0; i < nc && !P; i++) {
+        uint32_t try = cands[i];
+        size_t want = (size_t)2 * try < size ? (size_t)2 * try : (size_t)size;
+        if (want > (size_t)r) {
+            r = s->io->pread(s->io->ctx, s->fd, buf, want, 0);
+            if (r < 0) {
+                rc = mote__ioerr((int)r, "read", s->path);
+                goto out;
+            }
+        }
+        va = (size_t)r >= try ? mote__slot_valid(buf, try, 0) : 0;
+        vb = (size_t)r >= 2 * (size_t)try ? mote__slot_valid(buf + try, try, 1) : 0;
+        if (va || vb)
+            P = try;
+    }
+    if (!P) {
+        rc = rd64(buf) == MOTE_MAGIC || (size >= 8192 && rd64(buf + 4096) == MOTE_MAGIC)
+                 ? CORRUPT("%s: neither root slot is valid", s->path)
+                 : mote__err(MOTE_FORMAT, "%s is not a MoteDB store", s->path);
+        goto out;
+    }
+    if (rd32(buf + 8) > MOTE_FORMAT_VERSION && rd64(buf) == MOTE_MAGIC && !va) {
+        rc = mote__err(MOTE_FORMAT, "%s has format version %u; this library "
+                       "reads version %u", s->path, rd32(buf + 8), MOTE_FORMAT_VERSION);
+        goto out;
+    }
+    s->P = P;
+    s->page_shift = (uint32_t)__builtin_ctz(P);
+    const uint8_t *A = buf, *B = buf + P;
+    uint64_t ta = rd64(A) == MOTE_MAGIC ? rd64(A + 24) : 0;
+    uint64_t tb = (size_t)r >= 2 * (size_t)P && rd64(B) == MOTE_MAGIC ? rd64(B + 24) : 0;
+    /* choose W: the newest valid commit slot */
+    int wi = -1;
+    if (va == 1 && (vb != 1 || ta > tb))
+        wi = 0;
+    else if (vb == 1)
+        wi = 1;
+    if (wi < 0) {
+        rc = CORRUPT("%s: no valid commit slot", s->path);
+        goto out;
+    }
+    const uint8_t *W = wi ? B : A, *O = wi ? A : B;
+    int vo = wi ? va : vb;
+    uint64_t wtx = rd64(W + 24);
+    int clean = vo == 2 && rd64(O + 24) == wtx;
+    if (!clean) {
+        rc = mote__verify_commit(s, W, wtx);
+        if (rc && vo == 1 && rd64(O + 24) < wtx) { /* roll back to D */
+            rc = MOTE_OK;
+            wi = 1 - wi;
+            W = O;
+        }
+        if (rc)
+            goto out;
+    }
+    s->cur = mote__snap_new(P);
+    if (!s->cur) {
+        rc = mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
+        goto out;
+    }
+    memcpy(s->cur->data, W, P);
+    s->txnid = rd64(W + 24);
+    s->next_txnid = (ta > tb ? ta : tb) + 1;
+    if (s->next_txnid <= s->txnid)
+        s->next_txnid = s->txnid + 1;
+    s->base_slot = wi;
+    s->synced = clean;
+    s->marker_ok = clean;
+    s->need_sync = !clean && !(s->flags & MOTE_RDONLY);
+out:
+    mote__free(buf);
+    return rc;
+}
+
+/* Creating `path` failed with ENOENT: a directory on the way is missing.
+ * Name it: the path up to its last '/' ("/" for "/x.mote", "." without a
+ * '/', which can only be missing if it was removed). */
+static int missing_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dir = slash ? path : ".";
+    int n = slash ? (int)(slash - path) : 1;
+    while (n > 1 && dir[n - 1] == '/') /* "a//x.mote": directory "a" */
+        n--;
+    if (n == 0)
+        n = 1;
+    return mote__oserr(MOTE_IO, ENOENT, path, "cannot create store %s: directory %.*s "
+                       "does not exist", path, n, dir);
+}
+
+int mote__store_open(const char *path, const mote_options *opts, size_t extra,
+                     mote_store **out)
+{
+    if (!path || !*path)
+        return mote__err(MOTE_INVALID, "mote_open: no path given");
+    unsigned flags = opts ? opts->flags : MOTE_CREATE;
+    if (flags & ~(MOTE_RDONLY | MOTE_CREATE | MOTE_NODIRSYNC | MOTE_NOSYNC))
+        return mote__err(MOTE_INVALID, "mote_open: unknown flags 0x%x", flags);
+    /* one block: the store, then `extra` zeroed bytes for the layer above */
+    size_t head = (sizeof(mote_store) + 15) & ~(size_t)15;
+    mote_store *s = mote__calloc(1, head + extra);
+    if (!s)
+        return mote__err(MOTE_NOMEM, "out of memory opening %s", path);
+    s->objects = extra ? (char *)s + head : NULL;
+    s->io = opts && opts->io ? opts->io : &mote_io_posix;
+    s->flags = flags;
+    s->fd = -1;
+    s->cache_limit = opts && opts->cache_pages ? opts->cache_pages : 16384;
+    s->lru.lnext = s->lru.lprev = &s->lru;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->wmu, NULL);
+    size_t pl = strlen(path);
+    s->path = mote__malloc(pl + 1);
+    if (!s->path) {
+        store_free(s);
+        return mote__err(MOTE_NOMEM, "out of memory opening %s", path);
+    }
+    memcpy(s->path, path, pl + 1);
+
+    int ro = (flags & MOTE_RDONLY) != 0, created = 0, rc = MOTE_OK, registered = 0;
+    int fd = s->io->open(s->io->ctx, path, ro ? O_RDONLY : O_RDWR, 0);
+    if (fd == -ENOENT && (flags & MOTE_CREATE) && !ro) {
+        fd = s->io->open(s->io->ctx, path, O_RDWR | O_CREAT | O_EXCL, 0644);
+        created = fd >= 0;
+        if (fd == -ENOENT) { /* O_CREAT makes the file, not its directory */
+            rc = missing_dir(path);
+            goto fail;
+        }
+        if (fd == -EEXIST)
+            fd = s->io->open(s->io->ctx, path, O_RDWR, 0);
+    }
+    if (fd < 0) {
+        rc = fd == -ENOENT
+                 ? mote__oserr(MOTE_NOTFOUND, ENOENT, path, "store %s does not exist", path)
+                 : mote__ioerr(fd, "open", path);
+        goto fail;
+    }
+    s->fd = fd;
+    uint64_t size;
+    int r = s->io->fstat(s->io->ctx, fd, &size, &s->dev, &s->ino);
+    if (r) {
+        rc = mote__ioerr(r, "stat", path);
+        goto fail;
+    }
+    if ((rc = registry_add(s)))
+        goto fail;
+    registered = 1;
+    r = s->io->flock(s->io->ctx, fd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB);
+    if (r) {
+        rc = r == -EWOULDBLOCK
+                 ? mote__err(MOTE_LOCKED, "store %s is open for writing in another "
+                             "process", path)
+                 : mote__ioerr(r, "lock", path);
+        if (r == -EWOULDBLOCK && ro)
+            mote__err(MOTE_LOCKED, "store %s is open for writing in another process", path);
+        goto fail;
+    }
+    /* A zero-byte file is a store that was never initialized: creation
+     * makes the file, then writes and syncs its first page, so a crash in
+     * between leaves one (and tempfile.NamedTemporaryFile hands out such
+     * files). A writable open initializes it, with or without MOTE_CREATE;
+     * a read-only open cannot, and says so. */
+    if (size == 0 && !ro)
+        rc = create_file(s, opts ? opts->page_size : 0, created);
+    else if (size == 0)
+        rc = mote__err(MOTE_FORMAT, "store %s is empty (0 bytes): it was never "
+                       "initialized; open it writable once to create it", path);
+    else
+        rc = open_existing(s, size);
+    if (rc)
+        goto fail;
+    if (!s->file_bytes)
+        s->file_bytes = size;
+    *out = s;
+    return MOTE_OK;
+fail:
+    if (registered)
+        registry_remove(s);
+    if (s->fd >= 0)
+        s->io->close(s->io->ctx, s->fd);
+    store_free(s);
+    return rc;
+}
+
+int mote__store_busy(mote_store *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int busy = s->ntxn > 0;
+    pthread_mutex_unlock(&s->mu);
+    return busy ? mote__err(MOTE_BUSY, "store %s: close with transactions still open; "
+                            "end them first", s->path)
+                : MOTE_OK;
+}
+
+void mote__store_close(mote_store *s)
+{
+    if (!(s->flags & MOTE_RDONLY) && !s->poisoned && s->synced && !s->marker_ok) {
+        uint8_t *m = mote__calloc(1, s->P);
+        if (m) { /* best effort: without it the next open verifies */
+            mote__slot_init(m, s->P, 1 - s->base_slot, SLOT_KIND_MARKER, s->txnid);
+            mote__slot_seal(m, s->P);
+            s->io->pwrite(s->io->ctx, s->fd, m, s->P,
+                          (uint64_t)(1 - s->base_slot) << s->page_shift);
+            mote__free(m);
+        }
+    }
+    registry_remove(s);
+    s->io->close(s->io->ctx, s->fd);
+    store_free(s);
+}

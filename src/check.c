@@ -27,13 +27,6 @@ typedef struct ck {
     uint32_t next_tree;
 } ck;
 
-static int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
-{
-    uint32_t m = al < bl ? al : bl;
-    int r = m ? memcmp(a, b, m) : 0;
-    return r ? r : (al > bl) - (al < bl);
-}
-
 /* Mark a page reachable; 0 if it was already (or is out of range). */
 static int mark(ck *k, uint32_t pgno, const char *what)
 {

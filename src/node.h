@@ -170,4 +170,163 @@ int mote__node_validate(const uint8_t *n, uint32_t cap, int level, uint32_t pgno
 /* Keys strictly ascending within the node (mote_check). */
 int mote__node_check_order(const uint8_t *n, uint32_t cap);
 
+/* ---- searching validated nodes (btree.c, cursor.c) ----------------------- */
+
+/* Leaf cell i of a validated node, without bounds checks (mote__cell
+ * checks them for nodes not yet validated). */
+static inline void leaf_cell(const uint8_t *n, unsigned i, cell *c)
+{
+    const uint8_t *p = n + n_off(n, i), *q;
+    uint64_t kl = 0, vf = 0;
+    q = p + mote__varint_fast(p, p + 10, &kl);
+    q += mote__varint_fast(q, q + 10, &vf);
+    c->key = q;
+    c->klen = (uint32_t)kl;
+    c->ovf = (int)(vf & 1);
+    c->vlen = vf >> 1;
+    c->val = q + kl;
+    c->ptr = NULL;
+    c->size = (uint32_t)(q - p + kl + (c->ovf ? PTR12 : c->vlen));
+}
+
+/* Fast accessors for validated nodes. */
+static inline const uint8_t *lcell_key(const uint8_t *p, uint32_t *kl)
+{
+    uint32_t k = p[0];
+    if (k < 0x80) {
+        p++;
+    } else {
+        k = (k & 0x7f) | ((uint32_t)p[1] << 7);
+        p += 2;
+    }
+    while (*p & 0x80) /* skip the value-length varint */
+        p++;
+    *kl = k;
+    return p + 1;
+}
+
+static inline const uint8_t *leaf_key(const uint8_t *n, unsigned i, uint32_t *kl)
+{
+    return lcell_key(n + n_off(n, i), kl);
+}
+
+static inline const uint8_t *bcell_key(const uint8_t *p, uint32_t *kl)
+{
+    p += CHILD;
+    uint32_t k = p[0];
+    if (k < 0x80) {
+        *kl = k;
+        return p + 1;
+    }
+    *kl = (k & 0x7f) | ((uint32_t)p[1] << 7);
+    return p + 2;
+}
+
+static inline const uint8_t *branch_key(const uint8_t *n, unsigned i, uint32_t *kl)
+{
+    return bcell_key(n + n_off(n, i), kl);
+}
+
+static inline uint8_t *branch_ptr(uint8_t *n, unsigned i) { return n + n_off(n, i); }
+
+static inline int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32_t bl)
+{
+    return mote__keycmp(a, al, b, bl);
+}
+
+/* First index in [lo, hi) with key >= k (hi if none); *found if equal. */
+static inline unsigned leaf_bisect(const uint8_t *n, unsigned lo, unsigned hi, const uint8_t *k,
+                            uint32_t kl, int *found)
+{
+    uint32_t ml;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        const uint8_t *mk = leaf_key(n, mid, &ml);
+        int c = keycmp(mk, ml, k, kl);
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            if (c == 0)
+                *found = 1;
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/*
+ * First index with key >= k; *found if equal. The last key is tried first:
+ * ascending inserts (new ids, appended index entries) then cost one compare
+ * per node instead of a binary search.
+ */
+static inline unsigned leaf_search(const uint8_t *n, const uint8_t *k, uint32_t kl, int *found)
+{
+    unsigned lo = 0, hi = n_nkeys(n);
+    uint32_t ml;
+    *found = 0;
+    if (hi) {
+        const uint8_t *lk = leaf_key(n, hi - 1, &ml);
+        int c = keycmp(lk, ml, k, kl);
+        if (c < 0)
+            return hi;
+        if (c == 0) {
+            *found = 1;
+            return hi - 1;
+        }
+        hi--;
+    }
+    return leaf_bisect(n, lo, hi, k, kl, found);
+}
+
+/* leaf_search for sorted runs: the answer is known to be >= from, and
+ * usually near it (gallop forward, then bisect). */
+static inline unsigned leaf_search_from(const uint8_t *n, unsigned from, const uint8_t *k, uint32_t kl,
+                                 int *found)
+{
+    unsigned nk = n_nkeys(n), lo = from, step = 1, hi;
+    uint32_t ml;
+    *found = 0;
+    for (;;) { /* find hi with key_hi >= k (or nk) */
+        hi = lo + step - 1;
+        if (hi >= nk) {
+            hi = nk;
+            break;
+        }
+        const uint8_t *mk = leaf_key(n, hi, &ml);
+        int c = keycmp(mk, ml, k, kl);
+        if (c >= 0) {
+            if (c == 0) {
+                *found = 1;
+                return hi;
+            }
+            break;
+        }
+        lo = hi + 1;
+        step *= 2;
+    }
+    return leaf_bisect(n, lo, hi, k, kl, found); /* key_hi > k; keys before lo are < k */
+}
+
+/* Largest index i with key_i <= k (key_0 is minus infinity). */
+static inline unsigned branch_search(const uint8_t *n, const uint8_t *k, uint32_t kl)
+{
+    unsigned lo = 1, hi = n_nkeys(n);
+    uint32_t ml;
+    if (hi > 1) { /* the last child first, as in leaf_search */
+        const uint8_t *mk = branch_key(n, hi - 1, &ml);
+        if (keycmp(mk, ml, k, kl) <= 0)
+            return hi - 1;
+        hi--;
+    }
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        const uint8_t *mk = branch_key(n, mid, &ml);
+        if (keycmp(mk, ml, k, kl) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - 1;
+}
+
 #endif

@@ -18,7 +18,7 @@ LAYERS = [
     ("io", ["io.h", "io.c"]),
     ("node", ["node.h", "node.c"]),
     ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c"]),
-    ("btree", ["btree.h", "btree.c"]),
+    ("btree", ["btree.h", "btree.c", "cursor.c"]),
     ("kv", ["kv.h", "kv.c"]),
     ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "group.c",
                 "relation.c"]),

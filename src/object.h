@@ -259,9 +259,16 @@ int mote__target_eid(mote_txn *t, const mprop *p, uint32_t *eid);
  * e, whose schema no longer has it). Its index or link tree is the caller's. */
 int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone);
 
-/* query.c: the entity of a query; no condition, offset or limit? */
+/* query.c, for aggregate.c: the entity of a query; no condition, offset or
+ * limit?; the checks of a run (transaction of the query's store, entity
+ * usable); the ids of the matches in order, offset and limit applied (a
+ * malloc'd array); hand bytes (a MIN/MAX string result) to the query, which
+ * frees them at its next use of this or at mote_query_free. */
 mote_entity *mote__query_entity(const mote_query *q);
 int mote__query_unbounded(const mote_query *q);
+int mote__query_check(mote_txn *t, mote_query *q);
+int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n);
+void mote__query_keep(mote_query *q, uint8_t *bytes);
 
 /* schema.c */
 int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop);

@@ -907,7 +907,7 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int check_q(mote_txn *t, mote_query *q)
+int mote__query_check(mote_txn *t, mote_query *q)
 {
     if (!t || !q)
         return mote__err(MOTE_INVALID, "transaction or query is NULL");
@@ -916,7 +916,6 @@ static int check_q(mote_txn *t, mote_query *q)
     return mote__entity_usable(q->e, t);
 }
 
-static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n);
 
 /* Resolve the relation conditions of q for this run: the ids of each
  * target query become an IN list (to-one) or a sorted set of sources. */
@@ -932,7 +931,7 @@ static int resolve_links(mote_txn *t, mote_query *q)
         uint64_t *target;
         sub->offset = sub->limit = 0;
         sub->norder = 0;
-        int rc = matching_ids(t, sub, &target, &ntarget);
+        int rc = mote__query_matches(t, sub, &target, &ntarget);
         sub->offset = off;
         sub->limit = lim;
         sub->norder = nord;
@@ -1001,7 +1000,7 @@ static int prepare_run(mote_txn *t, mote_query *q, plan *pl, uint64_t *off, int 
     *empty = 0;
     *off = q->offset;
     memset(pl, 0, sizeof *pl);
-    int rc = check_q(t, q);
+    int rc = mote__query_check(t, q);
     if (!rc)
         rc = resolve_links(t, q);
     if (!rc)
@@ -1031,7 +1030,7 @@ static int prepare_run(mote_txn *t, mote_query *q, plan *pl, uint64_t *off, int 
 }
 
 /* The matching ids after order, offset and limit. On error *ids is NULL. */
-static int matching_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
+int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
 {
     plan pl;
     uint64_t off;
@@ -1102,7 +1101,7 @@ int mote_query_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
         return mote__err(MOTE_INVALID, "mote_query_ids: NULL argument");
     *ids = NULL;
     *n = 0;
-    return matching_ids(t, q, ids, n);
+    return mote__query_matches(t, q, ids, n);
 }
 
 /* find without collecting ids: the plan's order is the output order */
@@ -1162,7 +1161,7 @@ int mote_query_find(mote_txn *t, mote_query *q, mote_record_fn fn, void *ctx)
         return rc;
     uint64_t *ids;
     size_t n;
-    rc = matching_ids(t, q, &ids, &n);
+    rc = mote__query_matches(t, q, &ids, &n);
     for (size_t i = 0; !rc && i < n; i++) {
         mote_record r;
         if (!(rc = mote_get(t, q->e, ids[i], &r)))
@@ -1232,7 +1231,7 @@ int mote_query_count(mote_txn *t, mote_query *q, uint64_t *count)
 {
     IMPLICIT(t, q ? q->e : NULL, 0, mote_query_count(t_, q, count));
     plan pl;
-    int rc = check_q(t, q);
+    int rc = mote__query_check(t, q);
     if (!rc && !count)
         rc = mote__err(MOTE_INVALID, "mote_query_count: count is NULL");
     if (!rc)
@@ -1274,208 +1273,11 @@ int mote_query_remove(mote_txn *t, mote_query *q, uint64_t *removed)
     size_t n;
     if (t && !t->write)
         return mote__err(MOTE_READONLY, "remove in a read-only transaction");
-    int rc = matching_ids(t, q, &ids, &n);
+    int rc = mote__query_matches(t, q, &ids, &n);
     if (rc)
         return rc;
     rc = mote__remove_ids(t, q->e, ids, n, removed);
     mote__free(ids);
-    return rc;
-}
-
-/* ---- aggregates -------------------------------------------------------------------- */
-
-typedef struct agg {
-    mote_query *q;
-    unsigned prop;
-    int type, op;
-    uint64_t n;
-    int have;
-    int64_t isum;
-    double fsum;
-    int overflow;
-    mote_value best;       /* MIN/MAX so far (variable bytes in q's buffer) */
-    uint8_t *keys;         /* COUNT_DISTINCT: encoded values */
-    size_t kbytes, kcap;
-    size_t *koff;
-    uint32_t *klen;
-    size_t nk, capk;
-} agg;
-
-static int agg_one(void *ctx, const mote_record *r)
-{
-    agg *a = ctx;
-    mote_value v;
-    int rc = mote_record_get(r, a->prop, &v, NULL);
-    if (rc || v.null)
-        return rc;
-    a->n++;
-    switch (a->op) {
-    case MOTE_AGG_MIN:
-    case MOTE_AGG_MAX: {
-        int c = a->have ? mote__value_cmp(a->type, &v, &a->best) : 0;
-        if (!a->have || (a->op == MOTE_AGG_MIN ? c < 0 : c > 0)) {
-            a->best = v;
-            if (type_is_var(a->type)) { /* keep the bytes: the record goes away */
-                uint8_t *b = mote__realloc(a->keys, v.v.s.n + 1);
-                if (!b)
-                    return mote__err(MOTE_NOMEM, "out of memory");
-                if (v.v.s.n)
-                    memcpy(b, v.v.s.p, v.v.s.n);
-                a->keys = b;
-                a->best.v.s.p = b;
-            }
-            a->have = 1;
-        }
-        break;
-    }
-    case MOTE_AGG_SUM:
-    case MOTE_AGG_AVG:
-        if (type_is_float(a->type)) {
-            a->fsum += v.v.f;
-        } else {
-            if (__builtin_add_overflow(a->isum, v.v.i, &a->isum))
-                a->overflow = 1;
-            a->fsum += (double)v.v.i;
-        }
-        a->have = 1;
-        break;
-    case MOTE_AGG_COUNT_DISTINCT: {
-        uint8_t k[IDX_MAX_VALUE + 16];
-        int cut;
-        size_t l = mote__index_enc(a->type, &v, k, &cut);
-        if (cut && type_is_var(a->type)) { /* long values: compare them whole */
-            l = v.v.s.n;
-        }
-        if (a->nk == a->capk) {
-            size_t n = a->capk ? a->capk * 2 : 64;
-            size_t *ko = mote__realloc(a->koff, n * sizeof *ko);
-            if (ko)
-                a->koff = ko;
-            uint32_t *kl = ko ? mote__realloc(a->klen, n * sizeof *kl) : NULL;
-            if (!kl)
-                return mote__err(MOTE_NOMEM, "out of memory");
-            a->klen = kl;
-            a->capk = n;
-        }
-        if ((rc = mote__grow(&a->keys, &a->kcap, a->kbytes + l)))
-            return rc;
-        memcpy(a->keys + a->kbytes, cut && type_is_var(a->type) ? v.v.s.p : k, l);
-        a->koff[a->nk] = a->kbytes;
-        a->klen[a->nk++] = (uint32_t)l;
-        a->kbytes += l;
-        break;
-    }
-    default:
-        break;
-    }
-    return MOTE_OK;
-}
-
-static agg *dist_ctx;
-
-static int cmp_dist(const void *x, const void *y)
-{
-    size_t i = *(const size_t *)x, j = *(const size_t *)y;
-    size_t li = dist_ctx->klen[i], lj = dist_ctx->klen[j], m = li < lj ? li : lj;
-    int r = memcmp(dist_ctx->keys + dist_ctx->koff[i], dist_ctx->keys + dist_ctx->koff[j], m);
-    return r ? r : (li > lj) - (li < lj);
-}
-
-int mote_query_aggregate(mote_txn *t, mote_query *q, unsigned prop, int op, mote_value *out,
-                         uint64_t *n)
-{
-    IMPLICIT(t, q ? q->e : NULL, 0, mote_query_aggregate(t_, q, prop, op, out, n));
-    int rc = check_q(t, q);
-    if (!rc && (!out || prop >= q->e->nprops || op < MOTE_AGG_MIN ||
-                op > MOTE_AGG_COUNT_DISTINCT))
-        rc = mote__err(MOTE_INVALID, "mote_query_aggregate: bad argument");
-    if (rc)
-        return rc;
-    int type = q->e->props[prop].type;
-    if ((op == MOTE_AGG_SUM || op == MOTE_AGG_AVG) &&
-        (type_is_var(type) || type == MOTE_T_BOOL))
-        return mote__err(MOTE_TYPE, "%s.%s: sum and average need a numeric property",
-                         q->e->name, q->e->props[prop].name);
-    if ((op == MOTE_AGG_MIN || op == MOTE_AGG_MAX) && !type_indexable(type))
-        return mote__err(MOTE_TYPE, "%s.%s: %s values have no order", q->e->name,
-                         q->e->props[prop].name, mote__type_name(type));
-    agg a;
-    memset(&a, 0, sizeof a);
-    a.q = q;
-    a.prop = prop;
-    a.type = type;
-    a.op = op;
-    /* the matches in order, with offset and limit, then their records */
-    uint64_t *ids;
-    size_t nids;
-    rc = matching_ids(t, q, &ids, &nids);
-    for (size_t i = 0; !rc && i < nids; i++) {
-        mote_record r;
-        if (!(rc = mote_get(t, q->e, ids[i], &r)))
-            rc = agg_one(&a, &r);
-    }
-    mote__free(ids);
-    memset(out, 0, sizeof *out);
-    if (!rc) {
-        switch (op) {
-        case MOTE_AGG_MIN:
-        case MOTE_AGG_MAX:
-            if (a.have) {
-                *out = a.best;
-                if (type_is_var(type)) { /* hand the bytes to the query */
-                    mote__free(q->agg_buf);
-                    q->agg_buf = a.keys;
-                    a.keys = NULL;
-                    out->v.s.p = q->agg_buf;
-                }
-            } else {
-                out->null = 1;
-            }
-            break;
-        case MOTE_AGG_SUM:
-            if (a.overflow && !type_is_float(type))
-                rc = mote__err(MOTE_RANGE, "%s.%s: the sum overflows int64", q->e->name,
-                               q->e->props[prop].name);
-            out->null = !a.have;
-            if (type_is_float(type))
-                out->v.f = a.fsum;
-            else
-                out->v.i = a.isum;
-            break;
-        case MOTE_AGG_AVG:
-            out->null = !a.have;
-            out->v.f = a.n ? a.fsum / (double)a.n : 0;
-            break;
-        case MOTE_AGG_COUNT:
-            out->v.i = (int64_t)a.n;
-            break;
-        case MOTE_AGG_COUNT_DISTINCT: {
-            size_t *perm = a.nk ? mote__malloc(a.nk * sizeof *perm) : NULL;
-            uint64_t d = 0;
-            if (a.nk && !perm) {
-                rc = mote__err(MOTE_NOMEM, "out of memory");
-                break;
-            }
-            for (size_t i = 0; i < a.nk; i++)
-                perm[i] = i;
-            pthread_mutex_lock(&sort_mu);
-            dist_ctx = &a;
-            if (a.nk > 1)
-                qsort(perm, a.nk, sizeof *perm, cmp_dist);
-            for (size_t i = 0; i < a.nk; i++)
-                d += i == 0 || cmp_dist(&perm[i - 1], &perm[i]) != 0;
-            pthread_mutex_unlock(&sort_mu);
-            mote__free(perm);
-            out->v.i = (int64_t)d;
-            break;
-        }
-        }
-    }
-    if (n)
-        *n = a.n;
-    mote__free(a.keys);
-    mote__free(a.koff);
-    mote__free(a.klen);
     return rc;
 }
 
@@ -1484,4 +1286,10 @@ mote_entity *mote__query_entity(const mote_query *q) { return q->e; }
 int mote__query_unbounded(const mote_query *q)
 {
     return q->root < 0 && !q->offset && !q->limit;
+}
+
+void mote__query_keep(mote_query *q, uint8_t *bytes)
+{
+    mote__free(q->agg_buf);
+    q->agg_buf = bytes;
 }

@@ -20,7 +20,7 @@ LAYERS = [
     ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c"]),
     ("btree", ["btree.h", "btree.c", "cursor.c"]),
     ("kv", ["kv.h", "kv.c"]),
-    ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "group.c",
+    ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "aggregate.c",
                 "relation.c"]),
     ("top", ["check.h", "check.c", "store.c"]),
 ]

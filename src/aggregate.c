@@ -1,22 +1,226 @@
 /*
- * group.c — counts per value of one property over a query's matches
- * (mote_query_group_count), e.g. notes per topic.
+ * aggregate.c — what a query computes over its matches instead of listing
+ * them: min, max, sum, average, count and count distinct of one property
+ * (mote_query_aggregate), and counts per value (mote_query_group_count).
  *
- * Two ways, the same answer. A query without conditions, offset or limit on
- * an indexed property walks that index once: its keys are in value order, a
- * run of keys with one encoded value is one group, and the value itself is
- * read from the record of the run's first object (one read per group, not
- * per object). Anything else takes the query's matches, reads the property
- * of each, sorts the values and counts the runs. A string too long for its
- * index key (cut after IDX_MAX_VALUE bytes) could put two values in one run,
- * so meeting one sends the index walk back to the general way.
+ * Aggregates read the property of every match (NULLs ignored); sums of
+ * integers are exact int64 (overflow reported); count distinct sorts the
+ * values' index encodings (a value too long for its key, whole).
  *
- * Groups come in value order (NULL first; floats as in queries, NaN last);
- * a NULL in a property that is not nullable (see mote_record_get) is a NULL.
+ * Counts per value, two ways, the same answer. A query without conditions,
+ * offset or limit on an indexed property walks that index once: its keys are
+ * in value order, a run of keys with one encoded value is one group, and the
+ * value itself is read from the record of the run's first object (one read
+ * per group, not per object). Anything else takes the query's matches, reads
+ * the property of each, sorts the values and counts the runs. A string too
+ * long for its index key (cut after IDX_MAX_VALUE bytes) could put two values
+ * in one run, so meeting one sends the index walk back to the general way.
+ * Groups come in value order (NULL first; floats as in queries, NaN last); a
+ * NULL in a property that is not nullable (see mote_record_get) is a NULL.
  */
 #include <stdlib.h>
 
 #include "object.h"
+
+/* ---- aggregates -------------------------------------------------------------------- */
+
+typedef struct agg {
+    mote_query *q;
+    unsigned prop;
+    int type, op;
+    uint64_t n;
+    int have;
+    int64_t isum;
+    double fsum;
+    int overflow;
+    mote_value best;       /* MIN/MAX so far (variable bytes in q's buffer) */
+    uint8_t *keys;         /* COUNT_DISTINCT: encoded values */
+    size_t kbytes, kcap;
+    size_t *koff;
+    uint32_t *klen;
+    size_t nk, capk;
+} agg;
+
+static int agg_one(void *ctx, const mote_record *r)
+{
+    agg *a = ctx;
+    mote_value v;
+    int rc = mote_record_get(r, a->prop, &v, NULL);
+    if (rc || v.null)
+        return rc;
+    a->n++;
+    switch (a->op) {
+    case MOTE_AGG_MIN:
+    case MOTE_AGG_MAX: {
+        int c = a->have ? mote__value_cmp(a->type, &v, &a->best) : 0;
+        if (!a->have || (a->op == MOTE_AGG_MIN ? c < 0 : c > 0)) {
+            a->best = v;
+            if (type_is_var(a->type)) { /* keep the bytes: the record goes away */
+                uint8_t *b = mote__realloc(a->keys, v.v.s.n + 1);
+                if (!b)
+                    return mote__err(MOTE_NOMEM, "out of memory");
+                if (v.v.s.n)
+                    memcpy(b, v.v.s.p, v.v.s.n);
+                a->keys = b;
+                a->best.v.s.p = b;
+            }
+            a->have = 1;
+        }
+        break;
+    }
+    case MOTE_AGG_SUM:
+    case MOTE_AGG_AVG:
+        if (type_is_float(a->type)) {
+            a->fsum += v.v.f;
+        } else {
+            if (__builtin_add_overflow(a->isum, v.v.i, &a->isum))
+                a->overflow = 1;
+            a->fsum += (double)v.v.i;
+        }
+        a->have = 1;
+        break;
+    case MOTE_AGG_COUNT_DISTINCT: {
+        uint8_t k[IDX_MAX_VALUE + 16];
+        int cut;
+        size_t l = mote__index_enc(a->type, &v, k, &cut);
+        if (cut && type_is_var(a->type)) { /* long values: compare them whole */
+            l = v.v.s.n;
+        }
+        if (a->nk == a->capk) {
+            size_t n = a->capk ? a->capk * 2 : 64;
+            size_t *ko = mote__realloc(a->koff, n * sizeof *ko);
+            if (ko)
+                a->koff = ko;
+            uint32_t *kl = ko ? mote__realloc(a->klen, n * sizeof *kl) : NULL;
+            if (!kl)
+                return mote__err(MOTE_NOMEM, "out of memory");
+            a->klen = kl;
+            a->capk = n;
+        }
+        if ((rc = mote__grow(&a->keys, &a->kcap, a->kbytes + l)))
+            return rc;
+        memcpy(a->keys + a->kbytes, cut && type_is_var(a->type) ? v.v.s.p : k, l);
+        a->koff[a->nk] = a->kbytes;
+        a->klen[a->nk++] = (uint32_t)l;
+        a->kbytes += l;
+        break;
+    }
+    default:
+        break;
+    }
+    return MOTE_OK;
+}
+
+static pthread_mutex_t dist_mu = PTHREAD_MUTEX_INITIALIZER; /* qsort has no context */
+static agg *dist_ctx;
+
+static int cmp_dist(const void *x, const void *y)
+{
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    size_t li = dist_ctx->klen[i], lj = dist_ctx->klen[j], m = li < lj ? li : lj;
+    int r = memcmp(dist_ctx->keys + dist_ctx->koff[i], dist_ctx->keys + dist_ctx->koff[j], m);
+    return r ? r : (li > lj) - (li < lj);
+}
+
+int mote_query_aggregate(mote_txn *t, mote_query *q, unsigned prop, int op, mote_value *out,
+                         uint64_t *n)
+{
+    mote_entity *e = q ? mote__query_entity(q) : NULL;
+    IMPLICIT(t, e, 0, mote_query_aggregate(t_, q, prop, op, out, n));
+    int rc = mote__query_check(t, q);
+    if (!rc && (!out || prop >= e->nprops || op < MOTE_AGG_MIN ||
+                op > MOTE_AGG_COUNT_DISTINCT))
+        rc = mote__err(MOTE_INVALID, "mote_query_aggregate: bad argument");
+    if (rc)
+        return rc;
+    int type = e->props[prop].type;
+    if ((op == MOTE_AGG_SUM || op == MOTE_AGG_AVG) &&
+        (type_is_var(type) || type == MOTE_T_BOOL))
+        return mote__err(MOTE_TYPE, "%s.%s: sum and average need a numeric property",
+                         e->name, e->props[prop].name);
+    if ((op == MOTE_AGG_MIN || op == MOTE_AGG_MAX) && !type_indexable(type))
+        return mote__err(MOTE_TYPE, "%s.%s: %s values have no order", e->name,
+                         e->props[prop].name, mote__type_name(type));
+    agg a;
+    memset(&a, 0, sizeof a);
+    a.q = q;
+    a.prop = prop;
+    a.type = type;
+    a.op = op;
+    /* the matches in order, with offset and limit, then their records */
+    uint64_t *ids;
+    size_t nids;
+    rc = mote__query_matches(t, q, &ids, &nids);
+    for (size_t i = 0; !rc && i < nids; i++) {
+        mote_record r;
+        if (!(rc = mote_get(t, e, ids[i], &r)))
+            rc = agg_one(&a, &r);
+    }
+    mote__free(ids);
+    memset(out, 0, sizeof *out);
+    if (!rc) {
+        switch (op) {
+        case MOTE_AGG_MIN:
+        case MOTE_AGG_MAX:
+            if (a.have) {
+                *out = a.best;
+                if (type_is_var(type)) { /* hand the bytes to the query */
+                    mote__query_keep(q, a.keys);
+                    out->v.s.p = a.keys;
+                    a.keys = NULL;
+                }
+            } else {
+                out->null = 1;
+            }
+            break;
+        case MOTE_AGG_SUM:
+            if (a.overflow && !type_is_float(type))
+                rc = mote__err(MOTE_RANGE, "%s.%s: the sum overflows int64", e->name,
+                               e->props[prop].name);
+            out->null = !a.have;
+            if (type_is_float(type))
+                out->v.f = a.fsum;
+            else
+                out->v.i = a.isum;
+            break;
+        case MOTE_AGG_AVG:
+            out->null = !a.have;
+            out->v.f = a.n ? a.fsum / (double)a.n : 0;
+            break;
+        case MOTE_AGG_COUNT:
+            out->v.i = (int64_t)a.n;
+            break;
+        case MOTE_AGG_COUNT_DISTINCT: {
+            size_t *perm = a.nk ? mote__malloc(a.nk * sizeof *perm) : NULL;
+            uint64_t d = 0;
+            if (a.nk && !perm) {
+                rc = mote__err(MOTE_NOMEM, "out of memory");
+                break;
+            }
+            for (size_t i = 0; i < a.nk; i++)
+                perm[i] = i;
+            pthread_mutex_lock(&dist_mu);
+            dist_ctx = &a;
+            if (a.nk > 1)
+                qsort(perm, a.nk, sizeof *perm, cmp_dist);
+            for (size_t i = 0; i < a.nk; i++)
+                d += i == 0 || cmp_dist(&perm[i - 1], &perm[i]) != 0;
+            pthread_mutex_unlock(&dist_mu);
+            mote__free(perm);
+            out->v.i = (int64_t)d;
+            break;
+        }
+        }
+    }
+    if (n)
+        *n = a.n;
+    mote__free(a.keys);
+    mote__free(a.koff);
+    mote__free(a.klen);
+    return rc;
+}
+
+/* ---- counts per value ------------------------------------------------------------ */
 
 #define GROUP_CUT 2 /* the index walk met a cut string: go the general way */
 

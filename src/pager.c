@@ -492,85 +492,42 @@ static uint32_t growth_target(const mote_store *s, uint32_t npages)
     return target > mx ? mx : (uint32_t)target;
 }
 
-int mote__txn_commit(mote_txn *t)
+/* One fdatasync; a failure poisons the store (the caller's fail path). */
+static int sync_data(mote_store *s)
+{
+    int r = s->io->fdatasync(s->io->ctx, s->fd);
+    return r ? mote__ioerr(r, "sync", s->path) : MOTE_OK;
+}
+
+/* A write or sync of the commit failed: no sync is retried, the handle is
+ * unusable until reopened. Returns MOTE_POISONED (the OS cause stays). */
+static int poison(mote_store *s, int rc)
+{
+    pthread_mutex_lock(&s->mu);
+    s->poisoned = 1;
+    pthread_mutex_unlock(&s->mu);
+    if (rc == MOTE_IO || rc == MOTE_NOSPACE) {
+        char cause[256];
+        snprintf(cause, sizeof cause, "%s", mote_errmsg(s));
+        mote__oserr(MOTE_POISONED, mote_last_oserror(NULL), s->path, "%s; the store "
+                    "is unusable until reopened (the commit may or may not be durable)",
+                    cause);
+    }
+    return MOTE_POISONED;
+}
+
+/* The commit is durable: its slot becomes the store's latest commit, its
+ * pages move into the cache, the pages it freed become pending until no
+ * snapshot older than it lives. Frees t. */
+static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index)
 {
     mote_store *s = t->s;
-    mote__txn_release_held(t);
-    if (!t->write || !t->changed) {
-        mote__txn_abort(t);
-        return MOTE_OK;
-    }
-    uint8_t *slot = t->root->data;
-    mpage *bmp_pages[SLOT_MAX_BMP] = {0};
-    mpage **pages = NULL;
-    int rc = MOTE_OK, poison = 0;
-
-    uint32_t low = mote__place_pages(t);
-    finalize(t, slot + SLOT_ROOT_OFF, root_cap(s));
-    rc = write_bitmap(t, bmp_pages);
-    if (rc)
-        goto fail;
-    if (low < t->hint)
-        t->hint = low;
-    int index = 1 - s->base_slot;
-    mote__slot_init(slot, s->P, index, SLOT_KIND_COMMIT, t->txnid);
-    wr32(slot + 32, t->npages);
-    wr32(slot + 36, t->next_tree);
-    mote__slot_seal(slot, s->P);
-
-    pages = mote__malloc((t->ndirty + 1) * sizeof *pages);
-    if (!pages) {
-        rc = mote__err(MOTE_NOMEM, "out of memory committing");
-        goto fail;
-    }
-    uint32_t npg = 0;
-    for (uint32_t i = 0; t->dhash && i <= t->dmask; i++)
-        for (mpage *p = t->dhash[i]; p; p = p->hnext)
-            pages[npg++] = p;
-    qsort(pages, npg, sizeof *pages, cmp_page);
-
-    if (s->need_sync) { /* make the base durable before building on it */
-        int r = s->io->fdatasync(s->io->ctx, s->fd);
-        if (r) {
-            rc = mote__ioerr(r, "sync", s->path);
-            poison = 1;
-            goto fail;
-        }
-        s->need_sync = 0;
-    }
-    uint32_t target = growth_target(s, t->npages);
-    rc = write_pages(t, pages, npg, target);
-    if (rc)
-        goto fail;
-    uint64_t slot_end = (uint64_t)(index + 1) << s->page_shift;
-    ssize_t w = s->io->pwrite(s->io->ctx, s->fd, slot, s->P, (uint64_t)index << s->page_shift);
-    if (w != (ssize_t)s->P) {
-        rc = mote__ioerr(w < 0 ? (int)w : -EIO, "write of the root slot", s->path);
-        poison = 1;
-        goto fail;
-    }
-    if (!(s->flags & MOTE_NOSYNC)) {
-        int r = s->io->fdatasync(s->io->ctx, s->fd);
-        if (r) {
-            rc = mote__ioerr(r, "sync", s->path);
-            poison = 1;
-            goto fail;
-        }
-    }
-    uint64_t fb = (uint64_t)target << s->page_shift;
-    if (fb < slot_end)
-        fb = slot_end;
-    if (fb > s->file_bytes)
-        s->file_bytes = fb;
-
-    /* publish */
     for (size_t i = 0; i < t->nfreed; i++) {
         if (s->npend == s->cap_pend) {
             size_t n = s->cap_pend ? s->cap_pend * 2 : 64;
             pending *pv = mote__realloc(s->pendv, n * sizeof *pv);
-            if (!pv) { /* cannot track: keep the page out of use for good */
+            if (!pv) /* cannot track: keep the page out of use for good */
                 continue;
-            }
             s->pendv = pv;
             s->cap_pend = n;
         }
@@ -605,25 +562,78 @@ int mote__txn_commit(mote_txn *t)
     t->ndirty = 0;
     mote__cache_evict(s);
     pthread_mutex_unlock(&s->mu);
-    mote__free(pages);
     txn_free(t);
+}
+
+int mote__txn_commit(mote_txn *t)
+{
+    mote_store *s = t->s;
+    mote__txn_release_held(t);
+    if (!t->write || !t->changed) {
+        mote__txn_abort(t);
+        return MOTE_OK;
+    }
+    uint8_t *slot = t->root->data;
+    mpage *bmp_pages[SLOT_MAX_BMP] = {0};
+    mpage **pages = NULL;
+    int rc = MOTE_OK, poisons = 0;
+
+    uint32_t low = mote__place_pages(t);
+    finalize(t, slot + SLOT_ROOT_OFF, root_cap(s));
+    rc = write_bitmap(t, bmp_pages);
+    if (rc)
+        goto fail;
+    if (low < t->hint)
+        t->hint = low;
+    int index = 1 - s->base_slot;
+    mote__slot_init(slot, s->P, index, SLOT_KIND_COMMIT, t->txnid);
+    wr32(slot + 32, t->npages);
+    wr32(slot + 36, t->next_tree);
+    mote__slot_seal(slot, s->P);
+
+    pages = mote__malloc((t->ndirty + 1) * sizeof *pages);
+    if (!pages) {
+        rc = mote__err(MOTE_NOMEM, "out of memory committing");
+        goto fail;
+    }
+    uint32_t npg = 0;
+    for (uint32_t i = 0; t->dhash && i <= t->dmask; i++)
+        for (mpage *p = t->dhash[i]; p; p = p->hnext)
+            pages[npg++] = p;
+    qsort(pages, npg, sizeof *pages, cmp_page);
+
+    if (s->need_sync) { /* make the base durable before building on it */
+        poisons = 1;
+        if ((rc = sync_data(s)))
+            goto fail;
+        poisons = 0;
+        s->need_sync = 0;
+    }
+    uint32_t target = growth_target(s, t->npages);
+    if ((rc = write_pages(t, pages, npg, target)))
+        goto fail;
+    poisons = 1; /* from the slot on, a failure may have reached the disk */
+    uint64_t slot_end = (uint64_t)(index + 1) << s->page_shift;
+    ssize_t w = s->io->pwrite(s->io->ctx, s->fd, slot, s->P, (uint64_t)index << s->page_shift);
+    if (w != (ssize_t)s->P) {
+        rc = mote__ioerr(w < 0 ? (int)w : -EIO, "write of the root slot", s->path);
+        goto fail;
+    }
+    if (!(s->flags & MOTE_NOSYNC) && (rc = sync_data(s)))
+        goto fail;
+    uint64_t fb = (uint64_t)target << s->page_shift;
+    if (fb < slot_end)
+        fb = slot_end;
+    if (fb > s->file_bytes)
+        s->file_bytes = fb;
+    publish(t, pages, npg, index);
+    mote__free(pages);
     return MOTE_OK;
 
 fail:
     mote__free(pages);
-    if (poison) {
-        pthread_mutex_lock(&s->mu);
-        s->poisoned = 1;
-        pthread_mutex_unlock(&s->mu);
-        if (rc == MOTE_IO || rc == MOTE_NOSPACE) { /* the OS cause stays */
-            char cause[256];
-            snprintf(cause, sizeof cause, "%s", mote_errmsg(s));
-            mote__oserr(MOTE_POISONED, mote_last_oserror(NULL), s->path, "%s; the store "
-                        "is unusable until reopened (the commit may or may not be "
-                        "durable)", cause);
-        }
-        rc = MOTE_POISONED;
-    }
+    if (poisons)
+        rc = poison(s, rc);
     mote__txn_abort(t);
     return rc;
 }

@@ -763,6 +763,169 @@ static void exc_message(PyObject **msg)
     PyErr_Clear();
 }
 
+/* ---- values: Python -> mote_value, one function a kind ------------------------ */
+
+/* A to-one relation given as an object of its target entity: its id. */
+static int toone_obj(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out)
+{
+    EntityInfo *ti = info_of_type(Py_TYPE(v));
+    if (!ti)
+        return wrong_type(ent, f, v);
+    if (PyUnicode_Compare(ti->name, f->target) != 0) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: expected a %U object (or its id), got a %U "
+                     "object", ent, f->cname, f->target, ti->name);
+        return -1;
+    }
+    PyObject *idv = SLOT(v, ti->id_off);
+    unsigned long long x = idv && PyLong_Check(idv) ? PyLong_AsUnsignedLongLong(idv) : 0;
+    if (x == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (!x) {
+        PyErr_Format(PyExc_ValueError, "%s.%s: the %U object has no id yet: put it first",
+                     ent, f->cname, f->target);
+        return -1;
+    }
+    out->v.i = (int64_t)x;
+    return 0;
+}
+
+/* A to-one relation given as an id (0: none). */
+static int toone_id(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out)
+{
+    if (PyBool_Check(v))
+        return wrong_type(ent, f, v);
+    unsigned long long x = PyLong_AsUnsignedLongLong(v);
+    if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return out_of_range(ent, f, v);
+    }
+    out->null = x == 0;
+    out->v.i = (int64_t)x;
+    return 0;
+}
+
+static int int_of(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out, int put)
+{
+    if (PyLong_Check(v)) {
+        Py_INCREF(v);
+    } else if (!PyFloat_Check(v) && PyIndex_Check(v)) {
+        if (!(v = PyNumber_Index(v)))
+            return -1;
+    } else {
+        return wrong_type(ent, f, v);
+    }
+    int ov, rc = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &ov);
+    if (x == -1 && PyErr_Occurred())
+        rc = -1;
+    else if (ov || (put && (x < f->imin || x > f->imax)))
+        rc = out_of_range(ent, f, v);
+    Py_DECREF(v);
+    out->v.i = x;
+    return rc;
+}
+
+static int float_of(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out, int put)
+{
+    double d;
+    if (PyFloat_Check(v)) {
+        d = PyFloat_AS_DOUBLE(v);
+    } else if (PyLong_Check(v)) {
+        d = PyLong_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return out_of_range(ent, f, v);
+        }
+    } else if (!PyUnicode_Check(v) && !PyBytes_Check(v) && Py_TYPE(v)->tp_as_number &&
+               Py_TYPE(v)->tp_as_number->nb_float) {
+        d = PyFloat_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred())
+            return -1;
+    } else {
+        return wrong_type(ent, f, v);
+    }
+    if (put && f->mtype == MOTE_T_FLOAT32 && isfinite(d) && fabs(d) > FLT_MAX)
+        return out_of_range(ent, f, v);
+    out->v.f = d;
+    return 0;
+}
+
+/* out points at bytes that obj owns: obj (a new reference) goes to keep. */
+static int keep_bytes(PyObject *obj, const char *p, Py_ssize_t n, mote_value *out,
+                      PyObject **keep, Py_ssize_t *nk)
+{
+    keep[(*nk)++] = obj;
+    out->v.s.p = p;
+    out->v.s.n = (size_t)n;
+    return 0;
+}
+
+/* A str's UTF-8 (tmp: a new reference to the str, kept). */
+static int text_of(const char *ent, const FieldInfo *f, PyObject *tmp, mote_value *out,
+                   PyObject **keep, Py_ssize_t *nk)
+{
+    if (!tmp)
+        return -1;
+    Py_ssize_t n;
+    const char *p = PyUnicode_AsUTF8AndSize(tmp, &n);
+    if (!p) {
+        Py_DECREF(tmp);
+        return not_utf8(ent, f);
+    }
+    return keep_bytes(tmp, p, n, out, keep, nk);
+}
+
+static int bytes_of(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
+                    PyObject **keep, Py_ssize_t *nk)
+{
+    PyObject *tmp;
+    if (PyBytes_Check(v))
+        tmp = Py_NewRef(v);
+    else if (PyByteArray_Check(v) || PyMemoryView_Check(v))
+        tmp = PyBytes_FromObject(v);
+    else
+        return wrong_type(ent, f, v);
+    if (!tmp)
+        return -1;
+    return keep_bytes(tmp, PyBytes_AS_STRING(tmp), PyBytes_GET_SIZE(tmp), out, keep, nk);
+}
+
+static int decimal_of(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
+                      PyObject **keep, Py_ssize_t *nk)
+{
+    int ok = PyLong_Check(v) && !PyBool_Check(v);
+    if (!ok && (ok = PyObject_IsInstance(v, g_Decimal)) < 0)
+        return -1;
+    if (!ok)
+        return wrong_type(ent, f, v);
+    return text_of(ent, f, PyObject_Str(v), out, keep, nk);
+}
+
+/* dict / list: the C JSON writer's UTF-8 bytes, or json's encoder's str for
+ * what it does not cover. */
+static int json_of(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
+                   PyObject **keep, Py_ssize_t *nk)
+{
+    if (f->kind == K_DICT ? !PyDict_Check(v) : !PyList_Check(v))
+        return wrong_type(ent, f, v);
+    PyObject *tmp = json_text(v);
+    if (tmp && PyBytes_Check(tmp))
+        return keep_bytes(tmp, PyBytes_AS_STRING(tmp), PyBytes_GET_SIZE(tmp), out, keep, nk);
+    if (!tmp) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError) &&
+            !PyErr_ExceptionMatches(PyExc_ValueError) &&
+            !PyErr_ExceptionMatches(PyExc_RecursionError)) /* circular */
+            return -1;
+        PyObject *why = NULL;
+        exc_message(&why);
+        PyErr_Format(PyExc_ValueError, "%s.%s: value is not JSON serialisable: %S", ent,
+                     f->cname, why ? why : Py_None);
+        Py_XDECREF(why);
+        return -1;
+    }
+    return text_of(ent, f, tmp, out, keep, nk);
+}
+
 /*
  * Convert v, the value of field f, into *out. Every object whose memory *out
  * points into is stored, as a new reference, in keep[(*nk)++] (at most one per
@@ -770,34 +933,15 @@ static void exc_message(PyObject **msg)
  * query values pass 0 and only need to fit int64 / float64.
  */
 int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
-                    PyObject **keep, Py_ssize_t *nk, int put)
+             PyObject **keep, Py_ssize_t *nk, int put)
 {
     if (f->kind == K_TOMANY) { /* links are written by g_after_put */
         out->null = 1;
         return 0;
     }
-    if (f->kind == K_TOONE && v != Py_None && !PyLong_Check(v)) {
-        EntityInfo *ti = info_of_type(Py_TYPE(v));
-        if (!ti)
-            return wrong_type(ent, f, v);
-        if (PyUnicode_Compare(ti->name, f->target) != 0) {
-            PyErr_Format(PyExc_TypeError, "%s.%s: expected a %U object (or its id), got a %U "
-                         "object", ent, f->cname, f->target, ti->name);
-            return -1;
-        }
-        PyObject *idv = SLOT(v, ti->id_off);
-        unsigned long long x = idv && PyLong_Check(idv) ? PyLong_AsUnsignedLongLong(idv) : 0;
-        if (x == (unsigned long long)-1 && PyErr_Occurred())
-            return -1;
-        if (!x) {
-            PyErr_Format(PyExc_ValueError, "%s.%s: the %U object has no id yet: put it first",
-                         ent, f->cname, f->target);
-            return -1;
-        }
-        out->null = 0;
-        out->v.i = (int64_t)x;
-        return 0;
-    }
+    out->null = 0;
+    if (f->kind == K_TOONE && v != Py_None && !PyLong_Check(v))
+        return toone_obj(ent, f, v, out);
     if (v == Py_None) {
         if (f->flags & MOTE_P_NULLABLE) {
             out->null = 1;
@@ -807,95 +951,29 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
                      "'%s | None' to allow it)", ent, f->cname, kind_expect[f->kind]);
         return -1;
     }
-    out->null = 0;
-    const char *p;
-    Py_ssize_t n;
-    PyObject *tmp;
     switch (f->kind) {
     case K_BOOL:
-        if (v == Py_True)
-            out->v.i = 1;
-        else if (v == Py_False)
-            out->v.i = 0;
-        else
+        if (v != Py_True && v != Py_False)
             return wrong_type(ent, f, v);
+        out->v.i = v == Py_True;
         return 0;
-    case K_INT: {
-        if (PyLong_Check(v)) {
-            Py_INCREF(v);
-        } else if (!PyFloat_Check(v) && PyIndex_Check(v)) {
-            if (!(v = PyNumber_Index(v)))
-                return -1;
-        } else {
-            return wrong_type(ent, f, v);
-        }
-        int ov, rc = 0;
-        long long x = PyLong_AsLongLongAndOverflow(v, &ov);
-        if (x == -1 && PyErr_Occurred())
-            rc = -1;
-        else if (ov || (put && (x < f->imin || x > f->imax)))
-            rc = out_of_range(ent, f, v);
-        Py_DECREF(v);
-        out->v.i = x;
-        return rc;
-    }
-    case K_TOONE: {
-        if (PyBool_Check(v))
-            return wrong_type(ent, f, v);
-        unsigned long long x = PyLong_AsUnsignedLongLong(v);
-        if (x == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return out_of_range(ent, f, v);
-        }
-        out->null = x == 0;
-        out->v.i = (int64_t)x;
-        return 0;
-    }
-    case K_FLOAT: {
-        double d;
-        if (PyFloat_Check(v)) {
-            d = PyFloat_AS_DOUBLE(v);
-        } else if (PyLong_Check(v)) {
-            d = PyLong_AsDouble(v);
-            if (d == -1.0 && PyErr_Occurred()) {
-                PyErr_Clear();
-                return out_of_range(ent, f, v);
-            }
-        } else if (!PyUnicode_Check(v) && !PyBytes_Check(v) && Py_TYPE(v)->tp_as_number &&
-                   Py_TYPE(v)->tp_as_number->nb_float) {
-            d = PyFloat_AsDouble(v);
-            if (d == -1.0 && PyErr_Occurred())
-                return -1;
-        } else {
-            return wrong_type(ent, f, v);
-        }
-        if (put && f->mtype == MOTE_T_FLOAT32 && isfinite(d) && fabs(d) > FLT_MAX)
-            return out_of_range(ent, f, v);
-        out->v.f = d;
-        return 0;
-    }
-    case K_STR:
+    case K_INT:
+        return int_of(ent, f, v, out, put);
+    case K_TOONE:
+        return toone_id(ent, f, v, out);
+    case K_FLOAT:
+        return float_of(ent, f, v, out, put);
+    case K_STR: {
         if (!PyUnicode_Check(v))
             return wrong_type(ent, f, v);
-        if (!(p = PyUnicode_AsUTF8AndSize(v, &n)))
+        Py_ssize_t n;
+        const char *p = PyUnicode_AsUTF8AndSize(v, &n);
+        if (!p)
             return not_utf8(ent, f);
-        keep[(*nk)++] = Py_NewRef(v);
-        out->v.s.p = p;
-        out->v.s.n = (size_t)n;
-        return 0;
+        return keep_bytes(Py_NewRef(v), p, n, out, keep, nk);
+    }
     case K_BYTES:
-        if (PyBytes_Check(v))
-            tmp = Py_NewRef(v);
-        else if (PyByteArray_Check(v) || PyMemoryView_Check(v))
-            tmp = PyBytes_FromObject(v);
-        else
-            return wrong_type(ent, f, v);
-        if (!tmp)
-            return -1;
-        keep[(*nk)++] = tmp;
-        out->v.s.p = PyBytes_AS_STRING(tmp);
-        out->v.s.n = (size_t)PyBytes_GET_SIZE(tmp);
-        return 0;
+        return bytes_of(ent, f, v, out, keep, nk);
     case K_DATETIME:
         if (!PyDateTime_Check(v))
             return wrong_type(ent, f, v);
@@ -906,64 +984,21 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
         out->v.i = days_from_civil(PyDateTime_GET_YEAR(v), (unsigned)PyDateTime_GET_MONTH(v),
                                    (unsigned)PyDateTime_GET_DAY(v));
         return 0;
-    case K_DECIMAL: {
-        int ok = PyLong_Check(v) && !PyBool_Check(v);
-        if (!ok) {
-            ok = PyObject_IsInstance(v, g_Decimal);
-            if (ok < 0)
-                return -1;
-        }
-        if (!ok)
-            return wrong_type(ent, f, v);
-        tmp = PyObject_Str(v);
-        goto text;
-    }
+    case K_DECIMAL:
+        return decimal_of(ent, f, v, out, keep, nk);
     case K_DICT:
     case K_LIST:
-        if (f->kind == K_DICT ? !PyDict_Check(v) : !PyList_Check(v))
-            return wrong_type(ent, f, v);
-        tmp = json_text(v);
-        if (tmp && PyBytes_Check(tmp)) {
-            keep[(*nk)++] = tmp;
-            out->v.s.p = PyBytes_AS_STRING(tmp);
-            out->v.s.n = (size_t)PyBytes_GET_SIZE(tmp);
-            return 0;
-        }
-        if (!tmp) {
-            if (!PyErr_ExceptionMatches(PyExc_TypeError) &&
-                !PyErr_ExceptionMatches(PyExc_ValueError) &&
-                !PyErr_ExceptionMatches(PyExc_RecursionError)) /* circular */
-                return -1;
-            PyObject *why = NULL;
-            exc_message(&why);
-            PyErr_Format(PyExc_ValueError, "%s.%s: value is not JSON serialisable: %S", ent,
-                         f->cname, why ? why : Py_None);
-            Py_XDECREF(why);
+        return json_of(ent, f, v, out, keep, nk);
+    case K_VECTOR: {
+        PyObject *tmp = vector_bytes(ent, f, v);
+        if (!tmp)
             return -1;
-        }
-        goto text;
-    case K_VECTOR:
-        if (!(tmp = vector_bytes(ent, f, v)))
-            return -1;
-        keep[(*nk)++] = tmp;
-        out->v.s.p = PyBytes_AS_STRING(tmp);
-        out->v.s.n = (size_t)PyBytes_GET_SIZE(tmp);
-        return 0;
+        return keep_bytes(tmp, PyBytes_AS_STRING(tmp), PyBytes_GET_SIZE(tmp), out, keep, nk);
+    }
     default:
         PyErr_SetString(PyExc_SystemError, "motedb: unknown field kind");
         return -1;
     }
-text:
-    if (!tmp)
-        return -1;
-    if (!(p = PyUnicode_AsUTF8AndSize(tmp, &n))) {
-        Py_DECREF(tmp);
-        return not_utf8(ent, f);
-    }
-    keep[(*nk)++] = tmp;
-    out->v.s.p = p;
-    out->v.s.n = (size_t)n;
-    return 0;
 }
 
 /* ---- values: mote_value -> Python --------------------------------------------- */

@@ -23,131 +23,14 @@
  * write transaction (waits for another writer), mote_commit (fdatasync),
  * mote_put_many, and running queries (mote_query_ids/count/remove).
  *
- * FILES. This file: the module, errors, entity info. values.c: Python values
- * <-> mote_value. entity.c: the metatype, Entity, Property, Order and
- * Condition. store.c: Store, transactions, per-operation transactions (Op).
- * box.c: Box. query.c: Query. _core.h: what they share.
+ * FILES. This file: the module (init, _init, the test hooks). state.c: the
+ * module's state (ST), errors, entity info. values.c: Python values <->
+ * mote_value. json.c: JSON properties. entity.c: the metatype, Entity,
+ * Property, Order and Condition. store.c: Store, transactions,
+ * per-operation transactions (Op). box.c: Box. query.c: Query. _core.h: what
+ * they share.
  */
 #include "_core.h"
-
-const char *kind_expect[] = {
-    "int", "bool", "int", "float", "str", "bytes", "aware datetime", "date",
-    "Decimal or int", "dict", "list", "sequence of floats", "object or id", "list of objects"};
-
-/* ---- module globals --------------------------------------------------------- */
-
-PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_scan, *g_missing, *g_rel_get,
-    *g_rel_set, *g_after_put;
-PyObject *E_Error, *E_Locked, *E_Corrupt, *E_Schema, *E_Unique, *E_Closed,
-    *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn, *E_FileSystem;
-PyObject *s_id, *s_utcoffset, *s_code;
-
-/* ---- errors ------------------------------------------------------------------- */
-
-static PyObject *exc_for(int rc)
-{
-    switch (rc) {
-    case MOTE_LOCKED: return E_Locked;
-    case MOTE_CORRUPT:
-    case MOTE_FORMAT: return E_Corrupt;
-    case MOTE_SCHEMA: return E_Schema;
-    case MOTE_UNIQUE: return E_Unique;
-    case MOTE_NOTFOUND: return E_NotFound;
-    case MOTE_EXISTS: return E_Exists;
-    case MOTE_READONLY: return E_ReadOnly;
-    case MOTE_BUSY: return E_Busy;
-    case MOTE_RANGE: return PyExc_OverflowError;
-    case MOTE_TYPE: return PyExc_TypeError;
-    case MOTE_NOMEM: return PyExc_MemoryError;
-    default: return E_Error;
-    }
-}
-
-/* Raise the exception of result code rc with `msg` (or the library's last
- * message), optionally prefixed. When the failure came from the operating
- * system (`os`: the caller knows that mote_last_oserror describes this
- * failure), the exception is a FileSystemError, an OSError too: errno,
- * strerror (the message) and filename (the file the operation was on).
- * Returns -1. */
-static int raise_exc(int rc, const char *prefix, const char *msg, int os)
-{
-    if (!msg || !*msg)
-        msg = mote_errmsg(NULL);
-    if (!msg || !*msg)
-        msg = mote_strerror(rc);
-    const char *file = NULL;
-    int err = os ? mote_last_oserror(&file) : 0;
-    PyObject *cls = err ? E_FileSystem : exc_for(rc);
-    PyObject *text = prefix ? PyUnicode_FromFormat("%s%s", prefix, msg)
-                            : PyUnicode_FromString(msg);
-    if (!text)
-        return -1;
-    if (PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)E_Error)) {
-        PyObject *exc;
-        if (err) {
-            PyObject *fn = file ? PyUnicode_DecodeFSDefault(file) : Py_NewRef(Py_None);
-            exc = fn ? PyObject_CallFunction(cls, "iOO", err, text, fn) : NULL;
-            Py_XDECREF(fn);
-        } else {
-            exc = PyObject_CallOneArg(cls, text);
-        }
-        if (exc) {
-            PyObject *code = PyLong_FromLong(rc);
-            if (code && PyObject_SetAttr(exc, s_code, code) == 0)
-                PyErr_SetObject(cls, exc);
-            Py_XDECREF(code);
-            Py_DECREF(exc);
-        }
-    } else {
-        PyErr_SetObject(cls, text);
-    }
-    Py_DECREF(text);
-    return -1;
-}
-
-/* The library's calls return MOTE_IO and MOTE_NOSPACE only for failures of
- * the operating system, and MOTE_POISONED with the OS cause on the commit
- * whose write or sync failed (and without one after that). Other codes may
- * find an older failure's message and OS error still in place (a
- * MOTE_NOTFOUND answer sets none), so they are never taken for OS errors. */
-int raise_code(int rc, const char *prefix, const char *msg)
-{
-    return raise_exc(rc, prefix, msg,
-                     rc == MOTE_IO || rc == MOTE_NOSPACE || rc == MOTE_POISONED);
-}
-
-/* A failed mote_open sets the message and the OS error (or clears it) on
- * every path, so any code may be an OS error: MOTE_NOTFOUND is ENOENT for a
- * missing store file. */
-int raise_open_error(int rc) { return raise_exc(rc, NULL, mote_last_open_error(), 1); }
-
-int raise_rc(int rc) { return raise_code(rc, NULL, NULL); }
-
-/* ---- entity info ------------------------------------------------------------- */
-
-EntityInfo *info_of_type(PyTypeObject *tp)
-{
-    if (!PyObject_TypeCheck((PyObject *)tp, &EntityMeta_Type))
-        return NULL;
-    return ((EntityTypeObject *)tp)->info;
-}
-
-void info_free(EntityInfo *in)
-{
-    if (!in)
-        return;
-    for (Py_ssize_t i = 0; i < in->nf; i++) {
-        Py_XDECREF(in->f[i].name);
-        Py_XDECREF(in->f[i].dflt);
-        Py_XDECREF(in->f[i].factory);
-        PyMem_Free(in->f[i].renamed);
-        Py_XDECREF(in->f[i].target);
-    }
-    Py_XDECREF(in->name);
-    PyMem_Free(in->f);
-    PyMem_Free(in->defs);
-    PyMem_Free(in);
-}
 
 /* ---- module --------------------------------------------------------------------------------- */
 
@@ -161,15 +44,15 @@ static PyObject *mod_init(PyObject *self, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOOOOO|O", kwlist, &prepare, &dec, &dumps,
                                      &loads, &missing, &rel_get, &rel_set, &after_put, &scan))
         return NULL;
-    Py_XSETREF(g_scan, scan == Py_None ? NULL : Py_NewRef(scan));
-    Py_XSETREF(g_rel_get, Py_NewRef(rel_get));
-    Py_XSETREF(g_rel_set, Py_NewRef(rel_set));
-    Py_XSETREF(g_after_put, Py_NewRef(after_put));
-    Py_XSETREF(g_prepare, Py_NewRef(prepare));
-    Py_XSETREF(g_Decimal, Py_NewRef(dec));
-    Py_XSETREF(g_dumps, Py_NewRef(dumps));
-    Py_XSETREF(g_loads, Py_NewRef(loads));
-    Py_XSETREF(g_missing, Py_NewRef(missing));
+    Py_XSETREF(ST.scan, scan == Py_None ? NULL : Py_NewRef(scan));
+    Py_XSETREF(ST.rel_get, Py_NewRef(rel_get));
+    Py_XSETREF(ST.rel_set, Py_NewRef(rel_set));
+    Py_XSETREF(ST.after_put, Py_NewRef(after_put));
+    Py_XSETREF(ST.prepare, Py_NewRef(prepare));
+    Py_XSETREF(ST.Decimal, Py_NewRef(dec));
+    Py_XSETREF(ST.dumps, Py_NewRef(dumps));
+    Py_XSETREF(ST.loads, Py_NewRef(loads));
+    Py_XSETREF(ST.missing, Py_NewRef(missing));
     Py_RETURN_NONE;
 }
 
@@ -207,33 +90,35 @@ static struct PyModuleDef core_module = {
 
 /* FileSystemError.__str__: OSError's "[Errno N] text", without OSError's
  * ": 'filename'" suffix, since the text names the file already. */
-static PyObject *fserr_str(PyObject *self, PyObject *unused)
+/* The field kinds (_core.h) and the C API's property types and flags
+ * (mote.h) as module constants: _schema.py builds its specs from these. */
+static int add_constants(PyObject *m)
 {
-    (void)unused;
-    PyObject *no = PyObject_GetAttrString(self, "errno"), *text = NULL, *r = NULL;
-    if (no && (text = PyObject_GetAttrString(self, "strerror"))) {
-        if (no != Py_None && text != Py_None)
-            r = PyUnicode_FromFormat("[Errno %S] %S", no, text);
-        else
-            r = ((PyTypeObject *)PyExc_OSError)->tp_str(self);
-    }
-    Py_XDECREF(no);
-    Py_XDECREF(text);
-    return r;
-}
-
-static PyMethodDef fserr_str_def = {"__str__", fserr_str, METH_NOARGS, NULL};
-
-static PyObject *new_exc(PyObject *m, const char *name, PyObject *base, const char *doc)
-{
-    char full[96];
-    snprintf(full, sizeof full, "motedb.%s", name);
-    PyObject *e = PyErr_NewExceptionWithDoc(full, doc, base, NULL);
-    if (!e || PyModule_AddObjectRef(m, name, e) < 0) {
-        Py_XDECREF(e);
-        return NULL;
-    }
-    return e;
+#define C(name, value) {name, value}
+    static const struct {
+        const char *name;
+        long value;
+    } consts[] = {
+        C("K_ID", K_ID), C("K_BOOL", K_BOOL), C("K_INT", K_INT), C("K_FLOAT", K_FLOAT),
+        C("K_STR", K_STR), C("K_BYTES", K_BYTES), C("K_DATETIME", K_DATETIME),
+        C("K_DATE", K_DATE), C("K_DECIMAL", K_DECIMAL), C("K_DICT", K_DICT),
+        C("K_LIST", K_LIST), C("K_VECTOR", K_VECTOR), C("K_TOONE", K_TOONE),
+        C("K_TOMANY", K_TOMANY),
+        C("T_BOOL", MOTE_T_BOOL), C("T_INT8", MOTE_T_INT8), C("T_INT16", MOTE_T_INT16),
+        C("T_INT32", MOTE_T_INT32), C("T_INT64", MOTE_T_INT64),
+        C("T_FLOAT32", MOTE_T_FLOAT32), C("T_FLOAT64", MOTE_T_FLOAT64),
+        C("T_STRING", MOTE_T_STRING), C("T_BYTES", MOTE_T_BYTES),
+        C("T_TIMESTAMP", MOTE_T_TIMESTAMP), C("T_DATE", MOTE_T_DATE),
+        C("T_DECIMAL", MOTE_T_DECIMAL), C("T_JSON", MOTE_T_JSON), C("T_VECTOR", MOTE_T_VECTOR),
+        C("T_TOONE", MOTE_T_TOONE), C("T_TOMANY", MOTE_T_TOMANY),
+        C("P_NULLABLE", MOTE_P_NULLABLE), C("P_INDEXED", MOTE_P_INDEXED),
+        C("P_UNIQUE", MOTE_P_UNIQUE),
+    };
+#undef C
+    for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)
+        if (PyModule_AddIntConstant(m, consts[i].name, consts[i].value) < 0)
+            return -1;
+    return 0;
 }
 
 PyMODINIT_FUNC PyInit__core(void)
@@ -250,56 +135,19 @@ PyMODINIT_FUNC PyInit__core(void)
     PyObject *m = PyModule_Create(&core_module);
     if (!m)
         return NULL;
-    if (PyModule_AddStringConstant(m, "version", MOTE_VERSION_STRING) < 0)
+    if (PyModule_AddStringConstant(m, "version", MOTE_VERSION_STRING) < 0 ||
+        add_constants(m) < 0)
         goto fail;
-    if (!(s_id = PyUnicode_InternFromString("id")) ||
-        !(s_utcoffset = PyUnicode_InternFromString("utcoffset")) ||
-        !(s_code = PyUnicode_InternFromString("code")))
+    if (!(ST.str_id = PyUnicode_InternFromString("id")) ||
+        !(ST.str_utcoffset = PyUnicode_InternFromString("utcoffset")) ||
+        !(ST.str_code = PyUnicode_InternFromString("code")))
         goto fail;
     const char *names[] = {"EntityMeta", "EntityBase", "Property", "Condition", "Order",
                            "Store", "Box", "Query", "Transaction", "QueryIterator"};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0)
             goto fail;
-    if (!(E_Error = new_exc(m, "Error", PyExc_Exception,
-                            "Base of MoteDB's errors; `code` is the MOTE_* result code.")) ||
-        !(E_Locked = new_exc(m, "StoreLockedError", E_Error,
-                             "The store is open for writing in another process.")) ||
-        !(E_Corrupt = new_exc(m, "CorruptError", E_Error,
-                              "The store file is damaged or not a MoteDB file.")) ||
-        !(E_Schema = new_exc(m, "SchemaError", E_Error,
-                             "The entity class does not match the stored schema.")) ||
-        !(E_Unique = new_exc(m, "UniqueViolationError", E_Error,
-                             "A unique property already holds the value.")) ||
-        !(E_Closed = new_exc(m, "ClosedError", E_Error, "The store is closed.")) ||
-        !(E_NotFound = new_exc(m, "NotFoundError", E_Error,
-                               "No object with that id (put with mode='update').")) ||
-        !(E_Exists = new_exc(m, "ExistsError", E_Error,
-                             "An object with that id exists (put with mode='insert').")) ||
-        !(E_ReadOnly = new_exc(m, "ReadOnlyError", E_Error,
-                               "A write on a read-only store.")) ||
-        !(E_Busy = new_exc(m, "BusyError", E_Error,
-                           "The store is in use: open in this process already, or "
-                           "transactions are open.")) ||
-        !(E_Txn = new_exc(m, "TransactionError", E_Error,
-                          "A transaction used wrongly: after its end, a write inside "
-                          "store.read(), or rolled back because a nested block failed.")))
-        goto fail;
-    PyObject *fs_bases = PyTuple_Pack(2, E_Error, PyExc_OSError);
-    if (!fs_bases)
-        goto fail;
-    E_FileSystem = new_exc(m, "FileSystemError", fs_bases,
-                           "The operating system refused an operation on the store file "
-                           "(missing directory or file, permission, read-only file system, "
-                           "disk full, I/O error): an OSError too, with errno, strerror "
-                           "(the message) and filename.");
-    Py_DECREF(fs_bases);
-    if (!E_FileSystem)
-        goto fail;
-    PyObject *str = PyDescr_NewMethod((PyTypeObject *)E_FileSystem, &fserr_str_def);
-    int bad = !str || PyObject_SetAttrString(E_FileSystem, "__str__", str) < 0;
-    Py_XDECREF(str);
-    if (bad)
+    if (state_exceptions(m) < 0)
         goto fail;
     /* motedb.Entity: the root entity class (no properties) */
     PyObject *ns = Py_BuildValue("{s:O,s:s,s:s}", "__motedb_root__", Py_True, "__module__", "motedb",

@@ -1,10 +1,11 @@
 /*
  * _core.h — what the C files of the motedb extension share: the field kinds,
- * the module globals, the object structures and the functions one file
- * calls in another. Files: _core.c (module, errors, entity info), values.c
- * (Python <-> mote_value), entity.c (metatype, Entity, Property, Order,
- * Condition), store.c (Store, transactions, operations), box.c (Box),
- * query.c (Query). See _core.c for the design.
+ * the module state, the object structures and the functions one file calls
+ * in another. Files: _core.c (module init), state.c (the state ST, errors,
+ * entity info), values.c (Python <-> mote_value), json.c (JSON properties),
+ * entity.c (metatype, Entity, Property, Order, Condition), store.c (Store,
+ * transactions, operations), box.c (Box), query.c (Query). See _core.c for
+ * the design.
  */
 #ifndef MOTEDB_CORE_H
 #define MOTEDB_CORE_H
@@ -30,12 +31,16 @@ enum {
 
 extern const char *kind_expect[];
 
-/* module globals (_core.c) */
-extern PyObject *g_prepare, *g_Decimal, *g_dumps, *g_loads, *g_scan, *g_missing, *g_rel_get,
-    *g_rel_set, *g_after_put;
-extern PyObject *E_Error, *E_Locked, *E_Corrupt, *E_Schema, *E_Unique, *E_Closed,
-    *E_NotFound, *E_Exists, *E_ReadOnly, *E_Busy, *E_Txn, *E_FileSystem;
-extern PyObject *s_id, *s_utcoffset, *s_code;
+/* The module's state (state.c): the Python helpers motedb/__init__.py hands
+ * over (_init), the exception classes, interned names. One instance, ST. */
+typedef struct motedb_state {
+    PyObject *prepare, *Decimal, *dumps, *loads, *scan, *missing, *rel_get, *rel_set,
+        *after_put;
+    PyObject *Error, *Locked, *Corrupt, *Schema, *Unique, *Closed, *NotFound, *Exists,
+        *ReadOnly, *Busy, *Txn, *FileSystem;
+    PyObject *str_id, *str_utcoffset, *str_code;
+} motedb_state;
+extern motedb_state ST;
 
 typedef struct FieldInfo {
     PyObject *name;      /* interned attribute name */
@@ -57,7 +62,7 @@ typedef struct EntityInfo {
     FieldInfo *f;
     Py_ssize_t id_off;   /* slot offset of the id */
     Py_ssize_t store_off; /* slot of the store an object was loaded from / put to; -1: none */
-    int has_tomany;      /* relations: call g_after_put after a put */
+    int has_tomany;      /* relations: call ST.after_put after a put */
     mote_prop_def *defs;
 } EntityInfo;
 
@@ -199,7 +204,8 @@ typedef struct {
     PyObject *subs;        /* list of the Query objects of relation conditions */
 } QueryObject;
 
-/* _core.c */
+/* state.c */
+int state_exceptions(PyObject *m);
 int raise_code(int rc, const char *prefix, const char *msg);
 int raise_rc(int rc);
 int raise_open_error(int rc);
@@ -224,19 +230,22 @@ PyObject *prop_order(PyObject *self, unsigned flags);
 
 /* store.c */
 TxnSlot *find_txn(StoreObject *st); /* the calling thread's transaction, or NULL */
-PyObject *box_build(BoxObject *b, const mote_record *r);
-int after_put(BoxObject *b, PyObject *obj, uint64_t id);
 int op_begin(StoreObject *st, int write, Op *op);
 int op_end(StoreObject *st, Op *op, int how);
-int box_entity(BoxObject *b, TxnSlot *ts);
-int box_op_begin(BoxObject *b, int write, Op *op);
 PyObject *store_box(PyObject *self, PyObject *cls);
+/* SchemaError for a class that does not match the stored schema (rc from
+ * mote_entity_open), said in Python terms. Returns -1. */
+int schema_error(StoreObject *st, int rc);
 
 /* box.c */
+PyObject *box_build(BoxObject *b, const mote_record *r);
+int after_put(BoxObject *b, PyObject *obj, uint64_t id);
+int box_entity(BoxObject *b, TxnSlot *ts);
+int box_op_begin(BoxObject *b, int write, Op *op);
 void release_keep(PyObject **keep, Py_ssize_t nk);
 
-/* query.c */
-PyObject *box_query(PyObject *self, PyObject *args);
+/* query.c: a Query of box b (query(*conditions)) */
+PyObject *query_new(BoxObject *b, PyObject *args);
 
 int values_init(void); /* values.c: imports the datetime C API */
 

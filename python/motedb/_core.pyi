@@ -5,6 +5,41 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Literal, Sequence
 
 version: str
 
+# field kinds (_core.h), property types and flags (mote.h)
+K_ID: int
+K_BOOL: int
+K_INT: int
+K_FLOAT: int
+K_STR: int
+K_BYTES: int
+K_DATETIME: int
+K_DATE: int
+K_DECIMAL: int
+K_DICT: int
+K_LIST: int
+K_VECTOR: int
+K_TOONE: int
+K_TOMANY: int
+T_BOOL: int
+T_INT8: int
+T_INT16: int
+T_INT32: int
+T_INT64: int
+T_FLOAT32: int
+T_FLOAT64: int
+T_STRING: int
+T_BYTES: int
+T_TIMESTAMP: int
+T_DATE: int
+T_DECIMAL: int
+T_JSON: int
+T_VECTOR: int
+T_TOONE: int
+T_TOMANY: int
+P_NULLABLE: int
+P_INDEXED: int
+P_UNIQUE: int
+
 E = TypeVar("E", bound="Entity")
 _Mode = Literal["upsert", "insert", "update"]
 

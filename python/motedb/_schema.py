@@ -17,14 +17,14 @@ import typing
 
 from . import _core
 
-# Kinds: how a Python value is marshalled (shared with _core.c).
-K_ID, K_BOOL, K_INT, K_FLOAT, K_STR, K_BYTES, K_DATETIME, K_DATE, K_DECIMAL, K_DICT, K_LIST, \
-    K_VECTOR, K_TOONE, K_TOMANY = range(14)
-
-# Property types and flags of the C API (mote.h).
-T_BOOL, T_INT8, T_INT16, T_INT32, T_INT64, T_FLOAT32, T_FLOAT64, T_STRING, T_BYTES, \
-    T_TIMESTAMP, T_DATE, T_DECIMAL, T_JSON, T_VECTOR, T_TOONE, T_TOMANY = range(1, 17)
-P_NULLABLE, P_INDEXED, P_UNIQUE = 0x1, 0x2, 0x4
+# Kinds (how a Python value is marshalled: _core.h) and the C API's property
+# types and flags (mote.h), as the extension exports them.
+from ._core import (
+    K_BOOL, K_BYTES, K_DATE, K_DATETIME, K_DECIMAL, K_DICT, K_FLOAT, K_ID, K_INT, K_LIST, K_STR,
+    K_TOMANY, K_TOONE, K_VECTOR, P_INDEXED, P_NULLABLE, P_UNIQUE, T_BOOL, T_BYTES, T_DATE,
+    T_DECIMAL, T_FLOAT32, T_FLOAT64, T_INT8, T_INT16, T_INT32, T_INT64, T_JSON, T_STRING,
+    T_TIMESTAMP, T_TOMANY, T_TOONE, T_VECTOR,
+)
 
 MISSING = object()
 

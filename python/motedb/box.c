@@ -6,6 +6,68 @@
 
 /* ---- Box ----------------------------------------------------------------------------------- */
 
+/* An object of box b from a record; it remembers the store (relations). */
+PyObject *box_build(BoxObject *b, const mote_record *r)
+{
+    PyObject *o = build_obj(b->cls, b->info, r);
+    if (o && b->info->store_off >= 0)
+        SLOT(o, b->info->store_off) = Py_NewRef((PyObject *)b->store);
+    return o;
+}
+
+/* After a put of obj (new id `id`) in the thread's write transaction: write
+ * its to-many links (motedb/_relations.py) and remember the store. */
+int after_put(BoxObject *b, PyObject *obj, uint64_t id)
+{
+    if (b->info->store_off >= 0)
+        Py_XSETREF(SLOT(obj, b->info->store_off), Py_NewRef((PyObject *)b->store));
+    if (!b->info->has_tomany)
+        return 0;
+    PyObject *idv = PyLong_FromUnsignedLongLong(id);
+    PyObject *r = idv ? PyObject_CallFunctionObjArgs(ST.after_put, (PyObject *)b, obj, idv, NULL)
+                      : NULL;
+    Py_XDECREF(idv);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* The entity handle of a box, opened in ts if needed. */
+int box_entity(BoxObject *b, TxnSlot *ts)
+{
+    if (b->e)
+        return 0;
+    mote_entity *e;
+    int rc = mote_entity_open(ts->txn, b->info->cname, b->info->defs, (unsigned)b->info->nf,
+                              &e);
+    if (rc)
+        return schema_error(b->store, rc);
+    b->e = e;
+    if (ts->write) {
+        b->pending = ts->txn;
+        b->store->npending++;
+    }
+    return 0;
+}
+
+/* An operation on one box: op_begin, then the box's entity handle. Returns 0,
+ * or -1 with an exception and nothing left to end. */
+int box_op_begin(BoxObject *b, int write, Op *op)
+{
+    if (b->superseded) {
+        PyErr_Format(ST.Schema, "this box of %s belongs to a class that was defined again "
+                     "(same module and name): use store.box() of the new class",
+                     b->info->cname);
+        return -1;
+    }
+    if (op_begin(b->store, write, op) < 0)
+        return -1;
+    if (box_entity(b, op->ts) == 0)
+        return 0;
+    op_end(b->store, op, OP_FAIL);
+    return -1;
+}
+
+
 static int box_traverse(PyObject *self, visitproc visit, void *arg)
 {
     BoxObject *b = (BoxObject *)self;
@@ -167,7 +229,7 @@ static PyObject *box_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (marshal(b, obj, vals, keep, &nk, &id) < 0)
         goto done;
     if (mode == MOTE_PUT_UPDATE && !id) {
-        PyErr_Format(E_NotFound, "%s: put(mode='update') of an object without id", in->cname);
+        PyErr_Format(ST.NotFound, "%s: put(mode='update') of an object without id", in->cname);
         goto done;
     }
     Op op;
@@ -323,7 +385,7 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (mode == MOTE_PUT_UPDATE) {
         for (Py_ssize_t i = 0; i < n; i++)
             if (!ids[i]) {
-                PyErr_Format(E_NotFound, "%s: put_many(mode='update'): object %zd has no id",
+                PyErr_Format(ST.NotFound, "%s: put_many(mode='update'): object %zd has no id",
                              in->cname, i);
                 goto done;
             }
@@ -674,6 +736,11 @@ static PyObject *box_remove_all(PyObject *self, PyObject *unused)
     if (op_end_removed(b, &op, rc, removed) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(removed);
+}
+
+static PyObject *box_query(PyObject *self, PyObject *args)
+{
+    return query_new((BoxObject *)self, args);
 }
 
 /* ---- Box: relations -------------------------------------------------------------- */

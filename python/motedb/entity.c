@@ -37,7 +37,7 @@ static PyObject *prop_get(PyObject *self, PyObject *obj, PyObject *type)
     }
     FieldInfo *f = prop_field(p);
     if (f && f->target) /* relations: lazy loading (motedb/_relations.py) */
-        return PyObject_CallFunctionObjArgs(g_rel_get, self, obj, v, NULL);
+        return PyObject_CallFunctionObjArgs(ST.rel_get, self, obj, v, NULL);
     return Py_NewRef(v);
 }
 
@@ -56,7 +56,7 @@ static int prop_set(PyObject *self, PyObject *obj, PyObject *value)
     }
     FieldInfo *f = prop_field(p);
     if (value && f && f->target) { /* relations: check (motedb/_relations.py) */
-        PyObject *v = PyObject_CallFunctionObjArgs(g_rel_set, self, obj, value, NULL);
+        PyObject *v = PyObject_CallFunctionObjArgs(ST.rel_set, self, obj, value, NULL);
         if (!v)
             return -1;
         Py_XSETREF(*slot, v);
@@ -159,7 +159,7 @@ static EntityInfo *build_info(PyTypeObject *type, PyObject *name, PyObject *spec
         f->mtype = mtype;
         f->flags = flags;
         f->dim = dim;
-        f->dflt = dflt == g_missing ? NULL : Py_NewRef(dflt);
+        f->dflt = dflt == ST.missing ? NULL : Py_NewRef(dflt);
         f->factory = factory == Py_None ? NULL : Py_NewRef(factory);
         f->imin = INT64_MIN;
         f->imax = INT64_MAX;
@@ -224,11 +224,11 @@ static PyObject *meta_new(PyTypeObject *meta, PyObject *args, PyObject *kwds)
             return NULL;
         }
     }
-    if (!g_prepare) {
+    if (!ST.prepare) {
         PyErr_SetString(PyExc_RuntimeError, "motedb is not initialised: import motedb");
         return NULL;
     }
-    PyObject *res = PyObject_CallFunctionObjArgs(g_prepare, name, bases, ns, NULL);
+    PyObject *res = PyObject_CallFunctionObjArgs(ST.prepare, name, bases, ns, NULL);
     if (!res)
         return NULL;
     PyObject *ns2, *specs;
@@ -318,7 +318,7 @@ static int ent_init(PyObject *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     Py_ssize_t used = 0;
-    PyObject *v = kwds ? PyDict_GetItemWithError(kwds, s_id) : NULL;
+    PyObject *v = kwds ? PyDict_GetItemWithError(kwds, ST.str_id) : NULL;
     if (v)
         used++;
     else if (PyErr_Occurred())
@@ -356,7 +356,7 @@ static int ent_init(PyObject *self, PyObject *args, PyObject *kwds)
         PyObject *key, *val;
         Py_ssize_t pos = 0;
         while (PyDict_Next(kwds, &pos, &key, &val)) {
-            int known = PyUnicode_Check(key) && PyUnicode_Compare(key, s_id) == 0;
+            int known = PyUnicode_Check(key) && PyUnicode_Compare(key, ST.str_id) == 0;
             for (Py_ssize_t i = 0; !known && i < in->nf; i++)
                 known = PyUnicode_Check(key) && PyUnicode_Compare(key, in->f[i].name) == 0;
             if (!known) {
@@ -382,7 +382,7 @@ static PyObject *ent_repr(PyObject *self)
         goto done;
     for (Py_ssize_t i = -1; i < in->nf; i++) {
         PyObject *v = SLOT(self, i < 0 ? in->id_off : in->f[i].offset);
-        PyObject *name = i < 0 ? s_id : in->f[i].name;
+        PyObject *name = i < 0 ? ST.str_id : in->f[i].name;
         if (i >= 0 && in->f[i].kind == K_TOMANY)
             continue; /* relations: links are not shown */
         if (i >= 0 && in->f[i].kind == K_TOONE && v && info_of_type(Py_TYPE(v))) {

@@ -31,7 +31,7 @@ static int q_add_cond(QueryObject *q, CondObject *c, int *node)
         if (!tb)
             return -1;
         PyObject *args = PyTuple_Pack(1, (PyObject *)sc);
-        QueryObject *sq = args ? (QueryObject *)box_query(tb, args) : NULL;
+        QueryObject *sq = args ? (QueryObject *)query_new((BoxObject *)tb, args) : NULL;
         Py_XDECREF(args);
         Py_DECREF(tb);
         if (!sq)
@@ -170,9 +170,8 @@ static int q_check_busy(QueryObject *q)
     return 0;
 }
 
-PyObject *box_query(PyObject *self, PyObject *args)
+PyObject *query_new(BoxObject *b, PyObject *args)
 {
-    BoxObject *b = (BoxObject *)self;
     PyObject *root = NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
         PyObject *c = PyTuple_GET_ITEM(args, i);
@@ -204,7 +203,7 @@ PyObject *box_query(PyObject *self, PyObject *args)
         Py_XDECREF(root);
         return NULL;
     }
-    q->box = (BoxObject *)Py_NewRef(self);
+    q->box = (BoxObject *)Py_NewRef((PyObject *)b);
     q->mq = NULL;
     q->mqe = NULL;
     q->cond = root;
@@ -627,7 +626,7 @@ static Py_ssize_t *q_projection(QueryObject *q, PyObject *args, Py_ssize_t *np)
             ((PropertyObject *)a)->owner == q->box->cls) {
             k = ((PropertyObject *)a)->index;
         } else if (PyUnicode_Check(a)) {
-            if (!PyUnicode_Compare(a, s_id))
+            if (!PyUnicode_Compare(a, ST.str_id))
                 k = -1;
             for (Py_ssize_t j = 0; k == -2 && j < in->nf; j++)
                 if (!PyUnicode_Compare(a, in->f[j].name))
@@ -704,7 +703,7 @@ static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
                 break;
             }
             if (dicts) {
-                int e = PyDict_SetItem(row, idx[j] < 0 ? s_id : in->f[idx[j]].name, v);
+                int e = PyDict_SetItem(row, idx[j] < 0 ? ST.str_id : in->f[idx[j]].name, v);
                 Py_DECREF(v);
                 if (e < 0)
                     Py_CLEAR(row);
@@ -1023,7 +1022,7 @@ static PyObject *iter_next(PyObject *self)
     QueryIterObject *it = (QueryIterObject *)self;
     StoreObject *st = it->box->store;
     if (it->closed) {
-        PyErr_Format(E_Closed, "store %U was closed during this iteration", st->path);
+        PyErr_Format(ST.Closed, "store %U was closed during this iteration", st->path);
         return NULL;
     }
     if (it->next >= it->n) {
@@ -1036,9 +1035,9 @@ static PyObject *iter_next(PyObject *self)
         if (!cur || cur->serial != it->serial) {
             iter_end(it);
             if (!st->s)
-                PyErr_Format(E_Closed, "store %U is closed", st->path);
+                PyErr_Format(ST.Closed, "store %U is closed", st->path);
             else
-                PyErr_SetString(E_Txn, "this iteration began inside a transaction that has "
+                PyErr_SetString(ST.Txn, "this iteration began inside a transaction that has "
                                 "ended (or on another thread): iterate inside it");
             return NULL;
         }

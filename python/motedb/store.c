@@ -6,34 +6,9 @@
 
 /* ---- Store and transactions ------------------------------------------------------------ */
 
-/* An object of box b from a record; it remembers the store (relations). */
-PyObject *box_build(BoxObject *b, const mote_record *r)
-{
-    PyObject *o = build_obj(b->cls, b->info, r);
-    if (o && b->info->store_off >= 0)
-        SLOT(o, b->info->store_off) = Py_NewRef((PyObject *)b->store);
-    return o;
-}
-
-/* After a put of obj (new id `id`) in the thread's write transaction: write
- * its to-many links (motedb/_relations.py) and remember the store. */
-int after_put(BoxObject *b, PyObject *obj, uint64_t id)
-{
-    if (b->info->store_off >= 0)
-        Py_XSETREF(SLOT(obj, b->info->store_off), Py_NewRef((PyObject *)b->store));
-    if (!b->info->has_tomany)
-        return 0;
-    PyObject *idv = PyLong_FromUnsignedLongLong(id);
-    PyObject *r = idv ? PyObject_CallFunctionObjArgs(g_after_put, (PyObject *)b, obj, idv, NULL)
-                      : NULL;
-    Py_XDECREF(idv);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
-}
-
 static int closed_error(StoreObject *st)
 {
-    PyErr_Format(E_Closed, "store %U is closed", st->path);
+    PyErr_Format(ST.Closed, "store %U is closed", st->path);
     return -1;
 }
 
@@ -114,7 +89,7 @@ int op_begin(StoreObject *st, int write, Op *op)
     TxnSlot *cur = find_txn(st);
     if (cur) {
         if (write && !cur->write) {
-            PyErr_SetString(E_Txn, "cannot write inside store.read(): use store.write()");
+            PyErr_SetString(ST.Txn, "cannot write inside store.read(): use store.write()");
             return -1;
         }
         op->ts = cur;
@@ -160,24 +135,6 @@ int op_end(StoreObject *st, Op *op, int how)
     return how == OP_FAIL || rc < 0 ? -1 : 0;
 }
 
-/* An operation on one box: op_begin, then the box's entity handle. Returns 0,
- * or -1 with an exception and nothing left to end. */
-int box_op_begin(BoxObject *b, int write, Op *op)
-{
-    if (b->superseded) {
-        PyErr_Format(E_Schema, "this box of %s belongs to a class that was defined again "
-                     "(same module and name): use store.box() of the new class",
-                     b->info->cname);
-        return -1;
-    }
-    if (op_begin(b->store, write, op) < 0)
-        return -1;
-    if (box_entity(b, op->ts) == 0)
-        return 0;
-    op_end(b->store, op, OP_FAIL);
-    return -1;
-}
-
 /* The boxes of entity `cname` open their entity again on next use (its
  * stored schema changed). */
 static void reopen_boxes(StoreObject *st, const char *cname)
@@ -198,7 +155,7 @@ static void reopen_boxes(StoreObject *st, const char *cname)
 
 /* SchemaError for a class that does not match the stored schema, said in
  * Python terms: what differs (the library's message) and what to do. */
-static int schema_error(StoreObject *st, int rc)
+int schema_error(StoreObject *st, int rc)
 {
     static const char tail[] = "; it can be changed only in a write transaction";
     const char *msg = mote_errmsg(NULL);
@@ -212,24 +169,6 @@ static int schema_error(StoreObject *st, int rc)
                           : "call store.box() outside store.read() (or inside store.write()) "
                             "to update the stored schema");
     return raise_code(MOTE_SCHEMA, NULL, buf);
-}
-
-/* The entity handle of a box, opened in ts if needed. */
-int box_entity(BoxObject *b, TxnSlot *ts)
-{
-    if (b->e)
-        return 0;
-    mote_entity *e;
-    int rc = mote_entity_open(ts->txn, b->info->cname, b->info->defs, (unsigned)b->info->nf,
-                              &e);
-    if (rc)
-        return schema_error(b->store, rc);
-    b->e = e;
-    if (ts->write) {
-        b->pending = ts->txn;
-        b->store->npending++;
-    }
-    return 0;
 }
 
 static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -283,11 +222,11 @@ static PyObject *store_close(PyObject *self, PyObject *unused)
     if (!st->s)
         Py_RETURN_NONE;
     if (find_txn(st)) {
-        PyErr_SetString(E_Txn, "close() inside a transaction of this store: end it first");
+        PyErr_SetString(ST.Txn, "close() inside a transaction of this store: end it first");
         return NULL;
     }
     if (st->nexplicit) {
-        PyErr_Format(E_Busy, "store %U: cannot close, %d transaction(s) are still open in "
+        PyErr_Format(ST.Busy, "store %U: cannot close, %d transaction(s) are still open in "
                      "other threads", st->path, st->nexplicit);
         return NULL;
     }
@@ -566,7 +505,7 @@ static PyObject *txn_enter(PyObject *self, PyObject *unused)
     TxnObject *t = (TxnObject *)self;
     StoreObject *st = t->store;
     if (t->state != 0) {
-        PyErr_SetString(E_Txn, "this transaction was already used: call store.write() or "
+        PyErr_SetString(ST.Txn, "this transaction was already used: call store.write() or "
                         "store.read() again for a new one");
         return NULL;
     }
@@ -577,7 +516,7 @@ static PyObject *txn_enter(PyObject *self, PyObject *unused)
     TxnSlot *cur = find_txn(st);
     if (cur) {
         if (t->write && !cur->write) {
-            PyErr_SetString(E_Txn, "cannot start store.write() inside store.read()");
+            PyErr_SetString(ST.Txn, "cannot start store.write() inside store.read()");
             return NULL;
         }
         cur->depth++;
@@ -629,7 +568,7 @@ static int txn_finish(TxnObject *t, int exc)
     if (rc < 0)
         return -1;
     if (doomed && !exc && t->write) {
-        PyErr_SetString(E_Txn, "transaction rolled back: an operation or a nested block in "
+        PyErr_SetString(ST.Txn, "transaction rolled back: an operation or a nested block in "
                         "it failed");
         return -1;
     }
@@ -640,16 +579,16 @@ static PyObject *txn_exit(PyObject *self, PyObject *const *args, Py_ssize_t narg
 {
     TxnObject *t = (TxnObject *)self;
     if (t->state != 1) {
-        PyErr_SetString(E_Txn, t->state == 0 ? "transaction was not entered"
+        PyErr_SetString(ST.Txn, t->state == 0 ? "transaction was not entered"
                                               : "transaction already ended");
         return NULL;
     }
     if (t->tid != PyThread_get_thread_ident()) {
-        PyErr_SetString(E_Txn, "a transaction must end on the thread that started it");
+        PyErr_SetString(ST.Txn, "a transaction must end on the thread that started it");
         return NULL;
     }
     if (t->slot->depth > 1 && !t->joined) {
-        PyErr_SetString(E_Txn, "transaction ended before the blocks nested in it");
+        PyErr_SetString(ST.Txn, "transaction ended before the blocks nested in it");
         return NULL;
     }
     int exc = nargs > 0 && args[0] != Py_None;

@@ -6,6 +6,7 @@
  *   mote check FILE           full consistency check; exit 0 = consistent,
  *                             1 = problems (listed), 2 = cannot open
  *   mote compact FILE [OUT]   write a compacted copy (default FILE.compact)
+ *   mote --version            the version (meson.build's, as the library's)
  *   mote dump FILE [ENTITY]   objects as JSON lines, using the stored schema:
  *                             {"_entity": "Note", "id": 1, "level": 10, ...}
  *
@@ -91,7 +92,8 @@ static int usage(void)
     fprintf(stderr, "usage: mote stat FILE\n"
                     "       mote check FILE\n"
                     "       mote compact FILE [OUT]\n"
-                    "       mote dump FILE [ENTITY]\n");
+                    "       mote dump FILE [ENTITY]\n"
+                    "       mote --version\n");
     return 2;
 }
 
@@ -560,6 +562,10 @@ static void print_problem(void *ctx, const char *msg)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--version")) {
+        printf("mote %s\n", MOTE_VERSION_STRING);
+        return 0;
+    }
     if (argc < 3)
         return usage();
     const char *cmd = argv[1], *path = argv[2];

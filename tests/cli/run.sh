@@ -154,5 +154,7 @@ open(p, "wb").write(data)
 PY
 t "both root slots damaged: exit 2 with a message" bash -c "'$B/mote' check '$D/c.mote'; [ \$? -eq 2 ]"
 t "usage: exit 2" exit_is 2 "$B/mote" frobnicate "$D/a.mote"
+want=$(sed -n "s/^  version : '\(.*\)',$/\1/p" meson.build)
+t "--version: meson.build's version ($want)" bash -c "[ \"\$('$B/mote' --version)\" = 'mote $want' ]"
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -9,6 +9,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.no_asan  # the benchmark harness in its own environments: not under ASan
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXPECTED_BACKENDS = {"MoteDB", "sqlite3", "ObjectBox", "peewee", "SA ORM", "SA ORM async", "Django"}
 

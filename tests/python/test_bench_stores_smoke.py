@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.no_asan  # the benchmark harness in its own environments: not under ASan
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 METRICS = {

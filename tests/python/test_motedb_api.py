@@ -878,3 +878,12 @@ def test_none_placeholder_default(store):
         box.put(Ph())
     box.put(Ph(when=dt.datetime(2024, 1, 1, tzinfo=UTC)))
     assert box.count() == 1
+
+
+def test_version_is_meson_builds():
+    """One version number: meson.build's project version is the extension's
+    (mote.h's, generated), the wheel's and motedb.__version__."""
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parents[2] / "meson.build").read_text()
+    assert motedb.__version__ == re.search(r"version : '([^']+)'", text).group(1)

@@ -14,6 +14,8 @@ import pytest
 
 import motedb
 
+pytestmark = pytest.mark.no_asan  # millions of objects: not under ASan
+
 N = 1_000_000
 
 

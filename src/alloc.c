@@ -74,6 +74,7 @@ static int txn_alloc(mote_txn *t, uint32_t *out)
     p = np;
     t->npages = np + 1;
 found:
+    assert(t->write && !base_uses(s, p) && !bit_get(s->pend, p));
     bit_set(t->bm, p);
     t->hint = p + 1;
     *out = p;
@@ -116,6 +117,7 @@ int mote__page_new(mote_txn *t, mpage **out)
 int mote__page_free(mote_txn *t, uint32_t pgno, uint64_t birth32)
 {
     mote_store *s = t->s;
+    assert(t->write);
     mpage *d = birth32 == (uint32_t)t->txnid ? dirty_find(t, pgno) : NULL;
     if (d) {
         dirty_remove(t, d);
@@ -142,6 +144,7 @@ int mote__page_free(mote_txn *t, uint32_t pgno, uint64_t birth32)
 int mote__page_write(mote_txn *t, uint8_t *ptr, int level, mpage **out)
 {
     uint32_t pgno = ptr_pgno(ptr), b32 = ptr_birth(ptr);
+    assert(t->write);
     if (b32 == (uint32_t)t->txnid) {
         mpage *d = dirty_find(t, pgno);
         if (d) {

@@ -28,6 +28,9 @@ void mote__cur_reset(mote_cursor *c)
 /* Load the child at c->idx[d] of level d into level d+1. */
 static int cur_down(mote_cursor *c, int d)
 {
+    /* levels decrease by one per step from a root below MAX_DEPTH (checked
+     * when the slot is read, and every node's level when it is) */
+    assert(d + 1 < MAX_DEPTH);
     const uint8_t *n = cur_node(c, d);
     mpage *child;
     int rc = mote__page_get(c->t, n + n_off(n, c->idx[d]), (int)n_level(n) - 1, &child);

@@ -444,6 +444,7 @@ static int write_pages(mote_txn *t, mpage **pages, uint32_t npg, uint32_t target
         } else if (dp != UINT32_MAX) {
             pg = dp;
             data = pages[k++]->data;
+            assert(pg >= 2 && pg < t->npages && !base_uses(s, pg));
         } else {
             break;
         }

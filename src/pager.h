@@ -44,6 +44,7 @@
 #ifndef MOTE_PAGER_H
 #define MOTE_PAGER_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -168,6 +169,14 @@ struct mote_txn {
 static inline int bit_get(const uint8_t *b, uint32_t p) { return (b[p >> 3] >> (p & 7)) & 1; }
 static inline void bit_set(uint8_t *b, uint32_t p) { b[p >> 3] |= (uint8_t)(1u << (p & 7)); }
 static inline void bit_clr(uint8_t *b, uint32_t p) { b[p >> 3] &= (uint8_t)~(1u << (p & 7)); }
+
+/* Is page p in use by the durable base (the latest commit)? The pages a
+ * write transaction allocates and writes never are (INVARIANTS above):
+ * asserted in debug and sanitizer builds (release builds define NDEBUG). */
+static inline int base_uses(const mote_store *s, uint32_t p)
+{
+    return s->bm && s->cur && p < rd32(s->cur->data + 32) && bit_get(s->bm, p);
+}
 
 /* A write transaction's dirty copy of page pgno, or NULL. */
 static inline mpage *dirty_find(const mote_txn *t, uint32_t pgno)

@@ -1,11 +1,17 @@
 /*
- * object.c — object operations: put (insert/update/upsert, one or many),
- * partial update, get, remove, count, scan; ids; index maintenance.
+ * object.c — object operations: put (insert/update/upsert, one or many, the
+ * many as sorted batches), partial update, get, remove, count, scan; ids;
+ * index maintenance; kept properties carried over (object.h); dropping a
+ * property's data; the object layer's part of mote_check (every object in
+ * each of its indexes, links with their backlinks, the id sequence). The
+ * object layer's state per store and its settling at a transaction's end.
+ * Relations are in relation.c.
  *
- * Ids: the next id is one more than both the highest id in the object tree
- * and the last id handed out (kept in "@seq", so ids of removed objects are
- * not reused). A put first checks every value and every unique index, then
- * writes: a failed put writes nothing.
+ * Ids: automatic ids are one more than both the highest id below 2^63 in
+ * the object tree and the last id handed out (kept in "@seq", so ids of
+ * removed objects are not reused); explicit ids may be anything from 1. A put
+ * first checks every value and every unique index, then writes: a failed put
+ * writes nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>

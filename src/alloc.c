@@ -14,21 +14,8 @@
 
 static int dirty_add(mote_txn *t, mpage *pg)
 {
-    if (!t->dhash || t->ndirty + 1 > t->dmask + 1) {
-        uint32_t n = t->dhash ? (t->dmask + 1) * 2 : 64;
-        mpage **h = mote__calloc(n, sizeof *h);
-        if (!h)
-            return mote__err(MOTE_NOMEM, "out of memory tracking dirty pages");
-        for (uint32_t i = 0; t->dhash && i <= t->dmask; i++)
-            for (mpage *p = t->dhash[i], *nx; p; p = nx) {
-                nx = p->hnext;
-                p->hnext = h[p->pgno & (n - 1)];
-                h[p->pgno & (n - 1)] = p;
-            }
-        mote__free(t->dhash);
-        t->dhash = h;
-        t->dmask = n - 1;
-    }
+    if ((!t->dhash || t->ndirty + 1 > t->dmask + 1) && mote__page_rehash(&t->dhash, &t->dmask))
+        return mote__err(MOTE_NOMEM, "out of memory tracking dirty pages");
     pg->hnext = t->dhash[pg->pgno & t->dmask];
     t->dhash[pg->pgno & t->dmask] = pg;
     t->ndirty++;

@@ -146,6 +146,20 @@ static void node_remove(uint8_t *n, uint32_t cap, unsigned idx)
     wr16(n + 18, (uint16_t)(n_holes(n) + sz));
 }
 
+/* Remove leaf cell idx, freeing its overflow chain if it has one. */
+static int leaf_remove(mote_txn *t, uint8_t *n, uint32_t cap, unsigned idx)
+{
+    cell c;
+    mote__cell(n, cap, idx, &c);
+    if (c.ovf) {
+        int rc = mote__ovf_free(t, c.val, c.vlen);
+        if (rc)
+            return rc;
+    }
+    node_remove(n, cap, idx);
+    return MOTE_OK;
+}
+
 static uint32_t make_leaf_cell(uint8_t *out, const uint8_t *k, uint32_t kl,
                                const void *v, size_t vl, int ovf)
 {
@@ -381,14 +395,9 @@ static int put_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k,
         if (found) {
             if (flags & MOTE_NOOVERWRITE)
                 return MOTE_EXISTS;
-            cell c;
-            mote__cell(n, cap, idx, &c);
-            if (c.ovf) {
-                int rc = mote__ovf_free(t, c.val, c.vlen);
-                if (rc)
-                    return rc;
-            }
-            node_remove(n, cap, idx);
+            int rc = leaf_remove(t, n, cap, idx);
+            if (rc)
+                return rc;
             *delta = 0;
         }
         return node_put(t, n, is_root, idx, cb, csize, sp);
@@ -566,15 +575,7 @@ static int del_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k, uint3
         unsigned idx = leaf_search(n, k, kl, &found);
         if (!found)
             return MOTE_NOTFOUND;
-        cell c;
-        mote__cell(n, cap, idx, &c);
-        if (c.ovf) {
-            int rc = mote__ovf_free(t, c.val, c.vlen);
-            if (rc)
-                return rc;
-        }
-        node_remove(n, cap, idx);
-        return MOTE_OK;
+        return leaf_remove(t, n, cap, idx);
     }
     unsigned idx = branch_search(n, k, kl);
     uint8_t *ptr = branch_ptr(n, idx);

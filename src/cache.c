@@ -12,6 +12,24 @@
 
 /* ---- Page cache --------------------------------------------------------- */
 
+int mote__page_rehash(mpage ***hash, uint32_t *mask)
+{
+    uint32_t n = *hash ? (*mask + 1) * 2 : 64;
+    mpage **h = mote__calloc(n, sizeof *h);
+    if (!h)
+        return MOTE_NOMEM;
+    for (uint32_t i = 0; *hash && i <= *mask; i++)
+        for (mpage *p = (*hash)[i], *nx; p; p = nx) {
+            nx = p->hnext;
+            p->hnext = h[p->pgno & (n - 1)];
+            h[p->pgno & (n - 1)] = p;
+        }
+    mote__free(*hash);
+    *hash = h;
+    *mask = n - 1;
+    return MOTE_OK;
+}
+
 mpage *mote__mpage_alloc(uint32_t P)
 {
     mpage *pg = mote__malloc(sizeof *pg + P);
@@ -72,22 +90,9 @@ void mote__cache_evict(mote_store *s)
 int mote__cache_insert(mote_store *s, mpage *pg)
 {
     if (!s->hash || s->ncached + 1 > (s->hash_mask + 1)) {
-        uint32_t n = s->hash ? (s->hash_mask + 1) * 2 : 64;
-        mpage **h = mote__calloc(n, sizeof *h);
-        if (!h) {
-            if (!s->hash)
-                return MOTE_NOMEM;
-        } else {
-            for (uint32_t i = 0; s->hash && i <= s->hash_mask; i++)
-                for (mpage *p = s->hash[i], *nx; p; p = nx) {
-                    nx = p->hnext;
-                    p->hnext = h[p->pgno & (n - 1)];
-                    h[p->pgno & (n - 1)] = p;
-                }
-            mote__free(s->hash);
-            s->hash = h;
-            s->hash_mask = n - 1;
-        }
+        /* without room to grow, a full table still works (longer chains) */
+        if (mote__page_rehash(&s->hash, &s->hash_mask) && !s->hash)
+            return MOTE_NOMEM;
     }
     mpage *old = cache_find(s, pg->pgno);
     if (old)

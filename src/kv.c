@@ -76,6 +76,22 @@ static int ikey(uint32_t tree, const void *k, size_t kl, uint8_t *out, size_t *o
     return MOTE_OK;
 }
 
+/* The checks every operation on a tree starts with: the transaction (and
+ * writable if `write`), the tree (its deferred puts written first). */
+static int tree_args(mote_txn *t, int write, uint32_t tree)
+{
+    int rc = check_txn(t, write);
+    return rc ? rc : check_tree(t, tree);
+}
+
+/* tree_args, then the internal key k (kl bytes) of user key `key`. */
+static int key_args(mote_txn *t, int write, uint32_t tree, const void *key, size_t klen,
+                    uint8_t *k, size_t *kl)
+{
+    int rc = tree_args(t, write, tree);
+    return rc ? rc : ikey(tree, key, klen, k, kl);
+}
+
 /* Remember a failure that may have left the txn's tree half changed. */
 static int write_result(mote_txn *t, int rc)
 {
@@ -199,11 +215,7 @@ int mote_kv_put(mote_txn *t, uint32_t tree, const void *key, size_t klen,
 {
     uint8_t k[MAX_IKEY];
     size_t kl = 0;
-    int rc = check_txn(t, 1);
-    if (!rc)
-        rc = check_tree(t, tree);
-    if (!rc)
-        rc = ikey(tree, key, klen, k, &kl);
+    int rc = key_args(t, 1, tree, key, klen, k, &kl);
     if (!rc && !val && vlen)
         rc = mote__err(MOTE_INVALID, "value is NULL");
     if (!rc && vlen > MOTE_MAX_VALUE)
@@ -220,11 +232,7 @@ int mote_kv_get(mote_txn *t, uint32_t tree, const void *key, size_t klen, mote_v
 {
     uint8_t k[MAX_IKEY];
     size_t kl = 0;
-    int rc = check_txn(t, 0);
-    if (!rc)
-        rc = check_tree(t, tree);
-    if (!rc)
-        rc = ikey(tree, key, klen, k, &kl);
+    int rc = key_args(t, 0, tree, key, klen, k, &kl);
     return rc ? rc : mote__bt_get(t, k, kl, val);
 }
 
@@ -232,11 +240,7 @@ static int kv_del(mote_txn *t, uint32_t tree, const void *key, size_t klen, int 
 {
     uint8_t k[MAX_IKEY];
     size_t kl = 0;
-    int rc = check_txn(t, 1);
-    if (!rc)
-        rc = check_tree(t, tree);
-    if (!rc)
-        rc = ikey(tree, key, klen, k, &kl);
+    int rc = key_args(t, 1, tree, key, klen, k, &kl);
     if (rc)
         return rc;
     rc = mote__bt_del(t, k, kl, known);
@@ -599,9 +603,7 @@ int mote__kv_apply(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_t n,
                    uint64_t *missing)
 {
     size_t bytes = 0;
-    int rc = check_txn(t, 1);
-    if (!rc)
-        rc = check_tree(t, tree);
+    int rc = tree_args(t, 1, tree);
     if (!rc)
         rc = batch_check(tree, ops, n, 0, &bytes);
     if (rc || !n)
@@ -635,9 +637,7 @@ int mote__kv_apply_ikeys(mote_txn *t, uint32_t tree, const mote_kvop *ops, size_
                          uint64_t *missing)
 {
     size_t bytes;
-    int rc = check_txn(t, 1);
-    if (!rc)
-        rc = check_tree(t, tree);
+    int rc = tree_args(t, 1, tree);
     if (!rc)
         rc = batch_check(tree, ops, n, 1, &bytes);
     if (rc || !n)
@@ -653,9 +653,7 @@ int mote_kv_count(mote_txn *t, uint32_t tree, const void *lo, size_t lolen,
     uint8_t a[MAX_IKEY], b[MAX_IKEY];
     size_t al = 0, bl = 0;
     uint64_t ra, rb;
-    int rc = check_txn(t, 0);
-    if (!rc)
-        rc = check_tree(t, tree);
+    int rc = tree_args(t, 0, tree);
     if (!rc && !count)
         rc = mote__err(MOTE_INVALID, "mote_kv_count: count is NULL");
     if (!rc)
@@ -679,9 +677,7 @@ int mote_cursor_open(mote_txn *t, uint32_t tree, mote_cursor **out)
     if (!out)
         return mote__err(MOTE_INVALID, "mote_cursor_open: out is NULL");
     *out = NULL;
-    int rc = check_txn(t, 0);
-    if (!rc)
-        rc = check_tree(t, tree);
+    int rc = tree_args(t, 0, tree);
     if (rc)
         return rc;
     /* queries open and close cursors per call: reuse the last one closed
@@ -828,9 +824,7 @@ int mote__kv_range_ranks(mote_txn *t, uint32_t tree, const void *lo, size_t lol,
 {
     uint8_t a[MAX_IKEY], b[MAX_IKEY];
     size_t al = 0, bl = 0;
-    int rc = check_txn(t, 0);
-    if (!rc)
-        rc = check_tree(t, tree);
+    int rc = tree_args(t, 0, tree);
     if (!rc)
         rc = ikey(tree, lo, lol, a, &al);
     if (!rc)
@@ -849,9 +843,7 @@ int mote__kv_key_at(mote_txn *t, uint32_t tree, uint64_t rank, uint8_t *buf, siz
     c.tree = tree;
     c.lolen = mote__tree_prefix(tree, c.lo);
     c.hilen = mote__tree_prefix(tree + 1, c.hi);
-    int rc = check_txn(t, 0);
-    if (!rc)
-        rc = check_tree(t, tree);
+    int rc = tree_args(t, 0, tree);
     if (!rc)
         rc = mote__cur_select(&c, rank);
     mote_val k;

@@ -205,6 +205,9 @@ int mote__bm_grow(uint8_t **b, uint32_t *cap, uint32_t need);
  * number) and trim to its limit (both under s->mu); checks of an overflow or
  * bitmap page read from the file. */
 mpage *mote__mpage_alloc(uint32_t P);
+/* Double a hash table of pages chained by hnext (64 slots at first), moving
+ * its pages; MOTE_NOMEM (table unchanged) if it cannot. */
+int mote__page_rehash(mpage ***hash, uint32_t *mask);
 int mote__cache_insert(mote_store *s, mpage *pg);
 void mote__cache_evict(mote_store *s);
 int mote__validate_aux(const mote_store *s, const uint8_t *buf, int type);

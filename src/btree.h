@@ -7,6 +7,13 @@
 
 #include "pager.h"
 
+/* overflow.c: write a value's overflow chain (fills the 12-byte pointer);
+ * read a value whole (into the transaction's buffer: valid like a mote_val);
+ * free a chain's pages. */
+int mote__ovf_write(mote_txn *t, const uint8_t *v, size_t n, uint8_t *ptr12);
+int mote__ovf_read(mote_txn *t, const uint8_t *ptr12, size_t n, mote_val *out);
+int mote__ovf_free(mote_txn *t, const uint8_t *ptr12, size_t n);
+
 int mote__bt_get(mote_txn *t, const uint8_t *k, size_t kl, mote_val *v);
 int mote__bt_put(mote_txn *t, const uint8_t *k, size_t kl, const void *v,
                  size_t vl, unsigned flags);

@@ -229,10 +229,6 @@ int mote__page_write(mote_txn *t, uint8_t *ptr, int level, mpage **out);
 int mote__page_new(mote_txn *t, mpage **out);
 /* Free a page of the tree (dirty or committed). */
 int mote__page_free(mote_txn *t, uint32_t pgno, uint64_t birth32);
-/* Write an overflow chain for a value; fills the 12-byte pointer. */
-int mote__ovf_write(mote_txn *t, const uint8_t *v, size_t n, uint8_t *ptr12);
-int mote__ovf_read(mote_txn *t, const uint8_t *ptr12, size_t n, mote_val *out);
-int mote__ovf_free(mote_txn *t, const uint8_t *ptr12, size_t n);
 
 /* Open the store file (mote_open's work below the object layer), with
  * `extra` zeroed bytes after the store, in the same block, for the layer

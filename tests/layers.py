@@ -18,7 +18,7 @@ LAYERS = [
     ("io", ["io.h", "io.c"]),
     ("node", ["node.h", "node.c"]),
     ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c"]),
-    ("btree", ["btree.h", "btree.c", "cursor.c"]),
+    ("btree", ["btree.h", "btree.c", "cursor.c", "overflow.c"]),
     ("kv", ["kv.h", "kv.c"]),
     ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "aggregate.c",
                 "relation.c"]),

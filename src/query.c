@@ -25,41 +25,7 @@
  */
 #include <stdlib.h>
 
-#include "object.h"
-
-enum { Q_LEAF, Q_AND, Q_OR, Q_LINK, Q_ID }; /* Q_ID: a leaf on the object id */
-
-typedef struct qnode {
-    int kind;
-    unsigned prop;
-    int op;
-    unsigned flags;
-    mote_value *vals;
-    size_t nvals;
-    int *kids;
-    size_t nkids;
-    /* Q_LINK: the target query; resolved per run into an IN leaf on the
-     * to-one property (op, vals) or, for to-many, the set of source ids */
-    mote_query *sub;
-    uint64_t *idset;
-    size_t nidset;
-} qnode;
-
-typedef struct qorder {
-    unsigned prop;
-    unsigned flags;
-} qorder;
-
-struct mote_query {
-    mote_entity *e;
-    qnode *nodes;
-    size_t nn, cap;
-    int root;
-    qorder *order;
-    size_t norder;
-    uint64_t offset, limit;
-    uint8_t *agg_buf; /* bytes of the last MIN/MAX string result */
-};
+#include "query.h"
 
 int mote_query_new(mote_entity *e, mote_query **out)
 {
@@ -305,175 +271,6 @@ int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit)
     q->offset = offset;
     q->limit = limit;
     return MOTE_OK;
-}
-
-/* ---- evaluation on records --------------------------------------------------- */
-
-/* Fold ASCII and Latin-1 (2-byte UTF-8) upper case to lower case. */
-static size_t fold(const uint8_t *s, size_t n, uint8_t *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = s[i];
-        if (c >= 'A' && c <= 'Z') {
-            c = (uint8_t)(c + 32);
-        } else if (c == 0xC3 && i + 1 < n && s[i + 1] >= 0x80 && s[i + 1] <= 0x9E &&
-                   s[i + 1] != 0x97) {
-            out[i] = c;
-            out[i + 1] = (uint8_t)(s[i + 1] + 0x20);
-            i++;
-            continue;
-        }
-        out[i] = c;
-    }
-    return n;
-}
-
-static int str_match(int op, const uint8_t *h, size_t hn, const uint8_t *nd, size_t nn)
-{
-    if (nn > hn)
-        return 0;
-    if (op == MOTE_STARTS_WITH)
-        return !nn || !memcmp(h, nd, nn);
-    if (op == MOTE_ENDS_WITH)
-        return !nn || !memcmp(h + hn - nn, nd, nn);
-    if (!nn)
-        return 1;
-    return memmem(h, hn, nd, nn) != NULL;
-}
-
-/* Equal after case folding (ASCII + Latin-1 keep their byte lengths). */
-static int nocase_eq(const mote_value *x, const mote_value *v)
-{
-    size_t n = x->v.s.n;
-    if (n != v->v.s.n)
-        return 0;
-    const uint8_t *a = x->v.s.p, *b = v->v.s.p;
-    uint8_t fa[2], fb[2];
-    for (size_t i = 0; i < n; i++) {
-        size_t w = a[i] == 0xC3 && i + 1 < n ? 2 : 1; /* fold a Latin-1 pair at once */
-        if (w == 2 && b[i] != 0xC3)
-            return 0;
-        fold(a + i, w, fa);
-        fold(b + i, w, fb);
-        if (memcmp(fa, fb, w))
-            return 0;
-        i += w - 1;
-    }
-    return 1;
-}
-
-/* x op v for the value types of conditions; flags: MOTE_Q_NOCASE */
-static int cmp_eq(int type, unsigned flags, const mote_value *x, const mote_value *v)
-{
-    if (flags & MOTE_Q_NOCASE)
-        return nocase_eq(x, v);
-    return mote__value_cmp(type, x, v) == 0;
-}
-
-static int eval_id(const qnode *n, uint64_t id)
-{
-    const mote_value *v = n->vals;
-    uint64_t a = n->nvals ? (uint64_t)v[0].v.i : 0; /* IN () has no value */
-    switch (n->op) {
-    case MOTE_EQ: return id == a;
-    case MOTE_NE: return id != a;
-    case MOTE_LT: return id < a;
-    case MOTE_LE: return id <= a;
-    case MOTE_GT: return id > a;
-    case MOTE_GE: return id >= a;
-    case MOTE_BETWEEN: return id >= a && id <= (uint64_t)v[1].v.i;
-    default: { /* IN, NOT IN */
-        int in = 0;
-        for (size_t i = 0; i < n->nvals && !in; i++)
-            in = id == (uint64_t)v[i].v.i;
-        return n->op == MOTE_IN ? in : !in;
-    }
-    }
-}
-
-static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
-{
-    int type = e->props[n->prop].type;
-    if (n->op == MOTE_IS_NULL)
-        return x->null;
-    if (n->op == MOTE_NOT_NULL)
-        return !x->null;
-    if (x->null)
-        return 0;
-    const mote_value *v = n->vals;
-    switch (n->op) {
-    case MOTE_EQ: return cmp_eq(type, n->flags, x, v);
-    case MOTE_NE: return !cmp_eq(type, n->flags, x, v);
-    case MOTE_LT: return mote__value_cmp(type, x, v) < 0;
-    case MOTE_LE: return mote__value_cmp(type, x, v) <= 0;
-    case MOTE_GT: return mote__value_cmp(type, x, v) > 0;
-    case MOTE_GE: return mote__value_cmp(type, x, v) >= 0;
-    case MOTE_BETWEEN:
-        return mote__value_cmp(type, x, &v[0]) >= 0 && mote__value_cmp(type, x, &v[1]) <= 0;
-    case MOTE_IN:
-    case MOTE_NOT_IN: {
-        int in = 0;
-        for (size_t i = 0; i < n->nvals && !in; i++)
-            in = cmp_eq(type, n->flags, x, &v[i]);
-        return n->op == MOTE_IN ? in : !in;
-    }
-    default: { /* string operations */
-        const uint8_t *h = x->v.s.p, *nd = v->v.s.p;
-        size_t hn = x->v.s.n, nn = v->v.s.n;
-        if (!(n->flags & MOTE_Q_NOCASE))
-            return str_match(n->op, h, hn, nd, nn);
-        uint8_t hs[256], ns[256];
-        uint8_t *hb = hn <= sizeof hs ? hs : mote__malloc(hn);
-        uint8_t *nb = nn <= sizeof ns ? ns : mote__malloc(nn);
-        int r = 0;
-        if (hb && nb) {
-            fold(h, hn, hb);
-            fold(nd, nn, nb);
-            r = str_match(n->op, hb, hn, nb, nn);
-        }
-        if (hb != hs)
-            mote__free(hb);
-        if (nb != ns)
-            mote__free(nb);
-        return r;
-    }
-    }
-}
-
-/* 1 = match, 0 = no match, < 0: -(error code) */
-static int eval(const mote_query *q, int node, const mote_record *r)
-{
-    if (node < 0)
-        return 1;
-    const qnode *n = &q->nodes[node];
-    if (n->kind == Q_LINK && q->e->props[n->prop].type == MOTE_T_TOMANY) {
-        size_t lo = 0, hi = n->nidset; /* is the object one of the sources? */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (n->idset[mid] < r->id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        return lo < n->nidset && n->idset[lo] == r->id;
-    }
-    if (n->kind == Q_ID)
-        return eval_id(n, r->id);
-    if (n->kind == Q_LEAF || n->kind == Q_LINK) {
-        mote_value x;
-        int rc = mote_record_get(r, n->prop, &x, NULL);
-        return rc ? -rc : eval_leaf(n, q->e, &x);
-    }
-    for (size_t i = 0; i < n->nkids; i++) {
-        int m = eval(q, n->kids[i], r);
-        if (m < 0)
-            return m;
-        if (n->kind == Q_AND && !m)
-            return 0;
-        if (n->kind == Q_OR && m)
-            return 1;
-    }
-    return n->kind == Q_AND;
 }
 
 /* ---- planning ------------------------------------------------------------------ */
@@ -765,7 +562,7 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
             }
             if ((rc = mote__record_init(&r, e, v.data, v.size, be_id(k.data))))
                 break;
-            int m = eval(q, q->root, &r);
+            int m = mote__query_eval(q, q->root, &r);
             if (m < 0) {
                 rc = -m;
                 break;
@@ -806,7 +603,7 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
             } else {
                 if ((rc = fetch_obj(e, oc, id, &r)))
                     break;
-                int mt = eval(q, q->root, &r);
+                int mt = mote__query_eval(q, q->root, &r);
                 rc = mt < 0 ? -mt : mt ? fn(ctx, id, &r) : MOTE_OK;
             }
             if (rc)

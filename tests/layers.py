@@ -20,8 +20,8 @@ LAYERS = [
     ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c"]),
     ("btree", ["btree.h", "btree.c", "cursor.c", "overflow.c"]),
     ("kv", ["kv.h", "kv.c"]),
-    ("object", ["object.h", "object.c", "schema.c", "record.c", "query.c", "aggregate.c",
-                "relation.c"]),
+    ("object", ["object.h", "query.h", "object.c", "schema.c", "record.c", "query.c", "match.c",
+                "aggregate.c", "relation.c"]),
     ("top", ["check.h", "check.c", "store.c"]),
 ]
 

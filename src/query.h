@@ -1,0 +1,51 @@
+/*
+ * query.h — a query's structure, shared by the files of queries in the
+ * object layer: query.c (building, planning, running), match.c (evaluating
+ * a condition on a record). A query is a tree of condition nodes (leaves on
+ * a property or the id, AND / OR, relation links), an order, an offset and
+ * a limit; the public handle is mote_query (mote.h).
+ */
+#ifndef MOTE_QUERY_H
+#define MOTE_QUERY_H
+
+#include "object.h"
+
+enum { Q_LEAF, Q_AND, Q_OR, Q_LINK, Q_ID }; /* Q_ID: a leaf on the object id */
+
+typedef struct qnode {
+    int kind;
+    unsigned prop;
+    int op;
+    unsigned flags;
+    mote_value *vals;
+    size_t nvals;
+    int *kids;
+    size_t nkids;
+    /* Q_LINK: the target query; resolved per run into an IN leaf on the
+     * to-one property (op, vals) or, for to-many, the set of source ids */
+    mote_query *sub;
+    uint64_t *idset;
+    size_t nidset;
+} qnode;
+
+typedef struct qorder {
+    unsigned prop;
+    unsigned flags;
+} qorder;
+
+struct mote_query {
+    mote_entity *e;
+    qnode *nodes;
+    size_t nn, cap;
+    int root;
+    qorder *order;
+    size_t norder;
+    uint64_t offset, limit;
+    uint8_t *agg_buf; /* bytes of the last MIN/MAX string result */
+};
+
+/* match.c: does the condition tree below `node` hold for record r? 1 = match,
+ * 0 = no match, < 0: -(error code). */
+int mote__query_eval(const mote_query *q, int node, const mote_record *r);
+
+#endif

@@ -2,10 +2,9 @@
  * object.c — object operations: put (insert/update/upsert, one or many, the
  * many as sorted batches), partial update, get, remove, count, scan; ids;
  * index maintenance; kept properties carried over (object.h); dropping a
- * property's data; the object layer's part of mote_check (every object in
- * each of its indexes, links with their backlinks, the id sequence). The
- * object layer's state per store and its settling at a transaction's end.
- * Relations are in relation.c.
+ * property's data. The object layer's state per store and its settling at a
+ * transaction's end. Relations are in relation.c, the objects' part of
+ * mote_check in objcheck.c.
  *
  * Ids: automatic ids are one more than both the highest id below 2^63 in
  * the object tree and the last id handed out (kept in "@seq", so ids of
@@ -105,7 +104,7 @@ int mote__obj_tree_key(uint64_t id, uint8_t *k)
 
 /* ---- ids ------------------------------------------------------------------------ */
 
-static int read_seq(mote_txn *t, mote_entity *e, uint64_t *seq)
+int mote__read_seq(mote_txn *t, mote_entity *e, uint64_t *seq)
 {
     uint8_t k[4] = {(uint8_t)(e->eid >> 24), (uint8_t)(e->eid >> 16), (uint8_t)(e->eid >> 8),
                     (uint8_t)e->eid};
@@ -137,7 +136,7 @@ static int write_seq(mote_txn *t, mote_entity *e, uint64_t seq)
 static int last_id(mote_txn *t, mote_entity *e, uint64_t *last)
 {
     uint64_t seq;
-    int rc = read_seq(t, e, &seq);
+    int rc = mote__read_seq(t, e, &seq);
     if (rc)
         return rc;
     if (seq >= AUTO_ID_LIMIT) /* written by older versions after a huge explicit id */
@@ -163,7 +162,7 @@ static int last_id(mote_txn *t, mote_entity *e, uint64_t *last)
 
 /* ---- index entries --------------------------------------------------------------- */
 
-static size_t index_key(const mprop *p, const mote_value *v, uint64_t id, uint8_t *key)
+size_t mote__index_key(const mprop *p, const mote_value *v, uint64_t id, uint8_t *key)
 {
     int cut;
     size_t n = mote__index_enc(p->type, v, key, &cut);
@@ -179,7 +178,7 @@ static int unique_check(mote_txn *t, const mote_entity *e, const mprop *p,
     if (!(p->flags & MOTE_P_UNIQUE) || v->null)
         return MOTE_OK;
     uint8_t key[IDX_MAX_VALUE + 16];
-    size_t kl = index_key(p, v, id, key);
+    size_t kl = mote__index_key(p, v, id, key);
     mote_val got;
     int rc = mote_kv_get(t, p->index_tree, key, kl, &got);
     if (rc == MOTE_NOTFOUND)
@@ -200,7 +199,7 @@ int mote__index_add(mote_txn *t, const mote_entity *e, const mprop *p, const mot
     if (rc)
         return rc;
     uint8_t key[IDX_MAX_VALUE + 16], idv[8];
-    size_t kl = index_key(p, v, id, key);
+    size_t kl = mote__index_key(p, v, id, key);
     wr64(idv, id);
     if ((p->flags & MOTE_P_UNIQUE) && !v->null)
         return mote_kv_put(t, p->index_tree, key, kl, idv, 8, 0);
@@ -211,7 +210,7 @@ int mote__index_add(mote_txn *t, const mote_entity *e, const mprop *p, const mot
 static int index_del(mote_txn *t, const mprop *p, const mote_value *v, uint64_t id)
 {
     uint8_t key[IDX_MAX_VALUE + 16];
-    size_t kl = index_key(p, v, id, key);
+    size_t kl = mote__index_key(p, v, id, key);
     int rc = mote__kv_del_known(t, p->index_tree, key, kl);
     return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
 }
@@ -228,7 +227,7 @@ static int same_value(int type, const mote_value *a, const mote_value *b)
 /* ---- put ------------------------------------------------------------------------ */
 
 /* Every property's value (nall of them, kept ones included). */
-static int decode_all(const mote_entity *e, const uint8_t *rec, size_t len, uint64_t id,
+int mote__decode_all(const mote_entity *e, const uint8_t *rec, size_t len, uint64_t id,
                       mote_value *vals)
 {
     mote_record r;
@@ -264,7 +263,7 @@ static int put_one(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
         ov = np <= 16 ? stackv : mote__malloc(np * sizeof *ov);
         if (!ov)
             return mote__err(MOTE_NOMEM, "out of memory");
-        rc = decode_all(e, old, oldlen, id, ov);
+        rc = mote__decode_all(e, old, oldlen, id, ov);
         if (!rc && np > e->nprops) {
             mote_record r;
             for (unsigned i = e->nprops; i < np; i++)
@@ -524,7 +523,7 @@ static int kb_index(kbatch *b, const mprop *p, const mote_value *v, uint64_t id,
         return rc;
     uint8_t *k = b->buf + b->len; /* the key is built in place */
     memcpy(k, b->pre, b->prelen);
-    size_t kl = b->prelen + index_key(p, v, id, k + b->prelen);
+    size_t kl = b->prelen + mote__index_key(p, v, id, k + b->prelen);
     int with_id = (p->flags & MOTE_P_UNIQUE) && !v->null && !del;
     if (with_id)
         wr64(k + kl, id);
@@ -539,7 +538,7 @@ static int kb_change(kbatch *b, const mprop *p, const mote_value *ov, const mote
                      uint64_t id)
 {
     uint8_t ko[IDX_MAX_VALUE + 16], kn[IDX_MAX_VALUE + 16];
-    size_t lo = index_key(p, ov, id, ko), ln = index_key(p, nv, id, kn);
+    size_t lo = mote__index_key(p, ov, id, ko), ln = mote__index_key(p, nv, id, kn);
     if (lo == ln && !memcmp(ko, kn, lo))
         return MOTE_OK;
     int rc = kb_add(b, ko, (uint32_t)lo, 1);
@@ -884,7 +883,7 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
     mote_record r;
     if (!rc) {
         memcpy(copy, OTX(t)->oldbuf, oldlen);
-        if (!(rc = decode_all(e, copy, oldlen, id, all)) &&
+        if (!(rc = mote__decode_all(e, copy, oldlen, id, all)) &&
             !(rc = mote__record_init(&r, e, copy, oldlen, id)))
             keep_absent(&r, 0, e->nall, all);
     }
@@ -935,7 +934,7 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
         mote_value *ov = mote__malloc((np + 1) * sizeof *ov);
         if (!ov)
             return mote__err(MOTE_NOMEM, "out of memory");
-        rc = decode_all(e, OTX(t)->oldbuf, oldlen, id, ov);
+        rc = mote__decode_all(e, OTX(t)->oldbuf, oldlen, id, ov);
         for (unsigned i = 0; !rc && i < np; i++)
             if (e->props[i].index_tree)
                 rc = index_del(t, &e->props[i], &ov[i], id);
@@ -1128,7 +1127,7 @@ int mote__drop_prop_data(mote_txn *t, mote_entity *e, mprop *gone)
             break;
         memcpy(copy, OTX(t)->oldbuf, oldlen); /* vals point into it; put_one reads oldbuf */
         mote_record r;
-        if (!(rc = decode_all(e, copy, oldlen, ids[i], vals)) &&
+        if (!(rc = mote__decode_all(e, copy, oldlen, ids[i], vals)) &&
             !(rc = mote__record_init(&r, e, copy, oldlen, ids[i]))) {
             keep_absent(&r, 0, e->nall, vals);
             rc = put_one(t, e, ids[i], vals, copy, oldlen);
@@ -1173,118 +1172,3 @@ int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
     return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
 }
 
-/* ---- consistency of objects and indexes (mote_check) ------------------------------ */
-
-
-typedef struct ocheck {
-    mote_txn *t;
-    mote_problems *pr;
-} ocheck;
-
-static int check_entity(void *ctx, const char *name)
-{
-    ocheck *k = ctx;
-    mote_txn *t = k->t;
-    mote_entity *e;
-    int rc = mote_entity_stored(t, name, &e);
-    if (rc) {
-        mote__problem(k->pr, "entity %s: %s", name, mote_errmsg(t->s));
-        return MOTE_OK;
-    }
-    unsigned np = e->nall;
-    mote_value *vals = mote__malloc((np + 1) * sizeof *vals);
-    mote_cursor *c;
-    if (!vals || mote_cursor_open(t, e->eid, &c)) {
-        mote__free(vals);
-        return mote__err(MOTE_NOMEM, "out of memory checking %s", name);
-    }
-    uint64_t nobj = 0, maxid = 0;
-    uint8_t *copy = NULL;
-    size_t ccap = 0;
-    for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
-        mote_val key, v;
-        if ((rc = mote_cursor_get(c, &key, &v)))
-            break;
-        nobj++;
-        if (key.size != 8) {
-            mote__problem(k->pr, "%s: object key of %zu bytes", name, key.size);
-            continue;
-        }
-        uint64_t id = mote__be64(key.data);
-        if (id > maxid && id < AUTO_ID_LIMIT)
-            maxid = id;
-        if (mote__grow(&copy, &ccap, v.size + 1)) {
-            rc = MOTE_NOMEM;
-            break;
-        }
-        memcpy(copy, v.data, v.size);
-        if (decode_all(e, copy, v.size, id, vals)) {
-            mote__problem(k->pr, "%s: object %llu: %s", name, (unsigned long long)id,
-                     mote_errmsg(t->s));
-            continue;
-        }
-        for (unsigned i = 0; i < np; i++) {
-            const mprop *p = &e->props[i];
-            if (!p->index_tree)
-                continue;
-            uint8_t ik[IDX_MAX_VALUE + 16];
-            size_t kl = index_key(p, &vals[i], id, ik);
-            mote_val got;
-            int g = mote_kv_get(t, p->index_tree, ik, kl, &got);
-            if (g == MOTE_NOTFOUND)
-                mote__problem(k->pr, "%s.%s: object %llu is missing from the index", name, p->name,
-                         (unsigned long long)id);
-            else if (g == MOTE_OK && (p->flags & MOTE_P_UNIQUE) && !vals[i].null &&
-                     (got.size != 8 || rd64(got.data) != id))
-                mote__problem(k->pr, "%s.%s: unique index names another object for %llu", name,
-                         p->name, (unsigned long long)id);
-        }
-    }
-    mote_cursor_close(c);
-    mote__free(copy);
-    mote__free(vals);
-    if (rc && rc != MOTE_NOTFOUND)
-        return rc;
-    for (unsigned i = 0; i < np; i++) { /* no extra index entries */
-        uint64_t n;
-        if (e->props[i].index_tree &&
-            !mote_kv_count(t, e->props[i].index_tree, NULL, 0, NULL, 0, &n) && n != nobj)
-            mote__problem(k->pr, "%s.%s: index has %llu entries for %llu objects", name,
-                     e->props[i].name, (unsigned long long)n, (unsigned long long)nobj);
-    }
-    for (unsigned i = 0; i < np; i++) { /* to-many: each link has its backlink */
-        const mprop *p = &e->props[i];
-        uint32_t teid, btree;
-        if (p->type != MOTE_T_TOMANY || !p->link_tree || mote__target_eid(t, p, &teid))
-            continue;
-        int hasb = teid && !mote__backlink_tree(t, teid, 0, &btree);
-        if (mote_cursor_open(t, p->link_tree, &c))
-            continue;
-        for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
-            mote_val lk;
-            uint8_t bk[22];
-            if (mote_cursor_get(c, &lk, NULL) || lk.size != 16)
-                break;
-            uint64_t src = mote__be64(lk.data), dst = mote__be64((const uint8_t *)lk.data + 8);
-            mote__backlink_key(dst, e->eid, p->id, src, bk);
-            if (!hasb || mote_kv_get(t, btree, bk, 22, NULL))
-                mote__problem(k->pr, "%s.%s: link %llu -> %llu has no backlink", name, p->name,
-                         (unsigned long long)src, (unsigned long long)dst);
-            if (mote__obj_exists(t, e->eid, src) || !teid || mote__obj_exists(t, teid, dst))
-                mote__problem(k->pr, "%s.%s: link %llu -> %llu names a missing object", name,
-                         p->name, (unsigned long long)src, (unsigned long long)dst);
-        }
-        mote_cursor_close(c);
-    }
-    uint64_t seq;
-    if (!read_seq(t, e, &seq) && seq && seq < maxid)
-        mote__problem(k->pr, "%s: id sequence %llu below the highest id %llu", name,
-                 (unsigned long long)seq, (unsigned long long)maxid);
-    return MOTE_OK;
-}
-
-int mote__check_objects(mote_txn *t, mote_problems *pr)
-{
-    ocheck k = {t, pr};
-    return mote_entity_list(t, check_entity, &k);
-}

@@ -243,6 +243,14 @@ int mote__obj_check(mote_txn *t, mote_entity *e, int write);
 int mote__obj_write_result(mote_txn *t, int rc);
 int mote__cmp_u64(const void *a, const void *b);
 
+/* object.c, for objcheck.c: every property's value of a record (nall of
+ * them); the index key of value v of object id (returns its length); the
+ * entity's id sequence as stored (0 if none). */
+int mote__decode_all(const mote_entity *e, const uint8_t *rec, size_t len, uint64_t id,
+                     mote_value *vals);
+size_t mote__index_key(const mprop *p, const mote_value *v, uint64_t id, uint8_t *key);
+int mote__read_seq(mote_txn *t, mote_entity *e, uint64_t *seq);
+
 /* relation.c: the backlink tree of an entity ("@b:<eid>"), a backlink key
  * (22 bytes), and whether object id is in the object tree `tree`. */
 int mote__backlink_tree(mote_txn *t, uint32_t target_eid, int create, uint32_t *tree);

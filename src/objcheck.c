@@ -1,0 +1,125 @@
+/*
+ * objcheck.c — the object layer's part of mote_check: for every entity,
+ * every record readable by its layouts, each object in each of its indexes
+ * (a unique entry naming it), as many entries in each index as objects,
+ * every to-many link with its backlink and naming existing objects, and the
+ * id sequence not below the highest id below 2^63. Problems are reported
+ * one by one (mote_problems); only an error that stops the walk is returned.
+ */
+#include <stdlib.h>
+
+#include "object.h"
+
+
+typedef struct ocheck {
+    mote_txn *t;
+    mote_problems *pr;
+} ocheck;
+
+static int check_entity(void *ctx, const char *name)
+{
+    ocheck *k = ctx;
+    mote_txn *t = k->t;
+    mote_entity *e;
+    int rc = mote_entity_stored(t, name, &e);
+    if (rc) {
+        mote__problem(k->pr, "entity %s: %s", name, mote_errmsg(t->s));
+        return MOTE_OK;
+    }
+    unsigned np = e->nall;
+    mote_value *vals = mote__malloc((np + 1) * sizeof *vals);
+    mote_cursor *c;
+    if (!vals || mote_cursor_open(t, e->eid, &c)) {
+        mote__free(vals);
+        return mote__err(MOTE_NOMEM, "out of memory checking %s", name);
+    }
+    uint64_t nobj = 0, maxid = 0;
+    uint8_t *copy = NULL;
+    size_t ccap = 0;
+    for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote_val key, v;
+        if ((rc = mote_cursor_get(c, &key, &v)))
+            break;
+        nobj++;
+        if (key.size != 8) {
+            mote__problem(k->pr, "%s: object key of %zu bytes", name, key.size);
+            continue;
+        }
+        uint64_t id = mote__be64(key.data);
+        if (id > maxid && id < AUTO_ID_LIMIT)
+            maxid = id;
+        if (mote__grow(&copy, &ccap, v.size + 1)) {
+            rc = MOTE_NOMEM;
+            break;
+        }
+        memcpy(copy, v.data, v.size);
+        if (mote__decode_all(e, copy, v.size, id, vals)) {
+            mote__problem(k->pr, "%s: object %llu: %s", name, (unsigned long long)id,
+                     mote_errmsg(t->s));
+            continue;
+        }
+        for (unsigned i = 0; i < np; i++) {
+            const mprop *p = &e->props[i];
+            if (!p->index_tree)
+                continue;
+            uint8_t ik[IDX_MAX_VALUE + 16];
+            size_t kl = mote__index_key(p, &vals[i], id, ik);
+            mote_val got;
+            int g = mote_kv_get(t, p->index_tree, ik, kl, &got);
+            if (g == MOTE_NOTFOUND)
+                mote__problem(k->pr, "%s.%s: object %llu is missing from the index", name, p->name,
+                         (unsigned long long)id);
+            else if (g == MOTE_OK && (p->flags & MOTE_P_UNIQUE) && !vals[i].null &&
+                     (got.size != 8 || rd64(got.data) != id))
+                mote__problem(k->pr, "%s.%s: unique index names another object for %llu", name,
+                         p->name, (unsigned long long)id);
+        }
+    }
+    mote_cursor_close(c);
+    mote__free(copy);
+    mote__free(vals);
+    if (rc && rc != MOTE_NOTFOUND)
+        return rc;
+    for (unsigned i = 0; i < np; i++) { /* no extra index entries */
+        uint64_t n;
+        if (e->props[i].index_tree &&
+            !mote_kv_count(t, e->props[i].index_tree, NULL, 0, NULL, 0, &n) && n != nobj)
+            mote__problem(k->pr, "%s.%s: index has %llu entries for %llu objects", name,
+                     e->props[i].name, (unsigned long long)n, (unsigned long long)nobj);
+    }
+    for (unsigned i = 0; i < np; i++) { /* to-many: each link has its backlink */
+        const mprop *p = &e->props[i];
+        uint32_t teid, btree;
+        if (p->type != MOTE_T_TOMANY || !p->link_tree || mote__target_eid(t, p, &teid))
+            continue;
+        int hasb = teid && !mote__backlink_tree(t, teid, 0, &btree);
+        if (mote_cursor_open(t, p->link_tree, &c))
+            continue;
+        for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+            mote_val lk;
+            uint8_t bk[22];
+            if (mote_cursor_get(c, &lk, NULL) || lk.size != 16)
+                break;
+            uint64_t src = mote__be64(lk.data), dst = mote__be64((const uint8_t *)lk.data + 8);
+            mote__backlink_key(dst, e->eid, p->id, src, bk);
+            if (!hasb || mote_kv_get(t, btree, bk, 22, NULL))
+                mote__problem(k->pr, "%s.%s: link %llu -> %llu has no backlink", name, p->name,
+                         (unsigned long long)src, (unsigned long long)dst);
+            if (mote__obj_exists(t, e->eid, src) || !teid || mote__obj_exists(t, teid, dst))
+                mote__problem(k->pr, "%s.%s: link %llu -> %llu names a missing object", name,
+                         p->name, (unsigned long long)src, (unsigned long long)dst);
+        }
+        mote_cursor_close(c);
+    }
+    uint64_t seq;
+    if (!mote__read_seq(t, e, &seq) && seq && seq < maxid)
+        mote__problem(k->pr, "%s: id sequence %llu below the highest id %llu", name,
+                 (unsigned long long)seq, (unsigned long long)maxid);
+    return MOTE_OK;
+}
+
+int mote__check_objects(mote_txn *t, mote_problems *pr)
+{
+    ocheck k = {t, pr};
+    return mote_entity_list(t, check_entity, &k);
+}

@@ -1,7 +1,7 @@
 # MoteDB — the two user-facing commands:
 #   make test    build everything from a fresh clone and run every test
 #   make bench   run the default benchmarks and print the tables
-# Other targets: build, test-c, test-asan, test-fuzz, test-python, test-python-asan,
+# Other targets: deps, build, test-c, test-asan, test-fuzz, test-python, test-python-asan,
 # bench-engine, bench-orm, bench-stores, bench-full, clean.
 
 PYTHON ?= python3

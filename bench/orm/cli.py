@@ -9,13 +9,17 @@ import argparse
 import datetime
 import json
 import os
+import platform
+import sqlite3
 import subprocess
 import sys
 import time
 
-from bench.orm import registry, spec, venvs
+from bench.common import REPO, envinfo, loadgate
+from bench.common.venvs import Venv
+from bench.orm import registry, spec
 
-REPO = venvs.REPO
+HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS_FLAG = "BENCH_ORM_IN_HARNESS"
 
 
@@ -47,6 +51,11 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def group_venv(group):
+    """A backend group's environment: .bench-venvs/<group>/ from requirements-<group>.txt (pinned)."""
+    return Venv(group, os.path.join(HERE, f"requirements-{group}.txt"))
+
+
 def in_harness():
     try:
         import matplotlib  # noqa: F401
@@ -60,11 +69,10 @@ def reexec_in_harness(argv):
     if os.environ.get(HARNESS_FLAG):
         sys.exit("bench.orm: the harness environment lacks rich/matplotlib")
     print("bench.orm: preparing .bench-venvs/harness (rich, matplotlib) ...", flush=True)
-    py = venvs.ensure("harness")
-    env = dict(os.environ, **{HARNESS_FLAG: "1"})
-    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    harness = group_venv("harness")
+    harness.ensure()
     os.chdir(REPO)
-    os.execve(py, [py, "-m", "bench.orm"] + list(argv), env)
+    harness.exec_module("bench.orm", argv, dict(os.environ, **{HARNESS_FLAG: "1"}))
 
 
 def resolve_config(a):
@@ -130,13 +138,13 @@ def load_resume(cfg, redo):
 
 
 def check_db_dir(db_dir, log):
-    from bench.orm.envinfo import filesystem
+    """db_dir, or /var/tmp/bench-orm if db_dir is on a file system in memory (tmpfs): databases on disk."""
     os.makedirs(db_dir, exist_ok=True)
-    fs, _ = filesystem(db_dir)
-    if fs in ("tmpfs", "ramfs"):
+    fs = envinfo.filesystem(db_dir)["fstype"]
+    if fs in envinfo.MEMORY_FILESYSTEMS:
         alt = "/var/tmp/bench-orm"
         os.makedirs(alt, exist_ok=True)
-        if filesystem(alt)[0] in ("tmpfs", "ramfs"):
+        if envinfo.filesystem(alt)["fstype"] in envinfo.MEMORY_FILESYSTEMS:
             sys.exit(f"{db_dir} and {alt} are on {fs}: pass --db-dir on a disk-backed file system")
         log(f"{db_dir} is on {fs}: using {alt} instead")
         return alt
@@ -144,15 +152,34 @@ def check_db_dir(db_dir, log):
 
 
 def load_gate(threshold, timeout):
-    """Wait until the 1-minute load average is below threshold; returns the record."""
-    t0 = time.monotonic()
-    load = os.getloadavg()[0]
-    while load >= threshold and time.monotonic() - t0 < timeout:
-        time.sleep(min(5.0, max(0.5, timeout - (time.monotonic() - t0))))
-        load = os.getloadavg()[0]
-    return {"load1": round(load, 2), "loadavg": [round(x, 2) for x in os.getloadavg()],
-            "waited_s": round(time.monotonic() - t0, 1),
-            "timed_out": load >= threshold and timeout > 0, "threshold": threshold}
+    """Wait until the 1-minute load average is below threshold (at most timeout s); returns the record."""
+    g = loadgate.wait_until_quiet(threshold, timeout, poll_s=5.0)
+    return {"load1": round(g.after[0], 2), "loadavg": [round(x, 2) for x in g.after],
+            "waited_s": round(g.waited_s, 1), "timed_out": g.timed_out and timeout > 0, "threshold": threshold}
+
+
+def environment(db_dir):
+    """What the results were measured on (results.json's environment, before the run adds to it)."""
+    fs = envinfo.filesystem(db_dir)
+    memory = envinfo.mem_total_bytes()
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "sqlite": sqlite3.sqlite_version,
+        "cpu": envinfo.cpu_model() or platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "memory": f"{memory // 1024} kB" if memory else "n/a",
+        "cpu_governor": envinfo.cpu_governor() or "n/a",
+        "os": platform.platform(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "db_dir": db_dir,
+        "filesystem": fs["fstype"],
+        "filesystem_device": fs["source"] or "unknown",
+        "loadavg_start": envinfo.loadavg(),
+        "git_commit": envinfo.git(REPO, "rev-parse", "--short", "HEAD") or "none",
+    }
 
 
 class Orchestrator:
@@ -277,16 +304,19 @@ class Orchestrator:
                 self.unavailable[b.label] = reason
                 self.log(f"[yellow]{b.label}: {reason}[/yellow]")
                 continue
+            venv = group_venv(b.group)
             try:
                 with self.console.status(f"environment {b.group} for {b.label} ..."):
-                    py = venvs.ensure(b.group, log=self.log)
+                    venv.ensure(log=self.log)
+                    if b.group == "motedb":  # the package of this checkout, rebuilt when its sources changed
+                        venv.install_motedb(log=self.log)
             except Exception as e:  # noqa: BLE001 - reported, the run goes on
                 self.unavailable[b.label] = f"environment '{b.group}' failed: {e}"
                 self.log(f"[red]{b.label}: {self.unavailable[b.label]}[/red]")
                 continue
             if b.group not in self.group_versions:
-                self.group_versions[b.group] = venvs.installed_versions(b.group)
-            runnable.append((b, py))
+                self.group_versions[b.group] = venv.versions()
+            runnable.append((b, venv.python))
         total = len(runnable) * cfg["runs"] * len(cfg["plan"]) * len(spec.OPS)
         cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
         with Progress(*cols, console=self.console) as progress:
@@ -381,11 +411,10 @@ def main(argv=None):
     if not in_harness():
         reexec_in_harness(argv)
     from rich.console import Console
-    from bench.orm import envinfo
     console = Console()
     cfg = resolve_config(a)
     cfg["db_dir"] = check_db_dir(cfg["db_dir"], console.print)
-    env = envinfo.collect(cfg["db_dir"], REPO)
+    env = environment(cfg["db_dir"])
     console.print(f"bench.orm: backends {','.join(cfg['backends'])}; plan {cfg['plan']}; runs {cfg['runs']}; "
                   f"N={cfg['iterations']} BATCH={cfg['batch_size']}; databases in {cfg['db_dir']} "
                   f"({env['filesystem']})")

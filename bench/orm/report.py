@@ -1,23 +1,11 @@
 """results.json, Markdown tables and matplotlib charts from the measured cells."""
 
 import json
-import math
 import os
-import statistics
 
+from bench.common.stats import geomean, median
 from bench.orm import spec
 from bench.orm.registry import BY_LABEL
-
-
-def median(xs):
-    return statistics.median(xs) if xs else None
-
-
-def geomean(xs):
-    xs = [x for x in xs if x and x > 0]
-    if not xs:
-        return None
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def build_cells(samples):
@@ -49,7 +37,8 @@ def build_geomeans(cells):
             groups.setdefault((c["test"], c["mode"], c["backend"]), []).append(c["median"])
     out = []
     for (test, mode, label), vals in sorted(groups.items(), key=lambda kv: _cell_order(kv[0] + ("",))):
-        out.append({"test": test, "mode": mode, "backend": label, "value": geomean(vals), "ops": len(vals)})
+        out.append({"test": test, "mode": mode, "backend": label, "value": geomean(v for v in vals if v > 0),
+                    "ops": len(vals)})
     return out
 
 

@@ -86,7 +86,7 @@ def ensure_venv(say=print) -> dict:
 def _motedb(say):
     """The motedb package of this checkout, rebuilt when its sources changed; a failure only makes MoteDB
     unavailable (its engine module reports why)."""
-    from bench.motedb_pkg import ensure_installed
+    from bench.common.motedb_pkg import ensure_installed
     try:
         ensure_installed(str(venv_python()), str(VENV_DIR), log=say)
     except RuntimeError as e:

@@ -3,6 +3,13 @@
 Run from the repository root with ``python3 -m bench.stores``; see bench/stores/README.md.
 """
 
+import os
+
+from bench.common.venvs import Venv
+
+# The orchestrator and the workers run in .bench-venvs/stores/ (requirements.txt, pinned).
+VENV = Venv("stores", os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.txt"))
+
 # Engine labels, in the order the tables and charts show them.
 ENGINE_ORDER = [
     "MoteDB",

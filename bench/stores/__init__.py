@@ -34,6 +34,15 @@ METRICS = [
 
 WORKLOADS = ("small", "large")
 
+# Which metrics each workload has (rows of results.json)
+WORKLOAD_METRICS = {
+    "small": ["open_query_close_median_ms", "open_query_close_p99_ms", "memory_per_store_rss_bytes",
+              "memory_per_store_anon_bytes", "create_write_close_median_ms", "space_per_store_bytes"],
+    "large": ["open_query_close_median_ms", "open_query_close_p99_ms", "count_query_median_ms",
+              "memory_per_store_rss_bytes", "memory_per_store_anon_bytes", "create_write_close_median_ms",
+              "space_per_store_bytes"],
+}
+
 # Stores per engine: the seed's sizes (--full) and the quick defaults.
 FULL_STORES = {"small": 100_000, "large": 10_000}
 QUICK_STORES = {"small": 10_000, "large": 1_000}

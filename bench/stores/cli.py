@@ -14,23 +14,12 @@ from pathlib import Path
 from bench.common import REPO, envinfo
 from bench.common.venvs import package_versions, python_env
 
-from . import ENGINE_ORDER, FULL_STORES, QUICK_STORES, SMOKE_STORES, VENV, WORKLOADS, engines
+from . import ENGINE_ORDER, FULL_STORES, QUICK_STORES, SMOKE_STORES, VENV, WORKLOAD_METRICS, WORKLOADS, engines, report
 from .probes import sync_probe
 
 REPO_ROOT = Path(REPO)
 
 ENGINE_KEYS = list(engines.REGISTRY)
-
-# Which metrics each workload has (rows of results.json)
-WORKLOAD_METRICS = {
-    "small": ["open_query_close_median_ms", "open_query_close_p99_ms", "memory_per_store_rss_bytes",
-              "memory_per_store_anon_bytes", "create_write_close_median_ms", "space_per_store_bytes"],
-    "large": ["open_query_close_median_ms", "open_query_close_p99_ms", "count_query_median_ms",
-              "memory_per_store_rss_bytes", "memory_per_store_anon_bytes", "create_write_close_median_ms",
-              "space_per_store_bytes"],
-}
-MAIN_METRICS = {"open_query_close_median_ms", "open_query_close_p99_ms", "count_query_median_ms",
-                "create_write_close_median_ms", "space_per_store_bytes"}
 
 
 def parse_args(argv):
@@ -192,7 +181,6 @@ def main(argv):
     started = time.monotonic()
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from . import report
 
     console = Console(stderr=True)
     stamp = time.strftime("%Y-%m-%d_%H%M%S")

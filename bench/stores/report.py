@@ -3,7 +3,7 @@
 import math
 from pathlib import Path
 
-from . import ENGINE_ORDER
+from . import ENGINE_ORDER, WORKLOAD_METRICS
 
 KB = 1024
 
@@ -258,7 +258,6 @@ def charts(results, out_dir):
 
 def smoke_check(results, stores, memory_stores):
     """Problems found (empty: every phase of every engine that ran measured something plausible)."""
-    from .cli import WORKLOAD_METRICS
     problems = []
     env = results["environment"]
     vals_all = values_by(results)

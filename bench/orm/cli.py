@@ -17,7 +17,8 @@ import time
 
 from bench.common import REPO, envinfo, loadgate
 from bench.common.venvs import Venv
-from bench.orm import registry, spec
+from bench.orm import spec
+from bench.orm.backends import BACKENDS, BY_ID, BY_LABEL, PROFILES, SMOKE_BACKENDS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS_FLAG = "BENCH_ORM_IN_HARNESS"
@@ -25,10 +26,10 @@ HARNESS_FLAG = "BENCH_ORM_IN_HARNESS"
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m bench.orm", description=__doc__.split("\n")[0])
-    p.add_argument("--profile", choices=sorted(registry.PROFILES), default="quick",
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="quick: tests 1-3, cold, main backends, 1 run (default); full: every backend, "
                         "cold+warm+large, 5 runs")
-    p.add_argument("--backends", help="comma-separated ids (or 'all'): " + ",".join(registry.BY_ID))
+    p.add_argument("--backends", help="comma-separated ids (or 'all'): " + ",".join(BY_ID))
     p.add_argument("--tests", help="comma-separated: 1,2,3")
     p.add_argument("--mode", nargs="+", action="extend", help="cold, warm, large, large-warm (several allowed)")
     p.add_argument("--runs", type=int, help="repetitions (the median is reported)")
@@ -76,16 +77,16 @@ def reexec_in_harness(argv):
 
 
 def resolve_config(a):
-    prof = registry.PROFILES[a.profile]
+    prof = PROFILES[a.profile]
     if a.backends:
-        ids = [b.id for b in registry.BACKENDS] if a.backends == "all" else a.backends.split(",")
+        ids = [b.id for b in BACKENDS] if a.backends == "all" else a.backends.split(",")
     elif a.smoke:
-        ids = list(registry.SMOKE_BACKENDS)
+        ids = list(SMOKE_BACKENDS)
     else:
         ids = list(prof["backends"])
-    bad = [i for i in ids if i not in registry.BY_ID]
+    bad = [i for i in ids if i not in BY_ID]
     if bad:
-        sys.exit(f"unknown backend(s): {', '.join(bad)}; known: {', '.join(registry.BY_ID)}")
+        sys.exit(f"unknown backend(s): {', '.join(bad)}; known: {', '.join(BY_ID)}")
     tests = [int(t) for t in a.tests.split(",")] if a.tests else list(prof["tests"])
     modes = a.mode or (["cold", "warm", "large"] if a.smoke else list(prof["modes"]))
     for m in modes:
@@ -296,11 +297,10 @@ class Orchestrator:
         """Run the plan; checkpoint() is called after each backend of each mode."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
         cfg = self.cfg
-        backends = [registry.BY_ID[i] for i in cfg["backends"]]
         runnable = []
-        for b in backends:
-            ok, reason = b.available()
-            if not ok:
+        for b in [BY_ID[i] for i in cfg["backends"]]:
+            reason = b.availability()
+            if reason:
                 self.unavailable[b.label] = reason
                 self.log(f"[yellow]{b.label}: {reason}[/yellow]")
                 continue
@@ -372,7 +372,7 @@ class Orchestrator:
         config = {k: v for k, v in cfg.items() if k not in ("out",)}
         config["complete"] = not partial
         config["plan"] = [list(p) for p in cfg["plan"]]
-        config["backend_labels"] = {i: registry.BY_ID[i].label for i in cfg["backends"]}
+        config["backend_labels"] = {i: BY_ID[i].label for i in cfg["backends"]}
         extra = {"skipped": [{"test": k[0], "mode": k[1], "backend": k[2], "op": k[3], "reason": v}
                              for k, v in sorted(self.skipped.items())],
                  "errors": self.errors, "check_failures": self.check_failures}
@@ -434,8 +434,8 @@ def main(argv=None):
                   f"{time.monotonic() - t0:.0f} s")
     if cfg["smoke"]:
         failed = orch.errors or orch.check_failures
-        missing = [lb for lb in orch.unavailable if registry.BY_LABEL[lb].id in cfg["backends"]
-                   and registry.BY_LABEL[lb].id != "motedb"]
+        missing = [lb for lb in orch.unavailable if BY_LABEL[lb].id in cfg["backends"]
+                   and BY_LABEL[lb].id != "motedb"]
         if failed or missing:
             console.print(f"[red]SMOKE FAILED: {len(orch.errors)} errors, {len(orch.check_failures)} failed "
                           f"checks, unavailable: {missing}[/red]")

@@ -5,7 +5,7 @@ import os
 
 from bench.common.stats import geomean, median
 from bench.orm import spec
-from bench.orm.registry import BY_LABEL
+from bench.orm.backends import BACKENDS, BY_LABEL
 
 
 def build_cells(samples):
@@ -23,7 +23,6 @@ def _cell_order(key):
 
 
 def _backend_order(label):
-    from bench.orm.registry import BACKENDS
     for i, b in enumerate(BACKENDS):
         if b.label == label:
             return i

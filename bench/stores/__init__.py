@@ -10,17 +10,6 @@ from bench.common.venvs import Venv
 # The orchestrator and the workers run in .bench-venvs/stores/ (requirements.txt, pinned).
 VENV = Venv("stores", os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.txt"))
 
-# Engine labels, in the order the tables and charts show them.
-ENGINE_ORDER = [
-    "MoteDB",
-    "ObjectBox (sync every open)",
-    "ObjectBox (cached model)",
-    "ObjectBox (skip model sync)",
-    "SQLite",
-    "Turso Database",
-    "libSQL",
-]
-
 # The metric names of results.json (rows); exactly these.
 METRICS = [
     "open_query_close_median_ms",

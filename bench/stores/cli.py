@@ -14,12 +14,12 @@ from pathlib import Path
 from bench.common import REPO, envinfo
 from bench.common.venvs import package_versions, python_env
 
-from . import ENGINE_ORDER, FULL_STORES, QUICK_STORES, SMOKE_STORES, VENV, WORKLOAD_METRICS, WORKLOADS, engines, report
+from . import FULL_STORES, QUICK_STORES, SMOKE_STORES, VENV, WORKLOAD_METRICS, WORKLOADS, backends, report
 from .probes import sync_probe
 
 REPO_ROOT = Path(REPO)
 
-ENGINE_KEYS = list(engines.REGISTRY)
+ENGINE_KEYS = backends.KEYS
 
 
 def parse_args(argv):
@@ -55,7 +55,7 @@ def parse_args(argv):
     ap.add_argument("--no-charts", action="store_true")
     args = ap.parse_args(argv)
     keys = [k.strip().lower() for k in args.engines.split(",") if k.strip()]
-    bad = [k for k in keys if k not in engines.REGISTRY]
+    bad = [k for k in keys if k not in ENGINE_KEYS]
     if bad:
         ap.error(f"unknown engine(s) {', '.join(bad)}; choose from {','.join(ENGINE_KEYS)}")
     args.engine_keys = keys
@@ -206,11 +206,10 @@ def main(argv):
     env["sync_probe"] = sync_probe(str(tmp_root), 20 if args.smoke else 200)
 
     # Which engines run, and which are unavailable (and why)
-    labels = [label for key in args.engine_keys for (label, _m, _o) in engines.REGISTRY[key]]
-    labels.sort(key=ENGINE_ORDER.index)
+    labels = [b.label for b in backends.BACKENDS if b.key in args.engine_keys]  # in the tables' order
     status = {}
     for label in labels:
-        reason = engines.availability(engines.by_label(label)[1])
+        reason = backends.BY_LABEL[label].availability()
         status[label] = {"status": "unavailable", "reason": reason} if reason else {"status": "pending"}
         if reason:
             console.print(f"[yellow]{label}: {reason}")

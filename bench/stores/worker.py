@@ -24,7 +24,7 @@ import traceback
 from bench.common.loadgate import wait_until_quiet
 from bench.common.stats import median, percentile
 
-from . import engines
+from . import backends
 from .probes import read_files, smaps_rollup
 from .workload import Workload
 
@@ -274,7 +274,7 @@ def main(argv=None):
         workload = Workload(args.workload, seed=args.seed)
         options = dict(kv.split("=", 1) for kv in args.engine_option)
         os.makedirs(args.root, exist_ok=True)
-        engine = engines.load(args.label, workload, args.root, options)
+        engine = backends.BY_LABEL[args.label].load(workload, args.root, options)
         result["engine"] = engine.describe()
         if args.mode == "main":
             run_main(args, engine, workload, progress, result)

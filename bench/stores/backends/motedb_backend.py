@@ -12,7 +12,7 @@ The motedb package is built from this checkout into the benchmark's virtual envi
 are newer than the last install, see _ensure_current()).
 """
 
-from .base import Engine
+from .base import Backend
 
 _note_class = None
 
@@ -40,7 +40,7 @@ def _note():
     return _note_class
 
 
-class MoteDBEngine(Engine):
+class MoteDBBackend(Backend):
     label = "MoteDB"
 
     def __init__(self, work_dir):
@@ -84,5 +84,5 @@ class MoteDBEngine(Engine):
         return obj.text, obj.value, obj.created
 
 
-def create_engine(workload, work_dir, **_ignored):
-    return MoteDBEngine(work_dir)
+def create_backend(workload, work_dir, **_ignored):
+    return MoteDBBackend(work_dir)

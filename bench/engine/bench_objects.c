@@ -1,8 +1,8 @@
 /*
  * bench_objects.c — MoteDB's object layer against SQLite's C API on the
- * Test 1 model of the ORM benchmark (../shared/design/benchmarks.md §1),
- * measured side by side in one process, one run, one directory on local
- * disk (tmpfs is refused).
+ * Test 1 model of the ORM benchmark (bench/orm/README.md, "Models and
+ * operations"), measured side by side in one process, one run, one directory
+ * on local disk (tmpfs is refused).
  *
  * Model: Journal {timestamp (timestamp, "now" when the object is built),
  * level (int16, indexed, from {10,20,30,40,50}), text (string, indexed,

@@ -9,22 +9,27 @@ import argparse
 import datetime
 import json
 import os
+import platform
+import sqlite3
 import subprocess
 import sys
 import time
 
-from bench.orm import registry, spec, venvs
+from bench.common import REPO, envinfo, loadgate
+from bench.common.venvs import Venv
+from bench.orm import spec
+from bench.orm.backends import BACKENDS, BY_ID, BY_LABEL, PROFILES, SMOKE_BACKENDS
 
-REPO = venvs.REPO
+HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS_FLAG = "BENCH_ORM_IN_HARNESS"
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python3 -m bench.orm", description=__doc__.split("\n")[0])
-    p.add_argument("--profile", choices=sorted(registry.PROFILES), default="quick",
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="quick: tests 1-3, cold, main backends, 1 run (default); full: every backend, "
                         "cold+warm+large, 5 runs")
-    p.add_argument("--backends", help="comma-separated ids (or 'all'): " + ",".join(registry.BY_ID))
+    p.add_argument("--backends", help="comma-separated ids (or 'all'): " + ",".join(BY_ID))
     p.add_argument("--tests", help="comma-separated: 1,2,3")
     p.add_argument("--mode", nargs="+", action="extend", help="cold, warm, large, large-warm (several allowed)")
     p.add_argument("--runs", type=int, help="repetitions (the median is reported)")
@@ -47,6 +52,11 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def group_venv(group):
+    """A backend group's environment: .bench-venvs/<group>/ from requirements-<group>.txt (pinned)."""
+    return Venv(group, os.path.join(HERE, f"requirements-{group}.txt"))
+
+
 def in_harness():
     try:
         import matplotlib  # noqa: F401
@@ -60,24 +70,23 @@ def reexec_in_harness(argv):
     if os.environ.get(HARNESS_FLAG):
         sys.exit("bench.orm: the harness environment lacks rich/matplotlib")
     print("bench.orm: preparing .bench-venvs/harness (rich, matplotlib) ...", flush=True)
-    py = venvs.ensure("harness")
-    env = dict(os.environ, **{HARNESS_FLAG: "1"})
-    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    harness = group_venv("harness")
+    harness.ensure()
     os.chdir(REPO)
-    os.execve(py, [py, "-m", "bench.orm"] + list(argv), env)
+    harness.exec_module("bench.orm", argv, dict(os.environ, **{HARNESS_FLAG: "1"}))
 
 
 def resolve_config(a):
-    prof = registry.PROFILES[a.profile]
+    prof = PROFILES[a.profile]
     if a.backends:
-        ids = [b.id for b in registry.BACKENDS] if a.backends == "all" else a.backends.split(",")
+        ids = [b.id for b in BACKENDS] if a.backends == "all" else a.backends.split(",")
     elif a.smoke:
-        ids = list(registry.SMOKE_BACKENDS)
+        ids = list(SMOKE_BACKENDS)
     else:
         ids = list(prof["backends"])
-    bad = [i for i in ids if i not in registry.BY_ID]
+    bad = [i for i in ids if i not in BY_ID]
     if bad:
-        sys.exit(f"unknown backend(s): {', '.join(bad)}; known: {', '.join(registry.BY_ID)}")
+        sys.exit(f"unknown backend(s): {', '.join(bad)}; known: {', '.join(BY_ID)}")
     tests = [int(t) for t in a.tests.split(",")] if a.tests else list(prof["tests"])
     modes = a.mode or (["cold", "warm", "large"] if a.smoke else list(prof["modes"]))
     for m in modes:
@@ -130,13 +139,13 @@ def load_resume(cfg, redo):
 
 
 def check_db_dir(db_dir, log):
-    from bench.orm.envinfo import filesystem
+    """db_dir, or /var/tmp/bench-orm if db_dir is on a file system in memory (tmpfs): databases on disk."""
     os.makedirs(db_dir, exist_ok=True)
-    fs, _ = filesystem(db_dir)
-    if fs in ("tmpfs", "ramfs"):
+    fs = envinfo.filesystem(db_dir)["fstype"]
+    if fs in envinfo.MEMORY_FILESYSTEMS:
         alt = "/var/tmp/bench-orm"
         os.makedirs(alt, exist_ok=True)
-        if filesystem(alt)[0] in ("tmpfs", "ramfs"):
+        if envinfo.filesystem(alt)["fstype"] in envinfo.MEMORY_FILESYSTEMS:
             sys.exit(f"{db_dir} and {alt} are on {fs}: pass --db-dir on a disk-backed file system")
         log(f"{db_dir} is on {fs}: using {alt} instead")
         return alt
@@ -144,15 +153,34 @@ def check_db_dir(db_dir, log):
 
 
 def load_gate(threshold, timeout):
-    """Wait until the 1-minute load average is below threshold; returns the record."""
-    t0 = time.monotonic()
-    load = os.getloadavg()[0]
-    while load >= threshold and time.monotonic() - t0 < timeout:
-        time.sleep(min(5.0, max(0.5, timeout - (time.monotonic() - t0))))
-        load = os.getloadavg()[0]
-    return {"load1": round(load, 2), "loadavg": [round(x, 2) for x in os.getloadavg()],
-            "waited_s": round(time.monotonic() - t0, 1),
-            "timed_out": load >= threshold and timeout > 0, "threshold": threshold}
+    """Wait until the 1-minute load average is below threshold (at most timeout s); returns the record."""
+    g = loadgate.wait_until_quiet(threshold, timeout, poll_s=5.0)
+    return {"load1": round(g.after[0], 2), "loadavg": [round(x, 2) for x in g.after],
+            "waited_s": round(g.waited_s, 1), "timed_out": g.timed_out and timeout > 0, "threshold": threshold}
+
+
+def environment(db_dir):
+    """What the results were measured on (results.json's environment, before the run adds to it)."""
+    fs = envinfo.filesystem(db_dir)
+    memory = envinfo.mem_total_bytes()
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "python_implementation": platform.python_implementation(),
+        "sqlite": sqlite3.sqlite_version,
+        "cpu": envinfo.cpu_model() or platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "memory": f"{memory // 1024} kB" if memory else "n/a",
+        "cpu_governor": envinfo.cpu_governor() or "n/a",
+        "os": platform.platform(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "db_dir": db_dir,
+        "filesystem": fs["fstype"],
+        "filesystem_device": fs["source"] or "unknown",
+        "loadavg_start": envinfo.loadavg(),
+        "git_commit": envinfo.git(REPO, "rev-parse", "--short", "HEAD") or "none",
+    }
 
 
 class Orchestrator:
@@ -269,24 +297,26 @@ class Orchestrator:
         """Run the plan; checkpoint() is called after each backend of each mode."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
         cfg = self.cfg
-        backends = [registry.BY_ID[i] for i in cfg["backends"]]
         runnable = []
-        for b in backends:
-            ok, reason = b.available()
-            if not ok:
+        for b in [BY_ID[i] for i in cfg["backends"]]:
+            reason = b.availability()
+            if reason:
                 self.unavailable[b.label] = reason
                 self.log(f"[yellow]{b.label}: {reason}[/yellow]")
                 continue
+            venv = group_venv(b.group)
             try:
                 with self.console.status(f"environment {b.group} for {b.label} ..."):
-                    py = venvs.ensure(b.group, log=self.log)
+                    venv.ensure(log=self.log)
+                    if b.group == "motedb":  # the package of this checkout, rebuilt when its sources changed
+                        venv.install_motedb(log=self.log)
             except Exception as e:  # noqa: BLE001 - reported, the run goes on
                 self.unavailable[b.label] = f"environment '{b.group}' failed: {e}"
                 self.log(f"[red]{b.label}: {self.unavailable[b.label]}[/red]")
                 continue
             if b.group not in self.group_versions:
-                self.group_versions[b.group] = venvs.installed_versions(b.group)
-            runnable.append((b, py))
+                self.group_versions[b.group] = venv.versions()
+            runnable.append((b, venv.python))
         total = len(runnable) * cfg["runs"] * len(cfg["plan"]) * len(spec.OPS)
         cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
         with Progress(*cols, console=self.console) as progress:
@@ -342,7 +372,7 @@ class Orchestrator:
         config = {k: v for k, v in cfg.items() if k not in ("out",)}
         config["complete"] = not partial
         config["plan"] = [list(p) for p in cfg["plan"]]
-        config["backend_labels"] = {i: registry.BY_ID[i].label for i in cfg["backends"]}
+        config["backend_labels"] = {i: BY_ID[i].label for i in cfg["backends"]}
         extra = {"skipped": [{"test": k[0], "mode": k[1], "backend": k[2], "op": k[3], "reason": v}
                              for k, v in sorted(self.skipped.items())],
                  "errors": self.errors, "check_failures": self.check_failures}
@@ -381,11 +411,10 @@ def main(argv=None):
     if not in_harness():
         reexec_in_harness(argv)
     from rich.console import Console
-    from bench.orm import envinfo
     console = Console()
     cfg = resolve_config(a)
     cfg["db_dir"] = check_db_dir(cfg["db_dir"], console.print)
-    env = envinfo.collect(cfg["db_dir"], REPO)
+    env = environment(cfg["db_dir"])
     console.print(f"bench.orm: backends {','.join(cfg['backends'])}; plan {cfg['plan']}; runs {cfg['runs']}; "
                   f"N={cfg['iterations']} BATCH={cfg['batch_size']}; databases in {cfg['db_dir']} "
                   f"({env['filesystem']})")
@@ -405,8 +434,8 @@ def main(argv=None):
                   f"{time.monotonic() - t0:.0f} s")
     if cfg["smoke"]:
         failed = orch.errors or orch.check_failures
-        missing = [lb for lb in orch.unavailable if registry.BY_LABEL[lb].id in cfg["backends"]
-                   and registry.BY_LABEL[lb].id != "motedb"]
+        missing = [lb for lb in orch.unavailable if BY_LABEL[lb].id in cfg["backends"]
+                   and BY_LABEL[lb].id != "motedb"]
         if failed or missing:
             console.print(f"[red]SMOKE FAILED: {len(orch.errors)} errors, {len(orch.check_failures)} failed "
                           f"checks, unavailable: {missing}[/red]")

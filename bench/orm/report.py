@@ -1,23 +1,11 @@
 """results.json, Markdown tables and matplotlib charts from the measured cells."""
 
 import json
-import math
 import os
-import statistics
 
+from bench.common.stats import geomean, median
 from bench.orm import spec
-from bench.orm.registry import BY_LABEL
-
-
-def median(xs):
-    return statistics.median(xs) if xs else None
-
-
-def geomean(xs):
-    xs = [x for x in xs if x and x > 0]
-    if not xs:
-        return None
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+from bench.orm.backends import BACKENDS, BY_LABEL
 
 
 def build_cells(samples):
@@ -35,7 +23,6 @@ def _cell_order(key):
 
 
 def _backend_order(label):
-    from bench.orm.registry import BACKENDS
     for i, b in enumerate(BACKENDS):
         if b.label == label:
             return i
@@ -49,7 +36,8 @@ def build_geomeans(cells):
             groups.setdefault((c["test"], c["mode"], c["backend"]), []).append(c["median"])
     out = []
     for (test, mode, label), vals in sorted(groups.items(), key=lambda kv: _cell_order(kv[0] + ("",))):
-        out.append({"test": test, "mode": mode, "backend": label, "value": geomean(vals), "ops": len(vals)})
+        out.append({"test": test, "mode": mode, "backend": label, "value": geomean(v for v in vals if v > 0),
+                    "ops": len(vals)})
     return out
 
 

@@ -2,7 +2,7 @@
 
 Pure standard library: imported by the orchestrator (system python3) and by the
 workers (inside each backend group's virtual environment).
-See ../../../shared/design/benchmarks.md section 1 (the definitions) and README.md.
+The definitions (models, operations, what is timed) are in README.md.
 """
 
 import datetime

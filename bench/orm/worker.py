@@ -6,7 +6,7 @@ and prints one line per operation, `@@RESULT {json}`, plus `@@INFO {json}` once.
 Cold mode (sync backends): the orchestrator starts one worker per operation.
 Async backends: one worker for all operations (one process, one event loop).
 
-What is timed (benchmarks.md section 1): only the persisting; objects and new
+What is timed (README.md, "How it works"): only the persisting; objects and new
 values are prepared before the timer; gc.collect() + gc.freeze() right before it;
 time.perf_counter(). In cold mode the backend's connection/store open is inside the
 timer unless preparing the operation already needed it (F, I, J, K load rows first).

@@ -3,16 +3,12 @@
 Run from the repository root with ``python3 -m bench.stores``; see bench/stores/README.md.
 """
 
-# Engine labels, in the order the tables and charts show them.
-ENGINE_ORDER = [
-    "MoteDB",
-    "ObjectBox (sync every open)",
-    "ObjectBox (cached model)",
-    "ObjectBox (skip model sync)",
-    "SQLite",
-    "Turso Database",
-    "libSQL",
-]
+import os
+
+from bench.common.venvs import Venv
+
+# The orchestrator and the workers run in .bench-venvs/stores/ (requirements.txt, pinned).
+VENV = Venv("stores", os.path.join(os.path.dirname(os.path.abspath(__file__)), "requirements.txt"))
 
 # The metric names of results.json (rows); exactly these.
 METRICS = [
@@ -26,6 +22,15 @@ METRICS = [
 ]
 
 WORKLOADS = ("small", "large")
+
+# Which metrics each workload has (rows of results.json)
+WORKLOAD_METRICS = {
+    "small": ["open_query_close_median_ms", "open_query_close_p99_ms", "memory_per_store_rss_bytes",
+              "memory_per_store_anon_bytes", "create_write_close_median_ms", "space_per_store_bytes"],
+    "large": ["open_query_close_median_ms", "open_query_close_p99_ms", "count_query_median_ms",
+              "memory_per_store_rss_bytes", "memory_per_store_anon_bytes", "create_write_close_median_ms",
+              "space_per_store_bytes"],
+}
 
 # Stores per engine: the seed's sizes (--full) and the quick defaults.
 FULL_STORES = {"small": 100_000, "large": 10_000}

@@ -1,19 +1,21 @@
 """python3 -m bench.stores: creates/reuses .bench-venvs/stores/, then runs the benchmark inside it."""
 
-import os
 import sys
 
 
 def main():
-    from .venv import ensure_venv, in_venv, venv_python
-    from .common import REPO_ROOT
+    from bench.stores import VENV
 
-    if not in_venv():
-        ensure_venv(say=lambda msg: print(msg, file=sys.stderr, flush=True))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO_ROOT), env.get("PYTHONPATH", "")] if p)
-        py = str(venv_python())
-        os.execve(py, [py, "-m", "bench.stores"] + sys.argv[1:], env)
+    if not VENV.active():
+        def say(msg):
+            print(f"bench.stores: {msg}", file=sys.stderr, flush=True)
+        # A requirement that does not install makes only its engine unavailable (recorded in the stamp).
+        VENV.ensure(log=say, partial=True)
+        try:
+            VENV.install_motedb(log=say)
+        except RuntimeError as e:  # MoteDB is then unavailable; its engine module says why
+            say(str(e))
+        VENV.exec_module("bench.stores", sys.argv[1:])
     from .cli import main as cli_main
     return cli_main(sys.argv[1:])
 

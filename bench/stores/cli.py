@@ -9,24 +9,17 @@ import shutil
 import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 
-from . import ENGINE_ORDER, FULL_STORES, QUICK_STORES, SMOKE_STORES, WORKLOADS, engines
-from .common import MEMORY_FILESYSTEMS, REPO_ROOT, cpu_model, loadavg_1m, mem_total_bytes, mount_of, sync_probe
+from bench.common import REPO, envinfo
+from bench.common.venvs import package_versions, python_env
 
-ENGINE_KEYS = list(engines.REGISTRY)
+from . import FULL_STORES, QUICK_STORES, SMOKE_STORES, VENV, WORKLOAD_METRICS, WORKLOADS, backends, report
+from .probes import sync_probe
 
-# Which metrics each workload has (rows of results.json)
-WORKLOAD_METRICS = {
-    "small": ["open_query_close_median_ms", "open_query_close_p99_ms", "memory_per_store_rss_bytes",
-              "memory_per_store_anon_bytes", "create_write_close_median_ms", "space_per_store_bytes"],
-    "large": ["open_query_close_median_ms", "open_query_close_p99_ms", "count_query_median_ms",
-              "memory_per_store_rss_bytes", "memory_per_store_anon_bytes", "create_write_close_median_ms",
-              "space_per_store_bytes"],
-}
-MAIN_METRICS = {"open_query_close_median_ms", "open_query_close_p99_ms", "count_query_median_ms",
-                "create_write_close_median_ms", "space_per_store_bytes"}
+REPO_ROOT = Path(REPO)
+
+ENGINE_KEYS = backends.KEYS
 
 
 def parse_args(argv):
@@ -62,7 +55,7 @@ def parse_args(argv):
     ap.add_argument("--no-charts", action="store_true")
     args = ap.parse_args(argv)
     keys = [k.strip().lower() for k in args.engines.split(",") if k.strip()]
-    bad = [k for k in keys if k not in engines.REGISTRY]
+    bad = [k for k in keys if k not in ENGINE_KEYS]
     if bad:
         ap.error(f"unknown engine(s) {', '.join(bad)}; choose from {','.join(ENGINE_KEYS)}")
     args.engine_keys = keys
@@ -86,28 +79,16 @@ def slug(label):
     return "".join(c if c.isalnum() else "-" for c in label.lower()).strip("-").replace("--", "-")
 
 
-def package_versions():
-    out = {}
-    for dist in metadata.distributions():
-        name = dist.metadata["Name"]
-        if name and name.lower() not in ("pip", "setuptools"):
-            out[name] = dist.version
-    return dict(sorted(out.items(), key=lambda kv: kv[0].lower()))
-
-
 def git_revision():
-    try:
-        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True,
-                             timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "bench/stores"], cwd=REPO_ROOT,
-                               capture_output=True, text=True, timeout=10)
-        return {"commit": rev.stdout.strip() or None, "bench_stores_modified": bool(dirty.stdout.strip())}
-    except (OSError, subprocess.SubprocessError):
+    """The checkout's commit, and whether the harness (bench/stores, bench/common) differs from it."""
+    commit = envinfo.git(REPO, "rev-parse", "HEAD")
+    if commit is None:
         return {"commit": None}
+    dirty = envinfo.git(REPO, "status", "--porcelain", "--", "bench/stores", "bench/common")
+    return {"commit": commit or None, "bench_stores_modified": bool(dirty)}
 
 
 def environment(args, tmp_root, mount):
-    from . import venv
     import sqlite3
     return {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -119,16 +100,16 @@ def environment(args, tmp_root, mount):
         "python_implementation": platform.python_implementation(),
         "sqlite_version (stdlib sqlite3)": sqlite3.sqlite_version,
         "packages": package_versions(),
-        "venv": {"path": str(venv.VENV_DIR.relative_to(REPO_ROOT)), "install_failures":
-                 venv.stamp().get("install_failures", {})},
+        "venv": {"path": os.path.relpath(VENV.dir, REPO), "install_failures":
+                 VENV.stamp().get("install_failures", {})},
         "platform": platform.platform(),
         "kernel": platform.release(),
-        "cpu": cpu_model(),
+        "cpu": envinfo.cpu_model() or "unknown",
         "cpus": os.cpu_count(),
-        "memory_total_bytes": mem_total_bytes(),
+        "memory_total_bytes": envinfo.mem_total_bytes() or 0,
         "stores_directory": str(tmp_root),
         "file_system": mount,
-        "load_1m_at_start": round(loadavg_1m(), 2),
+        "load_1m_at_start": round(envinfo.loadavg()[0], 2),
         "load_gate": {"max_load_1m": args.load_max, "timeout_s": args.load_timeout},
         "page_cache": "warm (every file of the stores read once before open/query/close; stores just written)",
         "malloc": {"MALLOC_MMAP_THRESHOLD_": str(args.mmap_threshold) if args.mmap_threshold else None,
@@ -157,8 +138,7 @@ class Runner:
             cmd.append("--smoke")
         if label.startswith("ObjectBox"):
             cmd += ["--engine-option", f"builder={self.args.objectbox_builder}"]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in [str(REPO_ROOT), env.get("PYTHONPATH", "")] if p)
+        env = python_env()
         if self.args.mmap_threshold:
             env["MALLOC_MMAP_THRESHOLD_"] = str(self.args.mmap_threshold)
         log.write(f"\n$ {' '.join(cmd)}\n")
@@ -201,7 +181,6 @@ def main(argv):
     started = time.monotonic()
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from . import report
 
     console = Console(stderr=True)
     stamp = time.strftime("%Y-%m-%d_%H%M%S")
@@ -212,8 +191,8 @@ def main(argv):
 
     tmp_base = Path(args.tmp) if args.tmp else REPO_ROOT / ".bench-tmp" / "stores"
     tmp_base.mkdir(parents=True, exist_ok=True)
-    mount = mount_of(tmp_base)
-    if mount["fstype"] in MEMORY_FILESYSTEMS and not args.allow_tmpfs:
+    mount = envinfo.filesystem(tmp_base)
+    if mount["fstype"] in envinfo.MEMORY_FILESYSTEMS and not args.allow_tmpfs:
         console.print(f"[red]{tmp_base} is on {mount['fstype']} (memory, not a disk): pick a disk with --tmp, "
                       f"e.g. --tmp /var/tmp/bench-stores")
         return 2
@@ -227,11 +206,10 @@ def main(argv):
     env["sync_probe"] = sync_probe(str(tmp_root), 20 if args.smoke else 200)
 
     # Which engines run, and which are unavailable (and why)
-    labels = [label for key in args.engine_keys for (label, _m, _o) in engines.REGISTRY[key]]
-    labels.sort(key=ENGINE_ORDER.index)
+    labels = [b.label for b in backends.BACKENDS if b.key in args.engine_keys]  # in the tables' order
     status = {}
     for label in labels:
-        reason = engines.availability(engines.by_label(label)[1])
+        reason = backends.BY_LABEL[label].availability()
         status[label] = {"status": "unavailable", "reason": reason} if reason else {"status": "pending"}
         if reason:
             console.print(f"[yellow]{label}: {reason}")

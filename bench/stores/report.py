@@ -3,7 +3,8 @@
 import math
 from pathlib import Path
 
-from . import ENGINE_ORDER
+from . import WORKLOAD_METRICS
+from .backends import LABELS
 
 KB = 1024
 
@@ -107,7 +108,7 @@ def markdown(results):
     ]
     for w, runs in env.get("runs", {}).items():
         n = env["stores_per_engine"][w]
-        labels = [label for label in ENGINE_ORDER if label in runs]
+        labels = [label for label in LABELS if label in runs]
         vals = vals_all.get(w, {})
         m = min(env.get("memory_stores_held_open", 1000), n)
         tg = targets(results, w, vals)
@@ -183,7 +184,7 @@ def charts(results, out_dir):
     written = []
     for w, runs in env.get("runs", {}).items():
         vals = vals_all.get(w, {})
-        labels = [label for label in ENGINE_ORDER if label in vals]
+        labels = [label for label in LABELS if label in vals]
         if not labels:
             continue
         panels = [p for p in PANELS if any(m in vals[label] for label in labels for m, _ in p[1])]
@@ -258,7 +259,6 @@ def charts(results, out_dir):
 
 def smoke_check(results, stores, memory_stores):
     """Problems found (empty: every phase of every engine that ran measured something plausible)."""
-    from .cli import WORKLOAD_METRICS
     problems = []
     env = results["environment"]
     vals_all = values_by(results)

@@ -21,8 +21,12 @@ import sys
 import time
 import traceback
 
-from . import engines
-from .common import Workload, load_gate, median, percentile, read_files, smaps_rollup
+from bench.common.loadgate import wait_until_quiet
+from bench.common.stats import median, percentile
+
+from . import backends
+from .probes import read_files, smaps_rollup
+from .workload import Workload
 
 
 class Progress:
@@ -49,7 +53,9 @@ def raise_fd_limit():
 
 def gate(args, progress, phase, gates):
     progress.send(type="phase", phase=phase + " (load gate)")
-    g = load_gate(args.load_max, args.load_timeout)
+    w = wait_until_quiet(args.load_max, args.load_timeout, poll_s=2.0)
+    g = {"max_load": w.max_load, "load_1m_before": round(w.before[0], 2), "load_1m_after": round(w.after[0], 2),
+         "waited_s": round(w.waited_s, 1), "timed_out": w.timed_out}
     gates[phase] = g
     progress.send(type="gate", phase=phase, gate=g)
 
@@ -268,7 +274,7 @@ def main(argv=None):
         workload = Workload(args.workload, seed=args.seed)
         options = dict(kv.split("=", 1) for kv in args.engine_option)
         os.makedirs(args.root, exist_ok=True)
-        engine = engines.load(args.label, workload, args.root, options)
+        engine = backends.BY_LABEL[args.label].load(workload, args.root, options)
         result["engine"] = engine.describe()
         if args.mode == "main":
             run_main(args, engine, workload, progress, result)

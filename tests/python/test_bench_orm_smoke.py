@@ -1,6 +1,6 @@
 """Smoke test of the ORM benchmark harness (bench/orm): tiny sizes, one backend per
 family, cold + warm + large table; the harness checks that every operation processed
-the expected rows (numbers are not looked at). Creates .bench-venvs/{harness,core}
+the expected rows (numbers are not looked at). Creates .bench-venvs/{harness,core,motedb}
 on first use (about a minute), then reuses them.
 """
 

@@ -17,7 +17,7 @@ For an AsyncBackend every method below is a coroutine (run in one event loop).
 Objects: the backend's own objects (ORM instances). The harness only reads
 `obj.id`, `obj.level` and `obj.text` from them (untimed) and passes them back.
 
-Operations (see spec.OPS and benchmarks.md section 1):
+Operations (see spec.OPS and ../README.md, "Models and operations"):
   new_objects(values) -> objs     untimed: unsaved objects from [(level, text)]
   insert_single(objs) -> int      A: one durable transaction per object
   insert_batch(objs) -> int       B: added one by one in one transaction

@@ -1,14 +1,15 @@
-"""The interface every engine of bench.stores implements.
+"""The interface every backend of bench.stores implements (a backend is called an engine in the suite's
+options and results: --engines, "engine").
 
-An engine module (e.g. bench/stores/engines/sqlite_engine.py) defines
+A backend module (bench/stores/backends/<name>_backend.py, listed in __init__.py) defines
 
     def availability() -> Optional[str]
-        None if the engine can run in this interpreter, else why not (e.g. "motedb package not built").
-    def create_engine(workload: Workload, work_dir: str, **options) -> Engine
-        One engine instance per worker process; work_dir is a directory it may use for its own files
+        None if the backend can run in this interpreter, else why not (e.g. "motedb does not import: ...").
+    def create_backend(workload: Workload, work_dir: str, **options) -> Backend
+        One instance per worker process; work_dir is a directory it may use for its own files
         (e.g. ObjectBox's model JSON); options come from the registry (e.g. the ObjectBox variant).
 
-and an Engine subclass. The worker times these calls (marked "timed"); everything else is untimed.
+and a Backend subclass. The worker times these calls (marked "timed"); everything else is untimed.
 """
 
 import glob
@@ -18,8 +19,8 @@ from typing import Any, List, Sequence, Tuple
 Row = Tuple[str, int, int]  # (text, value, created_ms); ids are assigned by the engine, 1..n in insert order
 
 
-class Engine:
-    label = "?"          # exactly one of bench.stores.ENGINE_ORDER
+class Backend:
+    label = "?"          # exactly the label its entry in __init__.py's BACKENDS gives
     store_is_directory = False  # True: a store is a directory (all files in it belong to it)
 
     def describe(self) -> dict:

@@ -7,12 +7,13 @@ directory), box.put_many() writes all objects in one transaction (exactly one fd
 clean-close marker (no sync). open(): open(), fstat(), flock() and one pread() of the root slots; the ten small
 objects of the small workload live inside that slot, so reading them needs no further I/O.
 
-The motedb package is built from this checkout into the benchmark's virtual environment by the harness
-(bench/stores/venv.py installs requirements.txt; motedb is installed from the repository root when its sources
-are newer than the last install, see _ensure_current()).
+The motedb package is built from this checkout into .bench-venvs/stores/ by `python3 -m bench.stores` before the
+run starts (Venv.install_motedb in bench/common/venvs.py, through bench/common/motedb_pkg.py: rebuilt whenever
+src/, include/, python/ or the build files changed since the last install there). A failed build is printed; if
+motedb then does not import, availability() says why and MoteDB is reported unavailable.
 """
 
-from .base import Engine
+from .base import Backend
 
 _note_class = None
 
@@ -40,7 +41,7 @@ def _note():
     return _note_class
 
 
-class MoteDBEngine(Engine):
+class MoteDBBackend(Backend):
     label = "MoteDB"
 
     def __init__(self, work_dir):
@@ -84,5 +85,5 @@ class MoteDBEngine(Engine):
         return obj.text, obj.value, obj.created
 
 
-def create_engine(workload, work_dir, **_ignored):
-    return MoteDBEngine(work_dir)
+def create_backend(workload, work_dir, **_ignored):
+    return MoteDBBackend(work_dir)

@@ -3,14 +3,14 @@ synchronous=FULL; autocommit mode with an explicit BEGIN/COMMIT around the write
 
 import sqlite3
 
-from .sql_common import SqlEngine
+from .sql_common import SqlBackend
 
 
 def availability():
     return None
 
 
-class SQLite(SqlEngine):
+class SQLite(SqlBackend):
     label = "SQLite"
 
     def __init__(self, work_dir):
@@ -23,5 +23,5 @@ class SQLite(SqlEngine):
         return {"sqlite_version": sqlite3.sqlite_version, "driver": "sqlite3 (standard library)"}
 
 
-def create_engine(workload, work_dir, **options):
+def create_backend(workload, work_dir, **options):
     return SQLite(work_dir)

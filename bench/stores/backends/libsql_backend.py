@@ -2,7 +2,7 @@
 (isolation_level=None) with an explicit BEGIN/COMMIT around the writes; its defaults otherwise (rollback journal,
 synchronous=FULL)."""
 
-from .sql_common import SqlEngine
+from .sql_common import SqlBackend
 
 
 def availability():
@@ -13,7 +13,7 @@ def availability():
     return None
 
 
-class LibSQL(SqlEngine):
+class LibSQL(SqlBackend):
     label = "libSQL"
 
     def __init__(self, work_dir):
@@ -30,5 +30,5 @@ class LibSQL(SqlEngine):
                 "sqlite_version (reported)": ".".join(map(str, self.libsql.sqlite_version_info))}
 
 
-def create_engine(workload, work_dir, **options):
+def create_backend(workload, work_dir, **options):
     return LibSQL(work_dir)

@@ -17,7 +17,7 @@ Writes: Box.put(list) puts the objects in one write transaction; ObjectBox syncs
 Objects are marshalled with the generic flatbuffers.Builder unless --objectbox-builder picks an experimental one.
 """
 
-from .base import Engine
+from .base import Backend
 
 VARIANTS = {
     "sync": "ObjectBox (sync every open)",
@@ -60,7 +60,7 @@ def _note():
     return _note_class
 
 
-class ObjectBoxEngine(Engine):
+class ObjectBoxBackend(Backend):
     store_is_directory = True
 
     def __init__(self, work_dir, variant, builder="generic"):
@@ -137,5 +137,5 @@ class ObjectBoxEngine(Engine):
         return obj.text, obj.value, obj.created
 
 
-def create_engine(workload, work_dir, variant="cached", builder="generic", **_ignored):
-    return ObjectBoxEngine(work_dir, variant, builder)
+def create_backend(workload, work_dir, variant="cached", builder="generic", **_ignored):
+    return ObjectBoxBackend(work_dir, variant, builder)

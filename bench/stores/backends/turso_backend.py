@@ -1,7 +1,7 @@
 """Turso Database (PyPI pyturso, module turso): SQLite-compatible engine in Rust, WAL only. Its DB-API driver in
 autocommit mode (isolation_level=None) with an explicit BEGIN/COMMIT around the writes; its defaults otherwise."""
 
-from .sql_common import SqlEngine
+from .sql_common import SqlBackend
 
 
 def availability():
@@ -12,7 +12,7 @@ def availability():
     return None
 
 
-class Turso(SqlEngine):
+class Turso(SqlBackend):
     label = "Turso Database"
 
     def __init__(self, work_dir):
@@ -28,5 +28,5 @@ class Turso(SqlEngine):
         return {"pyturso": metadata.version("pyturso"), "sqlite_version (reported)": self.turso.sqlite_version}
 
 
-def create_engine(workload, work_dir, **options):
+def create_backend(workload, work_dir, **options):
     return Turso(work_dir)

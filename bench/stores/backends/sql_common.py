@@ -2,7 +2,7 @@
 
 import os
 
-from .base import Engine
+from .base import Backend
 
 SCHEMA = ("CREATE TABLE note (id INTEGER PRIMARY KEY, text TEXT NOT NULL, "
           "value INTEGER NOT NULL, created INTEGER NOT NULL)")
@@ -11,7 +11,7 @@ SELECT_ALL = "SELECT id, text, value, created FROM note"
 COUNT = "SELECT count(*) FROM note"
 
 
-class SqlEngine(Engine):
+class SqlBackend(Backend):
     """connect(path) must return a DB-API connection in autocommit mode (isolation_level=None), so the
     transaction is exactly the explicit BEGIN ... COMMIT below."""
 

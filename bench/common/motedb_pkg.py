@@ -1,4 +1,4 @@
-"""Installs the motedb package of this checkout into a benchmark's virtual environment.
+"""Installs the motedb package of this checkout into a benchmark's virtual environment (Venv.install_motedb).
 
 The benchmarks must measure the code in the working tree, so the package is (re)built from the repository root
 whenever its sources changed since the last install into that environment: a hash of src/, include/, python/
@@ -10,11 +10,13 @@ import hashlib
 import os
 import subprocess
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench.common import REPO
+
 SOURCES = ["src", "include", "python", "meson.build", "meson.options", "pyproject.toml"]
 
 
 def source_hash(repo=REPO):
+    """A hash of the package's sources (SOURCES below repo): what the stamp compares."""
     h = hashlib.sha256()
     for top in SOURCES:
         path = os.path.join(repo, top)

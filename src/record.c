@@ -172,8 +172,8 @@ int mote__record_encode(const mote_entity *e, const mote_value *vals, uint8_t **
 }
 
 /* Layout of a record, with the offsets of its parts. */
-static int rec_parts(const mote_entity *e, const uint8_t *rec, size_t len,
-                     const mlayout **L, size_t *nulls)
+static inline int rec_parts(const mote_entity *e, const uint8_t *rec, size_t len,
+                            const mlayout **L, size_t *nulls)
 {
     uint64_t ln;
     unsigned a = mote__varint_fast(rec, rec + len, &ln);

@@ -38,6 +38,10 @@ def parse_args(argv):
                    help="tiny N; one backend per family; checks row counts (tests the harness, not timed)")
     p.add_argument("--iterations", type=int, help=f"N (default {spec.ITERATIONS})")
     p.add_argument("--batch", type=int, help=f"BATCH_SIZE (default {spec.BATCH_SIZE})")
+    p.add_argument("--timing", choices=("seed", "upstream"), default="seed",
+                   help="what the timer covers: seed (default: only persisting, objects built before it, "
+                        "gc frozen) or upstream (tortoise/orm-benchmarks: A-C build their objects inside "
+                        "it, gc left running), for side-by-side checks against upstream's harness")
     p.add_argument("--seed", default="42", help="seed of the random workload (same for every backend)")
     p.add_argument("--db-dir", help="where databases live (default .bench-tmp/orm; must not be tmpfs)")
     p.add_argument("--load-threshold", type=float, default=1.0, help="1-minute load to wait for (default 1.0)")
@@ -111,13 +115,28 @@ def resolve_config(a):
     out = a.out or os.path.join(REPO, "results", "orm", stamp + ("-smoke" if a.smoke else ""))
     db_dir = a.db_dir or os.path.join(REPO, ".bench-tmp", "orm")
     return {"profile": a.profile, "backends": ids, "tests": tests, "modes": modes, "plan": plan, "runs": runs,
-            "iterations": n, "batch_size": batch, "seed": a.seed, "smoke": a.smoke,
+            "iterations": n, "batch_size": batch, "seed": a.seed, "smoke": a.smoke, "timing": a.timing,
+            "fidelity": fidelity(a.timing),
             "load_threshold": a.load_threshold, "load_timeout_s": timeout, "out": os.path.abspath(out),
             "db_dir": os.path.abspath(db_dir), "charts": not a.no_charts}
 
 
+def fidelity(timing):
+    """results.json's config.fidelity: which definitions this run measured."""
+    return {
+        "definitions": "the seed's suite (ObjectBox's fork of tortoise/orm-benchmarks): bench/orm/README.md",
+        "timing": timing,
+        "timed": ("only persisting: objects built and new values chosen before the timer, gc.collect() + "
+                  "gc.freeze() before it" if timing == "seed" else
+                  "as upstream: A-C build their objects inside the timer, the garbage collector runs"),
+        "cold_open": "the connection/store open inside the timer for every backend; environment queries "
+                     "after the operations",
+        "deviations": "bench/orm/README.md, 'Deviations' and 'Per backend'",
+    }
+
+
 # settings that must be equal for a resumed run to continue the same measurement
-RESUME_KEYS = ("tests", "runs", "iterations", "batch_size", "seed", "smoke")
+RESUME_KEYS = ("tests", "runs", "iterations", "batch_size", "seed", "smoke", "timing")
 
 
 def load_resume(cfg, redo):
@@ -249,7 +268,8 @@ class Orchestrator:
         cfg = self.cfg
         base = {"backend": b.id, "module": b.module, "test": test, "mode": mode,
                 "dir": os.path.join(cfg["db_dir"], b.id), "n": cfg["iterations"], "batch": cfg["batch_size"],
-                "seed": f"{cfg['seed']}-{run}", "large": large, "warm": warm, "smoke": cfg["smoke"], "run": run}
+                "seed": f"{cfg['seed']}-{run}", "large": large, "warm": warm, "smoke": cfg["smoke"], "run": run,
+                "timing": cfg["timing"]}
         ops = list(spec.OPS)
 
         def on_result(r):
@@ -382,7 +402,7 @@ class Orchestrator:
               f"Python {env['python']}; SQLite {env['sqlite']}; databases on {env['filesystem']} "
               f"({env['db_dir']}).\n",
               f"Config: tests {cfg['tests']}, modes {cfg['modes']}, runs {cfg['runs']}, "
-              f"N={cfg['iterations']}, BATCH_SIZE={cfg['batch_size']}"
+              f"N={cfg['iterations']}, BATCH_SIZE={cfg['batch_size']}, timing {cfg['timing']}"
               + (" (SMOKE: sizes tiny, numbers meaningless)" if cfg["smoke"] else "") + ".\n",
               (f"**PARTIAL**: {len(self.blocks)} of {self.blocks_total} backend x mode blocks "
                "measured (a checkpoint of a run in progress, or of an interrupted run).\n"

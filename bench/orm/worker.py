@@ -6,10 +6,14 @@ and prints one line per operation, `@@RESULT {json}`, plus `@@INFO {json}` once.
 Cold mode (sync backends): the orchestrator starts one worker per operation.
 Async backends: one worker for all operations (one process, one event loop).
 
-What is timed (README.md, "How it works"): only the persisting; objects and new
-values are prepared before the timer; gc.collect() + gc.freeze() right before it;
-time.perf_counter(). In cold mode the backend's connection/store open is inside the
-timer unless preparing the operation already needed it (F, I, J, K load rows first).
+What is timed (README.md, "How it works"), with the seed's definitions (job "timing":
+"seed", the default): only the persisting; objects are built before the timer;
+gc.collect() + gc.freeze() right before it; time.perf_counter(). With "upstream"
+(tortoise/orm-benchmarks' definitions, for side-by-side checks against its harness): the
+objects of A, B and C are built inside the timer and the collector is left alone. Either
+way, in cold mode the backend's connection/store open is inside the timer unless preparing
+the operation already needed it (F, I, J, K load rows first), and the environment queries
+(info()) run after the operations.
 """
 
 import asyncio
@@ -30,6 +34,14 @@ def emit(tag, obj):
     sys.stdout.flush()
 
 
+class Build:
+    """Objects to build for an insert: before the timer (seed) or inside it (upstream)."""
+
+    def __init__(self, fn, values):
+        self.fn = fn
+        self.values = values
+
+
 class Runner:
     def __init__(self, job):
         self.job = job
@@ -38,6 +50,7 @@ class Runner:
         self.large = job["large"]
         self.warm = job["warm"]
         self.smoke = job["smoke"]
+        self.upstream_timing = job.get("timing", "seed") == "upstream"
         os.environ["BENCH_ORM_TEST"] = str(job["test"])
         os.environ["BENCH_ORM_DIR"] = job["dir"]
         if job.get("codegen") is not None:
@@ -55,17 +68,25 @@ class Runner:
             return self.loop.run_until_complete(self.loop.create_task(fn(*args), context=self.ctx))
         return fn(*args)
 
+    def build(self, fn, values):
+        """The objects to insert, or (upstream timing) a Build that timed() runs inside the timer."""
+        return Build(fn, values) if self.upstream_timing else self.call(fn, values)
+
+    def built(self, args):
+        """args with each Build replaced by the objects it builds."""
+        return tuple(self.call(a.fn, a.values) if isinstance(a, Build) else a for a in args)
+
     # --- one operation ---------------------------------------------------------------
     def prepare(self, op, wl):
         """Untimed: returns (function, args)."""
         b = self.b
         if op == "A":
-            return b.insert_single, (self.call(b.new_objects, wl.insert_values(self.n)),)
+            return b.insert_single, (self.build(b.new_objects, wl.insert_values(self.n)),)
         if op == "B":
             make = getattr(b, "new_batch_objects", b.new_objects)
-            return b.insert_batch, (self.call(make, wl.insert_values(self.batch)),)
+            return b.insert_batch, (self.build(make, wl.insert_values(self.batch)),)
         if op == "C":
-            return b.insert_bulk, (self.call(b.new_bulk, wl.insert_values(self.batch)),)
+            return b.insert_bulk, (self.build(b.new_bulk, wl.insert_values(self.batch)),)
         if op in ("D", "G", "H"):
             fn = {"D": b.filter_large, "G": b.filter_dict, "H": b.filter_tuple}[op]
             return fn, (wl.filter_large_levels(),)
@@ -88,15 +109,19 @@ class Runner:
         raise ValueError(op)
 
     def timed(self, fn, args, open_in_timer):
-        gc.collect()
-        gc.freeze()
+        """(rows, seconds, args as passed: Builds replaced by their objects)."""
+        if not self.upstream_timing:
+            gc.collect()
+            gc.freeze()
         t0 = time.perf_counter()
         if open_in_timer:
             self.call(self.b.open)
+        args = self.built(args)
         rows = self.call(fn, *args)
         t1 = time.perf_counter()
-        gc.unfreeze()
-        return rows, t1 - t0
+        if not self.upstream_timing:
+            gc.unfreeze()
+        return rows, t1 - t0, args
 
     def run_op(self, op, run_index):
         b = self.b
@@ -109,12 +134,12 @@ class Runner:
             self.call(b.open)
             snap = self.call(b.snapshot)
             fn, args = self.prepare(op, wl)
-            self.call(fn, *args)                      # warm-up, untimed
+            self.call(fn, *self.built(args))          # warm-up, untimed
             self.call(b.restore, snap)                # rows and id sequences as before
             os.sync()  # the restore's copies reach the disk now, not in the timed first commit
             wl = spec.Workload(self.job["seed"], op, self.n, self.batch)
         fn, args = self.prepare(op, wl)
-        rows, secs = self.timed(fn, args, open_in_timer=not self.warm)
+        rows, secs, args = self.timed(fn, args, open_in_timer=not self.warm)
         if op in ("B", "C") and not self.large:
             self.call(b.delete_newest, self.batch - self.n)
         res = {"op": op, "rows": rows, "seconds": secs,
@@ -168,16 +193,18 @@ class Runner:
         job = self.job
         if job.get("create"):
             self.call(self.b.create)
-        info = {"versions": self.call(self.b.versions), "info": self.call(self.b.info),
-                "bulk_sets_ids": self.b.BULK_SETS_IDS, "partial_update": self.b.PARTIAL_UPDATE,
-                "notes": list(self.b.NOTES), "kind": self.b.KIND}
-        emit("INFO", info)
         for op in job["ops"]:
             try:
                 emit("RESULT", self.run_op(op, job.get("run", 0)))
             except Exception as e:  # report and go on with the next operation
                 emit("RESULT", {"op": op, "error": f"{type(e).__name__}: {e}",
                                 "traceback": traceback.format_exc()[-4000:]})
+        # After the operations: info() may open the connection (PRAGMA queries), which a cold
+        # operation must pay inside its timer. The first process of a sequence (create) reports.
+        if job.get("create"):
+            emit("INFO", {"versions": self.call(self.b.versions), "info": self.call(self.b.info),
+                          "bulk_sets_ids": self.b.BULK_SETS_IDS, "partial_update": self.b.PARTIAL_UPDATE,
+                          "notes": list(self.b.NOTES), "kind": self.b.KIND})
         self.call(self.b.close)
         if self.loop is not None:
             self.loop.close()

@@ -41,6 +41,7 @@ def test_bench_orm_smoke(tmp_path):
         assert g["ops"] == 9 and g["value"] > 0
     assert (out / "results.md").exists()
     assert (out / "summary.png").exists() and (out / "test1-cold.png").exists()
+    assert doc["config"]["timing"] == "seed" and doc["config"]["fidelity"]["timing"] == "seed"
 
 
 def _bench(out, *args):
@@ -79,3 +80,18 @@ def test_bench_orm_resume(tmp_path):
 
     other = _bench(out, "--mode", "cold", "--resume", "--runs", "2")
     assert other.returncode != 0 and "other settings" in other.stdout
+    other = _bench(out, "--mode", "cold", "--resume", "--timing", "upstream")
+    assert other.returncode != 0 and "timing" in other.stdout
+
+
+def test_bench_orm_upstream_timing(tmp_path):
+    """--timing upstream: A-C build their objects inside the timer (the insert paths take
+    the objects built there); every operation still processes the expected rows."""
+    out = tmp_path / "results"
+    proc = _bench(out, "--mode", "cold", "warm", "--timing", "upstream")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["config"]["timing"] == "upstream" and "inside the timer" in doc["config"]["fidelity"]["timed"]
+    assert not doc["errors"] and not doc["check_failures"]
+    for mode in ("cold", "warm"):
+        assert {c["op"] for c in doc["cells"] if c["mode"] == mode} >= set("ABCDEFIJK")

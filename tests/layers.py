@@ -1,7 +1,8 @@
 """The include graph of src/ is the layer diagram (ARCHITECTURE.md, "Layers"):
 a file may include the headers of its own layer and of the layers below,
 never one above. Run by `make test` (test-c); exits 1 and names each upward
-include, or a file of src/ that no layer claims.
+include, a file of src/ that no layer claims, or one that ARCHITECTURE.md's
+Layers diagram does not name.
 
     python3 tests/layers.py [SRC_DIR]
 """
@@ -28,7 +29,15 @@ LAYERS = [
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
+def diagram(architecture: pathlib.Path) -> str:
+    """The Layers diagram: the first ``` block of ARCHITECTURE.md."""
+    text = architecture.read_text()
+    start = text.index("```") + 3
+    return text[start:text.index("```", start)]
+
+
 def main(src: pathlib.Path) -> int:
+    drawn = set(re.findall(r"[\w.]+\.[ch]\b", diagram(src.parent / "ARCHITECTURE.md")))
     rank = {name: i for i, (_, files) in enumerate(LAYERS) for name in files}
     layer = {name: LAYERS[i][0] for name, i in rank.items()}
     problems = []
@@ -37,6 +46,8 @@ def main(src: pathlib.Path) -> int:
         if path.name not in rank:
             problems.append(f"{path.name}: in no layer (add it to LAYERS in tests/layers.py)")
             continue
+        if path.name not in drawn:
+            problems.append(f"{path.name}: not in ARCHITECTURE.md's Layers diagram")
         for inc in INCLUDE.findall(path.read_text()):
             if inc == "mote.h":  # the public API: below everything
                 continue
@@ -47,7 +58,7 @@ def main(src: pathlib.Path) -> int:
                                 f"of the layer above it ({layer[inc]})")
     for p in problems:
         print(f"layers: {p}")
-    print(f"layers: {len(files)} files, {len(problems)} upward or unplaced includes")
+    print(f"layers: {len(files)} files, {len(problems)} upward or unplaced includes or files")
     return 1 if problems else 0
 
 

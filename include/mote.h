@@ -75,7 +75,9 @@ enum {
     MOTE_SCHEMA = 15,   /* incompatible schema change; mote_errmsg says what */
     MOTE_UNIQUE = 16,   /* a unique index already holds the value */
     MOTE_RANGE = 17,    /* value out of range for its property's type */
-    MOTE_TYPE = 18      /* value of the wrong kind for its property */
+    MOTE_TYPE = 18,     /* value of the wrong kind for its property */
+    MOTE_FORKED = 19    /* the handle was opened by the parent of this process
+                           (before fork): open the store again in this one */
 };
 
 /* Name of a result code, e.g. "MOTE_CORRUPT: file is damaged". Static. */
@@ -120,6 +122,14 @@ typedef struct mote_options {
  * missing. A writable open takes an exclusive lock on the file (flock), a
  * read-only open a shared one; a conflicting lock gives MOTE_LOCKED. A file
  * that is already open in this process gives MOTE_BUSY.
+ *
+ * Fork: a handle belongs to the process that opened it. In a child made by
+ * fork() (without exec), every call on a handle the parent opened, or on a
+ * transaction it began, fails with MOTE_FORKED, writes nothing and releases
+ * nothing, mote_close included (the child's copy of its memory goes when
+ * the child exits); the child's copy of its file descriptor is closed at
+ * the fork, so it holds none of the parent's locks. The child opens the
+ * store itself (the "already open" check is per process).
  *
  * Opening a file that was not closed cleanly verifies the last commit and
  * rolls back to the one before it if that commit is incomplete; no

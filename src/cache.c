@@ -164,6 +164,8 @@ int mote__validate_aux(const mote_store *s, const uint8_t *buf, int type)
 int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out)
 {
     mote_store *s = t->s;
+    if (store_forked(s))
+        return mote__forked_err(s);
     uint32_t pgno = ptr_pgno(ptr), b32 = ptr_birth(ptr);
     if (t->write && b32 == (uint32_t)t->txnid) {
         mpage *d = dirty_find(t, pgno);

@@ -249,6 +249,8 @@ int mote_compact(mote_store *s, const char *out_path)
 {
     if (!s || !out_path)
         return mote__err(MOTE_INVALID, "mote_compact: NULL argument");
+    if (store_forked(s))
+        return mote__forked_err(s);
     int fd = s->io->open(s->io->ctx, out_path, O_RDWR | O_CREAT | O_EXCL, 0644);
     if (fd < 0)
         return fd == -EEXIST ? mote__err(MOTE_EXISTS, "%s already exists", out_path)

@@ -31,6 +31,8 @@ static int check_txn(mote_txn *t, int write)
 {
     if (!t)
         return mote__err(MOTE_INVALID, "transaction is NULL");
+    if (store_forked(t->s))
+        return mote__forked_err(t->s);
     if (t->failed)
         return mote__err(t->failed, "an earlier operation of this transaction "
                          "failed (%s); abort it", mote_strerror(t->failed));

@@ -19,6 +19,8 @@
 
 int mote__entity_usable(const mote_entity *e, const mote_txn *t)
 {
+    if (store_forked(e->s))
+        return mote__forked_err(e->s);
     if (e->dead)
         return mote__err(MOTE_SCHEMA, "entity %s: the transaction that created or "
                          "changed it was rolled back; open it again", e->name);

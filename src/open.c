@@ -3,6 +3,14 @@
  * closing it; the process-wide registry that refuses a second handle on the
  * same file.
  *
+ * FORK: the registry is per process. In a child after fork() (not after
+ * exec: the file is opened O_CLOEXEC), every handle the parent had open is
+ * dead: the fork handler closes the child's copy of its file descriptor (so
+ * that a child outliving its parent holds none of the parent's locks) and
+ * marks it; every call on it fails with MOTE_FORKED, writes nothing and
+ * releases nothing (the child's copy of its memory goes when the child
+ * exits). The child opens the store itself to use it.
+ *
  * CLOSE: after writes, a clean-close marker goes (unsynced) into the other
  * slot (the shrink of a file with a large free tail runs before, from
  * store.c: check.c).
@@ -18,17 +26,48 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <unistd.h>
 
 #include "checksum.h"
 #include "pager.h"
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static mote_store *reg_head;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+/* ---- Fork ------------------------------------------------------------------ */
+
+static void fork_prepare(void) { pthread_mutex_lock(&reg_mu); }
+static void fork_parent(void) { pthread_mutex_unlock(&reg_mu); }
+
+/* In the child, the only thread: every registered handle is the parent's. */
+static void fork_child(void)
+{
+    long parent = (long)getppid();
+    for (mote_store *s = reg_head; s; s = s->reg_next) {
+        s->forked_from = parent;
+        if (s->fd >= 0)
+            s->io->close(s->io->ctx, s->fd);
+        s->fd = -1;
+    }
+    reg_head = NULL;
+    pthread_mutex_unlock(&reg_mu);
+}
+
+static void fork_register(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }
+
+int mote__forked_err(const mote_store *s)
+{
+    return mote__err(MOTE_FORKED, "store %s was opened in process %ld, before this process "
+                     "was forked from it: open it again in this process", s->path,
+                     s->forked_from);
+}
 
 /* ---- Open and close ------------------------------------------------------ */
 
 static int registry_add(mote_store *s)
 {
+    pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&reg_mu);
     for (mote_store *o = reg_head; o; o = o->reg_next)
         if (o->dev == s->dev && o->ino == s->ino) {
@@ -384,6 +423,8 @@ fail:
 
 int mote__store_busy(mote_store *s)
 {
+    if (store_forked(s))
+        return mote__forked_err(s);
     pthread_mutex_lock(&s->mu);
     int busy = s->ntxn > 0;
     pthread_mutex_unlock(&s->mu);

@@ -216,6 +216,8 @@ static void release_pending(mote_store *s)
 int mote__txn_begin(mote_store *s, int write, mote_txn **out)
 {
     *out = NULL;
+    if (store_forked(s))
+        return mote__forked_err(s);
     mote_txn *t = mote__calloc(1, sizeof *t);
     if (!t)
         return mote__err(MOTE_NOMEM, "out of memory beginning a transaction");

@@ -130,6 +130,7 @@ struct mote_store {
 
     reader *readers;
     struct mote_store *reg_next; /* process-wide registry of open files */
+    long forked_from;    /* in a forked child: the pid that opened it (open.c) */
     void *objects;       /* the object layer's state (object.h), in this block */
 };
 
@@ -188,6 +189,13 @@ static inline mpage *dirty_find(const mote_txn *t, uint32_t pgno)
             return pg;
     return NULL;
 }
+
+/* A handle inherited across fork() is dead in the child: open.c's fork
+ * handler closes its file and marks it; every call on it fails with
+ * MOTE_FORKED before it takes a lock or touches the file (another thread of
+ * the parent may have held them at the fork), and releases nothing. */
+static inline int store_forked(const mote_store *s) { return s->forked_from != 0; }
+int mote__forked_err(const mote_store *s);
 
 /* ---- within the pager layer (pager.c, cache.c, alloc.c, open.c) ---------- */
 

@@ -76,6 +76,8 @@ int mote_commit(mote_txn *t)
 {
     if (!t)
         return mote__err(MOTE_INVALID, "mote_commit: transaction is NULL");
+    if (store_forked(t->s)) /* writes nothing, releases nothing (pager.h) */
+        return mote__forked_err(t->s);
     if (t->failed) {
         int rc = mote__err(t->failed, "commit of a failed transaction: rolled back");
         end_aborted(t);
@@ -102,6 +104,6 @@ int mote_commit(mote_txn *t)
 
 void mote_abort(mote_txn *t)
 {
-    if (t)
+    if (t && !store_forked(t->s))
         end_aborted(t);
 }

@@ -37,7 +37,7 @@ typedef struct motedb_state {
     PyObject *prepare, *Decimal, *dumps, *loads, *scan, *missing, *rel_get, *rel_set,
         *after_put;
     PyObject *Error, *Locked, *Corrupt, *Schema, *Unique, *Closed, *NotFound, *Exists,
-        *ReadOnly, *Busy, *Txn, *FileSystem;
+        *ReadOnly, *Busy, *Txn, *FileSystem, *Forked;
     PyObject *str_id, *str_utcoffset, *str_code;
 } motedb_state;
 extern motedb_state ST;

@@ -27,6 +27,7 @@ static PyObject *exc_for(int rc)
     case MOTE_EXISTS: return ST.Exists;
     case MOTE_READONLY: return ST.ReadOnly;
     case MOTE_BUSY: return ST.Busy;
+    case MOTE_FORKED: return ST.Forked;
     case MOTE_RANGE: return PyExc_OverflowError;
     case MOTE_TYPE: return PyExc_TypeError;
     case MOTE_NOMEM: return PyExc_MemoryError;
@@ -176,7 +177,10 @@ int state_exceptions(PyObject *m)
                            "transactions are open.")) ||
         !(ST.Txn = new_exc(m, "TransactionError", ST.Error,
                           "A transaction used wrongly: after its end, a write inside "
-                          "store.read(), or rolled back because a nested block failed.")))
+                          "store.read(), or rolled back because a nested block failed.")) ||
+        !(ST.Forked = new_exc(m, "ForkedError", ST.Error,
+                             "The store was opened in the parent of this process (before a "
+                             "fork): open it again in this process.")))
         return -1;
     PyObject *fs_bases = PyTuple_Pack(2, ST.Error, PyExc_OSError);
     if (!fs_bases)

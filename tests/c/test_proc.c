@@ -1,7 +1,7 @@
 /*
  * test_proc.c — tests with threads and processes: snapshot isolation under
- * a concurrent writer, a kill -9 loop on a real file, and the memory used
- * by an open tiny store.
+ * a concurrent writer, a kill -9 loop on a real file, handles inherited by a
+ * forked child, and the memory used by an open tiny store.
  */
 #include <malloc.h>
 #include <poll.h>
@@ -201,6 +201,106 @@ TEST(kill9_loop)
     }
     printf("%d kills, %llu commits acknowledged, none lost\n", iters,
            (unsigned long long)(next - 1));
+}
+
+/* ---- fork ------------------------------------------------------------------- */
+
+static uint64_t count_keys(mote_store *s)
+{
+    mote_txn *t;
+    uint32_t tr;
+    uint64_t n;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_tree(t, "k", 0, &tr));
+    OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &n));
+    mote_abort(t);
+    return n;
+}
+
+static void wait_ok(pid_t pid)
+{
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* A handle used in a forked child fails loudly and writes nothing: before,
+ * the child's put was acknowledged and then lost when the parent committed
+ * (100 keys, child puts one, parent puts one: the parent counted 101). */
+TEST(fork_inherited_handle_is_dead)
+{
+    const char *p = test_path("f.mote");
+    mote_store *s = test_open(p, NULL);
+    mote_txn *t, *w, *r;
+    uint32_t tr;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "k", MOTE_TREE_CREATE, &tr));
+    for (uint32_t i = 0; i < 100; i++)
+        OK(mote_kv_put(t, tr, &i, 4, "v", 1, 0));
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &r)); /* transactions open across the fork */
+    OK(mote_begin(s, 0, &w));
+    pid_t pid = fork();
+    if (pid == 0) {
+        uint32_t k = 1000;
+        mote_val v;
+        mote_stat st;
+        CHECK_RC(mote_begin(s, 0, &t), MOTE_FORKED);
+        char want[64];
+        snprintf(want, sizeof want, "opened in process %ld", (long)getppid());
+        CHECK(strstr(mote_errmsg(NULL), want) != NULL);
+        CHECK_RC(mote_begin(s, MOTE_TXN_RDONLY, &t), MOTE_FORKED);
+        CHECK_RC(mote_kv_put(w, tr, &k, 4, "child", 5, 0), MOTE_FORKED);
+        CHECK_RC(mote_kv_get(r, tr, &k, 4, &v), MOTE_FORKED);
+        CHECK_RC(mote_commit(w), MOTE_FORKED);
+        mote_abort(r);
+        CHECK_RC(mote_store_stat(s, &st), MOTE_FORKED);
+        CHECK_RC(mote_check(s, NULL, NULL), MOTE_FORKED);
+        CHECK_RC(mote_compact(s, test_path("f2.mote")), MOTE_FORKED);
+        CHECK_RC(mote_close(s), MOTE_FORKED);
+        /* the registry is this process's: not "already open in this process" */
+        mote_store *c = NULL;
+        int rc = mote_open(p, NULL, &c);
+        CHECK(rc != MOTE_BUSY);
+        if (!rc)
+            OK(mote_close(c));
+        _exit(0);
+    }
+    wait_ok(pid);
+    uint32_t k = 2000;
+    OK(mote_kv_put(w, tr, &k, 4, "parent", 6, 0));
+    OK(mote_commit(w));
+    mote_abort(r);
+    CHECK(count_keys(s) == 101);
+    OK(mote_check(s, NULL, NULL));
+
+    /* The child's copy of the descriptor is closed at the fork: a child that
+     * outlives its parent's handle holds none of its locks. */
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t sleeper = fork();
+    if (sleeper == 0) {
+        char x = 1;
+        CHECK(write(fds[1], &x, 1) == 1);
+        sleep(30);
+        _exit(0);
+    }
+    char x;
+    CHECK(read(fds[0], &x, 1) == 1);
+    OK(mote_close(s));
+    pid = fork();
+    if (pid == 0) {
+        mote_store *c = NULL;
+        OK(mote_open(p, NULL, &c));
+        CHECK(count_keys(c) == 101);
+        OK(mote_close(c));
+        _exit(0);
+    }
+    wait_ok(pid);
+    kill(sleeper, SIGKILL);
+    waitpid(sleeper, NULL, 0);
+    close(fds[0]);
+    close(fds[1]);
 }
 
 /* ---- memory per open tiny store ---------------------------------------------- */

@@ -714,7 +714,7 @@ def test_error_hierarchy():
     for cls in (motedb.StoreLockedError, motedb.CorruptError, motedb.SchemaError,
                 motedb.UniqueViolationError, motedb.ClosedError, motedb.NotFoundError,
                 motedb.ExistsError, motedb.ReadOnlyError, motedb.BusyError,
-                motedb.TransactionError):
+                motedb.TransactionError, motedb.ForkedError):
         assert issubclass(cls, motedb.Error)
 
 

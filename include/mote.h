@@ -106,6 +106,9 @@ struct mote_io; /* the I/O shim; see src/io.h (tests and tools only) */
 #define MOTE_NOSYNC 0x8u     /* commits are not synced: fast, NOT durable
                                 (a crash may lose recent commits, never
                                 corrupt the file). For tests and bulk loads. */
+#define MOTE_EXCLUSIVE 0x10u /* no other process may open the store while this
+                                handle is open (MOTE_LOCKED for them); no
+                                shared memory is used */
 
 typedef struct mote_options {
     unsigned flags;          /* MOTE_* open flags above */
@@ -119,9 +122,20 @@ typedef struct mote_options {
 
 /*
  * Open the store file at `path`. `opts` may be NULL: read-write, create if
- * missing. A writable open takes an exclusive lock on the file (flock), a
- * read-only open a shared one; a conflicting lock gives MOTE_LOCKED. A file
- * that is already open in this process gives MOTE_BUSY.
+ * missing. A file that is already open in this process gives MOTE_BUSY.
+ *
+ * Processes: any number of processes may have a store open at once, read-
+ * only or not. Each reads consistent snapshots that never wait for a writer
+ * and never hold one up, and sees the commits of the others at its next
+ * transaction; one write transaction at a time runs across all of them
+ * (mote_begin waits for another process's, see mote_busy_timeout). What the
+ * processes share is a page of shared memory, /dev/shm/motedb-<dev>-<ino>,
+ * with the store file's permission bits; the last process to close the
+ * store removes it, and a process killed at any point blocks the others no
+ * longer than it takes to notice (its locks go with it) and loses nothing
+ * acknowledged. With MOTE_EXCLUSIVE (and where shared memory is not
+ * available, or once a process holds a quarter of vm.max_map_count stores
+ * open) the store is open exclusively: other processes get MOTE_LOCKED.
  *
  * Fork: a handle belongs to the process that opened it. In a child made by
  * fork() (without exec), every call on a handle the parent opened, or on a
@@ -167,6 +181,12 @@ const char *mote_last_open_error(void);
  * the file is truncated. NULL is accepted and does nothing.
  */
 int mote_close(mote_store *store);
+
+/* How long mote_begin for writing waits while another process is in a
+ * write transaction, in milliseconds (default 5000; negative: do not wait),
+ * before it fails with MOTE_BUSY naming that process. Threads of one
+ * process wait for each other without a limit. */
+int mote_busy_timeout(mote_store *store, int ms);
 
 /* Message of the last failing call on the calling thread (whatever the
  * store; `store` may be NULL). Calls that succeed, and lookups that return

@@ -310,8 +310,16 @@ out:
  */
 void mote__shrink(mote_store *s)
 {
-    if (!s->bm || (s->flags & (MOTE_RDONLY | MOTE_NOSYNC)) || s->poisoned)
+    if (!s->bm || (s->flags & (MOTE_RDONLY | MOTE_NOSYNC)) || s->poisoned ||
+        !mote__store_alone(s)) /* another process has the store open */
         return;
+    if (s->seg) { /* s->bm must be the latest commit's: this process made it */
+        pthread_mutex_lock(&s->mu);
+        int rc = mote__share_refresh(s);
+        pthread_mutex_unlock(&s->mu);
+        if (rc || s->pend_txnid != s->txnid)
+            return;
+    }
     uint32_t np = rd32(s->cur->data + 32), used = 0;
     for (uint32_t p = 0; p < np; p++)
         used += bit_get(s->bm, p);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -165,7 +166,66 @@ static int px_ftruncate(void *ctx, int fd, uint64_t size)
     return r < 0 ? -errno : 0;
 }
 
+static int px_lock(void *ctx, int fd, int op, uint64_t off)
+{
+    (void)ctx;
+    static const short type[] = {F_UNLCK, F_RDLCK, F_WRLCK, F_WRLCK};
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type[op];
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)off;
+    fl.l_len = 1;
+    int r;
+    do {
+        r = fcntl(fd, op == MOTE_LK_TEST ? F_OFD_GETLK : F_OFD_SETLK, &fl);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return errno == EACCES ? -EAGAIN : -errno;
+    return op == MOTE_LK_TEST && fl.l_type != F_UNLCK ? -EAGAIN : 0;
+}
+
+static int px_map(void *ctx, int fd, size_t n, void **out)
+{
+    (void)ctx;
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    *out = p;
+    return 0;
+}
+
+static int px_unmap(void *ctx, void *p, size_t n)
+{
+    (void)ctx;
+    return munmap(p, n) < 0 ? -errno : 0;
+}
+
+static int px_unlink(void *ctx, const char *path)
+{
+    (void)ctx;
+    return unlink(path) < 0 ? -errno : 0;
+}
+
+static int px_owner(void *ctx, int fd, unsigned *uid, unsigned *mode)
+{
+    (void)ctx;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    *uid = (unsigned)st.st_uid;
+    *mode = (unsigned)(st.st_mode & 07777);
+    return 0;
+}
+
+static int px_chmod(void *ctx, int fd, unsigned mode)
+{
+    (void)ctx;
+    return fchmod(fd, (mode_t)mode) < 0 ? -errno : 0;
+}
+
 const mote_io mote_io_posix = {
     NULL,        px_open,  px_close, px_pread,  px_pwrite,    px_pwritev,
     px_fdatasync, px_fsync_dir, px_flock, px_fstat, px_ftruncate,
+    px_lock,     px_map,   px_unmap, px_unlink, px_owner,     px_chmod,
 };

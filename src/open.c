@@ -49,6 +49,7 @@ static void fork_child(void)
         if (s->fd >= 0)
             s->io->close(s->io->ctx, s->fd);
         s->fd = -1;
+        mote__share_forked(s);
     }
     reg_head = NULL;
     pthread_mutex_unlock(&reg_mu);
@@ -333,7 +334,7 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     if (!path || !*path)
         return mote__err(MOTE_INVALID, "mote_open: no path given");
     unsigned flags = opts ? opts->flags : MOTE_CREATE;
-    if (flags & ~(MOTE_RDONLY | MOTE_CREATE | MOTE_NODIRSYNC | MOTE_NOSYNC))
+    if (flags & ~(MOTE_RDONLY | MOTE_CREATE | MOTE_NODIRSYNC | MOTE_NOSYNC | MOTE_EXCLUSIVE))
         return mote__err(MOTE_INVALID, "mote_open: unknown flags 0x%x", flags);
     /* one block: the store, then `extra` zeroed bytes for the layer above */
     size_t head = (sizeof(mote_store) + 15) & ~(size_t)15;
@@ -343,7 +344,8 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     s->objects = extra ? (char *)s + head : NULL;
     s->io = opts && opts->io ? opts->io : &mote_io_posix;
     s->flags = flags;
-    s->fd = -1;
+    s->fd = s->segfd = -1;
+    s->slot = -1;
     s->cache_limit = opts && opts->cache_pages ? opts->cache_pages : 16384;
     s->lru.lnext = s->lru.lprev = &s->lru;
     pthread_mutex_init(&s->mu, NULL);
@@ -384,28 +386,24 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     if ((rc = registry_add(s)))
         goto fail;
     registered = 1;
-    r = s->io->flock(s->io->ctx, fd, (ro ? LOCK_SH : LOCK_EX) | LOCK_NB);
-    if (r) {
-        rc = r == -EWOULDBLOCK
-                 ? mote__err(MOTE_LOCKED, "store %s is open for writing in another "
-                             "process", path)
-                 : mote__ioerr(r, "lock", path);
-        if (r == -EWOULDBLOCK && ro)
-            mote__err(MOTE_LOCKED, "store %s is open for writing in another process", path);
+    if ((rc = mote__share_open(s)))
         goto fail;
-    }
     /* A zero-byte file is a store that was never initialized: creation
      * makes the file, then writes and syncs its first page, so a crash in
      * between leaves one (and tempfile.NamedTemporaryFile hands out such
      * files). A writable open initializes it, with or without MOTE_CREATE;
      * a read-only open cannot, and says so. */
-    if (size == 0 && !ro)
+    if (!s->alone)
+        rc = mote__share_join(s, size); /* read and recovered by the first opener */
+    else if (size == 0 && !ro)
         rc = create_file(s, opts ? opts->page_size : 0, created);
     else if (size == 0)
         rc = mote__err(MOTE_FORMAT, "store %s is empty (0 bytes): it was never "
                        "initialized; open it writable once to create it", path);
     else
         rc = open_existing(s, size);
+    if (!rc)
+        rc = mote__share_ready(s);
     if (rc)
         goto fail;
     if (!s->file_bytes)
@@ -413,6 +411,7 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     *out = s;
     return MOTE_OK;
 fail:
+    mote__share_close(s);
     if (registered)
         registry_remove(s);
     if (s->fd >= 0)
@@ -435,7 +434,14 @@ int mote__store_busy(mote_store *s)
 
 void mote__store_close(mote_store *s)
 {
-    if (!(s->flags & MOTE_RDONLY) && !s->poisoned && s->synced && !s->marker_ok) {
+    int alone = mote__store_alone(s);
+    if (s->seg && alone) { /* the marker names the latest commit of any process */
+        pthread_mutex_lock(&s->mu);
+        if (mote__share_refresh(s))
+            alone = 0;
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (alone && !(s->flags & MOTE_RDONLY) && !s->poisoned && s->synced && !s->marker_ok) {
         uint8_t *m = mote__calloc(1, s->P);
         if (m) { /* best effort: without it the next open verifies */
             mote__slot_init(m, s->P, 1 - s->base_slot, SLOT_KIND_MARKER, s->txnid);
@@ -445,6 +451,7 @@ void mote__store_close(mote_store *s)
             mote__free(m);
         }
     }
+    mote__share_close(s);
     registry_remove(s);
     s->io->close(s->io->ctx, s->fd);
     store_free(s);

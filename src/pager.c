@@ -188,18 +188,38 @@ static int load_bitmap(mote_store *s)
     s->bm = bm;
     s->bm_cap = cap;
     s->hint = 2;
+    if (s->blanket) /* pages another process freed may still be read (share.c) */
+        for (uint32_t p = 2; p < npages; p++)
+            if (!bit_get(bm, p))
+                bit_set(s->pend, p);
     return MOTE_OK;
 }
 
-/* Pages freed by commits no live snapshot can see become free. */
+/* Pages freed by commits no live snapshot (of any process) can see become
+ * free. */
 static void release_pending(mote_store *s)
 {
-    uint64_t oldest = UINT64_MAX;
+    uint64_t oldest = UINT64_MAX, needed = s->blanket;
     pthread_mutex_lock(&s->mu);
     for (reader *r = s->readers; r; r = r->next)
         if (r->txnid < oldest)
             oldest = r->txnid;
     pthread_mutex_unlock(&s->mu);
+    if (s->seg) {
+        for (size_t i = 0; i < s->npend; i++)
+            if (s->pendv[i].tag > needed)
+                needed = s->pendv[i].tag;
+        uint64_t others = needed ? mote__share_oldest(s, needed) : UINT64_MAX;
+        if (others < oldest)
+            oldest = others;
+    }
+    if (s->blanket && s->blanket <= oldest) { /* every snapshot is past it */
+        s->blanket = 0;
+        memset(s->pend, 0, s->pend_cap);
+        for (size_t i = 0; i < s->npend; i++)
+            bit_set(s->pend, s->pendv[i].pgno);
+        s->hint = 2;
+    }
     for (size_t i = 0; i < s->npend;) {
         if (s->pendv[i].tag <= oldest) {
             uint32_t p = s->pendv[i].pgno;
@@ -225,11 +245,14 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     t->write = write;
     if (!write) {
         pthread_mutex_lock(&s->mu);
-        if (s->poisoned) {
+        int rc = s->poisoned ? mote__err(MOTE_POISONED, "store %s: an earlier sync failed; "
+                                         "close and reopen it", s->path)
+                 : s->seg    ? mote__share_snapshot(s)
+                             : MOTE_OK;
+        if (rc) {
             pthread_mutex_unlock(&s->mu);
             mote__free(t);
-            return mote__err(MOTE_POISONED, "store %s: an earlier sync failed; "
-                             "close and reopen it", s->path);
+            return rc;
         }
         t->root = s->cur;
         t->root->refs++;
@@ -252,10 +275,12 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     }
     pthread_mutex_lock(&s->wmu);
     atomic_store(&s->writer, &thread_token);
-    int rc = MOTE_OK;
+    int rc = MOTE_OK, shared = 0;
     if (s->poisoned)
         rc = mote__err(MOTE_POISONED, "store %s: an earlier sync failed; close "
                        "and reopen it", s->path);
+    if (!rc && s->seg && !(rc = mote__share_write_begin(s)))
+        shared = 1;
     if (!rc && !s->bm)
         rc = load_bitmap(s);
     if (!rc) {
@@ -272,6 +297,8 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
         mote__free(t->bm);
         mote__free(t->scratch);
         mote__free(t);
+        if (shared)
+            mote__share_write_end(s);
         atomic_store(&s->writer, NULL);
         pthread_mutex_unlock(&s->wmu);
         return rc;
@@ -309,6 +336,8 @@ static void txn_free(mote_txn *t)
         while (*pp != &t->rd)
             pp = &(*pp)->next;
         *pp = t->rd.next;
+        if (s->seg)
+            mote__share_unpublish(s);
     }
     mote__snap_unref(t->root);
     s->ntxn--;
@@ -325,6 +354,8 @@ static void txn_free(mote_txn *t)
     mote__free(t->vbuf);
     mote__free(t->spare);
     if (t->write) {
+        if (s->seg)
+            mote__share_write_end(s);
         atomic_store(&s->writer, NULL);
         pthread_mutex_unlock(&s->wmu);
     }
@@ -525,6 +556,8 @@ static int poison(mote_store *s, int rc)
 static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index)
 {
     mote_store *s = t->s;
+    if (s->seg)
+        mote__share_committed(s, t->txnid, index, t->nfreed > 0);
     for (size_t i = 0; i < t->nfreed; i++) {
         if (s->npend == s->cap_pend) {
             size_t n = s->cap_pend ? s->cap_pend * 2 : 64;

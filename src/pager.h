@@ -130,6 +130,17 @@ struct mote_store {
 
     reader *readers;
     struct mote_store *reg_next; /* process-wide registry of open files */
+
+    /* many processes (share.c) */
+    struct segment *seg; /* the shared segment; NULL: the store is open exclusively */
+    int segfd;
+    int slot;            /* this process's slot in seg */
+    int alone;           /* the flock is held exclusively (no other process) */
+    int busy_ms;         /* writers wait this long for another process's */
+    uint64_t pend_txnid; /* s->bm and s->pendv are those of this commit (shared
+                            mode: another process's commit makes them stale) */
+    uint64_t blanket;    /* every page free at load is pending until the oldest
+                            snapshot anywhere is >= blanket (0: none) */
     long forked_from;    /* in a forked child: the pid that opened it (open.c) */
     void *objects;       /* the object layer's state (object.h), in this block */
 };
@@ -251,6 +262,39 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out);
 int mote__txn_commit(mote_txn *t);
 void mote__txn_abort(mote_txn *t);
 void mote__txn_release_held(mote_txn *t);
+
+/* share.c: many processes on one store (see its top). */
+/* At open, the file open and identified: the flock (shared or exclusive),
+ * the shared segment and this process's slot in it. s->alone: no other
+ * process has the store open (the caller reads, recovers or creates the
+ * file); otherwise the caller calls mote__share_join. */
+int mote__share_open(mote_store *s);
+/* Not alone: the latest commit from the segment (file size `size`). */
+int mote__share_join(mote_store *s, uint64_t size);
+/* Alone: the segment describes the commit just opened; the flock becomes
+ * shared. Both: after the file was read. */
+int mote__share_ready(mote_store *s);
+/* Under s->mu: adopt the latest commit (s->cur, s->txnid); a read
+ * transaction's snapshot, published in this process's slot; the slot after
+ * a reader ended. */
+int mote__share_refresh(mote_store *s);
+int mote__share_snapshot(mote_store *s);
+void mote__share_unpublish(mote_store *s);
+/* The oldest snapshot other processes read, checking those below `needed`
+ * are alive (a dead one's slot is reclaimed). */
+uint64_t mote__share_oldest(mote_store *s, uint64_t needed);
+/* A write transaction across processes: the writer lock (waiting up to the
+ * busy timeout), the latest commit; its commit published; its end. */
+int mote__share_write_begin(mote_store *s);
+void mote__share_committed(mote_store *s, uint64_t txnid, int index, int freed);
+void mote__share_write_end(mote_store *s);
+/* Is this the only process with the store open? (then it stays so: the
+ * flock is taken exclusively). Exclusive mode: always. */
+int mote__store_alone(mote_store *s);
+void mote__share_close(mote_store *s);
+/* In a forked child: the parent's segment is unmapped and its descriptor
+ * closed in this process (its slot and locks stay the parent's). */
+void mote__share_forked(mote_store *s);
 
 int mote__slot_valid(const uint8_t *slot, uint32_t P, int index);
 /* The number of bitmap pages needed for npages pages. */

@@ -18,7 +18,7 @@ LAYERS = [
     ("support", ["support.h", "checksum.h", "util.c", "checksum.c"]),
     ("io", ["io.h", "io.c"]),
     ("node", ["node.h", "node.c"]),
-    ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c"]),
+    ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c", "share.c"]),
     ("btree", ["btree.h", "btree.c", "cursor.c", "overflow.c"]),
     ("kv", ["kv.h", "kv.c"]),
     ("object", ["object.h", "query.h", "object.c", "schema.c", "record.c", "query.c", "match.c",

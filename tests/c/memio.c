@@ -252,8 +252,10 @@ static int m_ftruncate(void *ctx, int fd, uint64_t size)
 void memio_init(memio *m)
 {
     memset(m, 0, sizeof *m);
+    /* no lock/map/...: stores on these files open exclusively (share.c) */
     m->io = (mote_io){m, m_open, m_close, m_pread, m_pwrite, m_pwritev,
-                      m_fdatasync, m_fsync_dir, m_flock, m_fstat, m_ftruncate};
+                      m_fdatasync, m_fsync_dir, m_flock, m_fstat, m_ftruncate,
+                      NULL, NULL, NULL, NULL, NULL, NULL};
 }
 
 void memio_free(memio *m)

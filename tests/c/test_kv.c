@@ -374,6 +374,7 @@ TEST(kv_open_empty_file)
     OK(mote_close(s));
 }
 
+/* MOTE_EXCLUSIVE keeps other processes out (shared opens: test_proc.c). */
 TEST(kv_locked_by_other_process)
 {
     const char *p = test_path("l.mote");
@@ -383,7 +384,8 @@ TEST(kv_locked_by_other_process)
     CHECK(pipe(fds) == 0);
     pid_t pid = fork();
     if (pid == 0) {
-        mote_store *c = test_open(p, NULL);
+        mote_options ex = {MOTE_EXCLUSIVE, 0, 0, NULL};
+        mote_store *c = test_open(p, &ex);
         char x = 1;
         CHECK(write(fds[1], &x, 1) == 1);
         sleep(30);

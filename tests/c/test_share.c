@@ -1,0 +1,527 @@
+/*
+ * test_share.c — many processes on one store (src/share.c): forked children
+ * that open the store themselves, as readers and writers. Randomized
+ * workloads with a commit counter (every acknowledged commit is there at the
+ * end; a reader's view never changes inside its transaction, and no value it
+ * reads was overwritten by a page reused under it), a kill -9 loop over such
+ * workloads, the writer lock's busy timeout, the shared segment's life, and
+ * the exclusive fallback once a process maps its budget of segments.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+#define NKEYS 400
+
+/* ---- the workload ----------------------------------------------------------- */
+
+/* Key k's value at version v: v, then a filler whose length and bytes
+ * depend on (k, v), so a value read from a reused page is caught. */
+static size_t make_value(uint32_t k, uint64_t v, uint8_t *buf)
+{
+    size_t len = 8 + 20 + (size_t)((k * 7u + v) % 300u);
+    memcpy(buf, &v, 8);
+    memset(buf + 8, (int)((k ^ v) & 0xff), len - 8);
+    return len;
+}
+
+static int value_ok(uint32_t k, const mote_val *v, uint64_t *ver)
+{
+    uint8_t want[400];
+    if (v->size < 8)
+        return 0;
+    memcpy(ver, v->data, 8);
+    size_t len = make_value(k, *ver, want);
+    return v->size == len && memcmp(v->data, want, len) == 0;
+}
+
+static uint64_t get_u64(mote_txn *t, uint32_t tr, const char *key)
+{
+    mote_val v;
+    uint64_t x = 0;
+    int rc = mote_kv_get(t, tr, key, strlen(key), &v);
+    if (rc == MOTE_OK && v.size == 8)
+        memcpy(&x, v.data, 8);
+    else if (rc != MOTE_NOTFOUND) {
+        fprintf(stderr, "%d: get %s: %s: %s\n", (int)getpid(), key, mote_strerror(rc),
+                mote_errmsg(NULL));
+        _exit(60);
+    }
+    return x;
+}
+
+/* One commit: counter and latest = v (the counter + 1), 8 keys to version v
+ * or deleted. Returns v, or 0 on a failure (*rc). */
+static uint64_t write_one(mote_store *s, uint64_t *rs, int *rc)
+{
+    mote_txn *t;
+    uint32_t tr;
+    if ((*rc = mote_begin(s, 0, &t)))
+        return 0;
+    if ((*rc = mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr))) {
+        mote_abort(t);
+        return 0;
+    }
+    uint64_t v = get_u64(t, tr, "counter") + 1;
+    uint8_t buf[400];
+    for (int j = 0; j < 8 && !*rc; j++) {
+        uint32_t k = (uint32_t)(test_rand(rs) % NKEYS);
+        if (test_rand(rs) % 4)
+            *rc = mote_kv_put(t, tr, &k, 4, buf, make_value(k, v, buf), 0);
+        else if ((*rc = mote_kv_del(t, tr, &k, 4)) == MOTE_NOTFOUND)
+            *rc = MOTE_OK;
+    }
+    if (!*rc)
+        *rc = mote_kv_put(t, tr, "counter", 7, &v, 8, 0);
+    if (!*rc)
+        *rc = mote_kv_put(t, tr, "latest", 6, &v, 8, 0);
+    if (*rc) {
+        mote_abort(t);
+        return 0;
+    }
+    return (*rc = mote_commit(t)) ? 0 : v;
+}
+
+/* One read transaction: every value consistent and not newer than the
+ * counter, the counter unchanged at the end. Returns the counter; exits
+ * with a code > 30 on an inconsistency. */
+static uint64_t read_one(mote_store *s, int hold_us)
+{
+    mote_txn *t;
+    uint32_t tr;
+    if (mote_begin(s, MOTE_TXN_RDONLY, &t))
+        _exit(31);
+    int rc = mote_kv_tree(t, "t", 0, &tr);
+    if (rc == MOTE_NOTFOUND) {
+        mote_abort(t);
+        return 0;
+    }
+    if (rc)
+        _exit(32);
+    uint64_t c = get_u64(t, tr, "counter");
+    mote_cursor *cur;
+    if (mote_cursor_open(t, tr, &cur))
+        _exit(33);
+    int n = 0;
+    for (rc = mote_cursor_first(cur); rc == MOTE_OK; rc = mote_cursor_next(cur), n++) {
+        mote_val k, v;
+        uint64_t ver = 0;
+        if (mote_cursor_get(cur, &k, &v))
+            _exit(34);
+        if (k.size != 4)
+            continue; /* counter, latest */
+        uint32_t key;
+        memcpy(&key, k.data, 4);
+        if (!value_ok(key, &v, &ver) || ver > c) {
+            fprintf(stderr, "reader %d: key %u: %s (version %llu, counter %llu, %zu bytes)\n",
+                    (int)getpid(), key, ver > c ? "newer than the counter" : "damaged",
+                    (unsigned long long)ver, (unsigned long long)c, v.size);
+            _exit(35);
+        }
+        if (hold_us && n == NKEYS / 2)
+            usleep((useconds_t)hold_us); /* writers commit and free pages meanwhile */
+    }
+    if (rc != MOTE_NOTFOUND)
+        _exit(36);
+    mote_cursor_close(cur);
+    if (get_u64(t, tr, "latest") != c || get_u64(t, tr, "counter") != c)
+        _exit(37);
+    mote_abort(t);
+    return c;
+}
+
+/* Readers use a tiny cache, so that their reads go to the file: a page
+ * reused under them is read, not answered from the cache. */
+static mote_store *open_or_exit(const char *path, unsigned flags)
+{
+    mote_options o = {flags, 0, (flags & MOTE_RDONLY) ? 8u : 0u, NULL};
+    mote_store *s;
+    if (mote_open(path, &o, &s)) {
+        fprintf(stderr, "child %d: open: %s\n", (int)getpid(), mote_last_open_error());
+        _exit(10);
+    }
+    return s;
+}
+
+/* A writer child: `n` commits (0: forever), each acknowledged on fd. */
+static void writer_child(const char *path, int fd, int n, uint64_t seed, unsigned flags)
+{
+    mote_store *s = open_or_exit(path, flags);
+    uint64_t rs = seed;
+    for (int i = 0; !n || i < n; i++) {
+        int rc;
+        uint64_t v = write_one(s, &rs, &rc);
+        if (!v) {
+            fprintf(stderr, "writer %d: %s: %s\n", (int)getpid(), mote_strerror(rc),
+                    mote_errmsg(NULL));
+            _exit(11);
+        }
+        if (fd >= 0 && write(fd, &v, 8) != 8)
+            _exit(12);
+    }
+    mote_close(s);
+    _exit(0);
+}
+
+/* A reader child: read transactions until the counter reaches `until`
+ * (0: forever); prints how many. */
+static void reader_child(const char *path, uint64_t until, int hold_us)
+{
+    mote_store *s = open_or_exit(path, MOTE_RDONLY);
+    uint64_t last = 0;
+    long n = 0;
+    for (;;) {
+        uint64_t c = read_one(s, n % 4 == 0 ? hold_us : 0);
+        if (c < last)
+            _exit(38); /* a later transaction saw an older commit */
+        last = c;
+        n++;
+        if (until && c >= until)
+            break;
+    }
+    printf("reader %d: %ld snapshots\n", (int)getpid(), n);
+    mote_close(s);
+    _exit(0);
+}
+
+static pid_t spawn_writer(const char *path, int fd, int n, uint64_t seed, unsigned flags)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        writer_child(path, fd, n, seed, flags);
+    return pid;
+}
+
+static pid_t spawn_reader(const char *path, uint64_t until, int hold_us)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        reader_child(path, until, hold_us);
+    return pid;
+}
+
+static void wait_ok(pid_t pid)
+{
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "child %d: %s %d\n", (int)pid, WIFEXITED(st) ? "exit" : "signal",
+                WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+        abort();
+    }
+}
+
+static uint64_t counter_of(const char *path)
+{
+    mote_store *s = test_open(path, NULL);
+    mote_txn *t;
+    uint32_t tr;
+    uint64_t c = 0;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    if (mote_kv_tree(t, "t", 0, &tr) == MOTE_OK)
+        c = get_u64(t, tr, "counter");
+    mote_abort(t);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    return c;
+}
+
+static int segment_exists(const char *path)
+{
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    char seg[96];
+    snprintf(seg, sizeof seg, "/dev/shm/motedb-%llx-%llx", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+    return access(seg, F_OK) == 0;
+}
+
+/* ---- tests -------------------------------------------------------------------- */
+
+/* Two writer and two reader processes: every commit counted, every snapshot
+ * stable, nothing read from a reused page (readers hold snapshots while the
+ * writers free pages, and the writers take turns, so each finds the other's
+ * pending pages unknown). */
+TEST(share_readers_and_writers)
+{
+    const char *p = test_path("rw.mote");
+    OK(mote_close(test_open(p, NULL)));
+    int per = 300 * test_scale();
+    pid_t w1 = spawn_writer(p, -1, per, 11, MOTE_NOSYNC);
+    pid_t w2 = spawn_writer(p, -1, per, 22, 0);
+    pid_t r1 = spawn_reader(p, (uint64_t)2 * per, 300);
+    pid_t r2 = spawn_reader(p, (uint64_t)2 * per, 0);
+    wait_ok(w1);
+    wait_ok(w2);
+    wait_ok(r1);
+    wait_ok(r2);
+    CHECK(counter_of(p) == (uint64_t)2 * per);
+    mote_store *s = test_open(p, NULL);
+    mote_stat st;
+    OK(mote_store_stat(s, &st));
+    printf("%d commits by 2 processes under 2 reading ones: %llu pages\n", 2 * per,
+           (unsigned long long)st.pages);
+    OK(mote_close(s));
+    CHECK(!segment_exists(p)); /* the last close removed it */
+}
+
+/* A reader in one process sees another's commits at its next transaction,
+ * and keeps its snapshot inside one. */
+TEST(share_visibility)
+{
+    const char *p = test_path("vis.mote");
+    mote_store *s = test_open(p, NULL);
+    CHECK(segment_exists(p));
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    OK(mote_kv_put(t, tr, "a", 1, "1", 1, 0));
+    OK(mote_commit(t));
+    mote_txn *old;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &old));
+    pid_t pid = fork();
+    if (pid == 0) { /* another process: sees "a", writes "b" */
+        mote_store *c = open_or_exit(p, 0);
+        mote_txn *ct;
+        mote_val v;
+        OK(mote_begin(c, 0, &ct));
+        OK(mote_kv_get(ct, tr, "a", 1, &v));
+        OK(mote_kv_put(ct, tr, "b", 1, "2", 1, 0));
+        OK(mote_commit(ct));
+        OK(mote_close(c));
+        _exit(0);
+    }
+    wait_ok(pid);
+    mote_val v;
+    CHECK_RC(mote_kv_get(old, tr, "b", 1, &v), MOTE_NOTFOUND); /* its snapshot */
+    mote_abort(old);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t)); /* the next transaction sees it */
+    OK(mote_kv_get(t, tr, "b", 1, &v));
+    CHECK(v.size == 1 && ((const char *)v.data)[0] == '2');
+    mote_abort(t);
+    OK(mote_begin(s, 0, &t)); /* and writes on top of it */
+    OK(mote_kv_put(t, tr, "c", 1, "3", 1, 0));
+    OK(mote_commit(t));
+    OK(mote_close(s));
+    CHECK(!segment_exists(p));
+}
+
+/* A snapshot held in one process while two others write in turn: the
+ * second writer does not know which pages the first one's commits freed
+ * (they are pending in that process, or it is gone), so it must not reuse
+ * any page free in the latest commit until the snapshot ends. */
+TEST(share_writer_switch_under_old_snapshot)
+{
+    const char *p = test_path("sw.mote");
+    mote_options small = {MOTE_CREATE, 0, 4, NULL}; /* a tiny cache: reads go to the file */
+    mote_store *s = test_open(p, &small);
+    uint64_t rs = 3;
+    int rc;
+    for (int i = 0; i < 40; i++)
+        CHECK(write_one(s, &rs, &rc) != 0);
+    CHECK(read_one(s, 0) == 40);
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t)); /* the old snapshot, at 40 */
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    uint8_t before[NKEYS][400];
+    size_t blen[NKEYS];
+    for (uint32_t k = 0; k < NKEYS; k++) {
+        mote_val v;
+        rc = mote_kv_get(t, tr, &k, 4, &v);
+        blen[k] = rc == MOTE_OK ? v.size : 0;
+        if (blen[k])
+            memcpy(before[k], v.data, v.size);
+    }
+    for (int w = 0; w < 2; w++) { /* one writer process, then another */
+        pid_t pid = spawn_writer(p, -1, 60, 100 + (uint64_t)w, MOTE_NOSYNC);
+        wait_ok(pid);
+    }
+    for (uint32_t k = 0; k < NKEYS; k++) {
+        mote_val v;
+        rc = mote_kv_get(t, tr, &k, 4, &v);
+        CHECK(rc == (blen[k] ? MOTE_OK : MOTE_NOTFOUND));
+        CHECK(!blen[k] || (v.size == blen[k] && memcmp(v.data, before[k], v.size) == 0));
+    }
+    CHECK(get_u64(t, tr, "counter") == 40);
+    mote_abort(t);
+    CHECK(read_one(s, 0) == 160);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+/* A write transaction in another process makes mote_begin wait for the busy
+ * timeout, then MOTE_BUSY naming that process; reads go on meanwhile. */
+TEST(share_busy_timeout)
+{
+    const char *p = test_path("busy.mote");
+    OK(mote_close(test_open(p, NULL)));
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mote_store *c = open_or_exit(p, 0);
+        mote_txn *t;
+        uint32_t tr;
+        OK(mote_begin(c, 0, &t));
+        OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+        OK(mote_kv_put(t, tr, "k", 1, "v", 1, 0));
+        char x = 1;
+        CHECK(write(up[1], &x, 1) == 1);
+        CHECK(read(down[0], &x, 1) == 1); /* hold the write transaction */
+        OK(mote_commit(t));
+        OK(mote_close(c));
+        _exit(0);
+    }
+    char x;
+    CHECK(read(up[0], &x, 1) == 1);
+    mote_store *s = test_open(p, NULL);
+    OK(mote_busy_timeout(s, 150));
+    mote_txn *t;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK_RC(mote_begin(s, 0, &t), MOTE_BUSY);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+    char want[64];
+    snprintf(want, sizeof want, "process %d is in a write transaction", (int)pid);
+    CHECK(strstr(mote_errmsg(NULL), want) != NULL);
+    CHECK(ms >= 140);
+    OK(mote_busy_timeout(s, -1)); /* do not wait */
+    CHECK_RC(mote_begin(s, 0, &t), MOTE_BUSY);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t)); /* a reader is never held up */
+    mote_abort(t);
+    OK(mote_busy_timeout(s, 10000));
+    CHECK(write(down[1], &x, 1) == 1);
+    OK(mote_begin(s, 0, &t)); /* waits for the commit, then sees it */
+    uint32_t tr;
+    mote_val v;
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    OK(mote_kv_get(t, tr, "k", 1, &v));
+    mote_abort(t);
+    wait_ok(pid);
+    OK(mote_close(s));
+    printf("busy after %.0f ms (timeout 150)\n", ms);
+}
+
+/* kill -9 of readers and writers at random points, including inside their
+ * write transactions: a survivor goes on (nothing blocks it), nothing
+ * acknowledged is lost, the store checks clean, and a segment left by
+ * processes that all died is rebuilt by the next open. */
+TEST(share_kill9_loop)
+{
+    const char *p = test_path("k9.mote");
+    OK(mote_close(test_open(p, NULL)));
+    int iters = 70 * test_scale(), kills = 0;
+    uint64_t rs = 5, acked_max = 0;
+    for (int it = 0; it < iters; it++) {
+        int fa[2], fb[2];
+        CHECK(pipe(fa) == 0 && pipe(fb) == 0);
+        pid_t pids[3];
+        pids[0] = spawn_writer(p, fa[1], 0, rs + (uint64_t)it * 3, 0);
+        pids[1] = spawn_writer(p, fb[1], 0, rs + (uint64_t)it * 7, 0);
+        pids[2] = spawn_reader(p, 0, 200);
+        close(fa[1]);
+        close(fb[1]);
+        usleep((useconds_t)(2000 + test_rand(&rs) % 25000));
+        int first = (int)(test_rand(&rs) % 3);
+        kill(pids[first], SIGKILL);
+        kills++;
+        if (first < 2) { /* the other writer must go on: two more commits within 5 s */
+            int fd = first == 0 ? fb[0] : fa[0];
+            for (int got = 0; got < 2;) {
+                struct timeval tv = {5, 0};
+                fd_set set;
+                FD_ZERO(&set);
+                FD_SET(fd, &set);
+                CHECK(select(fd + 1, &set, NULL, NULL, &tv) == 1); /* else blocked */
+                uint64_t v;
+                CHECK(read(fd, &v, 8) == 8);
+                got++;
+            }
+        }
+        for (int i = 0; i < 3; i++)
+            if (i != first) {
+                usleep((useconds_t)(test_rand(&rs) % 3000));
+                kill(pids[i], SIGKILL);
+                kills++;
+            }
+        uint64_t acks = 0;
+        for (int i = 0; i < 3; i++) {
+            int st;
+            CHECK(waitpid(pids[i], &st, 0) == pids[i]);
+            if (!WIFSIGNALED(st)) {
+                fprintf(stderr, "iteration %d: child %d ended by itself (%d)\n", it, i,
+                        WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+                abort();
+            }
+        }
+        uint64_t v;
+        while (read(fa[0], &v, 8) == 8)
+            acks = v > acks ? v : acks;
+        while (read(fb[0], &v, 8) == 8)
+            acks = v > acks ? v : acks;
+        close(fa[0]);
+        close(fb[0]);
+        if (acks > acked_max)
+            acked_max = acks;
+        uint64_t c = counter_of(p); /* opens (rebuilding the segment), checks */
+        if (c < acked_max) {
+            fprintf(stderr, "iteration %d: acknowledged %llu, found %llu\n", it,
+                    (unsigned long long)acked_max, (unsigned long long)c);
+            abort();
+        }
+        acked_max = c;
+    }
+    printf("%d kills of 2 writers and a reader, %llu commits, none lost\n", kills,
+           (unsigned long long)acked_max);
+    CHECK(!segment_exists(p));
+}
+
+/* Past its budget of mapped segments (MOTE_SHARED_MAX here; a quarter of
+ * vm.max_map_count by default) a process opens stores exclusively: it can
+ * hold more stores open than it could map, bounded by its descriptors. */
+TEST(share_map_budget)
+{
+    enum { N = 60, BUDGET = 20 };
+    setenv("MOTE_SHARED_MAX", "20", 1);
+    mote_store *s[N];
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "b%d.mote", i);
+        mote_options o = {MOTE_CREATE | MOTE_NOSYNC | MOTE_NODIRSYNC, 0, 0, NULL};
+        s[i] = test_open(test_path(name), &o);
+    }
+    int shared = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "b%d.mote", i);
+        shared += segment_exists(test_path(name));
+    }
+    CHECK(shared == BUDGET);
+    pid_t pid = fork();
+    if (pid == 0) { /* the shared ones open here too, the others are locked */
+        for (int i = 0; i < N; i++) {
+            snprintf(name, sizeof name, "b%d.mote", i);
+            mote_store *c = NULL;
+            int rc = mote_open(test_path(name), NULL, &c);
+            if (rc != (i < BUDGET ? MOTE_OK : MOTE_LOCKED)) {
+                fprintf(stderr, "store %d: %s: %s\n", i, mote_strerror(rc), mote_last_open_error());
+                _exit(1);
+            }
+            mote_close(c);
+        }
+        _exit(0);
+    }
+    wait_ok(pid);
+    for (int i = 0; i < N; i++)
+        OK(mote_close(s[i]));
+    printf("%d stores open, %d of them shared\n", N, shared);
+}

@@ -1,8 +1,8 @@
 """ormar (async): pydantic models on SQLAlchemy's async engine (aiosqlite): upstream's
 code paths (benchmarks/ormar).
 
-- uvloop's event loop, as upstream's bench.sh runs it (BENCH_ORM_UVLOOP=0 keeps
-  asyncio's own loop).
+- uvloop's event loop, as upstream's bench.sh runs it: the policy is set at import,
+  before the worker makes its loop (BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
 - ormar.DatabaseConnection("sqlite+aiosqlite:///..."): standalone queries in
   autocommit, explicit transactions via database.transaction(); it sets
   foreign_keys=ON; synchronous=FULL added on connect (the seed's); rollback journal.

@@ -1,7 +1,7 @@
 """Piccolo (async), SQLiteEngine on aiosqlite: upstream's code paths (benchmarks/piccolo).
 
-- uvloop's event loop, as upstream's bench.sh runs it (BENCH_ORM_UVLOOP=0 keeps
-  asyncio's own loop; see tortoise_backend.uvloop_policy()).
+- uvloop's event loop, as upstream's bench.sh runs it: the policy is set at import,
+  before the worker makes its loop (BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
 - SQLiteEngine(path=...): it opens a connection per query outside transactions
   (its design) and sets foreign_keys=1; rollback journal and synchronous=FULL
   (SQLite's defaults; recorded).

@@ -17,9 +17,14 @@ Fastest idiomatic path (see sa_backend.py for the reasoning):
   only (J is really partial); K: session.delete() each, one commit.
 """
 
-from sqlalchemy import create_engine, event, insert, select
+from sqlalchemy import (JSON, BigInteger, Float, Integer, Numeric, SmallInteger, String, Text, create_engine, event,
+                        insert, select)
 
 SYNC_NAMES = {2: "FULL", 1: "NORMAL", 0: "OFF", 3: "EXTRA"}
+
+# Test 3's column types by spec.WIDE_TYPES name (both models modules).
+SA_TYPES = {"float": Float, "smallint": SmallInteger, "int": Integer, "bigint": BigInteger,
+            "char": lambda: String(255), "text": Text, "decimal": lambda: Numeric(12, 8), "json": JSON}
 
 
 def _on_connect(engine):

@@ -22,8 +22,7 @@ from typing import Optional
 
 from sqlalchemy import Column, DateTime, ForeignKey, Integer, SmallInteger, String
 from sqlalchemy import exc as sa_exc
-from sqlmodel import Field, Session, SQLModel, select  # noqa: F401 (Session, select used by sa_common)
-from sqlmodel.ext.asyncio.session import AsyncSession  # noqa: F401
+from sqlmodel import Field, SQLModel
 
 from bench.orm import spec
 from bench.orm.backends.sa_common import SA_TYPES

@@ -1,7 +1,8 @@
 """SA ORM: SQLAlchemy ORM, sync (pysqlite), on upstream's sqlalchemy/ code paths.
 
 Models: sa_models.py (upstream's); paths: sa_common.SyncSA. In short:
-- create_engine("sqlite:///...") (the connection opens at the first statement);
+- create_engine("sqlite:///...") (the connection opens at the first statement, inside
+  the timer in cold mode: info() reads the pragmas through a throwaway engine);
   PRAGMA synchronous=FULL on connect; rollback journal.
 - One Session from sessionmaker(bind=engine) with its defaults (expire_on_commit=True,
   autoflush=True), as upstream.

@@ -2,8 +2,8 @@
 
 A backend subclasses one of SyncSA (upstream's sqlalchemy/), SyncSQLModel (the sync
 form of upstream's sqlmodel/), AsyncSA (sqlalchemy_async/) or AsyncSQLModel
-(sqlmodel/) and sets `models`: a module with Journal (the mapped class), METADATA,
-COLUMNS and DB_FILE.
+(sqlmodel/) and sets `models`: a module with Journal (the mapped class), METADATA
+and DB_FILE.
 
 Common to all four:
 - create_engine / create_async_engine on the file with the defaults (the pool opens

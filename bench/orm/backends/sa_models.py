@@ -67,5 +67,4 @@ else:
                 ns[name] = Column(SA_TYPES[t](), default=spec.WIDE_DEFAULTS[t], nullable=False)
     Journal = type("Journal", (Base,), ns)
 
-COLUMNS = list(Journal.__table__.columns)
 METADATA = Base.metadata

@@ -70,4 +70,3 @@ if TEST == 2:
 Journal = types.new_class("Journal", (SQLModel,), {"table": True}, _body)
 
 METADATA = SQLModel.metadata
-COLUMNS = list(Journal.__table__.columns)

@@ -1,8 +1,8 @@
 """ormar (async): pydantic models on SQLAlchemy's async engine (aiosqlite): upstream's
 code paths (benchmarks/ormar).
 
-- uvloop's event loop, as upstream's bench.sh runs it: the policy is set at import,
-  before the worker makes its loop (BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
+- uvloop's event loop, as upstream's bench.sh runs it (the worker's, for every async
+  backend; BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
 - ormar.DatabaseConnection("sqlite+aiosqlite:///..."): standalone queries in
   autocommit, explicit transactions via database.transaction(); it sets
   foreign_keys=ON; synchronous=FULL added on connect (the seed's); rollback journal.
@@ -38,10 +38,6 @@ from sqlalchemy import event
 
 from bench.orm import spec
 from bench.orm.backends.base import AsyncBackend, fresh_dir, pkg_versions
-
-if os.environ.get("BENCH_ORM_UVLOOP", "1") != "0":  # as upstream's bench.py, before any loop exists
-    import uvloop
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 TEST = int(os.environ.get("BENCH_ORM_TEST", "1"))
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
@@ -121,7 +117,6 @@ class Backend(AsyncBackend):
     BULK_SETS_IDS = False
     PARTIAL_UPDATE = "partial (update(_columns=['level']))"
     NOTES = ["aiosqlite via SQLAlchemy async; foreign_keys=ON (ormar), synchronous=FULL",
-             "uvloop event loop as upstream (BENCH_ORM_UVLOOP=0: asyncio's)",
              f"C: bulk_create() in chunks of {CHUNK} rows ({PARAMS_PER_ROW} parameters a row, at most "
              f"{MAX_VARIABLES} a statement) in one transaction, no ids"]
 

@@ -1,7 +1,7 @@
 """Piccolo (async), SQLiteEngine on aiosqlite: upstream's code paths (benchmarks/piccolo).
 
-- uvloop's event loop, as upstream's bench.sh runs it: the policy is set at import,
-  before the worker makes its loop (BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
+- uvloop's event loop, as upstream's bench.sh runs it (the worker's, for every async
+  backend; BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
 - SQLiteEngine(path=...): it opens a connection per query outside transactions
   (its design) and sets foreign_keys=1; rollback journal and synchronous=FULL
   (SQLite's defaults; recorded).
@@ -35,10 +35,6 @@ from piccolo.table import Table
 
 from bench.orm import spec
 from bench.orm.backends.base import AsyncBackend, fresh_dir, pkg_versions
-
-if os.environ.get("BENCH_ORM_UVLOOP", "1") != "0":  # as upstream's bench.py, before any loop exists
-    import uvloop
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 TEST = int(os.environ.get("BENCH_ORM_TEST", "1"))
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
@@ -95,7 +91,6 @@ class Backend(AsyncBackend):
     BULK_SETS_IDS = True
     PARTIAL_UPDATE = "partial (save([Journal.level]))"
     NOTES = ["connection per query outside transactions (SQLiteEngine), foreign_keys=1",
-             "uvloop event loop as upstream (BENCH_ORM_UVLOOP=0: asyncio's)",
              f"C: insert(*objs) in chunks of {CHUNK} rows ({PARAMS_PER_ROW} parameters a row, at most "
              f"{MAX_VARIABLES} a statement) in one transaction; sets ids",
              "H: select() dicts turned into tuples (no tuple output; as upstream)",

@@ -1,8 +1,8 @@
 """Tortoise ORM (async), its SQLite client on aiosqlite: upstream's code paths
 (benchmarks/tortoise).
 
-- uvloop's event loop, as upstream's bench.sh runs it (UVLOOP=1 on CPython; see
-  uvloop_policy(); BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
+- uvloop's event loop, as upstream's bench.sh runs it (the worker's, for every async
+  backend; BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
 - Tortoise.init() with the sqlite engine; the client's own pragmas: WAL journal and
   foreign_keys=ON (its defaults, as upstream), synchronous=FULL added (the seed's).
 - A: await obj.save(force_create=True) (autocommit): what upstream's Journal.create()
@@ -32,17 +32,6 @@ from bench.orm.backends.base import AsyncBackend, fresh_dir, pkg_versions
 Journal = tm.Journal
 
 
-def uvloop_policy():
-    """Upstream's bench.py sets uvloop's event loop policy before any loop exists; the
-    worker makes its loop after importing this module (asyncio.new_event_loop() asks the
-    policy), so setting it here gives the worker a uvloop loop."""
-    if os.environ.get("BENCH_ORM_UVLOOP", "1") != "0":
-        import uvloop
-        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-
-
-uvloop_policy()
-
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
 CONFIG = {
     "connections": {"default": {"engine": "tortoise.backends.sqlite",
@@ -55,7 +44,6 @@ class Backend(AsyncBackend):
     BULK_SETS_IDS = False
     PARTIAL_UPDATE = "partial (save(update_fields=['level']))"
     NOTES = ["WAL journal and foreign_keys=ON (Tortoise's defaults), synchronous=FULL",
-             "uvloop event loop as upstream (BENCH_ORM_UVLOOP=0: asyncio's)",
              "A/B save(force_create=True) as create(); timestamp auto_now_add (set while inserting)",
              "C: bulk_create(): one executemany in its own transaction, no ids",
              "sequential awaits (upstream: 10 concurrent coroutines; its chunked I/J/K skipped rows)"]

@@ -34,6 +34,15 @@ def emit(tag, obj):
     sys.stdout.flush()
 
 
+def new_event_loop():
+    """uvloop's event loop, as upstream's bench.sh runs every async ORM (UVLOOP=1);
+    asyncio's own with BENCH_ORM_UVLOOP=0."""
+    if os.environ.get("BENCH_ORM_UVLOOP", "1") != "0":
+        import uvloop
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
 class Build:
     """Objects to build for an insert: before the timer (seed) or inside it (upstream)."""
 
@@ -58,7 +67,7 @@ class Runner:
         mod = importlib.import_module(f"bench.orm.backends.{job['module']}")
         self.b = mod.Backend(job["test"], job["dir"])
         self.is_async = self.b.KIND == "async"
-        self.loop = asyncio.new_event_loop() if self.is_async else None
+        self.loop = new_event_loop() if self.is_async else None
         # One context for every coroutine, so context variables an ORM sets (e.g.
         # Tortoise's connections) persist from one call to the next.
         self.ctx = contextvars.copy_context()
@@ -204,7 +213,9 @@ class Runner:
         if job.get("create"):
             emit("INFO", {"versions": self.call(self.b.versions), "info": self.call(self.b.info),
                           "bulk_sets_ids": self.b.BULK_SETS_IDS, "partial_update": self.b.PARTIAL_UPDATE,
-                          "notes": list(self.b.NOTES), "kind": self.b.KIND})
+                          "notes": list(self.b.NOTES), "kind": self.b.KIND,
+                          "event_loop": type(self.loop).__module__ + "." + type(self.loop).__name__
+                          if self.loop else None})
         self.call(self.b.close)
         if self.loop is not None:
             self.loop.close()

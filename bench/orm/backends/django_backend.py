@@ -1,20 +1,21 @@
-"""Django ORM (sync), SQLite backend.
+"""Django ORM (sync), SQLite backend: upstream's code paths (benchmarks/django/simple).
 
-Fastest idiomatic path:
-- settings.configure() with the sqlite3 engine; OPTIONS init_command sets
-  synchronous=FULL; rollback journal (Django's default); autocommit outside
-  transaction.atomic(). Tables created with the schema editor (no migrations).
-- A: obj.save() (autocommit); B: obj.save() each in transaction.atomic();
-  C: bulk_create(objs) (one transaction, batches by SQLite's parameter limit;
-  sets the ids through RETURNING).
-- D/E: list(filter(level=L)) [slice]; F: objects.get(id=); G: .values();
-  H: .values_list().
+- settings.configure() as upstream's settings.py: sqlite3 engine, USE_TZ=True,
+  TIME_ZONE="UTC"; plus OPTIONS init_command "PRAGMA synchronous = FULL" (the seed's
+  setting, SQLite's compiled-in default anyway); rollback journal (Django's default);
+  autocommit outside transaction.atomic(). Tables created with the schema editor
+  (upstream: its migration; the same tables, untimed).
+- A: obj.save(force_insert=True) (autocommit) - what upstream's objects.create() does
+  after building the object, which the seed prepares before the timer; B: the same,
+  each in transaction.atomic(); C: bulk_create(objs) (one transaction, batches of
+  999 // columns rows, Django's own SQLite limit; sets the ids through RETURNING).
+  timestamp is auto_now_add: set while inserting (timed, as upstream).
+- D/E: list(filter(level=L).all()) [offset:offset+20]; F: objects.get(id=);
+  G: .all().values(); H: .all().values_list().
 - I: save() each in atomic() (every field); J: save(update_fields=["level"]) (really
   partial); K: obj.delete() each in atomic() (Test 2: Django's collector queries the
   children and the M2M links of each object - its relation machinery).
-- Test 2: parent = ForeignKey("self", CASCADE, related_name="children"), related =
-  ManyToManyField("self", symmetrical=False, related_name="related_from"); Django
-  indexes the FK.
+- Models: django_app/models.py (upstream's; Test 2's M2M symmetrical as upstream).
 """
 
 import os
@@ -28,7 +29,8 @@ DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
 
 settings.configure(
     DEBUG=False,
-    USE_TZ=False,
+    USE_TZ=True,
+    TIME_ZONE="UTC",
     INSTALLED_APPS=["bench.orm.backends.django_app"],
     DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DB_FILE,
                            "OPTIONS": {"init_command": "PRAGMA synchronous = FULL"}}},
@@ -44,9 +46,10 @@ from bench.orm.backends.django_app.models import Journal  # noqa: E402
 class Backend(SyncBackend):
     BULK_SETS_IDS = True
     PARTIAL_UPDATE = "partial (save(update_fields=['level']))"
-    NOTES = ["rollback journal (default), synchronous=FULL via init_command",
+    NOTES = ["rollback journal (default), synchronous=FULL via init_command; USE_TZ=True, TIME_ZONE=UTC (upstream)",
+             "timestamp auto_now_add (set while inserting, as upstream); A/B save(force_insert=True)",
              "C: bulk_create() sets ids (RETURNING)",
-             "Test 2: delete() runs the collector (children, M2M links) per object"]
+             "Test 2: symmetrical self M2M (upstream); delete() runs the collector (children, M2M links) per object"]
 
     def __init__(self, test, directory):
         super().__init__(test, directory)
@@ -77,13 +80,13 @@ class Backend(SyncBackend):
 
     def insert_single(self, objs):
         for o in objs:
-            o.save()
+            o.save(force_insert=True)
         return len(objs)
 
     def insert_batch(self, objs):
         with transaction.atomic():
             for o in objs:
-                o.save()
+                o.save(force_insert=True)
         return len(objs)
 
     def new_bulk(self, values):
@@ -96,13 +99,13 @@ class Backend(SyncBackend):
     def filter_large(self, levels):
         n = 0
         for lvl in levels:
-            n += len(list(Journal.objects.filter(level=lvl)))
+            n += len(list(Journal.objects.filter(level=lvl).all()))
         return n
 
     def filter_small(self, queries):
         n = 0
         for lvl, off in queries:
-            n += len(list(Journal.objects.filter(level=lvl)[off:off + 20]))
+            n += len(list(Journal.objects.filter(level=lvl).all()[off:off + 20]))
         return n
 
     def get(self, ids):
@@ -114,13 +117,13 @@ class Backend(SyncBackend):
     def filter_dict(self, levels):
         n = 0
         for lvl in levels:
-            n += len(list(Journal.objects.filter(level=lvl).values()))
+            n += len(list(Journal.objects.filter(level=lvl).all().values()))
         return n
 
     def filter_tuple(self, levels):
         n = 0
         for lvl in levels:
-            n += len(list(Journal.objects.filter(level=lvl).values_list()))
+            n += len(list(Journal.objects.filter(level=lvl).all().values_list()))
         return n
 
     def load_all(self):

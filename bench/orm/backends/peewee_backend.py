@@ -1,26 +1,36 @@
-"""peewee: sync ORM.
+"""peewee: sync ORM, upstream's code paths (tortoise/orm-benchmarks, benchmarks/peewee).
 
-Fastest idiomatic path:
-- SqliteDatabase with journal_mode=WAL (as upstream's peewee models set it) and
-  synchronous=FULL; autocommit outside db.atomic().
-- A: obj.save() (its own transaction); B: obj.save() each inside db.atomic();
-  C: Model.insert_many() of row tuples (timestamp, level, text) inside db.atomic():
-  peewee adds the other fields' defaults while inserting, and does not set ids on
-  anything (there are no objects). Test 3 rows have 35 columns: the insert is
-  split into chunks (SQLite allows at most 32,766 variables per statement).
-- D/E: select().where(level == L) [limit 20 offset X], as objects; F: get_by_id();
+- SqliteDatabase with journal_mode=WAL (upstream's pragma) and synchronous=FULL (the
+  seed's setting, SQLite's compiled-in default anyway); rank_functions=True: upstream
+  used playhouse's SqliteExtDatabase, which peewee 4 no longer has (its rank functions,
+  registered on connect by default, are now an option of SqliteDatabase). Autocommit
+  outside db.atomic().
+- A: obj.save() (its own transaction); B: obj.save() each inside db.atomic().
+- C: Model.insert_many() of (level, text) row tuples with fields=[level, text], as
+  upstream: peewee adds the other fields' defaults (timestamp, Test 3's defaults) while
+  inserting and sets no ids (there are no objects). Unlike upstream (100-row statements,
+  50 on Test 3, each in autocommit), all 10,000 rows go in one db.atomic() (the seed's
+  batch of 10,000 in one transaction) and each statement takes as many rows as SQLite's
+  variable limit allows (the seed's "fastest bulk path"; see MAX_VARIABLES): 10,000 rows
+  in one statement on Tests 1 and 2 (3 parameters a row), 1,724 on Test 3 (19).
+- D/E: list(select().where(level == L)) [.limit(20).offset(X)]; F: get(id == X);
   G: .dicts(); H: .tuples().
-- I: save() each (writes every field) in db.atomic(); J: save(only=[level]) (really
+- I: save() each (writes every field) in db.atomic(); J: save(only=["level"]) (really
   partial); K: delete_instance() each in db.atomic().
-- Test 2: parent = ForeignKeyField('self', null=True, backref='children'), the M2M
-  through an explicit link model (JournalRelated); peewee does not enable SQLite's
-  foreign keys, and delete_instance() (recursive=False) issues no related queries.
+- Models as upstream's models.py (its JSONField: json.dumps() even of None, so save()
+  writes 'null' into a nullable JSON column; insert_many() leaves it NULL; the JSON
+  default is one shared dict). Test 2: parent = ForeignKeyField('self', null=True,
+  backref='children'); the M2M through JournalRelated(journal_id, journal_from_id) as
+  upstream, but bound to the database and created (upstream's link model has no
+  database and its table is never created); peewee does not enable SQLite's foreign
+  keys and delete_instance() (recursive=False) issues no related queries, so no timed
+  operation touches it either way.
 """
 
 import json
 import os
+import sqlite3
 from datetime import datetime
-
 
 from peewee import (BigIntegerField, CharField, DateTimeField, DecimalField, FloatField, ForeignKeyField,
                     IntegerField, Model, SmallIntegerField, SqliteDatabase, TextField, chunked)
@@ -31,26 +41,28 @@ from bench.orm.backends.base import SyncBackend, fresh_dir, pkg_versions
 TEST = int(os.environ.get("BENCH_ORM_TEST", "1"))
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
 
-db = SqliteDatabase(DB_FILE, pragmas=[("journal_mode", "wal"), ("synchronous", "full")])
+db = SqliteDatabase(DB_FILE, pragmas=[("journal_mode", "wal"), ("synchronous", "full")],
+                    rank_functions=True)
 
 
 class JSONField(TextField):
     def db_value(self, value):
-        return None if value is None else json.dumps(value)
+        return json.dumps(value)
 
     def python_value(self, value):
-        return None if value is None else json.loads(value)
+        if value is not None:
+            return json.loads(value)
 
 
 FIELD_TYPES = {
-    "float": lambda **kw: FloatField(**kw),
-    "smallint": lambda **kw: SmallIntegerField(**kw),
-    "int": lambda **kw: IntegerField(**kw),
-    "bigint": lambda **kw: BigIntegerField(**kw),
+    "float": FloatField,
+    "smallint": SmallIntegerField,
+    "int": IntegerField,
+    "bigint": BigIntegerField,
     "char": lambda **kw: CharField(max_length=255, **kw),
-    "text": lambda **kw: TextField(**kw),
+    "text": TextField,
     "decimal": lambda **kw: DecimalField(12, 8, **kw),
-    "json": lambda **kw: JSONField(**kw),
+    "json": JSONField,
 }
 
 
@@ -65,8 +77,8 @@ def _journal_class():
             if nullable:
                 ns[name] = FIELD_TYPES[t](null=True)
             else:
-                d = spec.WIDE_DEFAULTS[t]
-                ns[name] = FIELD_TYPES[t](default=(lambda d=d: dict(d)) if isinstance(d, dict) else d)
+                # upstream's literal defaults: one shared dict for the JSON columns
+                ns[name] = FIELD_TYPES[t](default=spec.WIDE_DEFAULTS[t])
     ns["Meta"] = type("Meta", (), {"database": db, "table_name": "journal"})
     return type("Journal", (Model,), ns)
 
@@ -75,25 +87,42 @@ Journal = _journal_class()
 MODELS = [Journal]
 if TEST == 2:
     class JournalRelated(Model):
-        journal = ForeignKeyField(Journal, backref="related")
-        related = ForeignKeyField(Journal, backref="related_from")
+        journal_id = ForeignKeyField(Journal, backref="related")
+        journal_from_id = ForeignKeyField(Journal, backref="related_from")
 
         class Meta:
             database = db
             table_name = "journal_related"
     MODELS.append(JournalRelated)
 
-N_COLS = len(Journal._meta.sorted_fields)
-CHUNK = max(1, 32000 // N_COLS)
+BULK_FIELDS = [Journal.level, Journal.text]
+
+
+def _max_variables():
+    """SQLite's default limit on variables per statement (SQLITE_MAX_VARIABLE_NUMBER:
+    32,766 since 3.32, so also in the seed's 3.53.1), or this build's if lower. Debian's
+    SQLite allows 250,000, but the statements stay those of the seed's build, and bigger
+    ones gained nothing here (10,000 rows: 100 to 5,000 rows a statement within noise)."""
+    c = sqlite3.connect(":memory:")
+    try:
+        return min(32766, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    finally:
+        c.close()
+
+
+MAX_VARIABLES = _max_variables()
+PARAMS_PER_ROW = len(Journal.insert_many([(10, "")], fields=BULK_FIELDS).sql()[1])
+ROWS_PER_STATEMENT = MAX_VARIABLES // PARAMS_PER_ROW
 
 
 class Backend(SyncBackend):
     BULK_SETS_IDS = False
-    PARTIAL_UPDATE = "partial (save(only=[level]))"
+    PARTIAL_UPDATE = "partial (save(only=['level']))"
     NOTES = ["WAL journal (as upstream), synchronous=FULL",
-             "C: insert_many() of row tuples, defaults added by peewee, no ids set"
-             + (f"; chunks of {CHUNK} rows (35 columns x rows <= 32,766 variables)" if TEST == 3 else ""),
-             "J: save(only=[level]) writes only level"]
+             "C: insert_many() of (level, text) tuples, defaults added by peewee, no ids set; "
+             f"one transaction, {ROWS_PER_STATEMENT} rows a statement ({PARAMS_PER_ROW} parameters a row, "
+             f"at most {MAX_VARIABLES} a statement); upstream: 100-row statements (Test 3: 50) in autocommit",
+             "J: save(only=['level']) writes only level"]
 
     def __init__(self, test, directory):
         super().__init__(test, directory)
@@ -134,17 +163,12 @@ class Backend(SyncBackend):
         return len(objs)
 
     def new_bulk(self, values):
-        now = datetime.now
-        return [(now(), lvl, txt) for lvl, txt in values]
+        return [(lvl, txt) for lvl, txt in values]
 
     def insert_bulk(self, rows):
-        fields = [Journal.timestamp, Journal.level, Journal.text]
         with db.atomic():
-            if len(rows) * N_COLS <= 32000:
-                Journal.insert_many(rows, fields=fields).execute()
-            else:
-                for chunk in chunked(rows, CHUNK):
-                    Journal.insert_many(chunk, fields=fields).execute()
+            for chunk in chunked(rows, ROWS_PER_STATEMENT):
+                Journal.insert_many(chunk, BULK_FIELDS).execute()
         return len(rows)
 
     def filter_large(self, levels):
@@ -162,7 +186,7 @@ class Backend(SyncBackend):
     def get(self, ids):
         n = 0
         for i in ids:
-            n += Journal.get_by_id(i).id == i
+            n += Journal.get(Journal.id == i).id == i
         return n
 
     def filter_dict(self, levels):
@@ -189,11 +213,10 @@ class Backend(SyncBackend):
         return len(objs)
 
     def update_partial(self, objs, levels):
-        only = [Journal.level]
         with db.atomic():
             for o, lvl in zip(objs, levels):
                 o.level = lvl
-                o.save(only=only)
+                o.save(only=["level"])
         return len(objs)
 
     def delete(self, objs):

@@ -1,36 +1,38 @@
-"""SA ORM: SQLAlchemy 2.x ORM, sync (pysqlite). Models: sa_models.py; paths: sa_common.py.
+"""SA ORM: SQLAlchemy ORM, sync (pysqlite), on upstream's sqlalchemy/ code paths.
 
-Fastest idiomatic path:
-- create_engine("sqlite:///...") (lazy: the connection opens at the first
-  statement); PRAGMA synchronous=FULL on connect; rollback journal (default).
-- One Session per operation, expire_on_commit=False (committed objects are not
-  reloaded on their next access).
-- A: add() + commit() per object; B: add() each, one commit (SA 2's
-  "insertmanyvalues" batches the INSERTs with RETURNING and sets the ids);
-  C: session.execute(insert(Journal), [dicts of level, text]) - the 2.x ORM bulk
-  INSERT (faster than the legacy bulk_save_objects() upstream used; applies Python
-  defaults; there are no objects, so no ids).
-- D/E: session.scalars(select(...)); F: session.get() - the returned objects are
-  not kept, so the (weak) identity map cannot serve a repeated id without SQL
-  (upstream kept them: its repeated gets ran no SQL).
-- G: execute(select(columns)).mappings() (dict-like rows); H: .tuples().
-- I/J: set attributes, one commit: the unit of work writes only changed columns
-  (I: level and text; J: level - really partial). K: session.delete() each, one
-  commit; Test 2: SA loads `children` and both M2M collections of each deleted
-  object to null / delete them (the relation machinery's cost). As upstream, the
-  self-referencing parent_id has no index.
+Models: sa_models.py (upstream's); paths: sa_common.SyncSA. In short:
+- create_engine("sqlite:///...") (the connection opens at the first statement, inside
+  the timer in cold mode: info() reads the pragmas through a throwaway engine);
+  PRAGMA synchronous=FULL on connect; rollback journal.
+- One Session from sessionmaker(bind=engine) with its defaults (expire_on_commit=True,
+  autoflush=True), as upstream.
+- A add() + commit() per object; B add() each, one commit: one INSERT ... RETURNING
+  per object, ids set (the ORM needs the RETURNING rows in parameter order and SA 2.1
+  finds no sentinel column for this table on SQLite, so its "insertmanyvalues" runs
+  row at a time; measured: 100 statements for 100 objects, upstream likewise);
+  C bulk_save_objects() + commit (the seed's choice): one executemany without
+  RETURNING, no ids.
+- D/E list(session.query(Journal).filter(...)) (E: .limit(20).offset(o)); F
+  session.query(Journal).get(id) (legacy API, as upstream; the returned objects are not
+  kept, so the weak identity map holds none of them); G dicts from the objects'
+  __dict__ without the _sa_ keys; H query.with_entities(*columns) (Row tuples).
+- I/J set the attributes and session.add() each, one commit (the unit of work writes
+  the changed columns only: J is really partial); K session.delete() each, one commit
+  (Test 2: SA loads children, related and related_from of each deleted object to null
+  their foreign keys). As upstream, the self-referencing parent_id has no index.
 """
 
 from bench.orm.backends import sa_models
 from bench.orm.backends.base import SyncBackend, pkg_versions
-from bench.orm.backends.sa_common import SyncSA
+from bench.orm.backends.sa_common import NOTES_COMMON, SyncSA
 
 
 class Backend(SyncSA, SyncBackend):
     models = sa_models
     BULK_SETS_IDS = False
     PARTIAL_UPDATE = "partial (unit of work writes changed columns only)"
-    NOTES = SyncSA.NOTES_SA
+    NOTES = ["upstream's sqlalchemy/ paths: session.query(), Query.get(), sessionmaker defaults "
+             "(expire_on_commit=True)"] + NOTES_COMMON
 
     def __init__(self, test, directory):
         super().__init__(test, directory)

@@ -1,66 +1,78 @@
-"""SQLObject (sync).
+"""SQLObject (sync): upstream's code paths (benchmarks/sqlobject).
 
-Fastest idiomatic path:
-- connectionForURI("sqlite:///..."): rollback journal, synchronous FULL (SQLite's
-  defaults; recorded). Objects are bound to a connection: the writes of B and I-K
-  go through a transaction connection (conn.transaction()), committed once.
-- SQLObject inserts the row when the object is created: for A and B only the
-  field values are prepared before the timer, the objects are created inside it.
-  A: Journal(level=, text=) (autocommit); B: the same with connection=trans, one
-  commit. C: SQLObject has no bulk insert: not run (its geometric mean covers 8
-  operations; the rows of C are missing, so D-K run on ~200 rows, as upstream).
-- D/E: list(Journal.select(Journal.q.level == L)) [slice -> LIMIT 20 OFFSET X;
-  upstream's small filter had no offset]; F: Journal.get(id) (ids are distinct and
-  the process starts with an empty cache, so SQLObject's object cache cannot answer
-  without a query); G/H: no dict/tuple projection: not run.
-- I: o.set(level=, text=) (one UPDATE of both columns) in the transaction; J:
-  o.level = L (UPDATE of that column - really partial); K: destroySelf() each
-  (Test 2: it also deletes the object's RelatedJoin rows).
-- Test 2: parent = ForeignKey("Journal", default=None) with children =
-  MultipleJoin; related/related_from = RelatedJoin over journal_related.
+- connectionForURI("sqlite:<file>") as sqlhub.processConnection: rollback journal,
+  synchronous FULL (SQLite's defaults; recorded). Objects are bound to a connection:
+  the writes of B and I-K go through a transaction connection (conn.transaction()),
+  committed with commit(close=True), as upstream.
+- SQLObject inserts the row when the object is created: for A and B only the field
+  values are prepared before the timer (the seed's), the objects are created inside
+  it. A: Journal(level=, text=) (autocommit); B: trans = conn.transaction(), the same
+  with connection=trans, trans.commit(close=True), all timed as upstream. C: SQLObject
+  has no bulk insert: not run (its geometric mean covers 8 operations; the rows of C
+  are missing, so D-K run on ~200 rows, as upstream).
+- D: list(Journal.select(Journal.q.level == L)); E: the same sliced [X:X + 20] ->
+  LIMIT 20 OFFSET X (upstream's .limit(20) had no offset); F:
+  Journal.select(Journal.q.id == X).getOne() as upstream (distinct ids); G/H: no
+  dict/tuple projection: not run (as upstream).
+- Objects of I-K are loaded through the transaction connection before the timer (as
+  upstream). I: o.level = L; o.text = T (one UPDATE per attribute, as upstream); J:
+  o.level = L (an UPDATE of that column - really partial); then trans.commit(close=True).
+  K: o.destroySelf() each through the transaction, one commit (Test 2: it also deletes
+  the object's RelatedJoin rows). Upstream's K called o.delete(o.id), the classmethod:
+  it fetches the row again through the process connection, not the transaction, so
+  every row was deleted in its own autocommit transaction (one durable commit per row)
+  while the transaction committed nothing; the seed's SQLObject Delete figures (up to
+  ~100,000 rows/s on the large table) are those of one transaction.
+- Models as upstream's models.py: UnicodeCol for text columns, IntCol for all integer
+  columns, DateTimeCol(default=datetime.now), notNone=True on the non-nullable columns,
+  DatabaseIndex on level and text, literal defaults. Test 2: parent =
+  ForeignKey("Journal", default=None), children = MultipleJoin (joinColumn "parent_id";
+  upstream's default "journal_id" names no column, but nothing reads children),
+  related / related_from = RelatedJoin(joinColumn "journal_id", otherColumn
+  "journal_from_id") over SQLObject's default intermediate table as upstream. Test 3:
+  all four column groups of the seed's Test 3 (upstream's SQLObject model has only
+  groups 1 and 2: 16 of the 32 columns).
 """
 
 import os
-from decimal import Decimal
+from datetime import datetime
 
-from sqlobject import (BigIntCol, DatabaseIndex, DateTimeCol, DecimalCol, FloatCol, ForeignKey, IntCol, JSONCol,
-                       MultipleJoin, RelatedJoin, SmallIntCol, SQLObject, StringCol, connectionForURI, sqlhub)
+from sqlobject import (DatabaseIndex, DateTimeCol, DecimalCol, FloatCol, ForeignKey, IntCol, JSONCol, MultipleJoin,
+                       RelatedJoin, SQLObject, UnicodeCol, connectionForURI, sqlhub)
 
 from bench.orm import spec
 from bench.orm.backends.base import SyncBackend, fresh_dir, pkg_versions
 
 TEST = int(os.environ.get("BENCH_ORM_TEST", "1"))
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
-conn = connectionForURI("sqlite://" + os.path.abspath(DB_FILE))
+conn = connectionForURI("sqlite:" + os.path.abspath(DB_FILE))
 sqlhub.processConnection = conn
 
-COLS = {"float": FloatCol, "smallint": SmallIntCol, "int": IntCol, "bigint": BigIntCol,
-        "char": lambda **kw: StringCol(length=255, **kw), "text": StringCol,
+COLS = {"float": FloatCol, "smallint": IntCol, "int": IntCol, "bigint": IntCol,
+        "char": lambda **kw: UnicodeCol(length=255, **kw), "text": UnicodeCol,
         "decimal": lambda **kw: DecimalCol(size=12, precision=8, **kw), "json": JSONCol}
 
 
 def _journal():
     ns = {"__module__": __name__,
           "sqlmeta": type("sqlmeta", (), {"table": "journal"}),
-          "timestamp": DateTimeCol(default=DateTimeCol.now),
-          "level": SmallIntCol(),
-          "text": StringCol(length=255),
+          "timestamp": DateTimeCol(default=datetime.now, notNone=True),
+          "level": IntCol(notNone=True),
           "level_index": DatabaseIndex("level"),
+          "text": UnicodeCol(length=255, notNone=True),
           "text_index": DatabaseIndex("text")}
     if TEST == 2:
         ns["parent"] = ForeignKey("Journal", default=None)
         ns["children"] = MultipleJoin("Journal", joinColumn="parent_id")
-        ns["related"] = RelatedJoin("Journal", intermediateTable="journal_related", joinColumn="journal_id",
-                                    otherColumn="related_id", createRelatedTable=True)
-        ns["related_from"] = RelatedJoin("Journal", intermediateTable="journal_related",
-                                         joinColumn="related_id", otherColumn="journal_id",
+        ns["related"] = RelatedJoin("Journal", joinColumn="journal_id", otherColumn="journal_from_id")
+        ns["related_from"] = RelatedJoin("Journal", joinColumn="journal_from_id", otherColumn="journal_id",
                                          createRelatedTable=False)
     if TEST == 3:
         for name, t, nullable in spec.wide_columns():
-            d = None if nullable else spec.WIDE_DEFAULTS[t]
-            if t == "json" and d is not None:
-                d = dict(d)
-            ns[name] = COLS[t](default=Decimal(d) if t == "decimal" and d is not None else d)
+            if nullable:
+                ns[name] = COLS[t](default=None)
+            else:
+                ns[name] = COLS[t](default=spec.WIDE_DEFAULTS[t], notNone=True)
     return type("Journal", (SQLObject,), ns)
 
 
@@ -72,7 +84,9 @@ class Backend(SyncBackend):
     PARTIAL_UPDATE = "partial (attribute assignment updates that column)"
     NOTES = ["no bulk insert: C not run, geometric mean over 8 operations",
              "objects are inserted on creation: A/B prepare only the values",
-             "E with OFFSET (upstream had none); F with distinct ids, empty cache",
+             "E with OFFSET (upstream had none); F select(id == X).getOne() with distinct ids",
+             "K: destroySelf() in the transaction (upstream's delete(id) deleted each row in autocommit)",
+             "Test 3: all 32 columns (upstream's SQLObject model had 16)",
              "G/H: no dict/tuple projection (not run)"]
     insert_bulk = None
     filter_dict = None
@@ -124,10 +138,10 @@ class Backend(SyncBackend):
         return len(values)
 
     def insert_batch(self, values):
-        t = self._tx()
+        trans = conn.transaction()
         for lvl, txt in values:
-            Journal(level=lvl, text=txt, connection=t)
-        t.commit(close=False)
+            Journal(level=lvl, text=txt, connection=trans)
+        trans.commit(close=True)
         return len(values)
 
     def filter_large(self, levels):
@@ -145,26 +159,31 @@ class Backend(SyncBackend):
     def get(self, ids):
         n = 0
         for i in ids:
-            n += Journal.get(i).id == i
+            n += Journal.select(Journal.q.id == i).getOne().id == i
         return n
 
     def load_all(self):
         return list(Journal.select(connection=self._tx()))
 
+    def _commit(self):
+        trans, self.trans = self.trans, None
+        trans.commit(close=True)
+
     def update_whole(self, objs, levels, texts):
         for o, lvl, txt in zip(objs, levels, texts):
-            o.set(level=lvl, text=txt)
-        self.trans.commit(close=False)
+            o.level = lvl
+            o.text = txt
+        self._commit()
         return len(objs)
 
     def update_partial(self, objs, levels):
         for o, lvl in zip(objs, levels):
             o.level = lvl
-        self.trans.commit(close=False)
+        self._commit()
         return len(objs)
 
     def delete(self, objs):
         for o in objs:
             o.destroySelf()
-        self.trans.commit(close=False)
+        self._commit()
         return len(objs)

@@ -1,19 +1,26 @@
-"""Tortoise ORM (async), its SQLite client on aiosqlite.
+"""Tortoise ORM (async), its SQLite client on aiosqlite: upstream's code paths
+(benchmarks/tortoise).
 
-Fastest idiomatic path:
-- Tortoise.init() with the sqlite engine; the client's own pragmas: WAL journal
-  and foreign_keys=ON (its defaults), synchronous=FULL set explicitly.
-- A: await obj.save() (autocommit); B: save() each inside in_transaction();
-  C: Model.bulk_create(objs) inside in_transaction() (does not set ids on SQLite).
-- D/E: await filter(level=L)[.offset().limit(20)]; F: await get(id=);
-  G: .values(); H: .values_list().
+- uvloop's event loop, as upstream's bench.sh runs it (the worker's, for every async
+  backend; BENCH_ORM_UVLOOP=0 keeps asyncio's own loop).
+- Tortoise.init() with the sqlite engine; the client's own pragmas: WAL journal and
+  foreign_keys=ON (its defaults, as upstream), synchronous=FULL added (the seed's).
+- A: await obj.save(force_create=True) (autocommit): what upstream's Journal.create()
+  does after building the object, which the seed prepares before the timer; B: the
+  same, each inside in_transaction(); C: Journal.bulk_create(objs) as upstream: one
+  executemany() in its own BEGIN/COMMIT (one transaction; no ids on SQLite).
+  timestamp is auto_now_add: set while inserting (timed, as upstream).
+- D/E: await filter(level=L).all() / .limit(20).offset(X); F: await get(id=);
+  G: filter().all().values(); H: filter().all().values_list().
 - I: save() each in in_transaction() (all fields); J: save(update_fields=["level"])
   (really partial); K: await obj.delete() each in in_transaction() (Test 2: the FK
-  and M2M rows cascade in SQLite: ON DELETE CASCADE with foreign_keys=ON).
+  and M2M rows cascade in SQLite: ON DELETE CASCADE with foreign_keys=ON). The
+  queries find the transaction's connection through its context, as upstream's do.
 - All operations sequentially in one event loop (upstream: 10 concurrent
   coroutines, and its chunked I/J/K skipped a row per chunk; not here).
 """
 
+import asyncio
 import os
 
 from tortoise import Tortoise
@@ -23,6 +30,8 @@ from bench.orm.backends import tortoise_models as tm
 from bench.orm.backends.base import AsyncBackend, fresh_dir, pkg_versions
 
 Journal = tm.Journal
+
+
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
 CONFIG = {
     "connections": {"default": {"engine": "tortoise.backends.sqlite",
@@ -35,7 +44,8 @@ class Backend(AsyncBackend):
     BULK_SETS_IDS = False
     PARTIAL_UPDATE = "partial (save(update_fields=['level']))"
     NOTES = ["WAL journal and foreign_keys=ON (Tortoise's defaults), synchronous=FULL",
-             "C: bulk_create() in a transaction, no ids",
+             "A/B save(force_create=True) as create(); timestamp auto_now_add (set while inserting)",
+             "C: bulk_create(): one executemany in its own transaction, no ids",
              "sequential awaits (upstream: 10 concurrent coroutines; its chunked I/J/K skipped rows)"]
 
     def __init__(self, test, directory):
@@ -44,14 +54,16 @@ class Backend(AsyncBackend):
         self.ready = False
 
     async def versions(self):
-        return pkg_versions("tortoise-orm", "pypika-tortoise", "aiosqlite")
+        return pkg_versions("tortoise-orm", "pypika-tortoise", "aiosqlite", "uvloop")
 
     async def info(self):
         await self.open()
         conn = Tortoise.get_connection("default")
         jm = (await conn.execute_query_dict("PRAGMA journal_mode"))[0]["journal_mode"]
         sy = (await conn.execute_query_dict("PRAGMA synchronous"))[0]["synchronous"]
-        return {"journal_mode": jm, "synchronous": {2: "FULL"}.get(sy, sy), "foreign_keys": "ON"}
+        loop = type(asyncio.get_running_loop())
+        return {"journal_mode": jm, "synchronous": {2: "FULL"}.get(sy, sy), "foreign_keys": "ON",
+                "event_loop": f"{loop.__module__}.{loop.__qualname__}"}
 
     async def create(self):
         fresh_dir(self.directory)
@@ -73,33 +85,32 @@ class Backend(AsyncBackend):
 
     async def insert_single(self, objs):
         for o in objs:
-            await o.save()
+            await o.save(force_create=True)
         return len(objs)
 
     async def insert_batch(self, objs):
-        async with in_transaction() as conn:
+        async with in_transaction():
             for o in objs:
-                await o.save(using_db=conn)
+                await o.save(force_create=True)
         return len(objs)
 
     async def new_bulk(self, values):
         return await self.new_objects(values)
 
     async def insert_bulk(self, objs):
-        async with in_transaction() as conn:
-            await Journal.bulk_create(objs, using_db=conn)
+        await Journal.bulk_create(objs)
         return len(objs)
 
     async def filter_large(self, levels):
         n = 0
         for lvl in levels:
-            n += len(await Journal.filter(level=lvl))
+            n += len(await Journal.filter(level=lvl).all())
         return n
 
     async def filter_small(self, queries):
         n = 0
         for lvl, off in queries:
-            n += len(await Journal.filter(level=lvl).offset(off).limit(20))
+            n += len(await Journal.filter(level=lvl).limit(20).offset(off))
         return n
 
     async def get(self, ids):
@@ -111,35 +122,35 @@ class Backend(AsyncBackend):
     async def filter_dict(self, levels):
         n = 0
         for lvl in levels:
-            n += len(await Journal.filter(level=lvl).values())
+            n += len(await Journal.filter(level=lvl).all().values())
         return n
 
     async def filter_tuple(self, levels):
         n = 0
         for lvl in levels:
-            n += len(await Journal.filter(level=lvl).values_list())
+            n += len(await Journal.filter(level=lvl).all().values_list())
         return n
 
     async def load_all(self):
         return await Journal.all()
 
     async def update_whole(self, objs, levels, texts):
-        async with in_transaction() as conn:
+        async with in_transaction():
             for o, lvl, txt in zip(objs, levels, texts):
                 o.level = lvl
                 o.text = txt
-                await o.save(using_db=conn)
+                await o.save()
         return len(objs)
 
     async def update_partial(self, objs, levels):
-        async with in_transaction() as conn:
+        async with in_transaction():
             for o, lvl in zip(objs, levels):
                 o.level = lvl
-                await o.save(update_fields=["level"], using_db=conn)
+                await o.save(update_fields=["level"])
         return len(objs)
 
     async def delete(self, objs):
-        async with in_transaction() as conn:
+        async with in_transaction():
             for o in objs:
-                await o.delete(using_db=conn)
+                await o.delete()
         return len(objs)

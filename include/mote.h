@@ -169,6 +169,12 @@ typedef struct mote_options {
  */
 int mote_open(const char *path, const mote_options *opts, mote_store **out);
 
+/* 1 if the store is open read-only: opened with MOTE_RDONLY, or because
+ * the process may not write the file (no write permission, a read-only file
+ * system: the open succeeds for reading, and a write transaction gives
+ * MOTE_READONLY saying why). */
+int mote_store_readonly(const mote_store *store);
+
 /* Message for the last failed mote_open on this thread ("" if none). */
 const char *mote_last_open_error(void);
 
@@ -183,8 +189,8 @@ const char *mote_last_open_error(void);
 int mote_close(mote_store *store);
 
 /* How long mote_begin for writing waits while another process is in a
- * write transaction, in milliseconds (default 5000; negative: do not wait),
- * before it fails with MOTE_BUSY naming that process. Threads of one
+ * write transaction, in milliseconds (default 5000; 0 or negative: do not
+ * wait), before it fails with MOTE_BUSY naming that process. Threads of one
  * process wait for each other without a limit. */
 int mote_busy_timeout(mote_store *store, int ms);
 

@@ -143,16 +143,17 @@ static int px_flock(void *ctx, int fd, int op)
     return r < 0 ? -errno : 0;
 }
 
-static int px_fstat(void *ctx, int fd, uint64_t *size, uint64_t *dev,
-                    uint64_t *ino)
+static int px_fstat(void *ctx, int fd, mote_fileinfo *fi)
 {
     (void)ctx;
     struct stat st;
     if (fstat(fd, &st) < 0)
         return -errno;
-    *size = (uint64_t)st.st_size;
-    *dev = (uint64_t)st.st_dev;
-    *ino = (uint64_t)st.st_ino;
+    fi->size = (uint64_t)st.st_size;
+    fi->dev = (uint64_t)st.st_dev;
+    fi->ino = (uint64_t)st.st_ino;
+    fi->uid = (unsigned)st.st_uid;
+    fi->mode = (unsigned)(st.st_mode & 07777);
     return 0;
 }
 
@@ -207,17 +208,6 @@ static int px_unlink(void *ctx, const char *path)
     return unlink(path) < 0 ? -errno : 0;
 }
 
-static int px_owner(void *ctx, int fd, unsigned *uid, unsigned *mode)
-{
-    (void)ctx;
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
-    *uid = (unsigned)st.st_uid;
-    *mode = (unsigned)(st.st_mode & 07777);
-    return 0;
-}
-
 static int px_chmod(void *ctx, int fd, unsigned mode)
 {
     (void)ctx;
@@ -227,5 +217,5 @@ static int px_chmod(void *ctx, int fd, unsigned mode)
 const mote_io mote_io_posix = {
     NULL,        px_open,  px_close, px_pread,  px_pwrite,    px_pwritev,
     px_fdatasync, px_fsync_dir, px_flock, px_fstat, px_ftruncate,
-    px_lock,     px_map,   px_unmap, px_unlink, px_owner,     px_chmod,
+    px_lock,     px_map,   px_unmap, px_unlink, px_chmod,
 };

@@ -15,6 +15,11 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+typedef struct mote_fileinfo {
+    uint64_t size, dev, ino;
+    unsigned uid, mode; /* owner, st_mode & 07777 */
+} mote_fileinfo;
+
 typedef struct mote_io {
     void *ctx;
     /* open(path, flags, mode): returns fd >= 0 or -errno */
@@ -31,9 +36,8 @@ typedef struct mote_io {
     int (*fdatasync)(void *ctx, int fd);
     int (*fsync_dir)(void *ctx, const char *file_path);
     int (*flock)(void *ctx, int fd, int op);
-    /* size and identity of an open file */
-    int (*fstat)(void *ctx, int fd, uint64_t *size, uint64_t *dev,
-                 uint64_t *ino);
+    /* size, identity, owner and permission bits of an open file */
+    int (*fstat)(void *ctx, int fd, struct mote_fileinfo *fi);
     int (*ftruncate)(void *ctx, int fd, uint64_t size);
 
     /* Many processes on one store (share.c). A shim that leaves these NULL
@@ -48,9 +52,7 @@ typedef struct mote_io {
     int (*map)(void *ctx, int fd, size_t n, void **out);
     int (*unmap)(void *ctx, void *p, size_t n);
     int (*unlink)(void *ctx, const char *path);
-    /* Owner and permission bits (st_mode & 07777) of an open file; set the
-     * permission bits. */
-    int (*owner)(void *ctx, int fd, unsigned *uid, unsigned *mode);
+    /* Set the permission bits of an open file. */
     int (*chmod)(void *ctx, int fd, unsigned mode);
 } mote_io;
 

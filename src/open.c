@@ -370,6 +370,17 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
         if (fd == -EEXIST)
             fd = s->io->open(s->io->ctx, path, O_RDWR, 0);
     }
+    if ((fd == -EACCES || fd == -EROFS || fd == -EPERM) && !ro) {
+        /* no write permission, a read-only mount: open it for reading, say so on a write */
+        int rfd = s->io->open(s->io->ctx, path, O_RDONLY, 0);
+        if (rfd >= 0) {
+            s->ro_errno = fd == -EROFS ? EROFS : EACCES;
+            s->flags |= MOTE_RDONLY;
+            flags |= MOTE_RDONLY;
+            ro = 1;
+            fd = rfd;
+        }
+    }
     if (fd < 0) {
         rc = fd == -ENOENT
                  ? mote__oserr(MOTE_NOTFOUND, ENOENT, path, "store %s does not exist", path)
@@ -377,12 +388,17 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
         goto fail;
     }
     s->fd = fd;
-    uint64_t size;
-    int r = s->io->fstat(s->io->ctx, fd, &size, &s->dev, &s->ino);
+    mote_fileinfo fi;
+    int r = s->io->fstat(s->io->ctx, fd, &fi);
     if (r) {
         rc = mote__ioerr(r, "stat", path);
         goto fail;
     }
+    uint64_t size = fi.size;
+    s->dev = fi.dev;
+    s->ino = fi.ino;
+    s->uid = fi.uid;
+    s->mode = fi.mode;
     if ((rc = registry_add(s)))
         goto fail;
     registered = 1;

@@ -266,7 +266,11 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     }
     if (s->flags & MOTE_RDONLY) {
         mote__free(t);
-        return mote__err(MOTE_READONLY, "store %s was opened read-only", s->path);
+        return s->ro_errno ? mote__err(MOTE_READONLY, "store %s is read-only: %s, so it was "
+                                       "opened for reading only", s->path,
+                                       s->ro_errno == EROFS ? "its file system is read-only"
+                                                            : "this process may not write the file")
+                           : mote__err(MOTE_READONLY, "store %s was opened read-only", s->path);
     }
     if (atomic_load(&s->writer) == &thread_token) { /* waiting would never end */
         mote__free(t);
@@ -638,7 +642,7 @@ int mote__txn_commit(mote_txn *t)
             pages[npg++] = p;
     qsort(pages, npg, sizeof *pages, cmp_page);
 
-    if (s->need_sync) { /* make the base durable before building on it */
+    if (s->need_sync && !(s->flags & MOTE_NOSYNC)) { /* make the base durable first */
         poisons = 1;
         if ((rc = sync_data(s)))
             goto fail;

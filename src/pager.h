@@ -94,9 +94,11 @@ struct mote_store {
     int fd;
     char *path;
     unsigned flags;      /* MOTE_* open flags */
+    int ro_errno;        /* opened read-only because writing was refused (EACCES, EROFS) */
     uint32_t P;          /* page size */
     uint32_t page_shift;
     uint64_t dev, ino;
+    unsigned uid, mode;  /* the file's owner and permission bits */
     uint64_t file_bytes; /* physical size */
 
     pthread_mutex_t mu;  /* cache, readers, cur, poisoned */
@@ -136,6 +138,7 @@ struct mote_store {
     int segfd;
     int slot;            /* this process's slot in seg */
     int alone;           /* the flock is held exclusively (no other process) */
+    int probed;          /* closing: mote__store_alone asked the flock once */
     int busy_ms;         /* writers wait this long for another process's */
     uint64_t pend_txnid; /* s->bm and s->pendv are those of this commit (shared
                             mode: another process's commit makes them stale) */
@@ -288,8 +291,8 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed);
 int mote__share_write_begin(mote_store *s);
 void mote__share_committed(mote_store *s, uint64_t txnid, int index, int freed);
 void mote__share_write_end(mote_store *s);
-/* Is this the only process with the store open? (then it stays so: the
- * flock is taken exclusively). Exclusive mode: always. */
+/* At close: is this the only process with the store open? (then it stays
+ * so: the flock is taken exclusively; asked once). Exclusive mode: always. */
 int mote__store_alone(mote_store *s);
 void mote__share_close(mote_store *s);
 /* In a forked child: the parent's segment is unmapped and its descriptor

@@ -168,11 +168,8 @@ static int seg_attach(mote_store *s, int alone)
     const mote_io *io = s->io;
     char path[80];
     seg_path(s, path, sizeof path);
-    unsigned suid, smode, uid, mode;
-    int r = io->owner(io->ctx, s->fd, &suid, &smode);
-    if (r)
-        return mote__ioerr(r, "stat", s->path);
-    int fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW | (alone ? O_CREAT : 0), 0600);
+    unsigned suid = s->uid, smode = s->mode & 0666u;
+    int r, fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW | (alone ? O_CREAT : 0), (int)smode);
     if (fd < 0) {
         if (alone)
             return NO_SEGMENT;
@@ -180,19 +177,24 @@ static int seg_attach(mote_store *s, int alone)
                          "memory %s cannot be opened here (%s)", s->path, path, strerror(-fd));
     }
     void *map = NULL;
-    uint64_t size = 0, dv, in;
+    mote_fileinfo fi;
     int rc = MOTE_OK;
-    /* trusted: made by this user or by the store's owner, never wider than the store */
-    if ((r = io->owner(io->ctx, fd, &uid, &mode)) || (uid != (unsigned)geteuid() && uid != suid) ||
-        (mode & ~(smode & 0666u))) {
+    /* trusted: made by this user or by the store's owner, never wider than the
+     * store; alone, this user's own stale segment is made right below */
+    int mine = !(r = io->fstat(io->ctx, fd, &fi)) && fi.uid == (unsigned)geteuid();
+    if (r || (!mine && fi.uid != suid) || (!(alone && mine) && (fi.mode & ~smode))) {
+        if (alone && !r) { /* another user's: without it, this process opens exclusively */
+            io->close(io->ctx, fd);
+            return NO_SEGMENT;
+        }
         rc = r ? mote__ioerr(r, "stat", path)
                : mote__err(MOTE_LOCKED, "store %s: its shared memory %s belongs to user %u "
                            "with mode %o (the store: user %u, mode %o); remove it if no "
-                           "process has the store open", s->path, path, uid, mode, suid, smode);
+                           "process has the store open", s->path, path, fi.uid, fi.mode, suid,
+                           s->mode);
         goto fail;
     }
-    if ((r = io->fstat(io->ctx, fd, &size, &dv, &in)) ||
-        (size < SEG_BYTES && (!alone || (r = io->ftruncate(io->ctx, fd, SEG_BYTES)))) ||
+    if ((fi.size < SEG_BYTES && (!alone || (r = io->ftruncate(io->ctx, fd, SEG_BYTES)))) ||
         (r = io->map(io->ctx, fd, SEG_BYTES, &map))) {
         rc = r ? mote__ioerr(r, "map", path)
                : mote__err(MOTE_LOCKED, "store %s: its shared memory %s is not ready", s->path, path);
@@ -205,7 +207,7 @@ static int seg_attach(mote_store *s, int alone)
                 s->alone = 0;
         if (s->alone) {
             memset(map, 0, SEG_BYTES);
-            if ((r = io->chmod(io->ctx, fd, smode & 0666u))) {
+            if (fi.mode != smode && (r = io->chmod(io->ctx, fd, smode))) {
                 rc = mote__ioerr(r, "chmod", path);
                 goto fail;
             }
@@ -218,9 +220,13 @@ static int seg_attach(mote_store *s, int alone)
                                                 : "not initialized");
         goto fail;
     }
-    unsigned i = 0;
-    while (i < SEG_SLOTS && io->lock(io->ctx, fd, MOTE_LK_WRITE, i))
-        i++;
+    /* a free slot (pid 0) first, then one whose process died (its byte free) */
+    unsigned i = SEG_SLOTS;
+    for (int pass = 0; pass < 2 && i == SEG_SLOTS; pass++)
+        for (unsigned j = 0; j < SEG_SLOTS && i == SEG_SLOTS; j++)
+            if ((atomic_load(&seg->slot[j].pid) == 0) == (pass == 0) &&
+                io->lock(io->ctx, fd, MOTE_LK_WRITE, j) == 0)
+                i = j;
     if (i == SEG_SLOTS) {
         rc = mote__err(MOTE_BUSY, "store %s is open in %u processes, the most it can be",
                        s->path, SEG_SLOTS);
@@ -271,7 +277,8 @@ int mote__share_open(mote_store *s)
     s->busy_ms = DEFAULT_BUSY_MS;
     s->segfd = -1;
     s->slot = -1;
-    int want = io->lock && io->map && !(s->flags & MOTE_EXCLUSIVE) &&
+    int want = io->lock && io->map && io->unmap && io->unlink && io->chmod &&
+               !(s->flags & MOTE_EXCLUSIVE) &&
                atomic_load(&nmapped) < map_budget(io);
     uint64_t start = now_us();
     unsigned step = 0;
@@ -333,7 +340,8 @@ int mote__share_ready(mote_store *s)
     atomic_store(&seg->latest_slot, (uint32_t)s->base_slot);
     atomic_store(&seg->latest, s->txnid);
     atomic_store(&seg->next_txnid, s->next_txnid);
-    atomic_store(&seg->need_sync, (uint32_t)s->need_sync);
+    /* an unclean open (even a read-only one) leaves a base that may not be durable */
+    atomic_store(&seg->need_sync, (uint32_t)(s->need_sync || !s->synced));
     atomic_store(&seg->magic, SEG_MAGIC);
     s->pend_txnid = s->txnid;
     int r = s->io->flock(s->io->ctx, s->fd, LOCK_SH); /* our slot is locked: see the top */
@@ -462,13 +470,13 @@ int mote__share_write_begin(mote_store *s)
         return rc;
     }
     if (s->pend_txnid != s->txnid) { /* another process committed since this one did */
-        uint64_t size, dv, in;
-        if ((r = io->fstat(io->ctx, s->fd, &size, &dv, &in))) {
+        mote_fileinfo fi;
+        if ((r = io->fstat(io->ctx, s->fd, &fi))) {
             mote__share_write_end(s);
             return mote__ioerr(r, "stat", s->path);
         }
-        if (size > s->file_bytes)
-            s->file_bytes = size;
+        if (fi.size > s->file_bytes)
+            s->file_bytes = fi.size;
         mote__free(s->bm); /* reloaded from the latest commit */
         s->bm = NULL;
         s->bm_cap = 0;
@@ -514,8 +522,9 @@ void mote__share_write_end(mote_store *s)
 
 int mote__store_alone(mote_store *s)
 {
-    if (!s->alone && s->io->flock(s->io->ctx, s->fd, LOCK_EX | LOCK_NB) == 0)
+    if (!s->alone && !s->probed && s->io->flock(s->io->ctx, s->fd, LOCK_EX | LOCK_NB) == 0)
         s->alone = 1;
+    s->probed = 1; /* asked once, at close */
     return s->alone;
 }
 

@@ -35,6 +35,11 @@ int mote_open(const char *path, const mote_options *opts, mote_store **out)
     return rc;
 }
 
+int mote_store_readonly(const mote_store *s)
+{
+    return s && (s->flags & MOTE_RDONLY) != 0;
+}
+
 int mote_close(mote_store *s)
 {
     if (!s)

@@ -69,14 +69,20 @@ _core._init(prepare=_schema.prepare, Decimal=_decimal.Decimal, dumps=_dumps,
 
 
 def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = True,
-         sync: bool = True) -> Store:
+         sync: bool = True, timeout: float | None = 5.0, exclusive: bool = False) -> Store:
     """Open the store file at ``path`` (created if missing unless ``create=False``).
 
-    ``readonly=True`` opens it for reading only (other processes may read it too);
+    Any number of processes may have a store open at once (web workers, a CLI beside a
+    service): they read without waiting for each other, and their writes take turns; a
+    write waits up to ``timeout`` seconds (``None``: as long as it takes; 0: not at all)
+    while another process writes, then raises ``BusyError`` naming it.
+    ``exclusive=True`` keeps every other process out while this one has it open
+    (``StoreLockedError`` for them). ``readonly=True`` opens it for reading only;
     ``sync=False`` makes commits fast but not durable (a crash may lose the latest
     commits, never corrupt the file). Use the store as a context manager or call
     ``close()``."""
-    return Store(path, readonly=readonly, create=create, sync=sync)
+    return Store(path, readonly=readonly, create=create, sync=sync, timeout=timeout,
+                 exclusive=exclusive)
 
 
 __all__ = [

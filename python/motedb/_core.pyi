@@ -165,7 +165,8 @@ class Transaction:
 
 class Store:
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False,
-                 create: bool = True, sync: bool = True) -> None: ...
+                 create: bool = True, sync: bool = True, timeout: float | None = 5.0,
+                 exclusive: bool = False) -> None: ...
     @property
     def path(self) -> str: ...
     @property

@@ -158,7 +158,7 @@ int state_exceptions(PyObject *m)
     if (!(ST.Error = new_exc(m, "Error", PyExc_Exception,
                             "Base of MoteDB's errors; `code` is the MOTE_* result code.")) ||
         !(ST.Locked = new_exc(m, "StoreLockedError", ST.Error,
-                             "The store is open for writing in another process.")) ||
+                             "The store is open exclusively in another process.")) ||
         !(ST.Corrupt = new_exc(m, "CorruptError", ST.Error,
                               "The store file is damaged or not a MoteDB file.")) ||
         !(ST.Schema = new_exc(m, "SchemaError", ST.Error,

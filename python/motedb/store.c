@@ -2,6 +2,8 @@
  * store.c — Store objects, transactions (store.write()/read() and the
  * per-operation Op), the Box registry. Part of the _core extension (_core.h).
  */
+#include <limits.h>
+
 #include "_core.h"
 
 /* ---- Store and transactions ------------------------------------------------------------ */
@@ -173,12 +175,26 @@ int schema_error(StoreObject *st, int rc)
 
 static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"path", "readonly", "create", "sync", NULL};
-    PyObject *path;
-    int readonly = 0, create = 1, sync = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$ppp:Store", kwlist, &path, &readonly,
-                                     &create, &sync))
+    static char *kwlist[] = {"path", "readonly", "create", "sync", "timeout", "exclusive", NULL};
+    PyObject *path, *timeout = NULL;
+    int readonly = 0, create = 1, sync = 1, exclusive = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pppOp:Store", kwlist, &path, &readonly,
+                                     &create, &sync, &timeout, &exclusive))
         return NULL;
+    int busy_ms = 5000; /* timeout: seconds to wait for another process's writer */
+    if (timeout && timeout != Py_None) {
+        double sec = PyFloat_AsDouble(timeout);
+        if (sec == -1.0 && PyErr_Occurred())
+            return NULL;
+        if (!(sec >= 0)) {
+            PyErr_Format(PyExc_ValueError, "timeout must be a number of seconds >= 0 or None, "
+                         "not %R", timeout);
+            return NULL;
+        }
+        busy_ms = sec * 1000.0 >= INT_MAX ? INT_MAX : (int)(sec * 1000.0);
+    } else if (timeout == Py_None) {
+        busy_ms = INT_MAX; /* wait as long as it takes */
+    }
     PyObject *bpath = NULL;
     if (!PyUnicode_FSConverter(path, &bpath))
         return NULL;
@@ -195,7 +211,7 @@ static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     mote_options o;
     memset(&o, 0, sizeof o);
     o.flags = (readonly ? MOTE_RDONLY : 0) | (create && !readonly ? MOTE_CREATE : 0) |
-              (sync ? 0 : MOTE_NOSYNC);
+              (sync ? 0 : MOTE_NOSYNC) | (exclusive ? MOTE_EXCLUSIVE : 0);
     mote_store *s = NULL;
     int rc;
     const char *cpath = PyBytes_AS_STRING(bpath);
@@ -207,6 +223,8 @@ static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         goto fail;
     }
     st->s = s;
+    st->readonly = mote_store_readonly(s); /* also when the file may not be written */
+    mote_busy_timeout(s, busy_ms);
     Py_DECREF(bpath);
     return (PyObject *)st;
 fail:
@@ -738,7 +756,8 @@ PyTypeObject Store_Type = {
     .tp_name = "motedb.Store",
     .tp_basicsize = sizeof(StoreObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Store(path, *, readonly=False, create=True, sync=True): one open store file.",
+    .tp_doc = "Store(path, *, readonly=False, create=True, sync=True, timeout=5.0, "
+              "exclusive=False): one open store file.",
     .tp_new = store_new,
     .tp_dealloc = store_dealloc,
     .tp_traverse = store_traverse,

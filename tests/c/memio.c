@@ -216,7 +216,7 @@ static int m_flock(void *ctx, int fd, int opn)
     return 0;
 }
 
-static int m_fstat(void *ctx, int fd, uint64_t *size, uint64_t *dev, uint64_t *ino)
+static int m_fstat(void *ctx, int fd, mote_fileinfo *fi)
 {
     memio *m = ctx;
     int r = op(m);
@@ -226,9 +226,11 @@ static int m_fstat(void *ctx, int fd, uint64_t *size, uint64_t *dev, uint64_t *i
     memio_file *f = by_fd(m, fd);
     if (!f)
         return -EBADF;
-    *size = f->cur_len;
-    *dev = 0xEEEE + (uint64_t)(uintptr_t)m; /* distinct per memio */
-    *ino = (uint64_t)(f - m->files) + 1;
+    fi->size = f->cur_len;
+    fi->dev = 0xEEEE + (uint64_t)(uintptr_t)m; /* distinct per memio */
+    fi->ino = (uint64_t)(f - m->files) + 1;
+    fi->uid = 0;
+    fi->mode = 0644;
     return 0;
 }
 
@@ -255,7 +257,7 @@ void memio_init(memio *m)
     /* no lock/map/...: stores on these files open exclusively (share.c) */
     m->io = (mote_io){m, m_open, m_close, m_pread, m_pwrite, m_pwritev,
                       m_fdatasync, m_fsync_dir, m_flock, m_fstat, m_ftruncate,
-                      NULL, NULL, NULL, NULL, NULL, NULL};
+                      NULL, NULL, NULL, NULL, NULL};
 }
 
 void memio_free(memio *m)

@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "test.h"
 
 #define NKEYS 400
@@ -524,4 +526,148 @@ TEST(share_map_budget)
     for (int i = 0; i < N; i++)
         OK(mote_close(s[i]));
     printf("%d stores open, %d of them shared\n", N, shared);
+}
+
+/* ---- system calls of an open (the POSIX shim, counted) -------------------------- */
+
+static long calls[20];
+enum { C_OPEN, C_CLOSE, C_PREAD, C_PWRITE, C_SYNC, C_FLOCK, C_FSTAT, C_TRUNC, C_LOCK, C_MAP,
+       C_UNMAP, C_UNLINK, C_CHMOD, C_OTHER };
+#define P mote_io_posix
+static int c_open(void *c, const char *p, int f, int m) { calls[C_OPEN]++; return P.open(c, p, f, m); }
+static int c_close(void *c, int fd) { calls[C_CLOSE]++; return P.close(c, fd); }
+static ssize_t c_pread(void *c, int fd, void *b, size_t n, uint64_t o)
+{
+    calls[C_PREAD]++;
+    return P.pread(c, fd, b, n, o);
+}
+static ssize_t c_pwrite(void *c, int fd, const void *b, size_t n, uint64_t o)
+{
+    calls[C_PWRITE]++;
+    return P.pwrite(c, fd, b, n, o);
+}
+static ssize_t c_pwritev(void *c, int fd, const struct iovec *v, int n, uint64_t o)
+{
+    calls[C_PWRITE]++;
+    return P.pwritev(c, fd, v, n, o);
+}
+static int c_sync(void *c, int fd) { calls[C_SYNC]++; return P.fdatasync(c, fd); }
+static int c_dsync(void *c, const char *p) { calls[C_SYNC]++; return P.fsync_dir(c, p); }
+static int c_flock(void *c, int fd, int op) { calls[C_FLOCK]++; return P.flock(c, fd, op); }
+static int c_fstat(void *c, int fd, mote_fileinfo *fi) { calls[C_FSTAT]++; return P.fstat(c, fd, fi); }
+static int c_trunc(void *c, int fd, uint64_t n) { calls[C_TRUNC]++; return P.ftruncate(c, fd, n); }
+static int c_lock(void *c, int fd, int op, uint64_t o) { calls[C_LOCK]++; return P.lock(c, fd, op, o); }
+static int c_map(void *c, int fd, size_t n, void **o) { calls[C_MAP]++; return P.map(c, fd, n, o); }
+static int c_unmap(void *c, void *p, size_t n) { calls[C_UNMAP]++; return P.unmap(c, p, n); }
+static int c_unlink(void *c, const char *p) { calls[C_UNLINK]++; return P.unlink(c, p); }
+static int c_chmod(void *c, int fd, unsigned m) { calls[C_CHMOD]++; return P.chmod(c, fd, m); }
+#undef P
+static const mote_io counting = {NULL,    c_open,  c_close, c_pread,  c_pwrite, c_pwritev,
+                                 c_sync,  c_dsync, c_flock, c_fstat,  c_trunc,  c_lock,
+                                 c_map,   c_unmap, c_unlink, c_chmod};
+
+static long total_calls(void)
+{
+    long n = 0;
+    for (int i = 0; i < C_OTHER; i++)
+        n += calls[i];
+    return n;
+}
+
+/* The system calls of a shared open, stated: a tiny store opened by the first
+ * process (open, fstat, flock, the segment's open, fstat, ftruncate, mmap,
+ * the slot's lock, one pread, flock shared) and by one that joins it (the
+ * exclusive flock refused, the shared one, no ftruncate); a read transaction
+ * makes none; the last close removes the segment. */
+TEST(share_open_syscalls)
+{
+    const char *p = test_path("sys.mote");
+    mote_options o = {MOTE_CREATE, 0, 0, &counting};
+    mote_store *s = test_open(p, &o);
+    OK(mote_close(s));
+    memset(calls, 0, sizeof calls);
+    s = test_open(p, &o);
+    long first = total_calls();
+    printf("open, alone: %ld calls (%ld open, %ld fstat, %ld flock, %ld ftruncate, %ld mmap, "
+           "%ld lock, %ld pread)\n", first, calls[C_OPEN], calls[C_FSTAT], calls[C_FLOCK],
+           calls[C_TRUNC], calls[C_MAP], calls[C_LOCK], calls[C_PREAD]);
+    CHECK(calls[C_OPEN] == 2 && calls[C_FSTAT] == 2 && calls[C_FLOCK] == 2 && calls[C_TRUNC] == 1 &&
+          calls[C_MAP] == 1 && calls[C_LOCK] == 1 && calls[C_PREAD] == 1 && first == 10);
+    mote_txn *t;
+    memset(calls, 0, sizeof calls);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    mote_abort(t);
+    CHECK(total_calls() == 0);
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        memset(calls, 0, sizeof calls);
+        mote_store *c = test_open(p, &o);
+        long n = total_calls();
+        printf("open, joining: %ld calls\n", n);
+        CHECK(calls[C_OPEN] == 2 && calls[C_FSTAT] == 2 && calls[C_FLOCK] == 2 &&
+              calls[C_TRUNC] == 0 && calls[C_MAP] == 1 && calls[C_LOCK] == 1 &&
+              calls[C_PREAD] == 1 && n == 9);
+        memset(calls, 0, sizeof calls);
+        OK(mote_close(c)); /* not the last: no unlink */
+        CHECK(calls[C_UNLINK] == 0 && calls[C_FLOCK] == 1);
+        _exit(0);
+    }
+    wait_ok(pid);
+    memset(calls, 0, sizeof calls);
+    OK(mote_close(s));
+    printf("close, last: %ld calls\n", total_calls());
+    CHECK(calls[C_UNLINK] == 1 && calls[C_UNMAP] == 1 && calls[C_CLOSE] == 2 && total_calls() == 5);
+    CHECK(!segment_exists(p));
+    close(fds[0]);
+    close(fds[1]);
+}
+
+/* ---- a file this process may not write -------------------------------------------- */
+
+static int refuse_errno; /* what opening for writing gives (EACCES, EROFS) */
+static int ro_open(void *c, const char *p, int f, int m)
+{
+    if ((f & O_ACCMODE) != O_RDONLY && strstr(p, ".mote") && !strstr(p, "/dev/shm"))
+        return -refuse_errno;
+    return mote_io_posix.open(c, p, f, m);
+}
+
+/* No write permission, or a read-only file system: the store opens for
+ * reading (alongside a writer elsewhere) and a write says why. */
+TEST(share_unwritable_file_opens_read_only)
+{
+    const char *p = test_path("ro.mote");
+    mote_store *w = test_open(p, NULL); /* a writer, in this process */
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(w, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    OK(mote_kv_put(t, tr, "k", 1, "v", 1, 0));
+    OK(mote_commit(t));
+    mote_io io = mote_io_posix;
+    io.open = ro_open;
+    int errs[2] = {EACCES, EROFS};
+    const char *why[2] = {"this process may not write the file", "its file system is read-only"};
+    for (int i = 0; i < 2; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            refuse_errno = errs[i];
+            mote_options o = {MOTE_CREATE, 0, 0, &io};
+            mote_store *s = test_open(p, &o);
+            CHECK(mote_store_readonly(s) == 1);
+            mote_val v;
+            OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+            OK(mote_kv_get(t, tr, "k", 1, &v));
+            mote_abort(t);
+            CHECK_RC(mote_begin(s, 0, &t), MOTE_READONLY);
+            CHECK(strstr(mote_errmsg(NULL), why[i]) != NULL);
+            OK(mote_close(s));
+            _exit(0);
+        }
+        wait_ok(pid);
+    }
+    CHECK(mote_store_readonly(w) == 0);
+    OK(mote_close(w));
 }

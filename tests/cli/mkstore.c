@@ -11,7 +11,10 @@
  *   Doc    one JSON property, one row per case
  *   Fuzz   random JSON-like texts (often broken), as bytes in raw and as the
  *          JSON property doc: run.sh parses raw with Python and compares
- * Run: ./mkstore FILE (FILE must not exist) */
+ * Run: ./mkstore FILE (FILE must not exist).
+ * ./mkstore --hold FILE: afterwards, keep FILE open with a write transaction
+ * (one more Tag, not committed), print "holding" and wait for a line on
+ * stdin, then commit: the CLI's view of a store another process has open. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -198,13 +201,31 @@ static void vec3(float *v, float a, float b, float c)
     v[2] = c;
 }
 
+/* Keep the store open, a write transaction in progress, until a line comes. */
+static int hold(mote_entity *tag)
+{
+    mote_txn *t;
+    mote_value v = str_v("held", 4);
+    if (mote_begin(s, 0, &t) || mote_put(t, tag, 0, &v, MOTE_PUT_INSERT, NULL))
+        return fail("hold");
+    printf("holding\n");
+    fflush(stdout);
+    char line[8];
+    if (!fgets(line, sizeof line, stdin))
+        line[0] = 0;
+    if (mote_commit(t))
+        return fail("commit of the held transaction");
+    return mote_close(s) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: mkstore FILE\n");
+    int holding = argc == 3 && !strcmp(argv[1], "--hold");
+    if (argc != 2 && !holding) {
+        fprintf(stderr, "usage: mkstore [--hold] FILE\n");
         return 2;
     }
-    if (mote_open(argv[1], NULL, &s)) {
+    if (mote_open(argv[argc - 1], NULL, &s)) {
         fprintf(stderr, "mkstore: open: %s\n", mote_last_open_error());
         return 1;
     }
@@ -317,5 +338,7 @@ int main(int argc, char **argv)
     }
     if (mote_commit(t))
         return fail("commit");
+    if (holding)
+        return hold(tag);
     return mote_close(s) ? 1 : 0;
 }

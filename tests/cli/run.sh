@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/cli/run.sh BUILD_DIR — the mote CLI on real stores: stat, check (exit
 # codes 0/1/2), dump (strict JSON lines: its rule for times, non-finite
-# floats, JSON text, bad UTF-8 and to-many links), compact; damaged files.
+# floats, JSON text, bad UTF-8 and to-many links), compact; damaged files; a
+# store another process has open.
 set -u
 B=${1:-build}
 D=$(mktemp -d /var/tmp/mote-cli.XXXXXX)
@@ -29,6 +30,17 @@ t "dump unknown entity: exit 1" exit_is 1 "$B/mote" dump "$D/a.mote" Nope
 # dump's rule for values JSON has no plain form for (tools/mote.c): a store
 # with each of them, made through the public API by tests/cli/mkstore.c
 "$B/tests/cli/mkstore" "$D/d.mote"
+# a store another process has open, in a write transaction: stat, check and
+# dump read the latest commit (3 Tags; the held one is not committed)
+coproc HOLD { "$B/tests/cli/mkstore" --hold "$D/live.mote"; }
+read -r held <&"${HOLD[0]}"
+t "mkstore holds a store open" test "$held" = holding
+t "stat on a store open elsewhere" bash -c "'$B/mote' stat '$D/live.mote' | grep -q '^entity Tag: 3 objects'"
+t "check on a store open elsewhere: exit 0" exit_is 0 "$B/mote" check "$D/live.mote"
+t "dump on a store open elsewhere: the committed Tags" bash -c "[ \$('$B/mote' dump '$D/live.mote' Tag | wc -l) -eq 3 ]"
+echo >&"${HOLD[1]}"
+wait "$HOLD_PID"
+t "the held transaction committed after" bash -c "[ \$('$B/mote' dump '$D/live.mote' Tag | wc -l) -eq 4 ]"
 cat > "$D/dump.py" <<'PY'
 import codecs, json, sys
 from datetime import date, datetime, timedelta

@@ -177,9 +177,10 @@ def test_open_twice_in_process(tmp_path):
 
 
 def test_store_locked_by_other_process(tmp_path):
+    """exclusive=True keeps other processes out (shared opens: test_motedb_processes.py)."""
     path = str(tmp_path / "locked.mote")
     code = ("import motedb, sys\n"
-            "s = motedb.open(sys.argv[1])\n"
+            "s = motedb.open(sys.argv[1], exclusive=True)\n"
             "print('open', flush=True)\n"
             "sys.stdin.readline()\n"
             "s.close()\n")

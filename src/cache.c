@@ -199,7 +199,7 @@ int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out)
                        : mote__node_validate(np->data, s->P, level, pgno);
     if (rc) {
         mote__free(np);
-        return rc;
+        return s->outsider ? mote__share_outsider_check(s, t->txnid, rc) : rc;
     }
     np->pgno = pgno;
     np->birth = rd64(np->data + 8);

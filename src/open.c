@@ -409,7 +409,7 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
      * between leaves one (and tempfile.NamedTemporaryFile hands out such
      * files). A writable open initializes it, with or without MOTE_CREATE;
      * a read-only open cannot, and says so. */
-    if (!s->alone)
+    if (s->seg && !s->init)
         rc = mote__share_join(s, size); /* read and recovered by the first opener */
     else if (size == 0 && !ro)
         rc = create_file(s, opts ? opts->page_size : 0, created);

@@ -247,8 +247,9 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
         pthread_mutex_lock(&s->mu);
         int rc = s->poisoned ? mote__err(MOTE_POISONED, "store %s: an earlier sync failed; "
                                          "close and reopen it", s->path)
-                 : s->seg    ? mote__share_snapshot(s)
-                             : MOTE_OK;
+                 : s->seg      ? mote__share_snapshot(s)
+                 : s->outsider ? mote__share_outsider_refresh(s)
+                               : MOTE_OK;
         if (rc) {
             pthread_mutex_unlock(&s->mu);
             mote__free(t);

@@ -139,6 +139,11 @@ struct mote_store {
     int slot;            /* this process's slot in seg */
     int alone;           /* the flock is held exclusively (no other process) */
     int probed;          /* closing: mote__store_alone asked the flock once */
+    int init;            /* this process read the file itself (first opener, or
+                            the segment's maker, or without a segment) */
+    int outsider;        /* it may only read the store file: no segment of its
+                            own making; without one, its snapshots are not
+                            protected and a read may give MOTE_BUSY */
     int busy_ms;         /* writers wait this long for another process's */
     uint64_t pend_txnid; /* s->bm and s->pendv are those of this commit (shared
                             mode: another process's commit makes them stale) */
@@ -272,7 +277,7 @@ void mote__txn_release_held(mote_txn *t);
  * process has the store open (the caller reads, recovers or creates the
  * file); otherwise the caller calls mote__share_join. */
 int mote__share_open(mote_store *s);
-/* Not alone: the latest commit from the segment (file size `size`). */
+/* Not s->init: the latest commit from the segment (file size `size`). */
 int mote__share_join(mote_store *s, uint64_t size);
 /* Alone: the segment describes the commit just opened; the flock becomes
  * shared. Both: after the file was read. */
@@ -281,6 +286,11 @@ int mote__share_ready(mote_store *s);
  * transaction's snapshot, published in this process's slot; the slot after
  * a reader ended. */
 int mote__share_refresh(mote_store *s);
+/* An outsider without the segment: the newest commit on disk (one pread of
+ * both slots, at each read transaction); a page that fails its check after
+ * the latest commit moved gives MOTE_BUSY (a writer reused it). */
+int mote__share_outsider_refresh(mote_store *s);
+int mote__share_outsider_check(mote_store *s, uint64_t txnid, int rc);
 int mote__share_snapshot(mote_store *s);
 void mote__share_unpublish(mote_store *s);
 /* The oldest snapshot other processes read, checking those below `needed`

@@ -153,8 +153,30 @@ static uint32_t my_pid(const mote_store *s) { return atomic_load(&s->seg->slot[s
 
 /* ---- open ------------------------------------------------------------------- */
 
-/* The segment cannot be used: let the caller fall back to exclusive mode. */
+/* The segment cannot be used: alone, the caller opens exclusively; a process
+ * that may only read the store reads without it (an outsider). */
 #define NO_SEGMENT (-1000)
+
+/* The segment's permission bits: read and write for each class of users that
+ * may write the store file, none for the others, so that a process that may
+ * only read the store cannot open the segment (no slot or lock of it). */
+static unsigned seg_mode(unsigned store_mode)
+{
+    return ((store_mode & 0200) ? 0600u : 0u) | ((store_mode & 0020) ? 0060u : 0u) |
+           ((store_mode & 0002) ? 0006u : 0u);
+}
+
+/* May this process write the store file? (it was opened for writing, or it is
+ * read-only by choice: then its owner, root, or allowed by the bits) */
+static int may_write(const mote_store *s)
+{
+    if (s->ro_errno)
+        return 0;
+    if (!(s->flags & MOTE_RDONLY))
+        return 1;
+    uid_t e = geteuid();
+    return e == 0 || e == s->uid || faccessat(AT_FDCWD, s->path, W_OK, AT_EACCESS) == 0;
+}
 
 /* Is slot i's process alive (its lock byte held)? */
 static int slot_live(mote_store *s, int fd, unsigned i)
@@ -162,16 +184,72 @@ static int slot_live(mote_store *s, int fd, unsigned i)
     return s->io->lock(s->io->ctx, fd, MOTE_LK_TEST, i) == -EAGAIN;
 }
 
-/* Open (alone: create or reuse) and map the segment, claim a slot. */
-static int seg_attach(mote_store *s, int alone)
+static int any_live(mote_store *s, int fd, const struct segment *seg)
+{
+    for (unsigned i = 0; i < SEG_SLOTS; i++)
+        if ((!seg || atomic_load(&seg->slot[i].pid)) && slot_live(s, fd, i))
+            return 1;
+    return 0;
+}
+
+/* Claim a slot of the mapped segment (a free one first, then one whose
+ * process died). */
+static int claim_slot(mote_store *s, int fd, struct segment *seg)
+{
+    unsigned i = SEG_SLOTS;
+    for (int pass = 0; pass < 2 && i == SEG_SLOTS; pass++)
+        for (unsigned j = 0; j < SEG_SLOTS && i == SEG_SLOTS; j++)
+            if ((atomic_load(&seg->slot[j].pid) == 0) == (pass == 0) &&
+                s->io->lock(s->io->ctx, fd, MOTE_LK_WRITE, j) == 0)
+                i = j;
+    if (i == SEG_SLOTS)
+        return mote__err(MOTE_BUSY, "store %s is open in %u processes, the most it can be",
+                         s->path, SEG_SLOTS);
+    atomic_store(&seg->slot[i].snap, UINT64_MAX);
+    atomic_store(&seg->slot[i].pid, (uint32_t)getpid());
+    s->slot = (int)i;
+    return MOTE_OK;
+}
+
+/* A joining process waits while the segment's creator initializes it. */
+static int wait_ready(mote_store *s, int fd, struct segment *seg, const char *path)
+{
+    uint64_t start = now_us();
+    unsigned step = 0;
+    while (atomic_load(&seg->magic) != SEG_MAGIC) {
+        if (!any_live(s, fd, NULL) || wait_over(start, s->busy_ms, &step))
+            return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was never made "
+                             "ready (its maker died?); remove it if no process has the "
+                             "store open", s->path, path);
+    }
+    if (seg->version != SEG_VERSION || seg->dev != s->dev || seg->ino != s->ino)
+        return mote__err(MOTE_LOCKED, "store %s: its shared memory %s is of another store "
+                         "or version", s->path, path);
+    return MOTE_OK;
+}
+
+/* Open (or create) and map the segment, claim a slot. Sets s->init when this
+ * process initializes it (the caller then reads the file, as the first
+ * opener does). NO_SEGMENT: see above. */
+static int seg_attach(mote_store *s)
 {
     const mote_io *io = s->io;
     char path[80];
     seg_path(s, path, sizeof path);
-    unsigned suid = s->uid, smode = s->mode & 0666u;
-    int r, fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW | (alone ? O_CREAT : 0), (int)smode);
+    unsigned want = seg_mode(s->mode);
+    /* alone, it is usually not there; joining, it usually is; an outsider never makes it */
+    int creator = 0, r, fd = -ENOENT;
+    for (int tries = 0; tries < 3 && (tries == 0 || (!s->outsider && (fd == -ENOENT || fd == -EEXIST)));
+         tries++) {
+        if ((s->alone ? tries % 2 == 0 : tries % 2 == 1) && !s->outsider) {
+            fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW | O_CREAT | O_EXCL, (int)want);
+            creator = fd >= 0;
+        } else {
+            fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0);
+        }
+    }
     if (fd < 0) {
-        if (alone)
+        if (s->alone || s->outsider)
             return NO_SEGMENT;
         return mote__err(MOTE_LOCKED, "store %s is open in another process, but its shared "
                          "memory %s cannot be opened here (%s)", s->path, path, strerror(-fd));
@@ -179,67 +257,54 @@ static int seg_attach(mote_store *s, int alone)
     void *map = NULL;
     mote_fileinfo fi;
     int rc = MOTE_OK;
-    /* trusted: made by this user or by the store's owner, never wider than the
-     * store; alone, this user's own stale segment is made right below */
+    /* trusted: made by this user or the store's owner, never wider than it should be;
+     * alone, this user's own stale segment is made right below */
     int mine = !(r = io->fstat(io->ctx, fd, &fi)) && fi.uid == (unsigned)geteuid();
-    if (r || (!mine && fi.uid != suid) || (!(alone && mine) && (fi.mode & ~smode))) {
-        if (alone && !r) { /* another user's: without it, this process opens exclusively */
+    if (r || (!mine && fi.uid != s->uid) || (!(s->alone && mine) && (fi.mode & ~want))) {
+        if (!r && (s->alone || s->outsider)) {
             io->close(io->ctx, fd);
             return NO_SEGMENT;
         }
         rc = r ? mote__ioerr(r, "stat", path)
                : mote__err(MOTE_LOCKED, "store %s: its shared memory %s belongs to user %u "
                            "with mode %o (the store: user %u, mode %o); remove it if no "
-                           "process has the store open", s->path, path, fi.uid, fi.mode, suid,
+                           "process has the store open", s->path, path, fi.uid, fi.mode, s->uid,
                            s->mode);
         goto fail;
     }
-    if ((fi.size < SEG_BYTES && (!alone || (r = io->ftruncate(io->ctx, fd, SEG_BYTES)))) ||
-        (r = io->map(io->ctx, fd, SEG_BYTES, &map))) {
-        rc = r ? mote__ioerr(r, "map", path)
-               : mote__err(MOTE_LOCKED, "store %s: its shared memory %s is not ready", s->path, path);
+    if ((creator || (s->alone && fi.size < SEG_BYTES)) &&
+        (r = io->ftruncate(io->ctx, fd, SEG_BYTES)))
+        goto io_fail;
+    if (!creator && !s->alone && fi.size < SEG_BYTES) { /* its creator is on it */
+        rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s is being made; try again",
+                       s->path, path);
         goto fail;
     }
+    if ((r = io->map(io->ctx, fd, SEG_BYTES, &map)))
+        goto io_fail;
     struct segment *seg = map;
-    if (alone) { /* stale (a crash), or a process is between flock's exclusive and shared */
-        for (unsigned i = 0; i < SEG_SLOTS && s->alone; i++)
-            if (atomic_load(&seg->slot[i].pid) && slot_live(s, fd, i))
-                s->alone = 0;
-        if (s->alone) {
-            memset(map, 0, SEG_BYTES);
-            if (fi.mode != smode && (r = io->chmod(io->ctx, fd, smode))) {
-                rc = mote__ioerr(r, "chmod", path);
-                goto fail;
-            }
-        }
+    /* Alone, an existing segment is stale (a crash) unless a process holds a
+     * slot: it is between flock's exclusive and shared (see the top). */
+    s->init = creator || (s->alone && !any_live(s, fd, seg));
+    if (s->init) {
+        memset(map, 0, SEG_BYTES);
+        if (fi.mode != want && (r = io->chmod(io->ctx, fd, want)))
+            goto io_fail;
     }
-    if (!s->alone && (atomic_load(&seg->magic) != SEG_MAGIC || seg->version != SEG_VERSION ||
-                      seg->dev != s->dev || seg->ino != s->ino)) {
-        rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s is %s", s->path, path,
-                       atomic_load(&seg->magic) ? "of another store or version"
-                                                : "not initialized");
+    if ((rc = claim_slot(s, fd, seg)))
+        goto fail;
+    if (!s->init && (rc = wait_ready(s, fd, seg, path))) {
+        io->lock(io->ctx, fd, MOTE_LK_UNLOCK, (uint64_t)s->slot);
         goto fail;
     }
-    /* a free slot (pid 0) first, then one whose process died (its byte free) */
-    unsigned i = SEG_SLOTS;
-    for (int pass = 0; pass < 2 && i == SEG_SLOTS; pass++)
-        for (unsigned j = 0; j < SEG_SLOTS && i == SEG_SLOTS; j++)
-            if ((atomic_load(&seg->slot[j].pid) == 0) == (pass == 0) &&
-                io->lock(io->ctx, fd, MOTE_LK_WRITE, j) == 0)
-                i = j;
-    if (i == SEG_SLOTS) {
-        rc = mote__err(MOTE_BUSY, "store %s is open in %u processes, the most it can be",
-                       s->path, SEG_SLOTS);
-        goto fail;
-    }
-    atomic_store(&seg->slot[i].snap, UINT64_MAX);
-    atomic_store(&seg->slot[i].pid, (uint32_t)getpid());
     s->seg = seg;
     s->segfd = fd;
-    s->slot = (int)i;
     atomic_fetch_add(&nmapped, 1);
     return MOTE_OK;
+io_fail:
+    rc = mote__ioerr(r, "the shared memory of", s->path);
 fail:
+    s->slot = -1;
     if (map)
         io->unmap(io->ctx, map, SEG_BYTES);
     io->close(io->ctx, fd);
@@ -256,9 +321,7 @@ static int segment_in_use(mote_store *s)
     int fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0);
     if (fd < 0)
         return 0;
-    int live = 0;
-    for (unsigned i = 0; i < SEG_SLOTS && !live; i++)
-        live = slot_live(s, fd, i);
+    int live = any_live(s, fd, NULL);
     io->close(io->ctx, fd);
     return live;
 }
@@ -278,12 +341,14 @@ int mote__share_open(mote_store *s)
     s->segfd = -1;
     s->slot = -1;
     int want = io->lock && io->map && io->unmap && io->unlink && io->chmod &&
-               !(s->flags & MOTE_EXCLUSIVE) &&
-               atomic_load(&nmapped) < map_budget(io);
+               !(s->flags & MOTE_EXCLUSIVE) && atomic_load(&nmapped) < map_budget(io);
+    /* A process that may only read the store never takes the flock exclusively
+     * (it cannot hold writers up) and never makes the segment. */
+    s->outsider = want && !may_write(s);
     uint64_t start = now_us();
     unsigned step = 0;
     for (;;) {
-        int r = io->flock(io->ctx, s->fd, LOCK_EX | LOCK_NB);
+        int r = s->outsider ? -EWOULDBLOCK : io->flock(io->ctx, s->fd, LOCK_EX | LOCK_NB);
         if (!r) {
             s->alone = 1;
             break;
@@ -307,9 +372,11 @@ int mote__share_open(mote_store *s)
     }
     if (!want)
         return MOTE_OK;
-    int rc = seg_attach(s, s->alone);
-    if (rc == NO_SEGMENT)
-        return MOTE_OK; /* alone, flock exclusive: exclusive mode */
+    int rc = seg_attach(s);
+    if (rc == NO_SEGMENT) {
+        s->init = 1; /* it reads the file itself: alone, exclusively; an outsider, as is */
+        return MOTE_OK;
+    }
     return rc;
 }
 
@@ -331,19 +398,21 @@ int mote__share_join(mote_store *s, uint64_t size)
 int mote__share_ready(mote_store *s)
 {
     struct segment *seg = s->seg;
+    if (seg && s->init) { /* describe the commit just read from the file */
+        seg->version = SEG_VERSION;
+        seg->page_size = s->P;
+        seg->dev = s->dev;
+        seg->ino = s->ino;
+        atomic_store(&seg->latest_slot, (uint32_t)s->base_slot);
+        atomic_store(&seg->latest, s->txnid);
+        atomic_store(&seg->next_txnid, s->next_txnid);
+        /* an unclean open (even a read-only one) leaves a base that may not be durable */
+        atomic_store(&seg->need_sync, (uint32_t)(s->need_sync || !s->synced));
+        atomic_store(&seg->magic, SEG_MAGIC);
+        s->pend_txnid = s->txnid;
+    }
     if (!seg || !s->alone)
         return MOTE_OK;
-    seg->version = SEG_VERSION;
-    seg->page_size = s->P;
-    seg->dev = s->dev;
-    seg->ino = s->ino;
-    atomic_store(&seg->latest_slot, (uint32_t)s->base_slot);
-    atomic_store(&seg->latest, s->txnid);
-    atomic_store(&seg->next_txnid, s->next_txnid);
-    /* an unclean open (even a read-only one) leaves a base that may not be durable */
-    atomic_store(&seg->need_sync, (uint32_t)(s->need_sync || !s->synced));
-    atomic_store(&seg->magic, SEG_MAGIC);
-    s->pend_txnid = s->txnid;
     int r = s->io->flock(s->io->ctx, s->fd, LOCK_SH); /* our slot is locked: see the top */
     if (r)
         return mote__ioerr(r, "lock", s->path);
@@ -383,6 +452,57 @@ int mote__share_refresh(mote_store *s)
         return MOTE_OK;
     }
     return CORRUPT("%s: the latest commit's root slot cannot be read", s->path);
+}
+
+/* The newest valid commit slot of the file (index), or -1; buf: 2 pages. */
+static int newest_slot(mote_store *s, uint8_t *buf, int *rc)
+{
+    ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, 2u * s->P, 0);
+    if (r != (ssize_t)(2u * s->P)) {
+        *rc = mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path);
+        return -1;
+    }
+    int va = mote__slot_valid(buf, s->P, 0) == 1, vb = mote__slot_valid(buf + s->P, s->P, 1) == 1;
+    if (!va && !vb)
+        return -1;
+    return va && (!vb || rd64(buf + 24) > rd64(buf + s->P + 24)) ? 0 : 1;
+}
+
+int mote__share_outsider_refresh(mote_store *s)
+{
+    uint8_t *buf = mote__malloc(2u * s->P);
+    if (!buf)
+        return mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
+    int rc = MOTE_OK, i = newest_slot(s, buf, &rc);
+    if (i >= 0 && rd64(buf + (size_t)i * s->P + 24) > s->txnid) {
+        snap *sn = mote__snap_new(s->P);
+        if (!sn) {
+            rc = mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
+        } else {
+            memcpy(sn->data, buf + (size_t)i * s->P, s->P);
+            mote__snap_unref(s->cur);
+            s->cur = sn;
+            s->txnid = rd64(sn->data + 24);
+            s->base_slot = i;
+        }
+    }
+    mote__free(buf);
+    return rc;
+}
+
+int mote__share_outsider_check(mote_store *s, uint64_t txnid, int rc)
+{
+    if (rc != MOTE_CORRUPT)
+        return rc;
+    uint8_t *buf = mote__malloc(2u * s->P);
+    int r2 = MOTE_OK, i = buf ? newest_slot(s, buf, &r2) : -1;
+    uint64_t latest = i >= 0 ? rd64(buf + (size_t)i * s->P + 24) : 0;
+    mote__free(buf);
+    if (latest <= txnid)
+        return rc;
+    return mote__err(MOTE_BUSY, "store %s changed while this process read it: it may only "
+                     "read the store file, so a writer may reuse the pages of its snapshot; "
+                     "read again", s->path);
 }
 
 /* The oldest snapshot this process's readers hold (under s->mu). */

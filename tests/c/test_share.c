@@ -671,3 +671,126 @@ TEST(share_unwritable_file_opens_read_only)
     CHECK(mote_store_readonly(w) == 0);
     OK(mote_close(w));
 }
+
+/* ---- a second user that may only read the store ---------------------------------- */
+
+static void become_nobody(void)
+{
+    if (setgid(65534) != 0 || setuid(65534) != 0)
+        _exit(70);
+}
+
+/* A user that may only read the store (here: "nobody", where the tests run
+ * as root) reads it alongside the owner's writer without the shared page
+ * (it may not open it: its bits are the writers'), cannot write it, holds
+ * no writer up, and never reads a value from a reused page: it sees the
+ * data or MOTE_BUSY. Opened first, it does not make the page, and the
+ * owner's process that opens next makes it. */
+TEST(share_read_only_user)
+{
+    if (geteuid() != 0) {
+        printf("skipped: needs root to become another user\n");
+        return;
+    }
+    const char *p = test_path("user.mote");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", p);
+    *strrchr(dir, '/') = 0;
+    CHECK(chmod(dir, 0755) == 0);
+    mote_store *w = test_open(p, NULL);
+    uint64_t rs = 9;
+    int rc;
+    for (int i = 0; i < 20; i++)
+        CHECK(write_one(w, &rs, &rc) != 0);
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t pid = fork();
+    if (pid == 0) { /* nobody: reads while the owner writes */
+        become_nobody();
+        mote_options o = {0, 0, 4, NULL}; /* a tiny cache: reads go to the file */
+        mote_store *s;
+        OK(mote_open(p, &o, &s));
+        CHECK(mote_store_readonly(s) == 1);
+        mote_txn *t;
+        CHECK_RC(mote_begin(s, 0, &t), MOTE_READONLY);
+        long whole = 0, busy = 0;
+        uint64_t last = 0;
+        for (int n = 0; n < 20; n++) {
+            uint32_t tr;
+            OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+            OK(mote_kv_tree(t, "t", 0, &tr));
+            uint64_t c = get_u64(t, tr, "counter");
+            CHECK(c > last); /* the owner's commits, seen at the next transaction */
+            last = c;
+            mote_cursor *cur;
+            OK(mote_cursor_open(t, tr, &cur));
+            int seen = 0;
+            for (rc = mote_cursor_first(cur); rc == MOTE_OK; rc = mote_cursor_next(cur)) {
+                mote_val k, v;
+                uint64_t ver = 0;
+                OK(mote_cursor_get(cur, &k, &v));
+                uint32_t key;
+                if (k.size != 4)
+                    continue;
+                memcpy(&key, k.data, 4);
+                CHECK(value_ok(key, &v, &ver) && ver <= c); /* never a wrong value */
+                if (++seen == 10) { /* the owner commits 30 times meanwhile */
+                    char x = 1;
+                    CHECK(write(up[1], &x, 1) == 1);
+                    CHECK(read(down[0], &x, 1) == 1);
+                }
+            }
+            CHECK(rc == MOTE_NOTFOUND || rc == MOTE_BUSY);
+            rc == MOTE_BUSY ? busy++ : whole++;
+            mote_cursor_close(cur);
+            mote_abort(t);
+        }
+        printf("nobody: %ld snapshots read whole, %ld ended by MOTE_BUSY (pages reused "
+               "under them)\n", whole, busy);
+        char x = 0;
+        CHECK(write(up[1], &x, 1) == 1);
+        OK(mote_close(s));
+        _exit(0);
+    }
+    char x;
+    struct stat st;
+    CHECK(stat(p, &st) == 0);
+    char seg[96];
+    snprintf(seg, sizeof seg, "/dev/shm/motedb-%llx-%llx", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+    CHECK(stat(seg, &st) == 0 && (st.st_mode & 0777) == 0600); /* the writers' bits only */
+    mote_busy_timeout(w, 0); /* the owner is never held up */
+    uint64_t made = 20;
+    while (read(up[0], &x, 1) == 1 && x == 1) {
+        for (int i = 0; i < 30; i++)
+            CHECK((made = write_one(w, &rs, &rc)) != 0);
+        CHECK(write(down[1], &x, 1) == 1);
+    }
+    wait_ok(pid);
+    OK(mote_close(w));
+    CHECK(!segment_exists(p));
+
+    /* nobody first: it makes no shared page; the owner's next open makes it */
+    pid = fork();
+    if (pid == 0) {
+        become_nobody();
+        mote_store *s;
+        mote_options o = {MOTE_RDONLY, 0, 8, NULL};
+        OK(mote_open(p, &o, &s));
+        CHECK(!segment_exists(p));
+        char y = 1;
+        CHECK(write(up[1], &y, 1) == 1);
+        CHECK(read(down[0], &y, 1) == 1);
+        CHECK(read_one(s, 0) == made + 1); /* the owner's commit, seen at the next one */
+        OK(mote_close(s));
+        _exit(0);
+    }
+    CHECK(read(up[0], &x, 1) == 1);
+    w = test_open(p, NULL);
+    CHECK(segment_exists(p));
+    CHECK(write_one(w, &rs, &rc) == made + 1);
+    x = 1;
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(pid);
+    OK(mote_close(w));
+}

@@ -42,12 +42,6 @@ typedef struct mote_io {
 
     /* Many processes on one store (share.c). A shim that leaves these NULL
      * (the tests' in-memory files) opens every store exclusively. */
-    /* A lock on byte `off` of fd, owned by the open file description (so a
-     * process's other descriptors and threads never release it, and its
-     * death does), never waiting: MOTE_LK_READ, MOTE_LK_WRITE, MOTE_LK_UNLOCK,
-     * or MOTE_LK_TEST (takes nothing: 0 if a write lock could be taken).
-     * -EAGAIN when another open file description holds a conflicting lock. */
-    int (*lock)(void *ctx, int fd, int op, uint64_t off);
     /* Map the first n bytes of fd shared and writable (*out), and unmap. */
     int (*map)(void *ctx, int fd, size_t n, void **out);
     int (*unmap)(void *ctx, void *p, size_t n);
@@ -56,7 +50,6 @@ typedef struct mote_io {
     int (*chmod)(void *ctx, int fd, unsigned mode);
 } mote_io;
 
-enum { MOTE_LK_UNLOCK, MOTE_LK_READ, MOTE_LK_WRITE, MOTE_LK_TEST };
 
 extern const mote_io mote_io_posix;
 

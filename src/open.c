@@ -31,8 +31,11 @@
 #include "checksum.h"
 #include "pager.h"
 
+/* The registry: the stores open in this process, by device and inode, in a
+ * hash table of chains (an agent server may hold 100,000 open). */
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static mote_store *reg_head;
+static mote_store **reg_tab;
+static size_t reg_mask, reg_n; /* buckets - 1 (0: no table yet), stores */
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 /* ---- Fork ------------------------------------------------------------------ */
@@ -44,14 +47,17 @@ static void fork_parent(void) { pthread_mutex_unlock(&reg_mu); }
 static void fork_child(void)
 {
     long parent = (long)getppid();
-    for (mote_store *s = reg_head; s; s = s->reg_next) {
-        s->forked_from = parent;
-        if (s->fd >= 0)
-            s->io->close(s->io->ctx, s->fd);
-        s->fd = -1;
-        mote__share_forked(s);
+    for (size_t b = 0; reg_tab && b <= reg_mask; b++) {
+        for (mote_store *s = reg_tab[b]; s; s = s->reg_next) {
+            s->forked_from = parent;
+            if (s->fd >= 0)
+                s->io->close(s->io->ctx, s->fd);
+            s->fd = -1;
+            mote__share_forked(s);
+        }
+        reg_tab[b] = NULL;
     }
-    reg_head = NULL;
+    reg_n = 0;
     pthread_mutex_unlock(&reg_mu);
 }
 
@@ -66,28 +72,61 @@ int mote__forked_err(const mote_store *s)
 
 /* ---- Open and close ------------------------------------------------------ */
 
+static size_t reg_bucket(uint64_t dev, uint64_t ino)
+{
+    return (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) & reg_mask;
+}
+
+/* Double the table (64 buckets at first); under reg_mu. */
+static int registry_grow(void)
+{
+    size_t n = reg_tab ? (reg_mask + 1) * 2 : 64;
+    mote_store **t = mote__calloc(n, sizeof *t);
+    if (!t)
+        return mote__err(MOTE_NOMEM, "out of memory registering a store");
+    mote_store **old = reg_tab;
+    size_t old_n = reg_tab ? reg_mask + 1 : 0;
+    reg_tab = t;
+    reg_mask = n - 1;
+    for (size_t b = 0; b < old_n; b++)
+        for (mote_store *s = old[b], *nx; s; s = nx) {
+            nx = s->reg_next;
+            size_t k = reg_bucket(s->dev, s->ino);
+            s->reg_next = reg_tab[k];
+            reg_tab[k] = s;
+        }
+    mote__free(old);
+    return MOTE_OK;
+}
+
 static int registry_add(mote_store *s)
 {
     pthread_once(&fork_once, fork_register);
     pthread_mutex_lock(&reg_mu);
-    for (mote_store *o = reg_head; o; o = o->reg_next)
+    int rc = !reg_tab || reg_n >= reg_mask + 1 ? registry_grow() : MOTE_OK;
+    for (mote_store *o = rc ? NULL : reg_tab[reg_bucket(s->dev, s->ino)]; o; o = o->reg_next)
         if (o->dev == s->dev && o->ino == s->ino) {
-            pthread_mutex_unlock(&reg_mu);
-            return mote__err(MOTE_BUSY, "store %s is already open in this process "
-                             "(as %s); use that handle", s->path, o->path);
+            rc = mote__err(MOTE_BUSY, "store %s is already open in this process (as %s); "
+                           "use that handle", s->path, o->path);
+            break;
         }
-    s->reg_next = reg_head;
-    reg_head = s;
+    if (!rc) {
+        size_t k = reg_bucket(s->dev, s->ino);
+        s->reg_next = reg_tab[k];
+        reg_tab[k] = s;
+        reg_n++;
+    }
     pthread_mutex_unlock(&reg_mu);
-    return MOTE_OK;
+    return rc;
 }
 
 static void registry_remove(mote_store *s)
 {
     pthread_mutex_lock(&reg_mu);
-    for (mote_store **pp = &reg_head; *pp; pp = &(*pp)->reg_next)
+    for (mote_store **pp = &reg_tab[reg_bucket(s->dev, s->ino)]; *pp; pp = &(*pp)->reg_next)
         if (*pp == s) {
             *pp = s->reg_next;
+            reg_n--;
             break;
         }
     pthread_mutex_unlock(&reg_mu);
@@ -344,7 +383,7 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     s->objects = extra ? (char *)s + head : NULL;
     s->io = opts && opts->io ? opts->io : &mote_io_posix;
     s->flags = flags;
-    s->fd = s->segfd = -1;
+    s->fd = -1;
     s->slot = -1;
     s->cache_limit = opts && opts->cache_pages ? opts->cache_pages : 16384;
     s->lru.lnext = s->lru.lprev = &s->lru;

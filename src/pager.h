@@ -135,7 +135,6 @@ struct mote_store {
 
     /* many processes (share.c) */
     struct segment *seg; /* the shared segment; NULL: the store is open exclusively */
-    int segfd;
     int slot;            /* this process's slot in seg */
     int alone;           /* the flock is held exclusively (no other process) */
     int probed;          /* closing: mote__store_alone asked the flock once */

@@ -23,18 +23,24 @@
  * that read them before reuses only pages freed by commits up to its own
  * base, which the snapshot (that base or a newer one) does not reference.
  *
- * Locks (all released by the kernel when a process dies):
+ * Locks, none of which outlives its process:
  *   flock on the store file: shared while a process has the store open;
  *     exclusive while it is the only one (the first opener initializes the
  *     segment, the last closer removes it, writes the clean-close marker,
  *     may shrink the file), and for the whole time in exclusive mode.
- *   byte i of the segment: held by the process in slot i (a slot whose byte
- *     is free is dead and reclaimed).
- *   byte SEG_BYTES of the segment: held by the process in a write
- *     transaction; another waits up to its busy timeout, then MOTE_BUSY.
- * A flock changed from exclusive to shared is released for an instant
- * (flock(2)); a process that gets the exclusive lock in that instant finds
- * the opener's slot locked and does not initialize the segment again.
+ *   the writer mutex, in the segment (process-shared and robust): held for
+ *     a write transaction; another process waits up to its busy timeout,
+ *     then MOTE_BUSY naming the holder. If the holder dies, the next one
+ *     gets it (EOWNERDEAD) and syncs the base before its commit.
+ *   a slot is a process's while its pid (and the start time of that pid, so
+ *     a reused pid does not count) is alive; a dead one's slot is reclaimed
+ *     when its snapshot would hold pages back.
+ * No descriptor is kept for the segment (one per store, the store file's),
+ * and no lock of it can be taken by a process that may not write the store:
+ * its permission bits are the writers'. A flock changed from exclusive to
+ * shared is released for an instant (flock(2)); a process that gets the
+ * exclusive lock in that instant finds the opener's slot live and does not
+ * initialize the segment again.
  *
  * Pages freed by another process's commits are unknown to a writer (each
  * process keeps its own pending list): when the latest commit is not this
@@ -51,6 +57,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -62,14 +69,16 @@
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
 #define SEG_VERSION 1u
 #define SEG_BYTES 4096u
-#define SEG_SLOTS ((SEG_BYTES - 128u) / 16u)
-#define WRITER_BYTE SEG_BYTES
+#define SEG_HEADER 192u
+#define SEG_SLOTS ((SEG_BYTES - SEG_HEADER) / 24u)
+#define RECLAIMING 0xFFFFFFFFu /* a slot's pid while a process frees it */
 #define DEFAULT_BUSY_MS 5000
 
 typedef struct segslot {
-    _Atomic uint32_t pid; /* 0: free */
+    _Atomic uint32_t pid;   /* 0: free */
     uint32_t reserved;
-    _Atomic uint64_t snap; /* oldest snapshot the process reads; UINT64_MAX: none */
+    _Atomic uint64_t start; /* the process's start time (0: being claimed) */
+    _Atomic uint64_t snap;  /* oldest snapshot it reads; UINT64_MAX: none */
 } segslot;
 
 struct segment {
@@ -83,11 +92,12 @@ struct segment {
     _Atomic uint32_t writer;      /* pid in a write transaction, 0 */
     _Atomic uint32_t writing;     /* a write transaction is open (or its process died) */
     _Atomic uint32_t need_sync;   /* the next commit syncs its base first */
-    uint8_t reserved[128 - 72];
+    pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
+    uint8_t reserved[SEG_HEADER - 72 - sizeof(pthread_mutex_t)];
     segslot slot[SEG_SLOTS];
 };
 
-_Static_assert(sizeof(struct segment) == SEG_BYTES, "the segment is one page");
+_Static_assert(sizeof(struct segment) <= SEG_BYTES, "the segment is one page");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics in shared memory");
 
 static _Atomic int nmapped; /* segments this process maps */
@@ -151,6 +161,66 @@ static int wait_over(uint64_t start, int ms, unsigned *step)
 
 static uint32_t my_pid(const mote_store *s) { return atomic_load(&s->seg->slot[s->slot].pid); }
 
+/* The start time of process `pid` (field 22 of /proc/PID/stat, in clock
+ * ticks since boot), 0 if it cannot be read. */
+static uint64_t proc_start(const mote_io *io, long pid)
+{
+    char path[40], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = io->open(io->ctx, path, O_RDONLY, 0);
+    if (fd < 0)
+        return 0;
+    ssize_t n = io->pread(io->ctx, fd, buf, sizeof buf - 1, 0);
+    io->close(io->ctx, fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* This process's start time, read once. */
+static uint64_t self_start(const mote_io *io)
+{
+    static _Atomic uint64_t start;
+    static _Atomic long pid;
+    long me = (long)getpid();
+    if (atomic_load(&pid) != me) { /* first use, or a forked child */
+        atomic_store(&start, proc_start(io, me));
+        atomic_store(&pid, me);
+    }
+    uint64_t st = atomic_load(&start);
+    return st ? st : 1; /* unreadable: still not "being claimed" */
+}
+
+/* Is the process in slot `sl` alive? (a slot being claimed is) */
+static int slot_alive(const mote_io *io, const segslot *sl)
+{
+    uint32_t pid = atomic_load(&sl->pid);
+    uint64_t start = atomic_load(&sl->start);
+    if (pid == 0)
+        return 0;
+    if (pid == RECLAIMING || start == 0)
+        return 1;
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    uint64_t now = proc_start(io, pid);
+    return now == 0 || start == 1 || now == start; /* unreadable /proc: alive */
+}
+
+/* Free a dead process's slot (one freer wins; the slot holds no snapshot
+ * from then on). */
+static void slot_reclaim(segslot *sl, uint32_t pid)
+{
+    if (!atomic_compare_exchange_strong(&sl->pid, &pid, RECLAIMING))
+        return;
+    atomic_store(&sl->snap, UINT64_MAX);
+    atomic_store(&sl->start, 0);
+    atomic_store(&sl->pid, 0);
+}
+
 /* ---- open ------------------------------------------------------------------- */
 
 /* The segment cannot be used: alone, the caller opens exclusively; a process
@@ -178,46 +248,57 @@ static int may_write(const mote_store *s)
     return e == 0 || e == s->uid || faccessat(AT_FDCWD, s->path, W_OK, AT_EACCESS) == 0;
 }
 
-/* Is slot i's process alive (its lock byte held)? */
-static int slot_live(mote_store *s, int fd, unsigned i)
-{
-    return s->io->lock(s->io->ctx, fd, MOTE_LK_TEST, i) == -EAGAIN;
-}
-
-static int any_live(mote_store *s, int fd, const struct segment *seg)
+static int any_live(const mote_io *io, const struct segment *seg)
 {
     for (unsigned i = 0; i < SEG_SLOTS; i++)
-        if ((!seg || atomic_load(&seg->slot[i].pid)) && slot_live(s, fd, i))
+        if (slot_alive(io, &seg->slot[i]))
             return 1;
     return 0;
 }
 
-/* Claim a slot of the mapped segment (a free one first, then one whose
- * process died). */
-static int claim_slot(mote_store *s, int fd, struct segment *seg)
+/* Claim a slot of the mapped segment (a free one, else one whose process
+ * died). */
+static int claim_slot(mote_store *s, struct segment *seg)
 {
-    unsigned i = SEG_SLOTS;
-    for (int pass = 0; pass < 2 && i == SEG_SLOTS; pass++)
-        for (unsigned j = 0; j < SEG_SLOTS && i == SEG_SLOTS; j++)
-            if ((atomic_load(&seg->slot[j].pid) == 0) == (pass == 0) &&
-                s->io->lock(s->io->ctx, fd, MOTE_LK_WRITE, j) == 0)
-                i = j;
-    if (i == SEG_SLOTS)
-        return mote__err(MOTE_BUSY, "store %s is open in %u processes, the most it can be",
-                         s->path, SEG_SLOTS);
-    atomic_store(&seg->slot[i].snap, UINT64_MAX);
-    atomic_store(&seg->slot[i].pid, (uint32_t)getpid());
-    s->slot = (int)i;
-    return MOTE_OK;
+    uint32_t me = (uint32_t)getpid();
+    for (int pass = 0; pass < 2; pass++)
+        for (unsigned i = 0; i < SEG_SLOTS; i++) {
+            segslot *sl = &seg->slot[i];
+            uint32_t pid = atomic_load(&sl->pid);
+            if (pass == 1 && pid && !slot_alive(s->io, sl))
+                slot_reclaim(sl, pid);
+            uint32_t free_ = 0;
+            if (atomic_compare_exchange_strong(&sl->pid, &free_, me)) {
+                atomic_store(&sl->snap, UINT64_MAX);
+                atomic_store(&sl->start, self_start(s->io));
+                s->slot = (int)i;
+                return MOTE_OK;
+            }
+        }
+    return mote__err(MOTE_BUSY, "store %s is open in %u processes, the most it can be",
+                     s->path, SEG_SLOTS);
+}
+
+/* The first opener's work on a new or stale segment: zeroes, the writer mutex. */
+static int seg_init(struct segment *seg)
+{
+    memset(seg, 0, SEG_BYTES);
+    pthread_mutexattr_t a;
+    int r = pthread_mutexattr_init(&a);
+    if (!r && !(r = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED)) &&
+        !(r = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST)))
+        r = pthread_mutex_init(&seg->writer_mu, &a);
+    pthread_mutexattr_destroy(&a);
+    return r;
 }
 
 /* A joining process waits while the segment's creator initializes it. */
-static int wait_ready(mote_store *s, int fd, struct segment *seg, const char *path)
+static int wait_ready(mote_store *s, struct segment *seg, const char *path)
 {
     uint64_t start = now_us();
     unsigned step = 0;
     while (atomic_load(&seg->magic) != SEG_MAGIC) {
-        if (!any_live(s, fd, NULL) || wait_over(start, s->busy_ms, &step))
+        if (!any_live(s->io, seg) || wait_over(start, s->busy_ms, &step))
             return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was never made "
                              "ready (its maker died?); remove it if no process has the "
                              "store open", s->path, path);
@@ -285,20 +366,24 @@ static int seg_attach(mote_store *s)
     struct segment *seg = map;
     /* Alone, an existing segment is stale (a crash) unless a process holds a
      * slot: it is between flock's exclusive and shared (see the top). */
-    s->init = creator || (s->alone && !any_live(s, fd, seg));
+    s->init = creator || (s->alone && !any_live(io, seg));
     if (s->init) {
-        memset(map, 0, SEG_BYTES);
+        if ((r = seg_init(seg)) != 0) {
+            rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",
+                           s->path, path, strerror(r));
+            goto fail;
+        }
         if (fi.mode != want && (r = io->chmod(io->ctx, fd, want)))
             goto io_fail;
     }
-    if ((rc = claim_slot(s, fd, seg)))
+    if ((rc = claim_slot(s, seg)))
         goto fail;
-    if (!s->init && (rc = wait_ready(s, fd, seg, path))) {
-        io->lock(io->ctx, fd, MOTE_LK_UNLOCK, (uint64_t)s->slot);
+    if (!s->init && (rc = wait_ready(s, seg, path))) {
+        slot_reclaim(&seg->slot[s->slot], (uint32_t)getpid());
         goto fail;
     }
+    io->close(io->ctx, fd); /* the mapping stays */
     s->seg = seg;
-    s->segfd = fd;
     atomic_fetch_add(&nmapped, 1);
     return MOTE_OK;
 io_fail:
@@ -318,10 +403,13 @@ static int segment_in_use(mote_store *s)
     const mote_io *io = s->io;
     char path[80];
     seg_path(s, path, sizeof path);
-    int fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0);
+    int fd = io->open(io->ctx, path, O_RDONLY | O_NOFOLLOW, 0);
     if (fd < 0)
         return 0;
-    int live = any_live(s, fd, NULL);
+    struct segment *seg = mote__malloc(SEG_BYTES);
+    int live = seg && io->pread(io->ctx, fd, seg, SEG_BYTES, 0) == (ssize_t)SEG_BYTES &&
+               any_live(io, seg);
+    mote__free(seg);
     io->close(io->ctx, fd);
     return live;
 }
@@ -338,9 +426,8 @@ int mote__share_open(mote_store *s)
 {
     const mote_io *io = s->io;
     s->busy_ms = DEFAULT_BUSY_MS;
-    s->segfd = -1;
     s->slot = -1;
-    int want = io->lock && io->map && io->unmap && io->unlink && io->chmod &&
+    int want = io->map && io->unmap && io->unlink && io->chmod &&
                !(s->flags & MOTE_EXCLUSIVE) && atomic_load(&nmapped) < map_budget(io);
     /* A process that may only read the store never takes the flock exclusively
      * (it cannot hold writers up) and never makes the segment. */
@@ -546,9 +633,9 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed)
         uint64_t sn = atomic_load(&seg->slot[i].snap);
         if (sn >= needed || sn >= oldest)
             continue;
-        if (!slot_live(s, s->segfd, i)) { /* its process died: reclaim the slot */
-            atomic_store(&seg->slot[i].snap, UINT64_MAX);
-            atomic_store(&seg->slot[i].pid, 0);
+        uint32_t pid = atomic_load(&seg->slot[i].pid);
+        if (!slot_alive(s->io, &seg->slot[i])) { /* its process died: reclaim the slot */
+            slot_reclaim(&seg->slot[i], pid);
             continue;
         }
         oldest = sn;
@@ -562,23 +649,38 @@ int mote__share_write_begin(mote_store *s)
 {
     struct segment *seg = s->seg;
     const mote_io *io = s->io;
-    uint64_t start = now_us();
-    unsigned step = 0;
-    int r;
-    while ((r = io->lock(io->ctx, s->segfd, MOTE_LK_WRITE, WRITER_BYTE))) {
-        if (r != -EAGAIN)
-            return mote__ioerr(r, "lock", s->path);
-        if (wait_over(start, s->busy_ms, &step)) {
-            uint32_t pid = atomic_load(&seg->writer);
-            if (pid)
-                return mote__err(MOTE_BUSY, "store %s: process %u is in a write transaction "
-                                 "(waited %d ms)", s->path, pid, s->busy_ms < 0 ? 0 : s->busy_ms);
-            return mote__err(MOTE_BUSY, "store %s: another process is in a write transaction "
-                             "(waited %d ms)", s->path, s->busy_ms < 0 ? 0 : s->busy_ms);
+    int r, ms = s->busy_ms < 0 ? 0 : s->busy_ms;
+    if (ms == 0) {
+        r = pthread_mutex_trylock(&seg->writer_mu);
+    } else {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += ms / 1000;
+        until.tv_nsec += (long)(ms % 1000) * 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
         }
+        while ((r = pthread_mutex_clocklock(&seg->writer_mu, CLOCK_MONOTONIC, &until)) == EINTR)
+            ;
+    }
+    if (r == EOWNERDEAD) { /* its holder died in a write transaction */
+        pthread_mutex_consistent(&seg->writer_mu);
+        atomic_store(&seg->need_sync, 1);
+        r = 0;
+    }
+    if (r) {
+        uint32_t pid = atomic_load(&seg->writer);
+        if (r != EBUSY && r != ETIMEDOUT)
+            return mote__err(MOTE_IO, "store %s: its writer mutex: %s", s->path, strerror(r));
+        if (pid)
+            return mote__err(MOTE_BUSY, "store %s: process %u is in a write transaction "
+                             "(waited %d ms)", s->path, pid, ms);
+        return mote__err(MOTE_BUSY, "store %s: another process is in a write transaction "
+                         "(waited %d ms)", s->path, ms);
     }
     atomic_store(&seg->writer, my_pid(s));
-    if (atomic_exchange(&seg->writing, 1)) /* its process died in a write transaction */
+    if (atomic_exchange(&seg->writing, 1)) /* its holder died in one (a thread that ended) */
         atomic_store(&seg->need_sync, 1);
     if (atomic_load(&seg->need_sync))
         s->need_sync = 1;
@@ -635,7 +737,7 @@ void mote__share_write_end(mote_store *s)
         atomic_store(&seg->need_sync, 1);
     atomic_store(&seg->writer, 0);
     atomic_store(&seg->writing, 0);
-    s->io->lock(s->io->ctx, s->segfd, MOTE_LK_UNLOCK, WRITER_BYTE);
+    pthread_mutex_unlock(&seg->writer_mu);
 }
 
 /* ---- close ------------------------------------------------------------------- */
@@ -653,9 +755,7 @@ void mote__share_forked(mote_store *s)
     if (!s->seg)
         return;
     s->io->unmap(s->io->ctx, s->seg, SEG_BYTES);
-    s->io->close(s->io->ctx, s->segfd);
     s->seg = NULL;
-    s->segfd = -1;
     atomic_fetch_sub(&nmapped, 1);
 }
 
@@ -670,11 +770,8 @@ void mote__share_close(mote_store *s)
         seg_path(s, path, sizeof path);
         io->unlink(io->ctx, path);
     }
-    atomic_store(&seg->slot[s->slot].snap, UINT64_MAX);
-    atomic_store(&seg->slot[s->slot].pid, 0);
+    slot_reclaim(&seg->slot[s->slot], my_pid(s));
     io->unmap(io->ctx, seg, SEG_BYTES);
-    io->close(io->ctx, s->segfd);
     s->seg = NULL;
-    s->segfd = -1;
     atomic_fetch_sub(&nmapped, 1);
 }

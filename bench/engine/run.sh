@@ -6,7 +6,8 @@
 # model) and prints their Markdown tables. Arguments before `--` go to
 # bench-engine, those after it to bench-objects, e.g.
 # `bash bench/engine/run.sh --json engine.json -- --json objects.json --large`
-# (see README.md).
+# (see README.md). `bash bench/engine/run.sh --procs [ARGS]` runs bench-procs
+# (several processes on one store) instead, with ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -48,7 +49,16 @@ if [ ! -f build-bench/build.ninja ]; then
     rm -rf build-bench
     quiet meson setup build-bench -Dbench=true --buildtype=release
 fi
-quiet ninja -C build-bench bench/engine/bench-engine bench/engine/bench-objects
+quiet ninja -C build-bench bench/engine/bench-engine bench/engine/bench-objects \
+    bench/engine/bench-procs
+
+# Stores go to .bench-tmp/ in the repository (local disk; the programs refuse
+# tmpfs), each run in a fresh subdirectory that it removes at the end.
+mkdir -p .bench-tmp
+if [ "${1:-}" = "--procs" ]; then # several processes on one store
+    shift
+    exec ./build-bench/bench/engine/bench-procs --dir .bench-tmp "$@"
+fi
 
 engine_args=() objects_args=()
 while (($#)); do
@@ -61,9 +71,6 @@ while (($#)); do
     shift
 done
 
-# Stores go to .bench-tmp/ in the repository (local disk; the programs refuse
-# tmpfs), each run in a fresh subdirectory that it removes at the end.
-mkdir -p .bench-tmp
 ./build-bench/bench/engine/bench-engine --dir .bench-tmp "${engine_args[@]}"
 echo
 exec ./build-bench/bench/engine/bench-objects --dir .bench-tmp "${objects_args[@]}"

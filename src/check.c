@@ -317,7 +317,7 @@ void mote__shrink(mote_store *s)
         pthread_mutex_lock(&s->mu);
         int rc = mote__share_refresh(s);
         pthread_mutex_unlock(&s->mu);
-        if (rc || s->pend_txnid != s->txnid)
+        if (rc || s->bm_txnid != s->txnid)
             return;
     }
     uint32_t np = rd32(s->cur->data + 32), used = 0;

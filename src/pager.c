@@ -187,38 +187,24 @@ static int load_bitmap(mote_store *s)
         memset(bm + (npages + 7) / 8, 0, cap - (npages + 7) / 8);
     s->bm = bm;
     s->bm_cap = cap;
+    s->bm_txnid = s->txnid;
     s->hint = 2;
-    if (s->blanket) /* pages another process freed may still be read (share.c) */
-        for (uint32_t p = 2; p < npages; p++)
-            if (!bit_get(bm, p))
-                bit_set(s->pend, p);
     return MOTE_OK;
 }
 
-/* Pages freed by commits no live snapshot (of any process) can see become
- * free. */
+/* Pages freed by commits no live snapshot can see become free (shared by
+ * processes: the segment's ring says which, share.c). */
 static void release_pending(mote_store *s)
 {
-    uint64_t oldest = UINT64_MAX, needed = s->blanket;
+    uint64_t oldest = UINT64_MAX;
     pthread_mutex_lock(&s->mu);
     for (reader *r = s->readers; r; r = r->next)
         if (r->txnid < oldest)
             oldest = r->txnid;
     pthread_mutex_unlock(&s->mu);
     if (s->seg) {
-        for (size_t i = 0; i < s->npend; i++)
-            if (s->pendv[i].tag > needed)
-                needed = s->pendv[i].tag;
-        uint64_t others = needed ? mote__share_oldest(s, needed) : UINT64_MAX;
-        if (others < oldest)
-            oldest = others;
-    }
-    if (s->blanket && s->blanket <= oldest) { /* every snapshot is past it */
-        s->blanket = 0;
-        memset(s->pend, 0, s->pend_cap);
-        for (size_t i = 0; i < s->npend; i++)
-            bit_set(s->pend, s->pendv[i].pgno);
-        s->hint = 2;
+        mote__share_pending(s, oldest);
+        return;
     }
     for (size_t i = 0; i < s->npend;) {
         if (s->pendv[i].tag <= oldest) {
@@ -561,8 +547,10 @@ static int poison(mote_store *s, int rc)
 static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index)
 {
     mote_store *s = t->s;
-    if (s->seg)
-        mote__share_committed(s, t->txnid, index, t->nfreed > 0);
+    if (s->seg) { /* the freed pages go to the segment's ring */
+        mote__share_committed(s, t->txnid, index, t->freed, t->nfreed);
+        t->nfreed = 0;
+    }
     for (size_t i = 0; i < t->nfreed; i++) {
         if (s->npend == s->cap_pend) {
             size_t n = s->cap_pend ? s->cap_pend * 2 : 64;

@@ -144,10 +144,8 @@ struct mote_store {
                             own making; without one, its snapshots are not
                             protected and a read may give MOTE_BUSY */
     int busy_ms;         /* writers wait this long for another process's */
-    uint64_t pend_txnid; /* s->bm and s->pendv are those of this commit (shared
-                            mode: another process's commit makes them stale) */
-    uint64_t blanket;    /* every page free at load is pending until the oldest
-                            snapshot anywhere is >= blanket (0: none) */
+    uint64_t bm_txnid;   /* s->bm is this commit's bitmap (shared mode: another
+                            process's commit makes it stale) */
     long forked_from;    /* in a forked child: the pid that opened it (open.c) */
     void *objects;       /* the object layer's state (object.h), in this block */
 };
@@ -298,7 +296,11 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed);
 /* A write transaction across processes: the writer lock (waiting up to the
  * busy timeout), the latest commit; its commit published; its end. */
 int mote__share_write_begin(mote_store *s);
-void mote__share_committed(mote_store *s, uint64_t txnid, int index, int freed);
+void mote__share_committed(mote_store *s, uint64_t txnid, int index, const uint32_t *freed,
+                           size_t nfreed);
+/* At a write transaction's begin: s->pend = the pages commits freed that a
+ * snapshot of some process (or `local`, this one's oldest) may still read. */
+void mote__share_pending(mote_store *s, uint64_t local);
 void mote__share_write_end(mote_store *s);
 /* At close: is this the only process with the store open? (then it stays
  * so: the flock is taken exclusively; asked once). Exclusive mode: always. */

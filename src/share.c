@@ -8,11 +8,12 @@
  * mapped by every process that has the store open:
  *
  *   header  the latest durable commit (txnid and root slot), the next
- *           txnid, `hold` (the newest commit that freed pages), the pid of
- *           the process in a write transaction, `writing` (set for a write
- *           transaction's duration: found set, its process died in one),
- *           `need_sync` (the next commit syncs the base first)
- *   slots   one per process: its pid and the oldest snapshot it reads
+ *           txnid, the pid of the process in a write transaction, `writing`
+ *           (set for a write transaction's duration: found set, its process
+ *           died in one), `need_sync` (the next commit syncs the base first),
+ *           the writer mutex
+ *   slots   one per process: its pid, start time and oldest snapshot
+ *   ring    the pages recent commits freed, with the commit (second page)
  *
  * The read path makes no system call (one costs ~0.4 µs here, a get from
  * Python ~0.7 µs in all): a reader compares the header's latest txnid with
@@ -42,10 +43,13 @@
  * exclusive lock in that instant finds the opener's slot live and does not
  * initialize the segment again.
  *
- * Pages freed by another process's commits are unknown to a writer (each
- * process keeps its own pending list): when the latest commit is not this
- * process's, every page free in it stays unused (the file grows instead)
- * until the oldest snapshot of every process is at least `hold`.
+ * Pages freed by commit C are reused only when every snapshot of every
+ * process is >= C. Each commit appends the pages it freed, with its txnid,
+ * to the segment's ring (its second page, 341 entries); a writer drops the
+ * entries every snapshot is past and keeps the others out of use. A commit
+ * that frees more than the ring holds drops its oldest entries and raises
+ * `dropped`: until every snapshot is past that, a writer uses no free page
+ * at all (the file grows), as it cannot tell which ones are safe.
  *
  * Exclusive mode (one process, as if the store were not shared: the flock
  * held exclusively from open to close, no segment): when the I/O shim has
@@ -68,9 +72,11 @@
 
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
 #define SEG_VERSION 1u
-#define SEG_BYTES 4096u
+#define SEG_PAGE 4096u
+#define SEG_BYTES (2u * SEG_PAGE) /* header and slots; the ring of freed pages */
 #define SEG_HEADER 192u
-#define SEG_SLOTS ((SEG_BYTES - SEG_HEADER) / 24u)
+#define SEG_SLOTS ((SEG_PAGE - SEG_HEADER) / 24u)
+#define RING (SEG_PAGE / 12u)
 #define RECLAIMING 0xFFFFFFFFu /* a slot's pid while a process frees it */
 #define DEFAULT_BUSY_MS 5000
 
@@ -87,17 +93,21 @@ struct segment {
     uint64_t dev, ino;
     _Atomic uint64_t latest;      /* txnid of the latest durable commit */
     _Atomic uint64_t next_txnid;  /* the next write transaction's id */
-    _Atomic uint64_t hold;        /* newest commit that freed pages */
+    uint64_t dropped;             /* ring entries dropped: up to this commit (writer) */
     _Atomic uint32_t latest_slot; /* the root slot holding `latest` */
     _Atomic uint32_t writer;      /* pid in a write transaction, 0 */
     _Atomic uint32_t writing;     /* a write transaction is open (or its process died) */
     _Atomic uint32_t need_sync;   /* the next commit syncs its base first */
     pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
-    uint8_t reserved[SEG_HEADER - 72 - sizeof(pthread_mutex_t)];
+    uint32_t ring_head, ring_n;   /* the ring's oldest entry and count (writer) */
+    uint8_t reserved[SEG_HEADER - 80 - sizeof(pthread_mutex_t)];
     segslot slot[SEG_SLOTS];
+    uint8_t pad[SEG_PAGE - SEG_HEADER - SEG_SLOTS * 24];
+    uint64_t ring_tag[RING];      /* page ring_pgno[i] was freed by commit ring_tag[i] */
+    uint32_t ring_pgno[RING];
 };
 
-_Static_assert(sizeof(struct segment) <= SEG_BYTES, "the segment is one page");
+_Static_assert(sizeof(struct segment) <= SEG_BYTES, "the segment is two pages");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics in shared memory");
 
 static _Atomic int nmapped; /* segments this process maps */
@@ -496,7 +506,7 @@ int mote__share_ready(mote_store *s)
         /* an unclean open (even a read-only one) leaves a base that may not be durable */
         atomic_store(&seg->need_sync, (uint32_t)(s->need_sync || !s->synced));
         atomic_store(&seg->magic, SEG_MAGIC);
-        s->pend_txnid = s->txnid;
+        s->bm_txnid = s->txnid;
     }
     if (!seg || !s->alone)
         return MOTE_OK;
@@ -691,7 +701,7 @@ int mote__share_write_begin(mote_store *s)
         mote__share_write_end(s);
         return rc;
     }
-    if (s->pend_txnid != s->txnid) { /* another process committed since this one did */
+    if (s->bm_txnid != s->txnid) { /* another process committed since this one did */
         mote_fileinfo fi;
         if ((r = io->fstat(io->ctx, s->fd, &fi))) {
             mote__share_write_end(s);
@@ -702,11 +712,6 @@ int mote__share_write_begin(mote_store *s)
         mote__free(s->bm); /* reloaded from the latest commit */
         s->bm = NULL;
         s->bm_cap = 0;
-        s->npend = 0;
-        if (s->pend)
-            memset(s->pend, 0, s->pend_cap);
-        s->blanket = atomic_load(&seg->hold);
-        s->pend_txnid = s->txnid;
     }
     uint64_t next = atomic_load(&seg->next_txnid);
     if (next < s->next_txnid)
@@ -718,16 +723,57 @@ int mote__share_write_begin(mote_store *s)
     return MOTE_OK;
 }
 
-void mote__share_committed(mote_store *s, uint64_t txnid, int index, int freed)
+void mote__share_pending(mote_store *s, uint64_t local)
 {
     struct segment *seg = s->seg;
-    if (freed && atomic_load(&seg->hold) < txnid)
-        atomic_store(&seg->hold, txnid);
+    uint64_t oldest = local, needed = seg->dropped;
+    if (seg->ring_n)
+        needed = seg->ring_tag[(seg->ring_head + seg->ring_n - 1) % RING] > needed
+                     ? seg->ring_tag[(seg->ring_head + seg->ring_n - 1) % RING]
+                     : needed;
+    uint64_t others = needed ? mote__share_oldest(s, needed + 1) : UINT64_MAX;
+    if (others < oldest)
+        oldest = others;
+    while (seg->ring_n && seg->ring_tag[seg->ring_head] <= oldest) { /* every snapshot is past */
+        seg->ring_head = (seg->ring_head + 1) % RING;
+        seg->ring_n--;
+    }
+    if (seg->dropped && seg->dropped <= oldest)
+        seg->dropped = 0;
+    memset(s->pend, 0, s->pend_cap);
+    uint32_t np = rd32(s->cur->data + 32), cap_bits = s->pend_cap * 8u;
+    for (uint32_t i = 0; i < seg->ring_n; i++) {
+        uint32_t p = seg->ring_pgno[(seg->ring_head + i) % RING];
+        if (p < cap_bits)
+            bit_set(s->pend, p);
+    }
+    if (seg->dropped) /* which freed pages are safe is not known: none is used */
+        for (uint32_t p = 2; p < np && p < cap_bits; p++)
+            if (!bit_get(s->bm, p))
+                bit_set(s->pend, p);
+    s->hint = 2;
+}
+
+void mote__share_committed(mote_store *s, uint64_t txnid, int index, const uint32_t *freed,
+                           size_t nfreed)
+{
+    struct segment *seg = s->seg;
+    for (size_t i = 0; i < nfreed; i++) { /* before the commit is published */
+        if (seg->ring_n == RING) { /* full: the oldest goes, and no free page is used for now */
+            if (seg->ring_tag[seg->ring_head] > seg->dropped)
+                seg->dropped = seg->ring_tag[seg->ring_head];
+            seg->ring_head = (seg->ring_head + 1) % RING;
+            seg->ring_n--;
+        }
+        uint32_t k = (seg->ring_head + seg->ring_n++) % RING;
+        seg->ring_tag[k] = txnid;
+        seg->ring_pgno[k] = freed[i];
+    }
     /* unsynced (MOTE_NOSYNC): the next commit syncs it first, no marker names it */
     atomic_store(&seg->need_sync, (s->flags & MOTE_NOSYNC) ? 1u : 0u);
     atomic_store(&seg->latest_slot, (uint32_t)index);
     atomic_store(&seg->latest, txnid);
-    s->pend_txnid = txnid;
+    s->bm_txnid = txnid;
 }
 
 void mote__share_write_end(mote_store *s)

@@ -233,7 +233,7 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
         pthread_mutex_lock(&s->mu);
         int rc = s->poisoned ? mote__err(MOTE_POISONED, "store %s: an earlier sync failed; "
                                          "close and reopen it", s->path)
-                 : s->seg      ? mote__share_snapshot(s)
+                 : s->seg      ? share_read_begin(s)
                  : s->outsider ? mote__share_outsider_refresh(s)
                                : MOTE_OK;
         if (rc) {
@@ -328,7 +328,7 @@ static void txn_free(mote_txn *t)
             pp = &(*pp)->next;
         *pp = t->rd.next;
         if (s->seg)
-            mote__share_unpublish(s);
+            share_read_end(s);
     }
     mote__snap_unref(t->root);
     s->ntxn--;

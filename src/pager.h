@@ -135,6 +135,8 @@ struct mote_store {
 
     /* many processes (share.c) */
     struct segment *seg; /* the shared segment; NULL: the store is open exclusively */
+    _Atomic uint64_t *sh_latest, *sh_snap; /* in seg: the latest commit, this
+                            process's published snapshot (the read path's fast way) */
     int slot;            /* this process's slot in seg */
     int alone;           /* the flock is held exclusively (no other process) */
     int probed;          /* closing: mote__store_alone asked the flock once */
@@ -290,6 +292,27 @@ int mote__share_outsider_refresh(mote_store *s);
 int mote__share_outsider_check(mote_store *s, uint64_t txnid, int rc);
 int mote__share_snapshot(mote_store *s);
 void mote__share_unpublish(mote_store *s);
+
+/* A read transaction's snapshot (under s->mu): when this process has the
+ * latest commit and no other reader, publish it inline; else share.c. */
+static inline int share_read_begin(mote_store *s)
+{
+    if (!s->readers && atomic_load_explicit(s->sh_latest, memory_order_acquire) == s->txnid) {
+        atomic_store(s->sh_snap, s->txnid); /* then the latest again (share.c) */
+        if (atomic_load(s->sh_latest) == s->txnid)
+            return MOTE_OK;
+    }
+    return mote__share_snapshot(s);
+}
+
+/* A reader ended (under s->mu): the oldest snapshot this process still reads. */
+static inline void share_read_end(mote_store *s)
+{
+    if (s->readers)
+        mote__share_unpublish(s);
+    else
+        atomic_store_explicit(s->sh_snap, UINT64_MAX, memory_order_release);
+}
 /* The oldest snapshot other processes read, checking those below `needed`
  * are alive (a dead one's slot is reclaimed). */
 uint64_t mote__share_oldest(mote_store *s, uint64_t needed);

@@ -13,7 +13,7 @@
  *           died in one), `need_sync` (the next commit syncs the base first),
  *           the writer mutex
  *   slots   one per process: its pid, start time and oldest snapshot
- *   ring    the pages recent commits freed, with the commit (second page)
+ *   ring    the pages recent commits freed, with the commit (pages 2-4)
  *
  * The read path makes no system call (one costs ~0.4 µs here, a get from
  * Python ~0.7 µs in all): a reader compares the header's latest txnid with
@@ -45,7 +45,8 @@
  *
  * Pages freed by commit C are reused only when every snapshot of every
  * process is >= C. Each commit appends the pages it freed, with its txnid,
- * to the segment's ring (its second page, 341 entries); a writer drops the
+ * to the segment's ring (its last three pages, 1,024 entries; a page is
+ * memory only once used); a writer drops the
  * entries every snapshot is past and keeps the others out of use. A commit
  * that frees more than the ring holds drops its oldest entries and raises
  * `dropped`: until every snapshot is past that, a writer uses no free page
@@ -73,10 +74,11 @@
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
 #define SEG_VERSION 1u
 #define SEG_PAGE 4096u
-#define SEG_BYTES (2u * SEG_PAGE) /* header and slots; the ring of freed pages */
+#define RING_PAGES 3u
+#define SEG_BYTES ((1u + RING_PAGES) * SEG_PAGE) /* header and slots; the ring */
 #define SEG_HEADER 192u
 #define SEG_SLOTS ((SEG_PAGE - SEG_HEADER) / 24u)
-#define RING (SEG_PAGE / 12u)
+#define RING (RING_PAGES * SEG_PAGE / 12u)
 #define RECLAIMING 0xFFFFFFFFu /* a slot's pid while a process frees it */
 #define DEFAULT_BUSY_MS 5000
 
@@ -100,14 +102,15 @@ struct segment {
     _Atomic uint32_t need_sync;   /* the next commit syncs its base first */
     pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
     uint32_t ring_head, ring_n;   /* the ring's oldest entry and count (writer) */
-    uint8_t reserved[SEG_HEADER - 80 - sizeof(pthread_mutex_t)];
+    _Atomic uint32_t slots_hi;    /* no slot at or above this one was ever used */
+    uint8_t reserved[SEG_HEADER - 84 - sizeof(pthread_mutex_t)];
     segslot slot[SEG_SLOTS];
     uint8_t pad[SEG_PAGE - SEG_HEADER - SEG_SLOTS * 24];
     uint64_t ring_tag[RING];      /* page ring_pgno[i] was freed by commit ring_tag[i] */
     uint32_t ring_pgno[RING];
 };
 
-_Static_assert(sizeof(struct segment) <= SEG_BYTES, "the segment is two pages");
+_Static_assert(sizeof(struct segment) <= SEG_BYTES, "the segment's size");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics in shared memory");
 
 static _Atomic int nmapped; /* segments this process maps */
@@ -281,6 +284,9 @@ static int claim_slot(mote_store *s, struct segment *seg)
             if (atomic_compare_exchange_strong(&sl->pid, &free_, me)) {
                 atomic_store(&sl->snap, UINT64_MAX);
                 atomic_store(&sl->start, self_start(s->io));
+                uint32_t hi = atomic_load(&seg->slots_hi);
+                while (hi < i + 1 && !atomic_compare_exchange_weak(&seg->slots_hi, &hi, i + 1))
+                    ;
                 s->slot = (int)i;
                 return MOTE_OK;
             }
@@ -394,6 +400,8 @@ static int seg_attach(mote_store *s)
     }
     io->close(io->ctx, fd); /* the mapping stays */
     s->seg = seg;
+    s->sh_latest = &seg->latest;
+    s->sh_snap = &seg->slot[s->slot].snap;
     atomic_fetch_add(&nmapped, 1);
     return MOTE_OK;
 io_fail:
@@ -616,12 +624,19 @@ int mote__share_snapshot(mote_store *s)
 {
     struct segment *seg = s->seg;
     segslot *me = &seg->slot[s->slot];
-    uint64_t local = local_oldest(s);
     for (int tries = 0; tries < 1000; tries++) {
-        int rc = mote__share_refresh(s);
-        if (rc)
-            return rc;
-        atomic_store(&me->snap, s->txnid < local ? s->txnid : local);
+        if (atomic_load_explicit(&seg->latest, memory_order_acquire) != s->txnid) {
+            int rc = mote__share_refresh(s);
+            if (rc)
+                return rc;
+        }
+        uint64_t snap = s->txnid;
+        if (s->readers) { /* others of this process may read older ones */
+            uint64_t local = local_oldest(s);
+            if (local < snap)
+                snap = local;
+        }
+        atomic_store(&me->snap, snap); /* then the latest again: see the top */
         if (atomic_load(&seg->latest) == s->txnid)
             return MOTE_OK;
     }
@@ -630,14 +645,16 @@ int mote__share_snapshot(mote_store *s)
 
 void mote__share_unpublish(mote_store *s)
 {
-    atomic_store(&s->seg->slot[s->slot].snap, local_oldest(s));
+    atomic_store_explicit(&s->seg->slot[s->slot].snap,
+                          s->readers ? local_oldest(s) : UINT64_MAX, memory_order_release);
 }
 
 uint64_t mote__share_oldest(mote_store *s, uint64_t needed)
 {
     struct segment *seg = s->seg;
     uint64_t oldest = UINT64_MAX;
-    for (unsigned i = 0; i < SEG_SLOTS; i++) {
+    uint32_t hi = atomic_load(&seg->slots_hi);
+    for (unsigned i = 0; i < hi && i < SEG_SLOTS; i++) {
         if ((int)i == s->slot || !atomic_load(&seg->slot[i].pid))
             continue;
         uint64_t sn = atomic_load(&seg->slot[i].snap);
@@ -735,11 +752,15 @@ void mote__share_pending(mote_store *s, uint64_t local)
     if (others < oldest)
         oldest = others;
     while (seg->ring_n && seg->ring_tag[seg->ring_head] <= oldest) { /* every snapshot is past */
+        if (seg->ring_pgno[seg->ring_head] < s->hint) /* free from now on */
+            s->hint = seg->ring_pgno[seg->ring_head];
         seg->ring_head = (seg->ring_head + 1) % RING;
         seg->ring_n--;
     }
-    if (seg->dropped && seg->dropped <= oldest)
+    if (seg->dropped && seg->dropped <= oldest) {
         seg->dropped = 0;
+        s->hint = 2;
+    }
     memset(s->pend, 0, s->pend_cap);
     uint32_t np = rd32(s->cur->data + 32), cap_bits = s->pend_cap * 8u;
     for (uint32_t i = 0; i < seg->ring_n; i++) {
@@ -751,7 +772,6 @@ void mote__share_pending(mote_store *s, uint64_t local)
         for (uint32_t p = 2; p < np && p < cap_bits; p++)
             if (!bit_get(s->bm, p))
                 bit_set(s->pend, p);
-    s->hint = 2;
 }
 
 void mote__share_committed(mote_store *s, uint64_t txnid, int index, const uint32_t *freed,

@@ -203,8 +203,11 @@ static void release_pending(mote_store *s)
             oldest = r->txnid;
     pthread_mutex_unlock(&s->mu);
     if (s->seg) {
-        mote__share_pending(s, oldest);
-        return;
+        uint64_t needed = 0;
+        for (size_t i = 0; i < s->npend; i++)
+            if (s->pendv[i].tag > needed)
+                needed = s->pendv[i].tag;
+        oldest = mote__share_release(s, oldest, needed);
     }
     for (size_t i = 0; i < s->npend;) {
         if (s->pendv[i].tag <= oldest) {
@@ -217,6 +220,8 @@ static void release_pending(mote_store *s)
             i++;
         }
     }
+    if (s->seg)
+        mote__share_pending(s, oldest);
 }
 
 int mote__txn_begin(mote_store *s, int write, mote_txn **out)
@@ -547,10 +552,8 @@ static int poison(mote_store *s, int rc)
 static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index)
 {
     mote_store *s = t->s;
-    if (s->seg) { /* the freed pages go to the segment's ring */
+    if (s->seg) /* the freed pages go to the segment's ring too */
         mote__share_committed(s, t->txnid, index, t->freed, t->nfreed);
-        t->nfreed = 0;
-    }
     for (size_t i = 0; i < t->nfreed; i++) {
         if (s->npend == s->cap_pend) {
             size_t n = s->cap_pend ? s->cap_pend * 2 : 64;

@@ -148,6 +148,8 @@ struct mote_store {
     int busy_ms;         /* writers wait this long for another process's */
     uint64_t bm_txnid;   /* s->bm is this commit's bitmap (shared mode: another
                             process's commit makes it stale) */
+    uint64_t own_since;  /* every commit from this one on was this process's (0:
+                            none), so its pending list knows their freed pages */
     long forked_from;    /* in a forked child: the pid that opened it (open.c) */
     void *objects;       /* the object layer's state (object.h), in this block */
 };
@@ -321,9 +323,13 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed);
 int mote__share_write_begin(mote_store *s);
 void mote__share_committed(mote_store *s, uint64_t txnid, int index, const uint32_t *freed,
                            size_t nfreed);
-/* At a write transaction's begin: s->pend = the pages commits freed that a
- * snapshot of some process (or `local`, this one's oldest) may still read. */
-void mote__share_pending(mote_store *s, uint64_t local);
+/* At a write transaction's begin: the oldest snapshot of any process (local:
+ * this one's; needed: the newest tag this process's pending list holds),
+ * the ring's entries every snapshot is past dropped; then s->pend = the
+ * pages a snapshot may still read (this process's pending list, the ring,
+ * and every free page while the ring lost entries of others that matter). */
+uint64_t mote__share_release(mote_store *s, uint64_t local, uint64_t needed);
+void mote__share_pending(mote_store *s, uint64_t oldest);
 void mote__share_write_end(mote_store *s);
 /* At close: is this the only process with the store open? (then it stays
  * so: the flock is taken exclusively; asked once). Exclusive mode: always. */

@@ -79,14 +79,12 @@
 #define SEG_HEADER 192u
 #define SEG_SLOTS ((SEG_PAGE - SEG_HEADER) / 24u)
 #define RING (RING_PAGES * SEG_PAGE / 12u)
-#define RECLAIMING 0xFFFFFFFFu /* a slot's pid while a process frees it */
 #define DEFAULT_BUSY_MS 5000
 
 typedef struct segslot {
-    _Atomic uint32_t pid;   /* 0: free */
-    uint32_t reserved;
-    _Atomic uint64_t start; /* the process's start time (0: being claimed) */
+    _Atomic uint64_t owner; /* pid | low 32 bits of its start time << 32; 0: free */
     _Atomic uint64_t snap;  /* oldest snapshot it reads; UINT64_MAX: none */
+    uint64_t reserved;
 } segslot;
 
 struct segment {
@@ -172,7 +170,10 @@ static int wait_over(uint64_t start, int ms, unsigned *step)
     return 0;
 }
 
-static uint32_t my_pid(const mote_store *s) { return atomic_load(&s->seg->slot[s->slot].pid); }
+static uint32_t my_pid(const mote_store *s)
+{
+    return (uint32_t)atomic_load(&s->seg->slot[s->slot].owner);
+}
 
 /* The start time of process `pid` (field 22 of /proc/PID/stat, in clock
  * ticks since boot), 0 if it cannot be read. */
@@ -194,44 +195,37 @@ static uint64_t proc_start(const mote_io *io, long pid)
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-/* This process's start time, read once. */
-static uint64_t self_start(const mote_io *io)
+/* This process's slot owner word: its pid and (the low 32 bits of) its
+ * start time, read once per process. */
+static uint64_t self_owner(const mote_io *io)
 {
-    static _Atomic uint64_t start;
-    static _Atomic long pid;
-    long me = (long)getpid();
-    if (atomic_load(&pid) != me) { /* first use, or a forked child */
-        atomic_store(&start, proc_start(io, me));
-        atomic_store(&pid, me);
+    static _Atomic uint64_t owner;
+    uint64_t o = atomic_load(&owner), me = (uint64_t)getpid();
+    if ((o & 0xFFFFFFFFu) != me) { /* first use, or a forked child */
+        o = me | (proc_start(io, (long)me) & 0xFFFFFFFFu) << 32;
+        atomic_store(&owner, o);
     }
-    uint64_t st = atomic_load(&start);
-    return st ? st : 1; /* unreadable: still not "being claimed" */
+    return o;
 }
 
-/* Is the process in slot `sl` alive? (a slot being claimed is) */
-static int slot_alive(const mote_io *io, const segslot *sl)
+/* Is the process that owns a slot (owner word o) alive? A pid that is
+ * alive with another start time was reused: dead. */
+static int owner_alive(const mote_io *io, uint64_t o)
 {
-    uint32_t pid = atomic_load(&sl->pid);
-    uint64_t start = atomic_load(&sl->start);
-    if (pid == 0)
+    if (o == 0)
         return 0;
-    if (pid == RECLAIMING || start == 0)
-        return 1;
+    long pid = (long)(o & 0xFFFFFFFFu);
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
         return 0;
-    uint64_t now = proc_start(io, pid);
-    return now == 0 || start == 1 || now == start; /* unreadable /proc: alive */
+    uint64_t start = proc_start(io, pid);
+    return start == 0 || (start & 0xFFFFFFFFu) == o >> 32; /* unreadable /proc: alive */
 }
 
-/* Free a dead process's slot (one freer wins; the slot holds no snapshot
- * from then on). */
-static void slot_reclaim(segslot *sl, uint32_t pid)
+/* Free a dead process's slot (one freer wins; the next owner resets the
+ * snapshot, which nobody counts while the owner is dead). */
+static void slot_reclaim(segslot *sl, uint64_t dead)
 {
-    if (!atomic_compare_exchange_strong(&sl->pid, &pid, RECLAIMING))
-        return;
-    atomic_store(&sl->snap, UINT64_MAX);
-    atomic_store(&sl->start, 0);
-    atomic_store(&sl->pid, 0);
+    atomic_compare_exchange_strong(&sl->owner, &dead, 0);
 }
 
 /* ---- open ------------------------------------------------------------------- */
@@ -264,7 +258,7 @@ static int may_write(const mote_store *s)
 static int any_live(const mote_io *io, const struct segment *seg)
 {
     for (unsigned i = 0; i < SEG_SLOTS; i++)
-        if (slot_alive(io, &seg->slot[i]))
+        if (owner_alive(io, atomic_load(&seg->slot[i].owner)))
             return 1;
     return 0;
 }
@@ -273,17 +267,16 @@ static int any_live(const mote_io *io, const struct segment *seg)
  * died). */
 static int claim_slot(mote_store *s, struct segment *seg)
 {
-    uint32_t me = (uint32_t)getpid();
+    uint64_t me = self_owner(s->io);
     for (int pass = 0; pass < 2; pass++)
         for (unsigned i = 0; i < SEG_SLOTS; i++) {
             segslot *sl = &seg->slot[i];
-            uint32_t pid = atomic_load(&sl->pid);
-            if (pass == 1 && pid && !slot_alive(s->io, sl))
-                slot_reclaim(sl, pid);
-            uint32_t free_ = 0;
-            if (atomic_compare_exchange_strong(&sl->pid, &free_, me)) {
+            uint64_t o = atomic_load(&sl->owner);
+            if (pass == 1 && o && !owner_alive(s->io, o))
+                slot_reclaim(sl, o);
+            uint64_t free_ = 0;
+            if (atomic_compare_exchange_strong(&sl->owner, &free_, me)) {
                 atomic_store(&sl->snap, UINT64_MAX);
-                atomic_store(&sl->start, self_start(s->io));
                 uint32_t hi = atomic_load(&seg->slots_hi);
                 while (hi < i + 1 && !atomic_compare_exchange_weak(&seg->slots_hi, &hi, i + 1))
                     ;
@@ -395,7 +388,7 @@ static int seg_attach(mote_store *s)
     if ((rc = claim_slot(s, seg)))
         goto fail;
     if (!s->init && (rc = wait_ready(s, seg, path))) {
-        slot_reclaim(&seg->slot[s->slot], (uint32_t)getpid());
+        slot_reclaim(&seg->slot[s->slot], self_owner(io));
         goto fail;
     }
     io->close(io->ctx, fd); /* the mapping stays */
@@ -655,14 +648,14 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed)
     uint64_t oldest = UINT64_MAX;
     uint32_t hi = atomic_load(&seg->slots_hi);
     for (unsigned i = 0; i < hi && i < SEG_SLOTS; i++) {
-        if ((int)i == s->slot || !atomic_load(&seg->slot[i].pid))
+        uint64_t o = atomic_load(&seg->slot[i].owner);
+        if ((int)i == s->slot || !o)
             continue;
         uint64_t sn = atomic_load(&seg->slot[i].snap);
         if (sn >= needed || sn >= oldest)
             continue;
-        uint32_t pid = atomic_load(&seg->slot[i].pid);
-        if (!slot_alive(s->io, &seg->slot[i])) { /* its process died: reclaim the slot */
-            slot_reclaim(&seg->slot[i], pid);
+        if (!owner_alive(s->io, o)) { /* its process died: reclaim the slot */
+            slot_reclaim(&seg->slot[i], o);
             continue;
         }
         oldest = sn;
@@ -729,6 +722,7 @@ int mote__share_write_begin(mote_store *s)
         mote__free(s->bm); /* reloaded from the latest commit */
         s->bm = NULL;
         s->bm_cap = 0;
+        s->own_since = 0; /* the run of this process's commits ended */
     }
     uint64_t next = atomic_load(&seg->next_txnid);
     if (next < s->next_txnid)
@@ -740,14 +734,14 @@ int mote__share_write_begin(mote_store *s)
     return MOTE_OK;
 }
 
-void mote__share_pending(mote_store *s, uint64_t local)
+uint64_t mote__share_release(mote_store *s, uint64_t local, uint64_t needed)
 {
     struct segment *seg = s->seg;
-    uint64_t oldest = local, needed = seg->dropped;
-    if (seg->ring_n)
-        needed = seg->ring_tag[(seg->ring_head + seg->ring_n - 1) % RING] > needed
-                     ? seg->ring_tag[(seg->ring_head + seg->ring_n - 1) % RING]
-                     : needed;
+    uint64_t oldest = local;
+    if (seg->dropped > needed)
+        needed = seg->dropped;
+    if (seg->ring_n && seg->ring_tag[(seg->ring_head + seg->ring_n - 1) % RING] > needed)
+        needed = seg->ring_tag[(seg->ring_head + seg->ring_n - 1) % RING];
     uint64_t others = needed ? mote__share_oldest(s, needed + 1) : UINT64_MAX;
     if (others < oldest)
         oldest = others;
@@ -761,14 +755,26 @@ void mote__share_pending(mote_store *s, uint64_t local)
         seg->dropped = 0;
         s->hint = 2;
     }
+    return oldest;
+}
+
+void mote__share_pending(mote_store *s, uint64_t oldest)
+{
+    struct segment *seg = s->seg;
     memset(s->pend, 0, s->pend_cap);
     uint32_t np = rd32(s->cur->data + 32), cap_bits = s->pend_cap * 8u;
-    for (uint32_t i = 0; i < seg->ring_n; i++) {
+    for (size_t i = 0; i < s->npend; i++) /* this process's own commits' */
+        bit_set(s->pend, s->pendv[i].pgno);
+    for (uint32_t i = 0; i < seg->ring_n; i++) { /* every process's recent commits' */
         uint32_t p = seg->ring_pgno[(seg->ring_head + i) % RING];
         if (p < cap_bits)
             bit_set(s->pend, p);
     }
-    if (seg->dropped) /* which freed pages are safe is not known: none is used */
+    /* Entries the ring dropped that a snapshot may still read, from commits
+     * this process did not make (its own are all in pendv): which free pages
+     * are safe is not known, so none is used. */
+    uint64_t own = s->own_since ? s->own_since : UINT64_MAX;
+    if (seg->dropped > oldest && own > oldest + 1)
         for (uint32_t p = 2; p < np && p < cap_bits; p++)
             if (!bit_get(s->bm, p))
                 bit_set(s->pend, p);
@@ -793,6 +799,8 @@ void mote__share_committed(mote_store *s, uint64_t txnid, int index, const uint3
     atomic_store(&seg->need_sync, (s->flags & MOTE_NOSYNC) ? 1u : 0u);
     atomic_store(&seg->latest_slot, (uint32_t)index);
     atomic_store(&seg->latest, txnid);
+    if (!s->own_since) /* the first of a run of this process's commits */
+        s->own_since = txnid;
     s->bm_txnid = txnid;
 }
 

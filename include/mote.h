@@ -136,6 +136,11 @@ typedef struct mote_options {
  * acknowledged. With MOTE_EXCLUSIVE (and where shared memory is not
  * available, or once a process holds a quarter of vm.max_map_count stores
  * open) the store is open exclusively: other processes get MOTE_LOCKED.
+ * A process that may only read the store file (no write permission, a
+ * read-only file system) opens it read-only without the shared memory (it
+ * may not open that): it holds no writer up, sees the newest commit at each
+ * transaction, and a read whose pages a writer reused meanwhile fails with
+ * MOTE_BUSY ("read again"), never with a wrong value.
  *
  * Fork: a handle belongs to the process that opened it. In a child made by
  * fork() (without exec), every call on a handle the parent opened, or on a

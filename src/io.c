@@ -167,6 +167,24 @@ static int px_ftruncate(void *ctx, int fd, uint64_t size)
     return r < 0 ? -errno : 0;
 }
 
+static int px_lock(void *ctx, int fd, int op, uint64_t off, uint64_t len)
+{
+    (void)ctx;
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = op == MOTE_LK_READ ? F_RDLCK : op == MOTE_LK_UNLOCK ? F_UNLCK : F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = (off_t)off;
+    fl.l_len = (off_t)len;
+    int r;
+    do {
+        r = fcntl(fd, op == MOTE_LK_TEST ? F_OFD_GETLK : F_OFD_SETLK, &fl);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return errno == EACCES ? -EAGAIN : -errno;
+    return op == MOTE_LK_TEST && fl.l_type != F_UNLCK ? -EAGAIN : 0;
+}
+
 static int px_map(void *ctx, int fd, size_t n, void **out)
 {
     (void)ctx;
@@ -198,5 +216,5 @@ static int px_chmod(void *ctx, int fd, unsigned mode)
 const mote_io mote_io_posix = {
     NULL,        px_open,  px_close, px_pread,  px_pwrite,    px_pwritev,
     px_fdatasync, px_fsync_dir, px_flock, px_fstat, px_ftruncate,
-    px_map,      px_unmap, px_unlink, px_chmod,
+    px_lock,     px_map,   px_unmap, px_unlink, px_chmod,
 };

@@ -42,6 +42,12 @@ typedef struct mote_io {
 
     /* Many processes on one store (share.c). A shim that leaves these NULL
      * (the tests' in-memory files) opens every store exclusively. */
+    /* Locks on bytes [off, off + len) of fd, owned by the open file
+     * description (so no other descriptor or thread of the process releases
+     * them, and its death does), never waiting: MOTE_LK_READ (shared),
+     * MOTE_LK_UNLOCK, or MOTE_LK_TEST (takes nothing: -EAGAIN if another
+     * description holds any lock there, 0 if none). */
+    int (*lock)(void *ctx, int fd, int op, uint64_t off, uint64_t len);
     /* Map the first n bytes of fd shared and writable (*out), and unmap. */
     int (*map)(void *ctx, int fd, size_t n, void **out);
     int (*unmap)(void *ctx, void *p, size_t n);
@@ -49,6 +55,8 @@ typedef struct mote_io {
     /* Set the permission bits of an open file. */
     int (*chmod)(void *ctx, int fd, unsigned mode);
 } mote_io;
+
+enum { MOTE_LK_READ, MOTE_LK_UNLOCK, MOTE_LK_TEST };
 
 
 extern const mote_io mote_io_posix;

@@ -33,15 +33,20 @@
  *     a write transaction; another process waits up to its busy timeout,
  *     then MOTE_BUSY naming the holder. If the holder dies, the next one
  *     gets it (EOWNERDEAD) and syncs the base before its commit.
- *   a slot is a process's while its pid (and the start time of that pid, so
- *     a reused pid does not count) is alive; a dead one's slot is reclaimed
- *     when its snapshot would hold pages back.
+ *   byte 2^62 + i of the store file: read-locked (an OFD lock) by slot i's
+ *     owner. A slot whose byte no process locks is dead for sure, in any pid
+ *     namespace; one whose byte is locked (any process that can read the
+ *     file can lock it) is dead too if its owner is in this pid namespace
+ *     and its pid is gone or was reused (its start time). A dead one's slot
+ *     is reclaimed when its snapshot would hold pages back. A process that
+ *     finds the segment missing while slot bytes are locked is not alone
+ *     with a /dev/shm of its own (another container): it refuses to open.
  * No descriptor is kept for the segment (one per store, the store file's),
- * and no lock of it can be taken by a process that may not write the store:
- * its permission bits are the writers'. A flock changed from exclusive to
- * shared is released for an instant (flock(2)); a process that gets the
- * exclusive lock in that instant finds the opener's slot live and does not
- * initialize the segment again.
+ * and no process that may not write the store can open it: its permission
+ * bits are the writers'. A flock changed from exclusive to shared is
+ * released for an instant (flock(2)); a process that gets the exclusive lock
+ * in that instant finds the opener's slot live and does not initialize the
+ * segment again.
  *
  * Pages freed by commit C are reused only when every snapshot of every
  * process is >= C. Each commit appends the pages it freed, with its txnid,
@@ -84,8 +89,12 @@
 typedef struct segslot {
     _Atomic uint64_t owner; /* pid | low 32 bits of its start time << 32; 0: free */
     _Atomic uint64_t snap;  /* oldest snapshot it reads; UINT64_MAX: none */
-    uint64_t reserved;
+    _Atomic uint64_t pidns; /* the owner's pid namespace (its inode) */
 } segslot;
+
+/* Byte SLOT_LOCK + i of the store file is read-locked by slot i's owner
+ * while it lives (an OFD lock: it goes with the process, in any namespace). */
+#define SLOT_LOCK (1ull << 62)
 
 struct segment {
     _Atomic uint64_t magic; /* written last by the first opener */
@@ -176,11 +185,15 @@ static uint32_t my_pid(const mote_store *s)
 }
 
 /* The start time of process `pid` (field 22 of /proc/PID/stat, in clock
- * ticks since boot), 0 if it cannot be read. */
+ * ticks since boot; pid 0: this process, /proc/self, right in any pid
+ * namespace), 0 if it cannot be read. */
 static uint64_t proc_start(const mote_io *io, long pid)
 {
     char path[40], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (pid)
+        snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/stat");
     int fd = io->open(io->ctx, path, O_RDONLY, 0);
     if (fd < 0)
         return 0;
@@ -195,29 +208,50 @@ static uint64_t proc_start(const mote_io *io, long pid)
     return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-/* This process's slot owner word: its pid and (the low 32 bits of) its
- * start time, read once per process. */
-static uint64_t self_owner(const mote_io *io)
+/* The inode of this process's pid namespace (0 if unknown). */
+static uint64_t self_pidns(void)
 {
-    static _Atomic uint64_t owner;
+    char buf[64];
+    ssize_t n = readlink("/proc/self/ns/pid", buf, sizeof buf - 1); /* "pid:[4026531836]" */
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strchr(buf, '[');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* This process's slot owner word (its pid and the low 32 bits of its start
+ * time) and pid namespace, read once per process. */
+static uint64_t self_owner(const mote_io *io, uint64_t *pidns)
+{
+    static _Atomic uint64_t owner, ns;
     uint64_t o = atomic_load(&owner), me = (uint64_t)getpid();
     if ((o & 0xFFFFFFFFu) != me) { /* first use, or a forked child */
-        o = me | (proc_start(io, (long)me) & 0xFFFFFFFFu) << 32;
+        atomic_store(&ns, self_pidns());
+        o = me | (proc_start(io, 0) & 0xFFFFFFFFu) << 32;
         atomic_store(&owner, o);
     }
+    *pidns = atomic_load(&ns);
     return o;
 }
 
-/* Is the process that owns a slot (owner word o) alive? A pid that is
- * alive with another start time was reused: dead. */
-static int owner_alive(const mote_io *io, uint64_t o)
+/* Is the process that owns slot i alive? Dead for sure when no process
+ * holds the slot's byte of the store file; when one does (it may be any
+ * process that can read the file), and the owner is in this process's pid
+ * namespace, its pid must also be alive with the same start time. */
+static int slot_alive(const mote_store *s, const struct segment *seg, unsigned i)
 {
-    if (o == 0)
+    const segslot *sl = &seg->slot[i];
+    uint64_t o = atomic_load(&sl->owner), ns;
+    if (o == 0 || s->io->lock(s->io->ctx, s->fd, MOTE_LK_TEST, SLOT_LOCK + i, 1) == 0)
         return 0;
+    self_owner(s->io, &ns);
+    if (!ns || atomic_load(&sl->pidns) != ns)
+        return 1;
     long pid = (long)(o & 0xFFFFFFFFu);
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
         return 0;
-    uint64_t start = proc_start(io, pid);
+    uint64_t start = proc_start(s->io, pid);
     return start == 0 || (start & 0xFFFFFFFFu) == o >> 32; /* unreadable /proc: alive */
 }
 
@@ -255,10 +289,13 @@ static int may_write(const mote_store *s)
     return e == 0 || e == s->uid || faccessat(AT_FDCWD, s->path, W_OK, AT_EACCESS) == 0;
 }
 
-static int any_live(const mote_io *io, const struct segment *seg)
+/* Does another process hold a slot? (seg NULL: any slot byte locked) */
+static int any_live(const mote_store *s, const struct segment *seg)
 {
+    if (!seg)
+        return s->io->lock(s->io->ctx, s->fd, MOTE_LK_TEST, SLOT_LOCK, SEG_SLOTS) == -EAGAIN;
     for (unsigned i = 0; i < SEG_SLOTS; i++)
-        if (owner_alive(io, atomic_load(&seg->slot[i].owner)))
+        if ((int)i != s->slot && slot_alive(s, seg, i))
             return 1;
     return 0;
 }
@@ -267,16 +304,27 @@ static int any_live(const mote_io *io, const struct segment *seg)
  * died). */
 static int claim_slot(mote_store *s, struct segment *seg)
 {
-    uint64_t me = self_owner(s->io);
+    uint64_t ns, me = self_owner(s->io, &ns);
     for (int pass = 0; pass < 2; pass++)
         for (unsigned i = 0; i < SEG_SLOTS; i++) {
             segslot *sl = &seg->slot[i];
             uint64_t o = atomic_load(&sl->owner);
-            if (pass == 1 && o && !owner_alive(s->io, o))
+            if (pass == 1 && o && !slot_alive(s, seg, i))
                 slot_reclaim(sl, o);
+            if (atomic_load(&sl->owner) != 0)
+                continue;
+            /* the byte first: a slot with an owner and a free byte is dead */
+            int r = s->io->lock(s->io->ctx, s->fd, MOTE_LK_READ, SLOT_LOCK + i, 1);
+            if (r)
+                return mote__ioerr(r, "lock", s->path);
             uint64_t free_ = 0;
-            if (atomic_compare_exchange_strong(&sl->owner, &free_, me)) {
+            if (!atomic_compare_exchange_strong(&sl->owner, &free_, me)) {
+                s->io->lock(s->io->ctx, s->fd, MOTE_LK_UNLOCK, SLOT_LOCK + i, 1);
+                continue;
+            }
+            {
                 atomic_store(&sl->snap, UINT64_MAX);
+                atomic_store(&sl->pidns, ns);
                 uint32_t hi = atomic_load(&seg->slots_hi);
                 while (hi < i + 1 && !atomic_compare_exchange_weak(&seg->slots_hi, &hi, i + 1))
                     ;
@@ -307,7 +355,7 @@ static int wait_ready(mote_store *s, struct segment *seg, const char *path)
     uint64_t start = now_us();
     unsigned step = 0;
     while (atomic_load(&seg->magic) != SEG_MAGIC) {
-        if (!any_live(s->io, seg) || wait_over(start, s->busy_ms, &step))
+        if (!any_live(s, seg) || wait_over(start, s->busy_ms, &step))
             return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was never made "
                              "ready (its maker died?); remove it if no process has the "
                              "store open", s->path, path);
@@ -327,11 +375,18 @@ static int seg_attach(mote_store *s)
     char path[80];
     seg_path(s, path, sizeof path);
     unsigned want = seg_mode(s->mode);
-    /* alone, it is usually not there; joining, it usually is; an outsider never makes it */
+    /* Alone, it is usually not there; joining, it usually is. Not alone, it is
+     * made only if no process holds a slot (only outsiders have the store open):
+     * one that does, unseen, uses another /dev/shm (another container?). An
+     * outsider never makes it. */
     int creator = 0, r, fd = -ENOENT;
     for (int tries = 0; tries < 3 && (tries == 0 || (!s->outsider && (fd == -ENOENT || fd == -EEXIST)));
          tries++) {
         if ((s->alone ? tries % 2 == 0 : tries % 2 == 1) && !s->outsider) {
+            if (!s->alone && any_live(s, NULL))
+                return mote__err(MOTE_LOCKED, "store %s is open in another process whose shared "
+                                 "memory (%s) is not visible here (another container?)", s->path,
+                                 path);
             fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW | O_CREAT | O_EXCL, (int)want);
             creator = fd >= 0;
         } else {
@@ -375,7 +430,7 @@ static int seg_attach(mote_store *s)
     struct segment *seg = map;
     /* Alone, an existing segment is stale (a crash) unless a process holds a
      * slot: it is between flock's exclusive and shared (see the top). */
-    s->init = creator || (s->alone && !any_live(io, seg));
+    s->init = creator || (s->alone && !any_live(s, seg));
     if (s->init) {
         if ((r = seg_init(seg)) != 0) {
             rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",
@@ -388,7 +443,8 @@ static int seg_attach(mote_store *s)
     if ((rc = claim_slot(s, seg)))
         goto fail;
     if (!s->init && (rc = wait_ready(s, seg, path))) {
-        slot_reclaim(&seg->slot[s->slot], self_owner(io));
+        slot_reclaim(&seg->slot[s->slot], atomic_load(&seg->slot[s->slot].owner));
+        io->lock(io->ctx, s->fd, MOTE_LK_UNLOCK, SLOT_LOCK + (uint64_t)s->slot, 1);
         goto fail;
     }
     io->close(io->ctx, fd); /* the mapping stays */
@@ -409,21 +465,7 @@ fail:
 
 /* Does a live process hold a slot of the store's segment? (one that is
  * opening or closing it holds the flock exclusively for an instant) */
-static int segment_in_use(mote_store *s)
-{
-    const mote_io *io = s->io;
-    char path[80];
-    seg_path(s, path, sizeof path);
-    int fd = io->open(io->ctx, path, O_RDONLY | O_NOFOLLOW, 0);
-    if (fd < 0)
-        return 0;
-    struct segment *seg = mote__malloc(SEG_BYTES);
-    int live = seg && io->pread(io->ctx, fd, seg, SEG_BYTES, 0) == (ssize_t)SEG_BYTES &&
-               any_live(io, seg);
-    mote__free(seg);
-    io->close(io->ctx, fd);
-    return live;
-}
+static int segment_in_use(mote_store *s) { return any_live(s, NULL); }
 
 int mote_busy_timeout(mote_store *s, int ms)
 {
@@ -438,7 +480,7 @@ int mote__share_open(mote_store *s)
     const mote_io *io = s->io;
     s->busy_ms = DEFAULT_BUSY_MS;
     s->slot = -1;
-    int want = io->map && io->unmap && io->unlink && io->chmod &&
+    int want = io->lock && io->map && io->unmap && io->unlink && io->chmod &&
                !(s->flags & MOTE_EXCLUSIVE) && atomic_load(&nmapped) < map_budget(io);
     /* A process that may only read the store never takes the flock exclusively
      * (it cannot hold writers up) and never makes the segment. */
@@ -654,7 +696,7 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed)
         uint64_t sn = atomic_load(&seg->slot[i].snap);
         if (sn >= needed || sn >= oldest)
             continue;
-        if (!owner_alive(s->io, o)) { /* its process died: reclaim the slot */
+        if (!slot_alive(s, seg, i)) { /* its process died: reclaim the slot */
             slot_reclaim(&seg->slot[i], o);
             continue;
         }

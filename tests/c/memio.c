@@ -257,7 +257,7 @@ void memio_init(memio *m)
     /* no lock/map/...: stores on these files open exclusively (share.c) */
     m->io = (mote_io){m, m_open, m_close, m_pread, m_pwrite, m_pwritev,
                       m_fdatasync, m_fsync_dir, m_flock, m_fstat, m_ftruncate,
-                      NULL, NULL, NULL, NULL};
+                      NULL, NULL, NULL, NULL, NULL};
 }
 
 void memio_free(memio *m)

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -590,8 +591,8 @@ TEST(share_map_budget)
 /* ---- system calls of an open (the POSIX shim, counted) -------------------------- */
 
 static long calls[20];
-enum { C_OPEN, C_CLOSE, C_PREAD, C_PWRITE, C_SYNC, C_FLOCK, C_FSTAT, C_TRUNC, C_MAP, C_UNMAP,
-       C_UNLINK, C_CHMOD, C_OTHER };
+enum { C_OPEN, C_CLOSE, C_PREAD, C_PWRITE, C_SYNC, C_FLOCK, C_FSTAT, C_TRUNC, C_LOCK, C_MAP,
+       C_UNMAP, C_UNLINK, C_CHMOD, C_OTHER };
 #define P mote_io_posix
 static int c_open(void *c, const char *p, int f, int m) { calls[C_OPEN]++; return P.open(c, p, f, m); }
 static int c_close(void *c, int fd) { calls[C_CLOSE]++; return P.close(c, fd); }
@@ -615,14 +616,19 @@ static int c_dsync(void *c, const char *p) { calls[C_SYNC]++; return P.fsync_dir
 static int c_flock(void *c, int fd, int op) { calls[C_FLOCK]++; return P.flock(c, fd, op); }
 static int c_fstat(void *c, int fd, mote_fileinfo *fi) { calls[C_FSTAT]++; return P.fstat(c, fd, fi); }
 static int c_trunc(void *c, int fd, uint64_t n) { calls[C_TRUNC]++; return P.ftruncate(c, fd, n); }
+static int c_lock(void *c, int fd, int op, uint64_t o, uint64_t n)
+{
+    calls[C_LOCK]++;
+    return P.lock(c, fd, op, o, n);
+}
 static int c_map(void *c, int fd, size_t n, void **o) { calls[C_MAP]++; return P.map(c, fd, n, o); }
 static int c_unmap(void *c, void *p, size_t n) { calls[C_UNMAP]++; return P.unmap(c, p, n); }
 static int c_unlink(void *c, const char *p) { calls[C_UNLINK]++; return P.unlink(c, p); }
 static int c_chmod(void *c, int fd, unsigned m) { calls[C_CHMOD]++; return P.chmod(c, fd, m); }
 #undef P
 static const mote_io counting = {NULL,    c_open,  c_close, c_pread,  c_pwrite, c_pwritev,
-                                 c_sync,  c_dsync, c_flock, c_fstat,  c_trunc,  c_map,
-                                 c_unmap, c_unlink, c_chmod};
+                                 c_sync,  c_dsync, c_flock, c_fstat,  c_trunc,  c_lock,
+                                 c_map,   c_unmap, c_unlink, c_chmod};
 
 static long total_calls(void)
 {
@@ -634,8 +640,8 @@ static long total_calls(void)
 
 /* The system calls of a shared open, stated: a tiny store opened by the first
  * process (open, fstat, flock, the segment's open, fstat, ftruncate, mmap,
- * close, one pread, flock shared) and by one that joins it (the exclusive
- * flock refused, the shared one, no ftruncate); a read or write transaction
+ * close, the slot's byte lock, one pread, flock shared) and by one that joins
+ * it (the exclusive flock refused, the shared one, no ftruncate); a read or write transaction
  * makes none of its own; the last close removes the segment. A process's
  * first open also reads its own start time (/proc/self/stat), once. */
 TEST(share_open_syscalls)
@@ -648,10 +654,12 @@ TEST(share_open_syscalls)
     s = test_open(p, &o);
     long first = total_calls();
     printf("open, alone: %ld calls (%ld open, %ld fstat, %ld flock, %ld ftruncate, %ld mmap, "
-           "%ld close, %ld pread)\n", first, calls[C_OPEN], calls[C_FSTAT], calls[C_FLOCK],
-           calls[C_TRUNC], calls[C_MAP], calls[C_CLOSE], calls[C_PREAD]);
+           "%ld close, %ld lock, %ld pread)\n", first, calls[C_OPEN], calls[C_FSTAT],
+           calls[C_FLOCK], calls[C_TRUNC], calls[C_MAP], calls[C_CLOSE], calls[C_LOCK],
+           calls[C_PREAD]);
     CHECK(calls[C_OPEN] == 2 && calls[C_FSTAT] == 2 && calls[C_FLOCK] == 2 && calls[C_TRUNC] == 1 &&
-          calls[C_MAP] == 1 && calls[C_CLOSE] == 1 && calls[C_PREAD] == 1 && first == 10);
+          calls[C_MAP] == 1 && calls[C_CLOSE] == 1 && calls[C_LOCK] == 1 && calls[C_PREAD] == 1 &&
+          first == 11);
     mote_txn *t;
     memset(calls, 0, sizeof calls);
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
@@ -670,7 +678,7 @@ TEST(share_open_syscalls)
         printf("open, joining: %ld calls\n", n);
         CHECK(calls[C_OPEN] == 2 && calls[C_FSTAT] == 2 && calls[C_FLOCK] == 2 &&
               calls[C_TRUNC] == 0 && calls[C_MAP] == 1 && calls[C_CLOSE] == 1 &&
-              calls[C_PREAD] == 1 && n == 9);
+              calls[C_LOCK] == 1 && calls[C_PREAD] == 1 && n == 10);
         memset(calls, 0, sizeof calls);
         OK(mote_close(c)); /* not the last: no unlink */
         CHECK(calls[C_UNLINK] == 0 && calls[C_FLOCK] == 1);
@@ -908,4 +916,104 @@ TEST(share_more_stores_than_mappings)
     printf("%ld stores open in one process (vm.max_map_count %ld, %ld shared), opened in "
            "%.1f s\n", n, maps, budget, (double)(b.tv_sec - a.tv_sec) +
            (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+}
+
+/* ---- containers: another /dev/shm, another pid namespace ---------------------- */
+
+static int alt_open(void *c, const char *p, int f, int m)
+{
+    char alt[256];
+    if (strncmp(p, "/dev/shm/motedb-", 16) == 0) { /* another container's /dev/shm */
+        snprintf(alt, sizeof alt, "/dev/shm/motedb-alt-%s", p + 16);
+        p = alt;
+    }
+    return mote_io_posix.open(c, p, f, m);
+}
+
+/* A process that does not see the shared memory of the processes that have
+ * the store open (its own /dev/shm: another container on the same volume)
+ * refuses to open it, instead of writing beside them unseen. */
+TEST(share_another_dev_shm_refused)
+{
+    const char *p = test_path("ctr.mote");
+    mote_store *s = test_open(p, NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mote_io io = mote_io_posix;
+        io.open = alt_open;
+        mote_options o = {0, 0, 0, &io};
+        mote_store *c = NULL;
+        CHECK_RC(mote_open(p, &o, &c), MOTE_LOCKED);
+        CHECK(strstr(mote_last_open_error(), "not visible here") != NULL);
+        _exit(0);
+    }
+    wait_ok(pid);
+    OK(mote_close(s));
+}
+
+/* A reader in another pid namespace (its pid means another process here)
+ * keeps its snapshot: its slot's byte lock says it is alive. */
+TEST(share_reader_in_another_pid_namespace)
+{
+    if (geteuid() != 0) {
+        printf("skipped: needs root for a pid namespace\n");
+        return;
+    }
+    const char *p = test_path("ns.mote");
+    mote_options small = {MOTE_CREATE, 0, 4, NULL};
+    OK(mote_close(test_open(p, &small)));
+    pid_t pid = fork();
+    if (pid == 0) {
+        rewrite_all(p, 20000, 1);
+        _exit(0);
+    }
+    wait_ok(pid);
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid = fork();
+    if (pid == 0) {
+        if (unshare(CLONE_NEWPID) != 0) {
+            printf("skipped: unshare(CLONE_NEWPID): %s\n", strerror(errno));
+            char x = 2;
+            CHECK(write(up[1], &x, 1) == 1);
+            _exit(0);
+        }
+        pid_t g = fork(); /* pid 1 of the new namespace */
+        if (g == 0) {
+            mote_store *c = test_open(p, &small);
+            mote_txn *t;
+            uint32_t tr;
+            OK(mote_begin(c, MOTE_TXN_RDONLY, &t));
+            OK(mote_kv_tree(t, "big", 0, &tr));
+            char x = 1;
+            CHECK(write(up[1], &x, 1) == 1);
+            CHECK(read(down[0], &x, 1) == 1); /* the other namespace writes meanwhile */
+            for (uint32_t k = 0; k < 20000; k += 7) {
+                uint32_t key = __builtin_bswap32(k);
+                mote_val v;
+                OK(mote_kv_get(t, tr, &key, 4, &v));
+                CHECK(v.size == 100 && ((const uint8_t *)v.data)[99] == 1);
+            }
+            mote_abort(t);
+            OK(mote_close(c));
+            _exit(0);
+        }
+        int st;
+        CHECK(waitpid(g, &st, 0) == g && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        _exit(0);
+    }
+    char x;
+    CHECK(read(up[0], &x, 1) == 1);
+    if (x == 1) {
+        for (int w = 2; w <= 3; w++) {
+            pid_t wp = fork();
+            if (wp == 0) {
+                rewrite_all(p, 20000, w);
+                _exit(0);
+            }
+            wait_ok(wp);
+        }
+        CHECK(write(down[1], &x, 1) == 1);
+    }
+    wait_ok(pid);
 }

@@ -16,6 +16,7 @@
  * Scenarios:
  *   mixed      4 processes, each 90 % reads / 10 % writes for T seconds:
  *              write commits per second (all processes), read p50 latency
+ *              (all reads, and gets and filters apart)
  *   writer     3 reader processes for 2T; a writer process (writes only)
  *              starts at T: the readers' reads per second with the writer
  *              over those without it
@@ -394,8 +395,9 @@ static const engine engines[] = {
 typedef struct report {
     uint64_t reads[2], writes[2]; /* in [from, split) and [split, to) */
     uint64_t sink;                /* the check values, so reads cannot be skipped */
-    int nsamples;
-    double samples[MAX_SAMPLES];  /* read latencies in µs (a reservoir) */
+    int nsamples[2];              /* [0] gets, [1] filters */
+    uint64_t seen[2];
+    double samples[2][MAX_SAMPLES]; /* read latencies in µs (reservoirs) */
 } report;
 
 static uint64_t xrand(uint64_t *s)
@@ -414,7 +416,7 @@ static void worker(const engine *e, const char *dir, int fd, uint64_t seed, int 
 {
     void *h = e->open(dir, 0);
     report *r = bench_xcalloc(1, sizeof *r);
-    uint64_t rs = seed | 1, v = seed << 20, total = 0;
+    uint64_t rs = seed | 1, v = seed << 20;
     char text[TEXT_LEN + 1];
     while (bench_now_ns() < start)
         ;
@@ -427,17 +429,18 @@ static void worker(const engine *e, const char *dir, int fd, uint64_t seed, int 
             r->writes[half] += counted;
             continue;
         }
+        int kind = !(x & 1); /* 0: get, 1: filter */
         uint64_t t0 = bench_now_ns();
-        r->sink += x & 1 ? e->read_get(h, 1 + x / 2 % N_OBJ) : e->read_filter(h, (int)(x / 2 % N_LEVEL));
+        r->sink += kind ? e->read_filter(h, (int)(x / 2 % N_LEVEL)) : e->read_get(h, 1 + x / 2 % N_OBJ);
         double us = (double)(bench_now_ns() - t0) / 1e3;
         if (!counted)
             continue;
         r->reads[half]++;
-        total++;
-        if (r->nsamples < MAX_SAMPLES) /* reservoir sampling of the latencies */
-            r->samples[r->nsamples++] = us;
-        else if ((x = xrand(&rs) % total) < MAX_SAMPLES)
-            r->samples[x] = us;
+        uint64_t seen = ++r->seen[kind];
+        if (r->nsamples[kind] < MAX_SAMPLES) /* reservoir sampling of the latencies */
+            r->samples[kind][r->nsamples[kind]++] = us;
+        else if ((x = xrand(&rs) % seen) < MAX_SAMPLES)
+            r->samples[kind][x] = us;
     }
     e->close(h);
     const char *p = (const char *)r;
@@ -501,9 +504,11 @@ static report *run_workers(const engine *e, const char *dir, const role *roles, 
 
 /* ---- scenarios ------------------------------------------------------------------ */
 
-enum { M_WRITES, M_READ_P50, M_READS, M_WRITER_RATIO, M_READS1, M_READS2, M_SCALING, NMETRICS };
+enum { M_WRITES, M_READ_P50, M_GET_P50, M_FILTER_P50, M_READS, M_WRITER_RATIO, M_READS1,
+       M_READS2, M_SCALING, NMETRICS };
 static const char *metric_names[NMETRICS] = {
-    "mixed: write commits/s", "mixed: read p50 µs", "mixed: reads/s",
+    "mixed: write commits/s", "mixed: read p50 µs", "mixed: get p50 µs",
+    "mixed: filter p50 µs", "mixed: reads/s",
     "writer: readers' reads/s with / without", "scaling: reads/s, 1 reader",
     "scaling: reads/s, 2 readers", "scaling: 2 readers / 1"};
 
@@ -515,18 +520,26 @@ static void measure(const engine *e, const char *dir, double T, double *m)
         mixed[i] = (role){10, 0, 1};
     report *r = run_workers(e, dir, mixed, 4, T, 1);
     uint64_t writes = 0, reads = 0;
-    int ns = 0;
-    double *all = bench_xcalloc(4 * MAX_SAMPLES, sizeof *all);
+    int ns[2] = {0, 0};
+    double *all[2] = {bench_xcalloc(8 * MAX_SAMPLES, sizeof(double)),
+                      bench_xcalloc(4 * MAX_SAMPLES, sizeof(double))};
     for (int i = 0; i < 4; i++) {
         writes += r[i].writes[0];
         reads += r[i].reads[0];
-        memcpy(all + ns, r[i].samples, (size_t)r[i].nsamples * sizeof *all);
-        ns += r[i].nsamples;
+        for (int k = 0; k < 2; k++) {
+            memcpy(all[k] + ns[k], r[i].samples[k], (size_t)r[i].nsamples[k] * sizeof(double));
+            ns[k] += r[i].nsamples[k];
+        }
     }
     m[M_WRITES] = (double)writes / T;
     m[M_READS] = (double)reads / T;
-    m[M_READ_P50] = ns ? bench_median(all, ns) : NAN;
-    free(all);
+    m[M_GET_P50] = ns[0] ? bench_median(all[0], ns[0]) : NAN;
+    m[M_FILTER_P50] = ns[1] ? bench_median(all[1], ns[1]) : NAN;
+    /* gets and filters are equally likely: the reservoirs are equal samples */
+    memcpy(all[0] + ns[0], all[1], (size_t)ns[1] * sizeof(double));
+    m[M_READ_P50] = ns[0] + ns[1] ? bench_median(all[0], ns[0] + ns[1]) : NAN;
+    free(all[0]);
+    free(all[1]);
     free(r);
     /* writer: 3 readers for 2T, a writer from T */
     role wr[4] = {{0, 0, 2}, {0, 0, 2}, {0, 0, 2}, {100, 1, 2}};
@@ -609,7 +622,7 @@ int main(int argc, char **argv)
         }
         if (k == M_WRITER_RATIO || k == M_SCALING)
             continue;
-        int lower = k == M_READ_P50; /* a latency: lower is better */
+        int lower = k == M_READ_P50 || k == M_GET_P50 || k == M_FILTER_P50; /* latencies */
         for (int o = 1; o <= 2; o++) {
             double r = lower ? med[o][k] / med[0][k] : med[0][k] / med[o][k];
             snprintf(cells[1 + k][N_ENGINES + o], CELL, "%.2fx", r);

@@ -562,36 +562,62 @@ int mote__share_ready(mote_store *s)
 
 /* ---- snapshots -------------------------------------------------------------- */
 
+/* Both slots are read at once: while a writer rewrites one (torn: its hash
+ * fails), the other holds the commit before, so a reader always finds a
+ * published commit even when another process commits faster than it reads
+ * (a writer without syncs). A slot whose txnid is above the latest
+ * published one is a commit not yet published (not yet synced): ignored. */
 int mote__share_refresh(mote_store *s)
 {
     struct segment *seg = s->seg;
-    for (int tries = 0; tries < 100; tries++) {
+    uint8_t *buf = NULL;
+    int rc = MOTE_OK;
+    for (int tries = 0; tries < 1000; tries++) {
         uint64_t latest = atomic_load(&seg->latest);
         if (latest == s->txnid && s->cur)
-            return MOTE_OK;
-        int index = (int)atomic_load(&seg->latest_slot);
+            break;
+        if (!buf && !(buf = mote__malloc(2u * s->P))) {
+            rc = mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
+            break;
+        }
+        ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, 2u * s->P, 0);
+        if (r != (ssize_t)(2u * s->P)) {
+            rc = mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path);
+            break;
+        }
+        uint64_t now = atomic_load(&seg->latest); /* published by the time of the read */
+        int best = -1;
+        uint64_t bt = 0;
+        for (int i = 0; i < 2; i++) {
+            const uint8_t *d = buf + (size_t)i * s->P;
+            uint64_t tx = rd64(d + 24);
+            if (mote__slot_valid(d, s->P, i) == 1 && tx >= latest && tx <= now && tx > bt) {
+                best = i;
+                bt = tx;
+            }
+        }
+        if (best < 0)
+            continue; /* both rewritten meanwhile: again */
         snap *sn = mote__snap_new(s->P);
-        if (!sn)
-            return mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
-        ssize_t r = s->io->pread(s->io->ctx, s->fd, sn->data, s->P, (uint64_t)index << s->page_shift);
-        if (r != (ssize_t)s->P) {
-            mote__snap_unref(sn);
-            return mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path);
+        if (!sn) {
+            rc = mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
+            break;
         }
-        if (mote__slot_valid(sn->data, s->P, index) != 1 || rd64(sn->data + 24) != latest) {
-            mote__snap_unref(sn); /* overwritten by a newer commit meanwhile */
-            continue;
-        }
+        memcpy(sn->data, buf + (size_t)best * s->P, s->P);
         if (s->cur)
             mote__snap_unref(s->cur);
         s->cur = sn;
-        s->txnid = latest;
-        s->base_slot = index;
+        s->txnid = bt;
+        s->base_slot = best;
         s->marker_ok = 0;
         s->synced = !atomic_load(&seg->need_sync);
+        mote__free(buf);
         return MOTE_OK;
     }
-    return CORRUPT("%s: the latest commit's root slot cannot be read", s->path);
+    mote__free(buf);
+    if (!rc && !(s->cur && s->txnid == atomic_load(&seg->latest)))
+        rc = mote__err(MOTE_BUSY, "store %s: commits come too fast to read the latest", s->path);
+    return rc;
 }
 
 /* The newest valid commit slot of the file (index), or -1; buf: 2 pages. */

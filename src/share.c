@@ -581,14 +581,14 @@ int mote__share_refresh(mote_store *s)
             break;
         }
         ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, 2u * s->P, 0);
-        if (r != (ssize_t)(2u * s->P)) {
-            rc = mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path);
+        if (r < 0) {
+            rc = mote__ioerr((int)r, "read", s->path);
             break;
         }
         uint64_t now = atomic_load(&seg->latest); /* published by the time of the read */
         int best = -1;
         uint64_t bt = 0;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 2 && (size_t)r >= (size_t)(i + 1) * s->P; i++) { /* (a new file: one) */
             const uint8_t *d = buf + (size_t)i * s->P;
             uint64_t tx = rd64(d + 24);
             if (mote__slot_valid(d, s->P, i) == 1 && tx >= latest && tx <= now && tx > bt) {

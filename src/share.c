@@ -574,8 +574,10 @@ int mote__share_refresh(mote_store *s)
     int rc = MOTE_OK;
     for (int tries = 0; tries < 1000; tries++) {
         uint64_t latest = atomic_load(&seg->latest);
-        if (latest == s->txnid && s->cur)
-            break;
+        if (latest == s->txnid && s->cur) {
+            mote__free(buf);
+            return MOTE_OK;
+        }
         if (!buf && !(buf = mote__malloc(2u * s->P))) {
             rc = mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
             break;
@@ -615,9 +617,8 @@ int mote__share_refresh(mote_store *s)
         return MOTE_OK;
     }
     mote__free(buf);
-    if (!rc && !(s->cur && s->txnid == atomic_load(&seg->latest)))
-        rc = mote__err(MOTE_BUSY, "store %s: commits come too fast to read the latest", s->path);
-    return rc;
+    return rc ? rc : mote__err(MOTE_BUSY, "store %s: commits come too fast to read the latest",
+                               s->path);
 }
 
 /* The newest valid commit slot of the file (index), or -1; buf: 2 pages. */

@@ -163,6 +163,19 @@ def sqlite_restore(mem, db_file):
     dst.close()
 
 
+def sqlite_max_variables():
+    """SQLite's default limit on variables per statement (SQLITE_MAX_VARIABLE_NUMBER:
+    32,766 since 3.32, so also in the seed's 3.53.1), or this build's if lower. Debian's
+    SQLite allows 250,000, but the statements stay those of the seed's build, and bigger
+    ones gained nothing here (peewee, 10,000 rows: 100 to 5,000 rows a statement within
+    noise). Bulk inserts that split by it: peewee, Piccolo, ormar."""
+    c = sqlite3.connect(":memory:")
+    try:
+        return min(32766, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    finally:
+        c.close()
+
+
 def sqlite_all_ids(db_file, table="journal"):
     c = _side(db_file)
     ids = [r[0] for r in c.execute(f"SELECT id FROM {table}")]

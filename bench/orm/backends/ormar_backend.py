@@ -27,7 +27,6 @@ code paths (benchmarks/ormar).
 
 import asyncio
 import os
-import sqlite3
 from datetime import datetime
 from decimal import Decimal
 from typing import ForwardRef, Optional
@@ -37,7 +36,7 @@ import sqlalchemy
 from sqlalchemy import event
 
 from bench.orm import spec
-from bench.orm.backends.base import AsyncBackend, fresh_dir, pkg_versions
+from bench.orm.backends.base import AsyncBackend, fresh_dir, pkg_versions, sqlite_max_variables
 
 TEST = int(os.environ.get("BENCH_ORM_TEST", "1"))
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
@@ -90,17 +89,6 @@ else:
     Journal = type(ormar.Model)("Journal", (ormar.Model,), ns)
 
 
-
-def _max_variables():
-    """SQLite's default limit on variables per statement (32,766 since 3.32, the seed's),
-    or this build's if lower (Debian's allows 250,000; the statements stay the seed's)."""
-    c = sqlite3.connect(":memory:")
-    try:
-        return min(32766, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
-    finally:
-        c.close()
-
-
 def _params_per_row():
     """Values a row of bulk_create()'s INSERT carries (what it sends: prepare_model_to_save();
     the unset id is left out)."""
@@ -108,7 +96,7 @@ def _params_per_row():
     return len(o.prepare_model_to_save(o.model_dump()))
 
 
-MAX_VARIABLES = _max_variables()
+MAX_VARIABLES = sqlite_max_variables()
 PARAMS_PER_ROW = _params_per_row()
 CHUNK = MAX_VARIABLES // PARAMS_PER_ROW
 

@@ -29,14 +29,13 @@
 
 import json
 import os
-import sqlite3
 from datetime import datetime
 
 from peewee import (BigIntegerField, CharField, DateTimeField, DecimalField, FloatField, ForeignKeyField,
                     IntegerField, Model, SmallIntegerField, SqliteDatabase, TextField, chunked)
 
 from bench.orm import spec
-from bench.orm.backends.base import SyncBackend, fresh_dir, pkg_versions
+from bench.orm.backends.base import SyncBackend, fresh_dir, pkg_versions, sqlite_max_variables
 
 TEST = int(os.environ.get("BENCH_ORM_TEST", "1"))
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
@@ -98,19 +97,7 @@ if TEST == 2:
 BULK_FIELDS = [Journal.level, Journal.text]
 
 
-def _max_variables():
-    """SQLite's default limit on variables per statement (SQLITE_MAX_VARIABLE_NUMBER:
-    32,766 since 3.32, so also in the seed's 3.53.1), or this build's if lower. Debian's
-    SQLite allows 250,000, but the statements stay those of the seed's build, and bigger
-    ones gained nothing here (10,000 rows: 100 to 5,000 rows a statement within noise)."""
-    c = sqlite3.connect(":memory:")
-    try:
-        return min(32766, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
-    finally:
-        c.close()
-
-
-MAX_VARIABLES = _max_variables()
+MAX_VARIABLES = sqlite_max_variables()
 PARAMS_PER_ROW = len(Journal.insert_many([(10, "")], fields=BULK_FIELDS).sql()[1])
 ROWS_PER_STATEMENT = MAX_VARIABLES // PARAMS_PER_ROW
 

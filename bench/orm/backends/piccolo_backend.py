@@ -25,7 +25,6 @@
 
 import asyncio
 import os
-import sqlite3
 
 from piccolo.columns import (JSONB, BigInt, DoublePrecision, ForeignKey, Integer, Numeric, SmallInt, Text,
                              Timestamp, Varchar)
@@ -34,7 +33,7 @@ from piccolo.engine.sqlite import SQLiteEngine
 from piccolo.table import Table
 
 from bench.orm import spec
-from bench.orm.backends.base import AsyncBackend, fresh_dir, pkg_versions
+from bench.orm.backends.base import AsyncBackend, fresh_dir, pkg_versions, sqlite_max_variables
 
 TEST = int(os.environ.get("BENCH_ORM_TEST", "1"))
 DB_FILE = os.path.join(os.environ.get("BENCH_ORM_DIR", "."), "db.sqlite3")
@@ -69,18 +68,7 @@ if TEST == 2:
     TABLES.append(JournalRelated)
 
 
-
-def _max_variables():
-    """SQLite's default limit on variables per statement (32,766 since 3.32, the seed's),
-    or this build's if lower (Debian's allows 250,000; the statements stay the seed's)."""
-    c = sqlite3.connect(":memory:")
-    try:
-        return min(32766, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
-    finally:
-        c.close()
-
-
-MAX_VARIABLES = _max_variables()
+MAX_VARIABLES = sqlite_max_variables()
 # parameters a row of Journal.insert() (the id is sent as DEFAULT, not as a parameter)
 PARAMS_PER_ROW = len(Journal.insert(Journal(level=10, text="")).querystrings[0].compile_string(
     engine_type="sqlite")[1])

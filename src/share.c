@@ -562,6 +562,24 @@ int mote__share_ready(mote_store *s)
 
 /* ---- snapshots -------------------------------------------------------------- */
 
+/* Of the root slots in buf (`have` bytes of the file's start), the valid
+ * commit slot with the highest txnid in [lo, hi] (*tx), or -1. */
+static int best_slot(const mote_store *s, const uint8_t *buf, size_t have, uint64_t lo,
+                     uint64_t hi, uint64_t *tx)
+{
+    int best = -1;
+    *tx = 0;
+    for (int i = 0; i < 2 && have >= (size_t)(i + 1) * s->P; i++) {
+        const uint8_t *d = buf + (size_t)i * s->P;
+        uint64_t t = rd64(d + 24);
+        if (mote__slot_valid(d, s->P, i) == 1 && t >= lo && t <= hi && (best < 0 || t > *tx)) {
+            best = i;
+            *tx = t;
+        }
+    }
+    return best;
+}
+
 /* Both slots are read at once: while a writer rewrites one (torn: its hash
  * fails), the other holds the commit before, so a reader always finds a
  * published commit even when another process commits faster than it reads
@@ -587,17 +605,8 @@ int mote__share_refresh(mote_store *s)
             rc = mote__ioerr((int)r, "read", s->path);
             break;
         }
-        uint64_t now = atomic_load(&seg->latest); /* published by the time of the read */
-        int best = -1;
-        uint64_t bt = 0;
-        for (int i = 0; i < 2 && (size_t)r >= (size_t)(i + 1) * s->P; i++) { /* (a new file: one) */
-            const uint8_t *d = buf + (size_t)i * s->P;
-            uint64_t tx = rd64(d + 24);
-            if (mote__slot_valid(d, s->P, i) == 1 && tx >= latest && tx <= now && tx > bt) {
-                best = i;
-                bt = tx;
-            }
-        }
+        uint64_t bt, now = atomic_load(&seg->latest); /* published by the time of the read */
+        int best = best_slot(s, buf, (size_t)r, latest, now, &bt); /* (a new file: one page) */
         if (best < 0)
             continue; /* both rewritten meanwhile: again */
         snap *sn = mote__snap_new(s->P);
@@ -629,10 +638,8 @@ static int newest_slot(mote_store *s, uint8_t *buf, int *rc)
         *rc = mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path);
         return -1;
     }
-    int va = mote__slot_valid(buf, s->P, 0) == 1, vb = mote__slot_valid(buf + s->P, s->P, 1) == 1;
-    if (!va && !vb)
-        return -1;
-    return va && (!vb || rd64(buf + 24) > rd64(buf + s->P + 24)) ? 0 : 1;
+    uint64_t tx;
+    return best_slot(s, buf, 2u * s->P, 0, UINT64_MAX, &tx);
 }
 
 int mote__share_outsider_refresh(mote_store *s)

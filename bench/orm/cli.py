@@ -51,8 +51,9 @@ def parse_args(argv):
     p.add_argument("--resume", action="store_true",
                    help="continue the run whose results are in --out (same options): keep its measured "
                         "backend x mode blocks and run the others")
-    p.add_argument("--redo", nargs="+", action="extend", metavar="MODE", default=[],
-                   help="with --resume: measure these modes again (their earlier blocks are dropped)")
+    p.add_argument("--redo", nargs="+", action="extend", metavar="MODE[:BACKEND]", default=[],
+                   help="with --resume: measure these modes again, or one backend's block of a mode "
+                        "(large:motedb); the earlier blocks are dropped")
     return p.parse_args(argv)
 
 
@@ -151,10 +152,20 @@ def load_resume(cfg, redo):
     diff = [f"{k}: {pc.get(k)!r} there, {cfg[k]!r} here" for k in RESUME_KEYS if pc.get(k) != cfg[k]]
     if diff:
         sys.exit("--resume: the earlier run used other settings (" + "; ".join(diff) + ")")
-    bad = [m for m in redo if m not in cfg["modes"]]
+    bad = [r for r in redo if r.partition(":")[0] not in cfg["modes"]]
     if bad:
         sys.exit(f"--redo: {', '.join(bad)} not among this run's modes {cfg['modes']}")
+    bad = [r for r in redo if r.partition(":")[2] and r.partition(":")[2] not in cfg["backends"]]
+    if bad:
+        sys.exit(f"--redo: {', '.join(bad)}: backend not among this run's {','.join(cfg['backends'])}")
     return prev
+
+
+def redo_filter(redo):
+    """keep(mode, label): False for the blocks --redo names (a mode, or mode:backend-id)."""
+    whole = {r for r in redo if ":" not in r}
+    single = {(m, BY_ID[i].label) for m, _, i in (r.partition(":") for r in redo if ":" in r)}
+    return lambda mode, label: mode not in whole and (mode, label) not in single
 
 
 def check_db_dir(db_dir, log):
@@ -219,22 +230,21 @@ class Orchestrator:
         self.sessions = []       # with --resume: the earlier invocations' environments
 
     def resume_from(self, prev, redo):
-        """Take over the measured blocks of an earlier (interrupted) run, except those of
-        the modes in redo; run() then skips the blocks kept."""
-        def keep(mode):
-            return mode not in redo
+        """Take over the measured blocks of an earlier (interrupted) run, except those
+        redo names (redo_filter); run() then skips the blocks kept."""
+        keep = redo_filter(redo)
         for c in prev.get("cells", []):
-            if keep(c["mode"]):
+            if keep(c["mode"], c["backend"]):
                 self.samples[(c["test"], c["mode"], c["backend"], c["op"])] = list(c["runs"])
         for s in prev.get("skipped", []):
-            if keep(s["mode"]):
+            if keep(s["mode"], s["backend"]):
                 self.skipped[(s["test"], s["mode"], s["backend"], s["op"])] = s["reason"]
-        self.errors = [e for e in prev.get("errors", []) if keep(e["mode"])]
+        self.errors = [e for e in prev.get("errors", []) if keep(e["mode"], e["backend"])]
         self.check_failures = list(prev.get("check_failures", []))
         env = prev.get("environment", {})
         self.backend_info = dict(env.get("backends", {}))
-        self.gates = [g for g in env.get("load_gate", []) if keep(g["mode"])]
-        self.blocks = [b for b in env.get("blocks", []) if keep(b["mode"])]
+        self.gates = [g for g in env.get("load_gate", []) if keep(g["mode"], g["backend"])]
+        self.blocks = [b for b in env.get("blocks", []) if keep(b["mode"], b["backend"])]
         earlier = env.get("sessions") or [{k: env.get(k) for k in ("date", "git_commit", "kernel", "cpu")}]
         self.sessions = earlier
 

@@ -216,3 +216,131 @@ def charts(cells, geomeans, out_dir):
         plt.close(fig)
         files.append("summary.png")
     return files
+
+
+# --- README's table, per-operation ratios, before/after ----------------------------
+# python3 -m bench.orm.report RESULTS.json [--readme README.md] [--ops] [--diff OLD.json]
+
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _keys(geomeans):
+    return sorted({(g["mode"], g["test"]) for g in geomeans},
+                  key=lambda k: (list(spec.MODES).index(k[0]) if k[0] in spec.MODES else 99, k[1]))
+
+
+def readme_table(doc):
+    """README's table: geometric means per backend and (mode, test), MoteDB in bold, then
+    MoteDB / ObjectBox and MoteDB / the best SQL ORM among those with every operation."""
+    gms, keys = doc["geomean"], _keys(doc["geomean"])
+    val = {(g["backend"], g["mode"], g["test"]): g for g in gms}
+    labels = sorted({g["backend"] for g in gms}, key=_backend_order)
+    full = len(spec.GEOMEAN_OPS)
+
+    def cell(lb, k):
+        g = val.get((lb,) + k)
+        if not g or not g["value"]:
+            return "n/a"
+        s = _fmt(g["value"])
+        return s + (f" ({g['ops']} ops)" if g["ops"] != full else "")
+
+    out = ["| backend | " + " | ".join(f"{m} T{t}" for m, t in keys) + " |",
+           "|---|" + "---:|" * len(keys)]
+    for lb in labels:
+        row = [cell(lb, k) for k in keys]
+        if lb == "MoteDB":
+            out.append(f"| **{lb}** | " + " | ".join(f"**{c}**" for c in row) + " |")
+        else:
+            out.append(f"| {lb} | " + " | ".join(row) + " |")
+    mote = {k: (val.get(("MoteDB",) + k) or {}).get("value") for k in keys}
+    obx = [(val.get(("ObjectBox",) + k) or {}).get("value") for k in keys]
+    out.append("| MoteDB / ObjectBox | " + " | ".join(
+        f"{mote[k] / o:.1f}x" if mote[k] and o else "–" for k, o in zip(keys, obx)) + " |")
+    row = []
+    for k in keys:
+        sql = [(val[(lb,) + k]["value"], lb) for lb in labels if _is_sql_orm(lb) and (lb,) + k in val
+               and val[(lb,) + k]["ops"] == full and val[(lb,) + k]["value"]]
+        best = max(sql) if sql else None
+        row.append(f"{mote[k] / best[0]:.1f}x ({best[1]})" if best and mote[k] else "–")
+    out.append("| MoteDB / best SQL ORM with all ops | " + " | ".join(row) + " |")
+    return "\n".join(out) + "\n"
+
+
+def ops_table(doc, a="MoteDB", b="ObjectBox"):
+    """a / b per operation (median over median) for every test and mode, with the geometric mean."""
+    med = {(c["test"], c["mode"], c["backend"], c["op"]): c["median"] for c in doc["cells"]}
+    gm = {(g["test"], g["mode"], g["backend"]): g["value"] for g in doc["geomean"]}
+    ops = list(spec.GEOMEAN_OPS)
+    out = ["| test, mode | " + " | ".join(ops) + " | GM |", "|---|" + "---:|" * (len(ops) + 1)]
+    for mode, test in _keys(doc["geomean"]):
+        row = []
+        for op in ops:
+            x, y = med.get((test, mode, a, op)), med.get((test, mode, b, op))
+            row.append(f"{x / y:.1f}" if x and y else "–")
+        x, y = gm.get((test, mode, a)), gm.get((test, mode, b))
+        row.append(f"{x / y:.1f}" if x and y else "–")
+        out.append(f"| T{test} {mode} | " + " | ".join(row) + " |")
+    return "\n".join(out) + "\n"
+
+
+def diff_table(old, new):
+    """Geometric means per backend, old -> new (ratio), for the (mode, test) pairs of new."""
+    keys = _keys(new["geomean"])
+    ov = {(g["backend"], g["mode"], g["test"]): g["value"] for g in old["geomean"]}
+    nv = {(g["backend"], g["mode"], g["test"]): g["value"] for g in new["geomean"]}
+    labels = sorted({g["backend"] for g in new["geomean"]}, key=_backend_order)
+    out = ["| backend | " + " | ".join(f"{m} T{t}" for m, t in keys) + " |", "|---|" + "---|" * len(keys)]
+    for lb in labels:
+        row = []
+        for m, t in keys:
+            o, n = ov.get((lb, m, t)), nv.get((lb, m, t))
+            row.append(f"{_fmt(o)} → {_fmt(n)} ({n / o:.2f}x)" if o and n else
+                       (f"– → {_fmt(n)}" if n else "n/a"))
+        out.append(f"| {lb} | " + " | ".join(row) + " |")
+    return "\n".join(out) + "\n"
+
+
+README_MARK = ("<!-- orm-table -->", "<!-- /orm-table -->")
+
+
+def replace_readme(path, table):
+    """Put table between README's markers; exits with a message if they are missing."""
+    with open(path) as f:
+        text = f.read()
+    start, end = text.find(README_MARK[0]), text.find(README_MARK[1])
+    if start < 0 or end < start:
+        raise SystemExit(f"{path}: no {README_MARK[0]} ... {README_MARK[1]} markers")
+    text = text[:start + len(README_MARK[0])] + "\n" + table + text[end:]
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main(argv=None):
+    import argparse
+    p = argparse.ArgumentParser(prog="python3 -m bench.orm.report",
+                                description="tables from a run's results.json")
+    p.add_argument("results", help="results.json of a run")
+    p.add_argument("--readme", help="replace the table between README's orm-table markers")
+    p.add_argument("--ops", action="store_true", help="MoteDB / ObjectBox per operation")
+    p.add_argument("--diff", metavar="OLD", help="geometric means OLD -> this run, per backend")
+    a = p.parse_args(argv)
+    doc = _load(a.results)
+    if not doc["config"].get("complete", True):
+        print(f"note: {a.results} is a partial run")
+    table = readme_table(doc)
+    if a.readme:
+        replace_readme(a.readme, table)
+        print(f"{a.readme}: table replaced")
+    else:
+        print(table)
+    if a.ops:
+        print(ops_table(doc))
+    if a.diff:
+        print(diff_table(_load(a.diff), doc))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -145,6 +145,7 @@ static void store_free(mote_store *s)
     mote__free(s->bm);
     mote__free(s->pend);
     mote__free(s->pendv);
+    mote__free(s->seen);
     mote__free(s->path);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->wmu);

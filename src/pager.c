@@ -553,7 +553,7 @@ static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index)
 {
     mote_store *s = t->s;
     if (s->seg) /* the freed pages go to the segment's ring too */
-        mote__share_committed(s, t->txnid, index, t->freed, t->nfreed);
+        mote__share_committed(s, t->txnid, t->root->data, t->freed, t->nfreed);
     for (size_t i = 0; i < t->nfreed; i++) {
         if (s->npend == s->cap_pend) {
             size_t n = s->cap_pend ? s->cap_pend * 2 : 64;

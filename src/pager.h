@@ -150,6 +150,8 @@ struct mote_store {
                             process's commit makes it stale) */
     uint64_t own_since;  /* every commit from this one on was this process's (0:
                             none), so its pending list knows their freed pages */
+    struct seen_alive *seen; /* slots of other processes found alive, and when
+                            (share.c; allocated at the first check) */
     long forked_from;    /* in a forked child: the pid that opened it (open.c) */
     void *objects;       /* the object layer's state (object.h), in this block */
 };
@@ -321,8 +323,8 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed);
 /* A write transaction across processes: the writer lock (waiting up to the
  * busy timeout), the latest commit; its commit published; its end. */
 int mote__share_write_begin(mote_store *s);
-void mote__share_committed(mote_store *s, uint64_t txnid, int index, const uint32_t *freed,
-                           size_t nfreed);
+void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
+                           const uint32_t *freed, size_t nfreed);
 /* At a write transaction's begin: the oldest snapshot of any process (local:
  * this one's; needed: the newest tag this process's pending list holds),
  * the ring's entries every snapshot is past dropped; then s->pend = the

@@ -14,11 +14,14 @@
  *           the writer mutex
  *   slots   one per process: its pid, start time and oldest snapshot
  *   ring    the pages recent commits freed, with the commit (pages 2-4)
+ *   root    a copy of the latest commit's root slot (from page 5; written
+ *           once a second process has opened the store)
  *
  * The read path makes no system call (one costs ~0.4 µs here, a get from
  * Python ~0.7 µs in all): a reader compares the header's latest txnid with
- * its own and only reads the root slot again (one pread) when another
- * process committed. It publishes its snapshot in its slot and then reads
+ * its own and, when another process committed, copies the root slot from
+ * the segment (a sequence lock guards the copy; without a copy of that
+ * commit, one pread of both slots of the file). It publishes its snapshot in its slot and then reads
  * the latest txnid again; if that moved, it takes the newer one. So a
  * writer that reads the slots after the publish sees the snapshot, and one
  * that read them before reuses only pages freed by commits up to its own
@@ -77,10 +80,12 @@
 #include "pager.h"
 
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
-#define SEG_VERSION 1u
+#define SEG_VERSION 2u
 #define SEG_PAGE 4096u
 #define RING_PAGES 3u
 #define SEG_BYTES ((1u + RING_PAGES) * SEG_PAGE) /* header and slots; the ring */
+#define ROOT_MAX 65536u                          /* the largest page size */
+#define SEG_MAP (SEG_BYTES + ROOT_MAX)           /* and the copy of the latest root slot */
 #define SEG_HEADER 192u
 #define SEG_SLOTS ((SEG_PAGE - SEG_HEADER) / 24u)
 #define RING (RING_PAGES * SEG_PAGE / 12u)
@@ -103,6 +108,8 @@ struct segment {
     _Atomic uint64_t latest;      /* txnid of the latest durable commit */
     _Atomic uint64_t next_txnid;  /* the next write transaction's id */
     uint64_t dropped;             /* ring entries dropped: up to this commit (writer) */
+    _Atomic uint64_t root_seq;    /* the root copy's sequence lock: odd while written */
+    _Atomic uint64_t root_txn;    /* the commit whose root slot `root` holds */
     _Atomic uint32_t latest_slot; /* the root slot holding `latest` */
     _Atomic uint32_t writer;      /* pid in a write transaction, 0 */
     _Atomic uint32_t writing;     /* a write transaction is open (or its process died) */
@@ -110,14 +117,17 @@ struct segment {
     pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
     uint32_t ring_head, ring_n;   /* the ring's oldest entry and count (writer) */
     _Atomic uint32_t slots_hi;    /* no slot at or above this one was ever used */
-    uint8_t reserved[SEG_HEADER - 84 - sizeof(pthread_mutex_t)];
+    uint8_t reserved[SEG_HEADER - 100 - sizeof(pthread_mutex_t)];
     segslot slot[SEG_SLOTS];
     uint8_t pad[SEG_PAGE - SEG_HEADER - SEG_SLOTS * 24];
     uint64_t ring_tag[RING];      /* page ring_pgno[i] was freed by commit ring_tag[i] */
     uint32_t ring_pgno[RING];
+    uint8_t root[ROOT_MAX];       /* the latest root slot, once a second process came */
 };
 
-_Static_assert(sizeof(struct segment) <= SEG_BYTES, "the segment's size");
+_Static_assert(offsetof(struct segment, slot) == SEG_HEADER, "the header's size");
+_Static_assert(offsetof(struct segment, root) == SEG_BYTES, "the root copy's place");
+_Static_assert(sizeof(struct segment) == SEG_MAP, "the segment's size");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics in shared memory");
 
 static _Atomic int nmapped; /* segments this process maps */
@@ -255,6 +265,33 @@ static int slot_alive(const mote_store *s, const struct segment *seg, unsigned i
     return start == 0 || (start & 0xFFFFFFFFu) == o >> 32; /* unreadable /proc: alive */
 }
 
+/* A slot's owner found alive is taken as alive for ALIVE_US more: a writer
+ * asks at every write transaction about each process whose snapshot holds
+ * pages back, and the check costs five system calls (the byte lock, kill,
+ * and /proc/PID/stat's open, read, close), 10-20 µs inside the writer lock.
+ * A process that died meanwhile holds pages back that much longer. */
+#define ALIVE_US 100000u
+
+struct seen_alive {
+    uint64_t owner, at; /* slot i's owner word, the time (µs) it was found alive */
+};
+
+static int slot_alive_cached(mote_store *s, const struct segment *seg, unsigned i, uint64_t o)
+{
+    uint64_t now = now_us();
+    if (s->seen && s->seen[i].owner == o && now - s->seen[i].at < ALIVE_US)
+        return 1;
+    if (!slot_alive(s, seg, i))
+        return 0;
+    if (!s->seen)
+        s->seen = mote__calloc(SEG_SLOTS, sizeof *s->seen);
+    if (s->seen) { /* (no memory: asked again next time) */
+        s->seen[i].owner = o;
+        s->seen[i].at = now;
+    }
+    return 1;
+}
+
 /* Free a dead process's slot (one freer wins; the next owner resets the
  * snapshot, which nobody counts while the owner is dead). */
 static void slot_reclaim(segslot *sl, uint64_t dead)
@@ -336,10 +373,13 @@ static int claim_slot(mote_store *s, struct segment *seg)
                      s->path, SEG_SLOTS);
 }
 
-/* The first opener's work on a new or stale segment: zeroes, the writer mutex. */
+/* The first opener's work on a new or stale segment: zeroes, the writer mutex.
+ * Only the first page: the ring's entries and the root copy are read only
+ * where the header says they were written (ring_n, root_seq), so their pages
+ * stay untouched (no memory) until a commit needs them. */
 static int seg_init(struct segment *seg)
 {
-    memset(seg, 0, SEG_BYTES);
+    memset(seg, 0, SEG_PAGE);
     pthread_mutexattr_t a;
     int r = pthread_mutexattr_init(&a);
     if (!r && !(r = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED)) &&
@@ -417,15 +457,15 @@ static int seg_attach(mote_store *s)
                            s->mode);
         goto fail;
     }
-    if ((creator || (s->alone && fi.size < SEG_BYTES)) &&
-        (r = io->ftruncate(io->ctx, fd, SEG_BYTES)))
+    if ((creator || (s->alone && fi.size < SEG_MAP)) &&
+        (r = io->ftruncate(io->ctx, fd, SEG_MAP)))
         goto io_fail;
-    if (!creator && !s->alone && fi.size < SEG_BYTES) { /* its creator is on it */
+    if (!creator && !s->alone && fi.size < SEG_MAP) { /* its creator is on it */
         rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s is being made; try again",
                        s->path, path);
         goto fail;
     }
-    if ((r = io->map(io->ctx, fd, SEG_BYTES, &map)))
+    if ((r = io->map(io->ctx, fd, SEG_MAP, &map)))
         goto io_fail;
     struct segment *seg = map;
     /* Alone, an existing segment is stale (a crash) unless a process holds a
@@ -458,7 +498,7 @@ io_fail:
 fail:
     s->slot = -1;
     if (map)
-        io->unmap(io->ctx, map, SEG_BYTES);
+        io->unmap(io->ctx, map, SEG_MAP);
     io->close(io->ctx, fd);
     return rc;
 }
@@ -580,11 +620,64 @@ static int best_slot(const mote_store *s, const uint8_t *buf, size_t have, uint6
     return best;
 }
 
-/* Both slots are read at once: while a writer rewrites one (torn: its hash
- * fails), the other holds the commit before, so a reader always finds a
- * published commit even when another process commits faster than it reads
- * (a writer without syncs). A slot whose txnid is above the latest
- * published one is a commit not yet published (not yet synced): ignored. */
+/* s->cur becomes the root slot `sn` of commit txnid. */
+static void adopt(mote_store *s, snap *sn, uint64_t txnid)
+{
+    if (s->cur)
+        mote__snap_unref(s->cur);
+    s->cur = sn;
+    s->txnid = txnid;
+    s->base_slot = (int)rd32(sn->data + 16);
+    s->marker_ok = 0;
+    s->synced = !atomic_load(&s->seg->need_sync);
+}
+
+/* The segment's copy of the latest root slot, if it holds commit `latest`:
+ * a copy in memory instead of a pread of the file and two slot hashes (a
+ * reader of a store that other processes write takes a new snapshot at
+ * almost every transaction). A sequence lock guards it: the writer makes
+ * root_seq odd, copies, sets root_txn and makes it even; a copy taken while
+ * root_seq moved is dropped. Writers keep it once a second process opened
+ * the store (a store only ever open in one process never touches its page). */
+static snap *root_copy(const mote_store *s, uint64_t latest)
+{
+    struct segment *seg = s->seg;
+    uint64_t seq = atomic_load_explicit(&seg->root_seq, memory_order_acquire);
+    if (!seq || (seq & 1) || atomic_load_explicit(&seg->root_txn, memory_order_relaxed) != latest)
+        return NULL;
+    snap *sn = mote__snap_new(s->P);
+    if (!sn)
+        return NULL;
+    memcpy(sn->data, seg->root, s->P);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&seg->root_seq, memory_order_relaxed) != seq ||
+        rd64(sn->data + 24) != latest || rd32(sn->data + 20) != SLOT_KIND_COMMIT ||
+        rd32(sn->data + 16) > 1) {
+        mote__snap_unref(sn);
+        return NULL;
+    }
+    return sn;
+}
+
+/* A commit's root slot into the segment's copy (the writer, before it
+ * publishes the commit). */
+static void root_copy_put(struct segment *seg, const uint8_t *slot, uint32_t P, uint64_t txnid)
+{
+    uint64_t seq = atomic_load_explicit(&seg->root_seq, memory_order_relaxed) | 1;
+    atomic_store_explicit(&seg->root_seq, seq, memory_order_relaxed); /* odd: a writer dying */
+    atomic_thread_fence(memory_order_release);                        /* here leaves it odd */
+    memcpy(seg->root, slot, P);
+    atomic_store_explicit(&seg->root_txn, txnid, memory_order_relaxed);
+    atomic_store_explicit(&seg->root_seq, seq + 1, memory_order_release);
+}
+
+/* The root slot comes from the segment's copy when it holds the latest
+ * commit, else from the file: both slots are read at once, as while a
+ * writer rewrites one (torn: its hash fails) the other holds the commit
+ * before, so a reader always finds a published commit even when another
+ * process commits faster than it reads (a writer without syncs). A slot
+ * whose txnid is above the latest published one is a commit not yet
+ * published (not yet synced): ignored. */
 int mote__share_refresh(mote_store *s)
 {
     struct segment *seg = s->seg;
@@ -593,6 +686,12 @@ int mote__share_refresh(mote_store *s)
     for (int tries = 0; tries < 1000; tries++) {
         uint64_t latest = atomic_load(&seg->latest);
         if (latest == s->txnid && s->cur) {
+            mote__free(buf);
+            return MOTE_OK;
+        }
+        snap *sn = s->cur ? root_copy(s, latest) : NULL;
+        if (sn) {
+            adopt(s, sn, latest);
             mote__free(buf);
             return MOTE_OK;
         }
@@ -609,19 +708,13 @@ int mote__share_refresh(mote_store *s)
         int best = best_slot(s, buf, (size_t)r, latest, now, &bt); /* (a new file: one page) */
         if (best < 0)
             continue; /* both rewritten meanwhile: again */
-        snap *sn = mote__snap_new(s->P);
+        sn = mote__snap_new(s->P);
         if (!sn) {
             rc = mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
             break;
         }
         memcpy(sn->data, buf + (size_t)best * s->P, s->P);
-        if (s->cur)
-            mote__snap_unref(s->cur);
-        s->cur = sn;
-        s->txnid = bt;
-        s->base_slot = best;
-        s->marker_ok = 0;
-        s->synced = !atomic_load(&seg->need_sync);
+        adopt(s, sn, bt);
         mote__free(buf);
         return MOTE_OK;
     }
@@ -730,7 +823,7 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed)
         uint64_t sn = atomic_load(&seg->slot[i].snap);
         if (sn >= needed || sn >= oldest)
             continue;
-        if (!slot_alive(s, seg, i)) { /* its process died: reclaim the slot */
+        if (!slot_alive_cached(s, seg, i, o)) { /* its process died: reclaim the slot */
             slot_reclaim(&seg->slot[i], o);
             continue;
         }
@@ -856,10 +949,13 @@ void mote__share_pending(mote_store *s, uint64_t oldest)
                 bit_set(s->pend, p);
 }
 
-void mote__share_committed(mote_store *s, uint64_t txnid, int index, const uint32_t *freed,
-                           size_t nfreed)
+void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
+                           const uint32_t *freed, size_t nfreed)
 {
     struct segment *seg = s->seg;
+    int index = (int)rd32(slot + 16);
+    if (atomic_load(&seg->slots_hi) > 1) /* another process has opened the store */
+        root_copy_put(seg, slot, s->P, txnid);
     for (size_t i = 0; i < nfreed; i++) { /* before the commit is published */
         if (seg->ring_n == RING) { /* full: the oldest goes, and no free page is used for now */
             if (seg->ring_tag[seg->ring_head] > seg->dropped)
@@ -904,7 +1000,7 @@ void mote__share_forked(mote_store *s)
 {
     if (!s->seg)
         return;
-    s->io->unmap(s->io->ctx, s->seg, SEG_BYTES);
+    s->io->unmap(s->io->ctx, s->seg, SEG_MAP);
     s->seg = NULL;
     atomic_fetch_sub(&nmapped, 1);
 }
@@ -921,7 +1017,7 @@ void mote__share_close(mote_store *s)
         io->unlink(io->ctx, path);
     }
     slot_reclaim(&seg->slot[s->slot], my_pid(s));
-    io->unmap(io->ctx, seg, SEG_BYTES);
+    io->unmap(io->ctx, seg, SEG_MAP);
     s->seg = NULL;
     atomic_fetch_sub(&nmapped, 1);
 }

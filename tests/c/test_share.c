@@ -694,6 +694,67 @@ TEST(share_open_syscalls)
     close(fds[1]);
 }
 
+/* A reader in another process takes the commit another process made since
+ * its last transaction from the segment's copy of the root slot: no system
+ * call (before, one pread of both slots and two slot hashes). The copy is
+ * made only once a second process opened the store. */
+TEST(share_reader_takes_root_copy)
+{
+    const char *p = test_path("copy.mote");
+    mote_options o = {MOTE_CREATE, 0, 0, &counting};
+    mote_store *s = test_open(p, &o);
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    OK(mote_kv_put(t, tr, "k", 1, "v1", 2, 0));
+    OK(mote_commit(t));
+    int to_child[2], to_parent[2];
+    CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(to_child[1]);
+        close(to_parent[0]);
+        mote_store *c = test_open(p, &o);
+        char b = 'r';
+        CHECK(write(to_parent[1], &b, 1) == 1);
+        for (int round = 2; round <= 4; round++) {
+            CHECK(read(to_child[0], &b, 1) == 1); /* the parent committed v<round> */
+            memset(calls, 0, sizeof calls);
+            mote_txn *r;
+            mote_val v;
+            char want[3] = {'v', (char)('0' + round), 0};
+            OK(mote_begin(c, MOTE_TXN_RDONLY, &r));
+            OK(mote_kv_tree(r, "t", 0, &tr));
+            OK(mote_kv_get(r, tr, "k", 1, &v));
+            CHECK(v.size == 2 && memcmp(v.data, want, 2) == 0);
+            mote_abort(r);
+            printf("round %d: %ld system calls to read the new commit\n", round, total_calls());
+            CHECK(total_calls() == 0);
+            CHECK(write(to_parent[1], &b, 1) == 1);
+        }
+        OK(mote_close(c));
+        _exit(0);
+    }
+    close(to_child[0]); /* a child that fails ends its pipe: the read below fails */
+    close(to_parent[1]);
+    char b;
+    CHECK(read(to_parent[0], &b, 1) == 1);
+    for (int round = 2; round <= 4; round++) {
+        char val[3] = {'v', (char)('0' + round), 0};
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        OK(mote_kv_put(t, tr, "k", 1, val, 2, 0));
+        OK(mote_commit(t));
+        CHECK(write(to_child[1], &b, 1) == 1);
+        CHECK(read(to_parent[0], &b, 1) == 1);
+    }
+    wait_ok(pid);
+    OK(mote_close(s));
+    close(to_child[1]);
+    close(to_parent[0]);
+}
+
 /* ---- a file this process may not write -------------------------------------------- */
 
 static int refuse_errno; /* what opening for writing gives (EACCES, EROFS) */

@@ -51,11 +51,78 @@ struct mote_cursor {
     int dirty[MAX_DEPTH];  /* pg[d] was a dirty page when loaded */
     unsigned idx[MAX_DEPTH];
     uint64_t gen;          /* txn gen when positioned */
+    const uint8_t *run_leaf; /* the leaf whose cells before run_end are all of */
+    unsigned run_end;      /* this cursor's tree (NULL: not known; reset on every move) */
     uint32_t klen;
     int saved;
     struct mote_cursor *next_in_txn;
     uint8_t key[MAX_IKEY]; /* the current key, once saved (last: not cleared at open) */
 };
+/* The common cursor steps, inline (a full scan is mostly these): the next
+ * entry inside the same leaf, and the current entry when its value is in the
+ * leaf. Each returns 0 without changing anything when the general path is
+ * needed (the tree changed in the transaction, a pinned value to release,
+ * the leaf's end, another tree's key, an overflow value). */
+static inline int mote__cur_next_in_leaf(mote_cursor *c)
+{
+    int d = c->depth - 1;
+    if (d < 0 || c->gen != c->t->gen || c->t->held)
+        return 0;
+    const uint8_t *n = d == 0 ? c->t->root->data + SLOT_ROOT_OFF : c->pg[d]->data;
+    unsigned i = c->idx[d] + 1;
+    if (n != c->run_leaf) { /* a new leaf: is its last key of this tree? then all are */
+        unsigned nk = n_nkeys(n);
+        uint32_t kl;
+        const uint8_t *k = nk ? leaf_key(n, nk - 1, &kl) : NULL;
+        int ours = k && kl >= c->lolen;
+        for (uint32_t j = 0; ours && j < c->lolen; j++) /* its tree: a byte or two */
+            ours = k[j] == c->lo[j];
+        c->run_leaf = n;
+        c->run_end = ours ? nk : 0;
+    }
+    if (i >= c->run_end) /* the leaf's end, or a leaf another tree's keys end */
+        return 0;
+    c->idx[d] = i;
+    c->saved = 0;
+    return 1;
+}
+
+static inline int mote__cur_entry_in_leaf(const mote_cursor *c, mote_val *k, mote_val *v)
+{
+    int d = c->depth - 1;
+    if (d < 0 || c->gen != c->t->gen)
+        return 0;
+    const uint8_t *n = d == 0 ? c->t->root->data + SLOT_ROOT_OFF : c->pg[d]->data;
+    const uint8_t *p = n + n_off(n, c->idx[d]); /* a validated leaf cell */
+    uint32_t kl = p[0], vf;
+    if (kl < 0x80) {
+        p++;
+    } else {
+        kl = (kl & 0x7f) | (uint32_t)p[1] << 7;
+        p += 2;
+    }
+    if (p[0] < 0x80) { /* the value's length << 1 | overflow: one or two bytes here */
+        vf = p[0];
+        p++;
+    } else if (p[1] < 0x80) {
+        vf = (p[0] & 0x7fu) | (uint32_t)p[1] << 7;
+        p += 2;
+    } else {
+        return 0;
+    }
+    if (vf & 1)
+        return 0;
+    if (k) {
+        k->data = p + c->lolen;
+        k->size = kl - c->lolen;
+    }
+    if (v) {
+        v->data = p + kl;
+        v->size = vf >> 1;
+    }
+    return 1;
+}
+
 int mote__cur_seek(mote_cursor *c, const uint8_t *k, size_t kl, int mode);
 int mote__cur_step(mote_cursor *c, int dir);
 int mote__cur_select(mote_cursor *c, uint64_t n); /* n-th key of keyspace */

@@ -23,6 +23,7 @@ void mote__cur_reset(mote_cursor *c)
         if (c->pg[d] && !c->dirty[d])
             mote__page_put(c->t->s, c->pg[d]);
     c->depth = 0;
+    c->run_leaf = NULL;
 }
 
 /* Load the child at c->idx[d] of level d into level d+1. */
@@ -39,6 +40,7 @@ static int cur_down(mote_cursor *c, int d)
     c->pg[d + 1] = child;
     c->dirty[d + 1] = child->dirty;
     c->depth = d + 2;
+    c->run_leaf = NULL; /* (a page buffer may come back at the address of another) */
     return MOTE_OK;
 }
 

@@ -762,10 +762,27 @@ int mote_cursor_last(mote_cursor *c)
     return rc ? rc : mote__cur_seek(c, c->hi, c->hilen, MOTE_SEEK_LT);
 }
 
-int mote_cursor_next(mote_cursor *c)
+/* A cursor whose next step or entry may take the inline way: its
+ * transaction is usable and has no deferred puts to write first. */
+static inline int cursor_plain(const mote_cursor *c)
+{
+    const mote_txn *t = c ? c->t : NULL;
+    return t && !(t->failed | (int)t->npend) && !store_forked(t->s);
+}
+
+/* The general ways, out of line: the inline ones then need no registers
+ * saved. */
+__attribute__((noinline)) static int cursor_next_slow(mote_cursor *c)
 {
     int rc = check_cursor(c);
     return rc ? rc : mote__cur_step(c, 1);
+}
+
+int mote_cursor_next(mote_cursor *c)
+{
+    if (cursor_plain(c) && mote__cur_next_in_leaf(c))
+        return MOTE_OK;
+    return cursor_next_slow(c);
 }
 
 int mote_cursor_prev(mote_cursor *c)
@@ -813,10 +830,17 @@ int mote__cursor_entry(mote_cursor *c, mote_val *key, mote_val *val)
     return rc;
 }
 
-int mote_cursor_get(mote_cursor *c, mote_val *key, mote_val *val)
+__attribute__((noinline)) static int cursor_get_slow(mote_cursor *c, mote_val *key, mote_val *val)
 {
     int rc = check_cursor(c);
     return rc ? rc : mote__cursor_entry(c, key, val);
+}
+
+int mote_cursor_get(mote_cursor *c, mote_val *key, mote_val *val)
+{
+    if (cursor_plain(c) && mote__cur_entry_in_leaf(c, key, val))
+        return MOTE_OK;
+    return cursor_get_slow(c, key, val);
 }
 
 /* ---- ranks for the query planner -------------------------------------------- */

@@ -96,13 +96,17 @@ static inline unsigned mote__varint_get(const uint8_t *p, const uint8_t *end, ui
     }
     return 0;
 }
-/* The same, with one byte (every key length, most value lengths, layout
- * numbers) decoded inline. */
+/* The same, with one or two bytes (every key length, value lengths below
+ * 8 KB, layout numbers) decoded inline. */
 static inline unsigned mote__varint_fast(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
     if (p < end && p[0] < 0x80) {
         *v = p[0];
         return 1;
+    }
+    if (p + 1 < end && p[1] < 0x80) {
+        *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        return 2;
     }
     return mote__varint_get(p, end, v);
 }

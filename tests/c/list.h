@@ -2,6 +2,7 @@
 X(kv_put_get_del)
 X(kv_abort_discards)
 X(kv_many_keys_and_cursor)
+X(kv_cursor_inline_steps)
 X(kv_overflow_values)
 X(kv_drop_tree)
 X(kv_bad_input)

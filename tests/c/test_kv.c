@@ -185,6 +185,74 @@ TEST(kv_many_keys_and_cursor)
     OK(mote_close(s));
 }
 
+/* The inline cursor steps (btree.h: the next entry in the same leaf, the
+ * current entry): three small trees share one leaf, so a cursor must stop
+ * where its tree's keys end inside a leaf; writes during a walk in a write
+ * transaction (the walk goes on from its key, seeing what was put after it
+ * and not what was deleted); an overflow value met on the way. */
+TEST(kv_cursor_inline_steps)
+{
+    mote_store *s = test_open(test_path("steps.mote"), NULL);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    uint32_t tr[3] = {tree(t, "x"), tree(t, "y"), tree(t, "z")};
+    char k[16], v[16];
+    for (int i = 0; i < 10; i++) /* 30 short entries: all in the root leaf */
+        for (int j = 0; j < 3; j++) {
+            snprintf(k, sizeof k, "k%02d", i);
+            snprintf(v, sizeof v, "%d-%d", j, i);
+            OK(mote_kv_put(t, tr[j], k, 3, v, strlen(v), 0));
+        }
+    static uint8_t big[5000];
+    memset(big, 7, sizeof big);
+    OK(mote_kv_put(t, tr[1], "k05", 3, big, sizeof big, 0)); /* an overflow value */
+    OK(mote_commit(t));
+    for (int w = 0; w < 2; w++) { /* a read transaction, then a write one */
+        OK(mote_begin(s, w ? 0 : MOTE_TXN_RDONLY, &t));
+        for (int j = 0; j < 3; j++) {
+            mote_cursor *c;
+            OK(mote_cursor_open(t, tr[j], &c));
+            int n = 0, rc;
+            for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c), n++) {
+                mote_val kk, vv;
+                OK(mote_cursor_get(c, &kk, &vv));
+                snprintf(k, sizeof k, "k%02d", n);
+                CHECK(kk.size == 3 && !memcmp(kk.data, k, 3));
+                if (j == 1 && n == 5) {
+                    CHECK(vv.size == sizeof big && !memcmp(vv.data, big, sizeof big));
+                } else {
+                    snprintf(v, sizeof v, "%d-%d", j, n);
+                    CHECK(vv.size == strlen(v) && !memcmp(vv.data, v, vv.size));
+                }
+            }
+            CHECK_RC(rc, MOTE_NOTFOUND);
+            CHECK(n == 10);
+            mote_cursor_close(c);
+        }
+        mote_abort(t);
+    }
+    /* writes while walking: delete the next key, put one after it */
+    OK(mote_begin(s, 0, &t));
+    mote_cursor *c;
+    OK(mote_cursor_open(t, tr[0], &c));
+    OK(mote_cursor_first(c)); /* k00 */
+    OK(mote_kv_del(t, tr[0], "k01", 3));
+    OK(mote_kv_put(t, tr[0], "k015", 4, "new", 3, 0));
+    OK(mote_cursor_next(c));
+    mote_val kk, vv;
+    OK(mote_cursor_get(c, &kk, &vv));
+    CHECK(kk.size == 4 && !memcmp(kk.data, "k015", 4) && vv.size == 3);
+    OK(mote_kv_put(t, tr[0], "k015", 4, "newer", 5, 0)); /* the current entry changes */
+    OK(mote_cursor_get(c, &kk, &vv));
+    CHECK(vv.size == 5 && !memcmp(vv.data, "newer", 5));
+    OK(mote_cursor_next(c));
+    OK(mote_cursor_get(c, &kk, NULL));
+    CHECK(kk.size == 3 && !memcmp(kk.data, "k02", 3));
+    mote_cursor_close(c);
+    mote_abort(t);
+    OK(mote_close(s));
+}
+
 TEST(kv_overflow_values)
 {
     mote_store *s = test_open(test_path("o.mote"), NULL);

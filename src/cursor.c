@@ -300,6 +300,55 @@ static unsigned dense_distance(const uint8_t *ck, uint32_t cl, const uint8_t *k,
 }
 
 /*
+ * Seek (GE) to k > the cursor's key from the cursor's stack: climb to the
+ * lowest branch whose range holds k (the parent's next separator is above
+ * k) and descend from there, instead of from the root. Ids fetched in
+ * ascending order a few leaves apart mostly stay under one branch: one
+ * compare at the level above instead of a search there, and no page to pin
+ * again (the branch is on the stack).
+ */
+static int cur_redescend(mote_cursor *c, const uint8_t *k, uint32_t kl)
+{
+    int u = c->depth - 2; /* the leaf's parent */
+    while (u > 0) { /* k > the cursor's key, so k is in node u's range if below its end */
+        const uint8_t *parent = cur_node(c, u - 1);
+        unsigned j = c->idx[u - 1] + 1;
+        uint32_t sl = 0;
+        if (j < n_nkeys(parent) && keycmp(k, kl, branch_key(parent, j, &sl), sl) < 0)
+            break; /* below the parent's next separator */
+        u--; /* past node u (or its end is the parent's): try the parent */
+    }
+    mote__txn_release_held(c->t);
+    for (int x = u + 1; x < c->depth; x++)
+        if (!c->dirty[x])
+            mote__page_put(c->t->s, c->pg[x]);
+    c->depth = u + 1;
+    c->run_leaf = NULL;
+    for (int d = u;; d++) {
+        const uint8_t *n = cur_node(c, d);
+        if (d >= MAX_DEPTH - 1)
+            return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
+        if (n_type(n) == NODE_LEAF) {
+            int found;
+            c->idx[d] = leaf_search(n, k, kl, &found);
+            break;
+        }
+        c->idx[d] = branch_search(n, k, kl);
+        int rc = cur_down(c, d);
+        if (rc) {
+            mote__cur_reset(c);
+            return rc;
+        }
+    }
+    int rc = cur_move(c, 1); /* the leaf index may be past its end */
+    if (rc) {
+        mote__cur_reset(c);
+        return rc;
+    }
+    return cur_finish(c);
+}
+
+/*
  * Exact lookup of k, leaving the cursor on it. Objects are fetched in
  * ascending id order (index entries of one value are in id order), so the
  * key is usually a few cells after the current one in the same leaf, or
@@ -336,7 +385,14 @@ int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
             }
             from++;
             if (hi == nk && keycmp(leaf_key(leaf, nk - 1, &ml), ml, k, kl32) < 0) {
-                /* past this leaf: try the next one */
+                /* past this leaf: try the next one, unless the parent's
+                 * separator after it says k lies further on */
+                if (d > 0) {
+                    const uint8_t *parent = cur_node(c, d - 1);
+                    unsigned j = c->idx[d - 1] + 2;
+                    if (j < n_nkeys(parent) && keycmp(k, kl32, branch_key(parent, j, &ml), ml) >= 0)
+                        goto descend;
+                }
                 c->idx[d] = nk;
                 rc = cur_move(c, 1);
                 if (rc && rc != MOTE_NOTFOUND) {
@@ -359,7 +415,8 @@ int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
         }
     }
 descend:
-    if ((rc = mote__cur_seek(c, k, kl, MOTE_SEEK_GE)))
+    if ((rc = c->depth >= 2 && c->gen == c->t->gen ? cur_redescend(c, k, kl32)
+                                                   : mote__cur_seek(c, k, kl, MOTE_SEEK_GE)))
         return rc;
     const uint8_t *mk = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &ml);
     return keycmp(mk, ml, k, kl32) ? MOTE_NOTFOUND : cur_value(c, v);

@@ -311,12 +311,14 @@ static int cur_redescend(mote_cursor *c, const uint8_t *k, uint32_t kl)
 {
     int u = c->depth - 2; /* the leaf's parent */
     while (u > 0) { /* k > the cursor's key, so k is in node u's range if below its end */
-        const uint8_t *parent = cur_node(c, u - 1);
-        unsigned j = c->idx[u - 1] + 1;
+        int a = u - 1; /* node u's range ends at the next separator of the nearest
+                          ancestor that has one (none: at the end of the keys) */
+        while (a >= 0 && c->idx[a] + 1 >= n_nkeys(cur_node(c, a)))
+            a--;
         uint32_t sl = 0;
-        if (j < n_nkeys(parent) && keycmp(k, kl, branch_key(parent, j, &sl), sl) < 0)
-            break; /* below the parent's next separator */
-        u--; /* past node u (or its end is the parent's): try the parent */
+        if (a < 0 || keycmp(k, kl, branch_key(cur_node(c, a), c->idx[a] + 1, &sl), sl) < 0)
+            break;
+        u = a; /* at or past that separator: node a's range may hold it */
     }
     mote__txn_release_held(c->t);
     for (int x = u + 1; x < c->depth; x++)
@@ -358,7 +360,7 @@ static int cur_redescend(mote_cursor *c, const uint8_t *k, uint32_t kl)
  */
 int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
 {
-    int d = c->depth - 1, found = 0, rc;
+    int d = c->depth - 1, found = 0, rc, ahead = 0; /* ahead: k is after the cursor's key */
     uint32_t ml, kl32 = (uint32_t)kl;
     if (d >= 0 && c->gen == c->t->gen) {
         const uint8_t *leaf = cur_node(c, d);
@@ -370,6 +372,7 @@ int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
             c->saved = 0;
             if (cmp == 0)
                 return cur_value(c, v);
+            ahead = 1;
             unsigned g = from + dense_distance(ck, ml, k, kl32);
             if (g > from && g < nk) { /* try where dense ids would put k */
                 const uint8_t *gk = leaf_key(leaf, g, &ml);
@@ -415,8 +418,8 @@ int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
         }
     }
 descend:
-    if ((rc = c->depth >= 2 && c->gen == c->t->gen ? cur_redescend(c, k, kl32)
-                                                   : mote__cur_seek(c, k, kl, MOTE_SEEK_GE)))
+    if ((rc = ahead && c->depth >= 2 ? cur_redescend(c, k, kl32)
+                                     : mote__cur_seek(c, k, kl, MOTE_SEEK_GE)))
         return rc;
     const uint8_t *mk = leaf_key(cur_node(c, c->depth - 1), c->idx[c->depth - 1], &ml);
     return keycmp(mk, ml, k, kl32) ? MOTE_NOTFOUND : cur_value(c, v);

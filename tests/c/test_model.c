@@ -685,8 +685,9 @@ TEST(model_cursor_find_id)
             uint64_t id = test_rand(&rng) % (FIND_IDS + 50);
             for (int i = 0; i < 60; i++) {
                 find_check(c, present, id, v);
-                uint64_t r = test_rand(&rng) % 16;
-                id += r < 12 ? r % 4 + 1 : r < 15 ? r * 40 : 0; /* small, large, the same */
+                uint64_t r = test_rand(&rng) % 17;
+                /* small, large, the same, or past the branch above the leaf */
+                id += r < 12 ? r % 4 + 1 : r < 15 ? r * 40 : r == 15 ? 0 : 1000 + test_rand(&rng) % 4000;
                 if (round && r == 3) { /* a new id ahead, then a removed one */
                     uint64_t nid = id + 2;
                     if (nid < FIND_IDS) {
@@ -708,5 +709,55 @@ TEST(model_cursor_find_id)
         OK(mote_commit(t));
     }
     free(v);
+    OK(mote_close(s));
+}
+
+/* Lookups in ascending order with gaps of every size in a tree of many
+ * branches (mote__cur_find: the same leaf, the next one, or a descent from
+ * the lowest branch on the cursor's stack whose range holds the key): every
+ * even id is there, no odd one. */
+TEST(model_find_ascending_across_branches)
+{
+    enum { N = 120000 };
+    mote_store *s = test_open(test_path("asc.mote"), NULL);
+    mote_txn *t;
+    uint32_t tr;
+    uint8_t k[8], v[24];
+    memset(v, 3, sizeof v);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "a", MOTE_TREE_CREATE, &tr));
+    for (uint64_t id = 2; id <= N; id += 2) {
+        mote__wr_be64(k, id);
+        OK(mote_kv_put(t, tr, k, 8, v, sizeof v, 0));
+    }
+    OK(mote_commit(t));
+    mote_stat st;
+    OK(mote_store_stat(s, &st));
+    CHECK(st.depth >= 3); /* branches below the root: climbing matters */
+    uint64_t rng = 77;
+    long found = 0, absent = 0;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    mote_cursor *c;
+    OK(mote_cursor_open(t, tr, &c));
+    for (int run = 0; run < 200; run++) {
+        uint64_t id = 1 + test_rand(&rng) % N;
+        while (id <= N + 10) {
+            mote_val got;
+            int rc = mote__cursor_find_id(c, id, &got);
+            if (id % 2 == 0 && id <= N) {
+                CHECK_RC(rc, MOTE_OK);
+                CHECK(got.size == sizeof v);
+                found++;
+            } else {
+                CHECK_RC(rc, MOTE_NOTFOUND);
+                absent++;
+            }
+            uint64_t r = test_rand(&rng) % 8; /* within a leaf, a few leaves, many branches */
+            id += r < 3 ? 1 + r : r < 6 ? 50 + test_rand(&rng) % 400 : 1000 + test_rand(&rng) % 20000;
+        }
+    }
+    printf("%ld found, %ld absent, depth %u\n", found, absent, st.depth);
+    mote_cursor_close(c);
+    mote_abort(t);
     OK(mote_close(s));
 }

@@ -723,16 +723,17 @@ int mote__share_refresh(mote_store *s)
                                s->path);
 }
 
-/* The newest valid commit slot of the file (index), or -1; buf: 2 pages. */
+/* The newest valid commit slot of the file (index), or -1; buf: 2 pages.
+ * A store just made is one page long: its slot 1 is not there yet. */
 static int newest_slot(mote_store *s, uint8_t *buf, int *rc)
 {
     ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, 2u * s->P, 0);
-    if (r != (ssize_t)(2u * s->P)) {
+    if (r < (ssize_t)s->P) {
         *rc = mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path);
         return -1;
     }
     uint64_t tx;
-    return best_slot(s, buf, 2u * s->P, 0, UINT64_MAX, &tx);
+    return best_slot(s, buf, (size_t)r, 0, UINT64_MAX, &tx);
 }
 
 int mote__share_outsider_refresh(mote_store *s)

@@ -926,6 +926,64 @@ TEST(share_read_only_user)
     OK(mote_close(w));
 }
 
+/* A user that may only read reads a store of one page (made, never
+ * committed: both slots are not there yet) that its owner holds open, then
+ * the owner's first commit at its next transaction. */
+TEST(share_read_only_user_tiny_store)
+{
+    if (geteuid() != 0) {
+        printf("skipped: needs root to become another user\n");
+        return;
+    }
+    const char *p = test_path("tiny.mote");
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", p);
+    *strrchr(dir, '/') = 0;
+    CHECK(chmod(dir, 0755) == 0);
+    mote_store *w = test_open(p, NULL);
+    struct stat st;
+    CHECK(stat(p, &st) == 0 && st.st_size == 4096); /* one page */
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        become_nobody();
+        mote_store *s;
+        OK(mote_open(p, NULL, &s));
+        CHECK(mote_store_readonly(s) == 1);
+        mote_txn *t;
+        uint32_t tr;
+        for (int i = 0; i < 3; i++) { /* every read transaction reads the slots again */
+            OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+            CHECK_RC(mote_kv_tree(t, "t", 0, &tr), MOTE_NOTFOUND);
+            mote_abort(t);
+        }
+        char y = 1;
+        CHECK(write(up[1], &y, 1) == 1);
+        CHECK(read(down[0], &y, 1) == 1); /* the owner committed */
+        OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        CHECK(get_u64(t, tr, "counter") == 1);
+        mote_abort(t);
+        OK(mote_close(s));
+        _exit(0);
+    }
+    close(up[1]);
+    close(down[0]);
+    char x;
+    CHECK(read(up[0], &x, 1) == 1);
+    uint64_t rs = 3;
+    int rc;
+    CHECK(write_one(w, &rs, &rc) == 1);
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(pid);
+    OK(mote_close(w));
+    close(up[0]);
+    close(down[1]);
+}
+
 /* ---- more stores than mappings -------------------------------------------------- */
 
 /* One process holds more stores open than vm.max_map_count allows mappings

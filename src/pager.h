@@ -140,6 +140,7 @@ struct mote_store {
     int slot;            /* this process's slot in seg */
     int alone;           /* the flock is held exclusively (no other process) */
     int probed;          /* closing: mote__store_alone asked the flock once */
+    int open_lock;       /* it holds the open byte's lock (share.c: OPEN_LOCK) */
     int init;            /* this process read the file itself (first opener, or
                             the segment's maker, or without a segment) */
     int outsider;        /* it may only read the store file: no segment of its

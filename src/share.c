@@ -32,6 +32,8 @@
  *     exclusive while it is the only one (the first opener initializes the
  *     segment, the last closer removes it, writes the clean-close marker,
  *     may shrink the file), and for the whole time in exclusive mode.
+ *   byte 2^62 - 1 (OPEN_LOCK) of the store file: read-locked by every
+ *     process that has the store open in shared mode (see below).
  *   the writer mutex, in the segment (process-shared and robust): held for
  *     a write transaction; another process waits up to its busy timeout,
  *     then MOTE_BUSY naming the holder. If the holder dies, the next one
@@ -49,7 +51,8 @@
  * bits are the writers'. A flock changed from exclusive to shared is
  * released for an instant (flock(2)); a process that gets the exclusive lock
  * in that instant finds the opener's slot live and does not initialize the
- * segment again.
+ * segment again, and one that closes then finds the open byte locked, so it
+ * is not alone (it leaves the segment, the marker and the file's size).
  *
  * Pages freed by commit C are reused only when every snapshot of every
  * process is >= C. Each commit appends the pages it freed, with its txnid,
@@ -100,6 +103,13 @@ typedef struct segslot {
 /* Byte SLOT_LOCK + i of the store file is read-locked by slot i's owner
  * while it lives (an OFD lock: it goes with the process, in any namespace). */
 #define SLOT_LOCK (1ull << 62)
+/* Byte OPEN_LOCK is read-locked by every process that has the store open in
+ * shared mode, from before its flock goes from exclusive to shared (which
+ * releases it for an instant, flock(2)) until it closes: a closer is alone
+ * when it gets the flock exclusively and no other process locks this byte
+ * (else, in that instant, it would remove the segment of a process that
+ * just opened, write its marker and shrink the file under it). */
+#define OPEN_LOCK (SLOT_LOCK - 1)
 
 struct segment {
     _Atomic uint64_t magic; /* written last by the first opener */
@@ -552,6 +562,10 @@ int mote__share_open(mote_store *s)
     }
     if (!want)
         return MOTE_OK;
+    int r = io->lock(io->ctx, s->fd, MOTE_LK_READ, OPEN_LOCK, 1);
+    if (r)
+        return mote__ioerr(r, "lock", s->path);
+    s->open_lock = 1;
     int rc = seg_attach(s);
     if (rc == NO_SEGMENT) {
         s->init = 1; /* it reads the file itself: alone, exclusively; an outsider, as is */
@@ -991,8 +1005,13 @@ void mote__share_write_end(mote_store *s)
 
 int mote__store_alone(mote_store *s)
 {
-    if (!s->alone && !s->probed && s->io->flock(s->io->ctx, s->fd, LOCK_EX | LOCK_NB) == 0)
-        s->alone = 1;
+    const mote_io *io = s->io;
+    if (!s->alone && !s->probed && io->flock(io->ctx, s->fd, LOCK_EX | LOCK_NB) == 0) {
+        if (!s->open_lock || io->lock(io->ctx, s->fd, MOTE_LK_TEST, OPEN_LOCK, 1) == 0)
+            s->alone = 1;
+        else /* another process is in the instant of its open without the flock */
+            io->flock(io->ctx, s->fd, LOCK_SH);
+    }
     s->probed = 1; /* asked once, at close */
     return s->alone;
 }

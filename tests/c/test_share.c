@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/stat.h>
@@ -658,8 +659,8 @@ TEST(share_open_syscalls)
            calls[C_FLOCK], calls[C_TRUNC], calls[C_MAP], calls[C_CLOSE], calls[C_LOCK],
            calls[C_PREAD]);
     CHECK(calls[C_OPEN] == 2 && calls[C_FSTAT] == 2 && calls[C_FLOCK] == 2 && calls[C_TRUNC] == 1 &&
-          calls[C_MAP] == 1 && calls[C_CLOSE] == 1 && calls[C_LOCK] == 1 && calls[C_PREAD] == 1 &&
-          first == 11);
+          calls[C_MAP] == 1 && calls[C_CLOSE] == 1 && calls[C_LOCK] == 2 && calls[C_PREAD] == 1 &&
+          first == 12);
     mote_txn *t;
     memset(calls, 0, sizeof calls);
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
@@ -678,7 +679,7 @@ TEST(share_open_syscalls)
         printf("open, joining: %ld calls\n", n);
         CHECK(calls[C_OPEN] == 2 && calls[C_FSTAT] == 2 && calls[C_FLOCK] == 2 &&
               calls[C_TRUNC] == 0 && calls[C_MAP] == 1 && calls[C_CLOSE] == 1 &&
-              calls[C_LOCK] == 1 && calls[C_PREAD] == 1 && n == 10);
+              calls[C_LOCK] == 2 && calls[C_PREAD] == 1 && n == 11);
         memset(calls, 0, sizeof calls);
         OK(mote_close(c)); /* not the last: no unlink */
         CHECK(calls[C_UNLINK] == 0 && calls[C_FLOCK] == 1);
@@ -688,7 +689,8 @@ TEST(share_open_syscalls)
     memset(calls, 0, sizeof calls);
     OK(mote_close(s));
     printf("close, last: %ld calls\n", total_calls());
-    CHECK(calls[C_UNLINK] == 1 && calls[C_UNMAP] == 1 && calls[C_CLOSE] == 1 && total_calls() == 4);
+    CHECK(calls[C_UNLINK] == 1 && calls[C_UNMAP] == 1 && calls[C_CLOSE] == 1 && calls[C_LOCK] == 1 &&
+          total_calls() == 5);
     CHECK(!segment_exists(p));
     close(fds[0]);
     close(fds[1]);
@@ -753,6 +755,68 @@ TEST(share_reader_takes_root_copy)
     OK(mote_close(s));
     close(to_child[1]);
     close(to_parent[0]);
+}
+
+/* flock(2) changes an exclusive lock to a shared one by dropping it first:
+ * this shim widens that instant to 300 ms. */
+static int slow_flock(void *c, int fd, int op)
+{
+    if (op == LOCK_SH) {
+        mote_io_posix.flock(c, fd, LOCK_UN);
+        usleep(300000);
+    }
+    return mote_io_posix.flock(c, fd, op);
+}
+
+/* A process that opens and closes the store while another is in that
+ * instant of its open is not alone: it leaves the other's shared segment,
+ * marker and file as they are, and the other's commits reach a third
+ * process. */
+TEST(share_close_during_an_open)
+{
+    const char *p = test_path("instant.mote");
+    OK(mote_close(test_open(p, NULL)));
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(up[0]);
+        close(down[1]);
+        static mote_io io;
+        io = mote_io_posix;
+        io.flock = slow_flock;
+        mote_options o = {0, 0, 0, &io};
+        mote_store *b;
+        OK(mote_open(p, &o, &b)); /* alone: makes the segment, then the slow instant */
+        char x = 1;
+        CHECK(write(up[1], &x, 1) == 1);
+        CHECK(read(down[0], &x, 1) == 1);
+        uint64_t rs = 5;
+        int rc;
+        CHECK(write_one(b, &rs, &rc) == 1); /* seen by the third process */
+        CHECK(write(up[1], &x, 1) == 1);
+        CHECK(read(down[0], &x, 1) == 1);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    close(up[1]);
+    close(down[0]);
+    usleep(100000); /* the child is in its instant now */
+    mote_store *a = test_open(p, NULL);
+    OK(mote_close(a));
+    CHECK(segment_exists(p)); /* the child's */
+    char x;
+    CHECK(read(up[0], &x, 1) == 1); /* the child's open ended */
+    CHECK(write(down[1], &x, 1) == 1);
+    CHECK(read(up[0], &x, 1) == 1); /* it committed */
+    mote_store *c = test_open(p, NULL);
+    CHECK(read_one(c, 0) == 1);
+    OK(mote_close(c));
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(pid);
+    CHECK(!segment_exists(p));
+    close(up[0]);
+    close(down[1]);
 }
 
 /* ---- a file this process may not write -------------------------------------------- */

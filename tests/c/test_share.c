@@ -875,6 +875,22 @@ static void become_nobody(void)
         _exit(70);
 }
 
+/* The path of a store the user "nobody" may read (its directory opened to
+ * others), or NULL when the tests cannot become another user. */
+static const char *nobody_readable(const char *name)
+{
+    if (geteuid() != 0) {
+        printf("skipped: needs root to become another user\n");
+        return NULL;
+    }
+    const char *p = test_path(name);
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", p);
+    *strrchr(dir, '/') = 0;
+    CHECK(chmod(dir, 0755) == 0);
+    return p;
+}
+
 /* A user that may only read the store (here: "nobody", where the tests run
  * as root) reads it alongside the owner's writer without the shared page
  * (it may not open it: its bits are the writers'), cannot write it, holds
@@ -883,15 +899,9 @@ static void become_nobody(void)
  * owner's process that opens next makes it. */
 TEST(share_read_only_user)
 {
-    if (geteuid() != 0) {
-        printf("skipped: needs root to become another user\n");
+    const char *p = nobody_readable("user.mote");
+    if (!p)
         return;
-    }
-    const char *p = test_path("user.mote");
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s", p);
-    *strrchr(dir, '/') = 0;
-    CHECK(chmod(dir, 0755) == 0);
     mote_store *w = test_open(p, NULL);
     uint64_t rs = 9;
     int rc;
@@ -995,15 +1005,9 @@ TEST(share_read_only_user)
  * the owner's first commit at its next transaction. */
 TEST(share_read_only_user_tiny_store)
 {
-    if (geteuid() != 0) {
-        printf("skipped: needs root to become another user\n");
+    const char *p = nobody_readable("tiny.mote");
+    if (!p)
         return;
-    }
-    const char *p = test_path("tiny.mote");
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s", p);
-    *strrchr(dir, '/') = 0;
-    CHECK(chmod(dir, 0755) == 0);
     mote_store *w = test_open(p, NULL);
     struct stat st;
     CHECK(stat(p, &st) == 0 && st.st_size == 4096); /* one page */

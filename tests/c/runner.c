@@ -111,13 +111,18 @@ int main(int argc, char **argv)
         double t0 = now();
         pid_t pid = fork();
         if (pid == 0) {
+            setpgid(0, 0); /* its own process group, with every child it forks */
             alarm((unsigned)timeout);
             tests[i].fn();
             exit(0); /* not _exit: LeakSanitizer runs at exit */
         }
+        setpgid(pid, pid); /* (either side may run first) */
         int st = 0;
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
             ;
+        /* children a failed test left behind (a writer looping forever) go
+         * with it, before they slow the tests and benchmarks that follow */
+        kill(-pid, SIGKILL);
         double dt = now() - t0;
         if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
             printf("ok    %-32s %7.2fs\n", tests[i].name, dt);

@@ -100,9 +100,10 @@ struct mote_io; /* the I/O shim; see src/io.h (tests and tools only) */
 /* Flags for mote_options.flags */
 #define MOTE_RDONLY 0x1u     /* open read-only (shared lock); no writes */
 #define MOTE_CREATE 0x2u     /* create the file if it does not exist */
-#define MOTE_NODIRSYNC 0x4u  /* on create, skip the directory fsync (the
-                                caller syncs the directory itself, e.g. once
-                                after creating many stores) */
+#define MOTE_NODIRSYNC 0x4u  /* skip the directory fsync of a new store's
+                                first durable commit (the caller syncs the
+                                directory itself, e.g. once after creating
+                                many stores) */
 #define MOTE_NOSYNC 0x8u     /* commits are not synced: fast, NOT durable
                                 (a crash may lose recent commits, never
                                 corrupt the file). For tests and bulk loads. */
@@ -154,12 +155,18 @@ typedef struct mote_options {
  * rolls back to the one before it if that commit is incomplete; no
  * acknowledged commit is lost.
  *
- * A zero-byte file is a store that was never initialized (creation makes
- * the file, then writes and syncs its first page, so a crash in between
- * leaves one; so do tools that hand out empty temporary files): a writable
- * open initializes it, with or without MOTE_CREATE. A read-only open of it
- * gives MOTE_FORMAT ("store X is empty (0 bytes): it was never initialized;
- * open it writable once to create it").
+ * Creating a store syncs nothing: the store's first durable commit makes
+ * the file and its directory entry durable (one fdatasync, one directory
+ * fsync). A crash before it leaves no file, an empty one, or one whose
+ * first page holds (parts of) the creation page: each opens as an empty
+ * store. A store that made a commit durable never opens as empty: with its
+ * root slots damaged it gives MOTE_CORRUPT.
+ *
+ * A zero-byte file is a store that was never initialized (tools that hand
+ * out empty temporary files make them too): a writable open initializes
+ * it, with or without MOTE_CREATE. A read-only open of it gives MOTE_FORMAT
+ * ("store X is empty (0 bytes): it was never initialized; open it writable
+ * once to create it").
  *
  * Failures of the operating system come with their errno and the path, from
  * mote_last_oserror(): a missing file without MOTE_CREATE (or read-only)
@@ -246,6 +253,15 @@ int mote_store_stat(mote_store *store, mote_stat *st);
 /* ---- Transactions ------------------------------------------------------ */
 
 #define MOTE_TXN_RDONLY 0x1u /* a read-only snapshot */
+/* A write transaction that need not be durable on its own while the store is
+ * new: on a store that no commit has made durable yet (just created), its
+ * commit is not synced and becomes durable with the next synced commit (a
+ * crash before that loses it, as it loses the store's creation). On any
+ * other store it commits as usual. For work that is redone when it is found
+ * missing, such as registering an entity (the Python package's
+ * store.box()): creating a store, registering and committing once then
+ * costs one fdatasync and one directory fsync. */
+#define MOTE_TXN_LAZY 0x2u
 
 /*
  * Begin a transaction. A read transaction (MOTE_TXN_RDONLY) sees the latest

@@ -20,6 +20,8 @@
  * every page W wrote (pointers with birth == W) is verified and, on any
  * failure, the store falls back to D. An unclean writable open syncs once
  * before its first commit so that nothing is built on a non-durable base.
+ * CREATE writes the creation page and syncs nothing; a store whose page 0
+ * is that page, or its torn remains, is new (pager.h FRESH).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -152,41 +154,83 @@ static void store_free(mote_store *s)
     mote__free(s);
 }
 
-static int create_file(mote_store *s, unsigned page_size, int created)
+/* The creation page of page size P: an empty store's commit slot, txnid 1
+ * (pager.h FRESH: always the same bytes, so an open can recognise it). */
+static void creation_page(uint8_t *slot, uint32_t P)
 {
-    uint32_t P = page_size ? page_size : 4096;
-    if (P < 4096 || P > 65536 || (P & (P - 1)))
-        return mote__err(MOTE_INVALID, "page size %u: must be a power of two "
-                         "from 4096 to 65536", P);
-    s->P = P;
-    s->page_shift = (uint32_t)__builtin_ctz(P);
-    snap *sn = mote__snap_new(P);
-    if (!sn)
-        return mote__err(MOTE_NOMEM, "out of memory creating %s", s->path);
-    uint8_t *slot = sn->data;
     memset(slot, 0, P);
     mote__slot_init(slot, P, 0, SLOT_KIND_COMMIT, 1);
     wr32(slot + 32, 2);
     wr32(slot + 36, 1);
     slot[SLOT_INLINE_OFF] = 0x3; /* pages 0 and 1: the slots */
-    mote__node_init(slot + SLOT_ROOT_OFF, root_cap(s), NODE_LEAF, 0);
+    mote__node_init(slot + SLOT_ROOT_OFF, P - 8 - SLOT_ROOT_OFF, NODE_LEAF, 0);
     mote__slot_seal(slot, P);
-    ssize_t w = s->io->pwrite(s->io->ctx, s->fd, slot, P, 0);
-    int r = w == (ssize_t)P ? s->io->fdatasync(s->io->ctx, s->fd) : (w < 0 ? (int)w : -EIO);
-    if (!r && created && !(s->flags & MOTE_NODIRSYNC))
-        r = s->io->fsync_dir(s->io->ctx, s->path);
-    if (r) {
-        mote__snap_unref(sn);
-        return mote__ioerr(r, "creation", s->path);
-    }
-    s->cur = sn;
+}
+
+/* s starts as an empty store of page size P that no commit made durable:
+ * its state is the creation page (in slot 0 of a file of file_bytes). */
+static int start_fresh(mote_store *s, uint32_t P, uint64_t file_bytes)
+{
+    s->P = P;
+    s->page_shift = (uint32_t)__builtin_ctz(P);
+    s->cur = mote__snap_new(P);
+    if (!s->cur)
+        return mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
+    creation_page(s->cur->data, P);
     s->txnid = 1;
     s->next_txnid = 2;
     s->base_slot = 0;
-    s->file_bytes = P;
-    s->synced = 1;
+    s->file_bytes = file_bytes;
+    s->fresh = 1;
+    s->synced = 0; /* no marker: slot 0 keeps the creation page */
     s->marker_ok = 0;
+    s->need_sync = 0; /* nothing is durable, so nothing to keep */
     return MOTE_OK;
+}
+
+/* Creation writes the creation page and syncs nothing: the first synced
+ * commit makes it durable, and fsyncs the directory (pager.h FRESH). */
+static int create_file(mote_store *s, unsigned page_size)
+{
+    uint32_t P = page_size ? page_size : 4096;
+    if (P < 4096 || P > 65536 || (P & (P - 1)))
+        return mote__err(MOTE_INVALID, "page size %u: must be a power of two "
+                         "from 4096 to 65536", P);
+    int rc = start_fresh(s, P, P);
+    if (rc)
+        return rc;
+    ssize_t w = s->io->pwrite(s->io->ctx, s->fd, s->cur->data, P, 0);
+    if (w != (ssize_t)P)
+        return mote__ioerr(w < 0 ? (int)w : -EIO, "creation", s->path);
+    return MOTE_OK;
+}
+
+/* Neither slot of the file's first `have` bytes (of `size`) is valid: is it
+ * a store that was created and never committed (pager.h FRESH)? Its page
+ * size, or 0. */
+static uint32_t never_committed(const uint8_t *buf, size_t have, uint64_t size,
+                                uint32_t hinted)
+{
+    static const uint8_t zeros[512];
+    uint8_t *img = mote__malloc(65536);
+    uint32_t found = 0;
+    for (uint32_t P = 4096; img && P <= 65536 && !found; P *= 2) {
+        if (hinted && P != hinted)
+            continue;
+        creation_page(img, P);
+        size_t n = have < P ? have : P;
+        /* no header: only a file of one page of the smallest size (a file
+         * of two pages of 4096 bytes, both zeroed, is a damaged store) */
+        int ok = size <= 4096 || (n >= 512 && !memcmp(buf, img, 512));
+        for (size_t off = 0; ok && off < n; off += 512) {
+            size_t k = n - off < 512 ? n - off : 512;
+            ok = !memcmp(buf + off, img + off, k) || !memcmp(buf + off, zeros, k);
+        }
+        if (ok)
+            found = P;
+    }
+    mote__free(img);
+    return found;
 }
 
 /* Verify every page the commit in `slot` wrote (birth == its txnid). */
@@ -256,23 +300,29 @@ int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid)
 /* Read both slots and choose the commit to open (see the top comment). */
 static int open_existing(mote_store *s, uint64_t size)
 {
-    if (size < 4096)
-        return mote__err(MOTE_FORMAT, "%s is not a MoteDB store (%llu bytes)",
-                         s->path, (unsigned long long)size);
     size_t cap = size < 2 * 4096 ? (size_t)size : 2 * 4096;
-    uint8_t *buf = mote__malloc(2 * 65536);
+    uint8_t *buf = mote__calloc(1, 2 * 65536);
     if (!buf)
         return mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
     ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, cap, 0);
     int rc = MOTE_OK;
+    /* page size: slot A's header names it; if A is damaged, try each size */
+    uint32_t P = 0, cands[6], nc = 0, hinted = rd64(buf) == MOTE_MAGIC ? rd32(buf + 12) : 0;
+    if (hinted < 4096 || hinted > 65536 || (hinted & (hinted - 1)))
+        hinted = 0;
+    if (r >= 0 && size < 4096) { /* creation's page, torn by a crash? */
+        uint32_t fp = never_committed(buf, (size_t)r, size, hinted);
+        rc = fp ? start_fresh(s, fp, size)
+                : mote__err(MOTE_FORMAT, "%s is not a MoteDB store (%llu bytes)",
+                            s->path, (unsigned long long)size);
+        goto out;
+    }
     if (r < 0 || (size_t)r < 4096) {
         rc = r < 0 ? mote__ioerr((int)r, "read", s->path)
                    : mote__err(MOTE_FORMAT, "%s is too short", s->path);
         goto out;
     }
-    /* page size: slot A's header names it; if A is damaged, try each size */
-    uint32_t P = 0, cands[6], nc = 0, hinted = rd64(buf) == MOTE_MAGIC ? rd32(buf + 12) : 0;
-    if (hinted >= 4096 && hinted <= 65536 && !(hinted & (hinted - 1)))
+    if (hinted)
         cands[nc++] = hinted;
     for (uint32_t c = 4096; c <= 65536; c *= 2)
         if (c != hinted)
@@ -294,9 +344,15 @@ static int open_existing(mote_store *s, uint64_t size)
             P = try;
     }
     if (!P) {
-        rc = rd64(buf) == MOTE_MAGIC || (size >= 8192 && rd64(buf + 4096) == MOTE_MAGIC)
-                 ? CORRUPT("%s: neither root slot is valid", s->path)
-                 : mote__err(MOTE_FORMAT, "%s is not a MoteDB store", s->path);
+        uint32_t fp = never_committed(buf, (size_t)r, size, hinted);
+        if (fp)
+            rc = start_fresh(s, fp, size);
+        else /* page 0 only creation's sectors, its header lost: a torn first commit? */
+            rc = rd64(buf) == MOTE_MAGIC || (size >= 8192 && rd64(buf + 4096) == MOTE_MAGIC) ||
+                         never_committed(buf, (size_t)r, 0, hinted)
+                     ? CORRUPT("%s: neither root slot is valid (if the store's first commit "
+                               "was interrupted, nothing in it was acknowledged)", s->path)
+                     : mote__err(MOTE_FORMAT, "%s is not a MoteDB store", s->path);
         goto out;
     }
     if (rd32(buf + 8) > MOTE_FORMAT_VERSION && rd64(buf) == MOTE_MAGIC && !va) {
@@ -330,6 +386,13 @@ static int open_existing(mote_store *s, uint64_t size)
             wi = 1 - wi;
             W = O;
         }
+        if (rc == MOTE_CORRUPT && vo == 1 && rd64(O + 24) == wtx) {
+            char why[256]; /* both slots name it: the store's first commit */
+            snprintf(why, sizeof why, "%s", mote_errmsg(s));
+            rc = CORRUPT("%s (in the store's first commit: if the machine stopped while "
+                         "it was made, it was not acknowledged and the store holds nothing "
+                         "else)", why);
+        }
         if (rc)
             goto out;
     }
@@ -347,6 +410,17 @@ static int open_existing(mote_store *s, uint64_t size)
     s->synced = clean;
     s->marker_ok = clean;
     s->need_sync = !clean && !(s->flags & MOTE_RDONLY);
+    uint8_t *cp = mote__malloc(P);
+    if (!cp) {
+        rc = mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
+        goto out;
+    }
+    creation_page(cp, P);
+    if (!memcmp(A, cp, P)) { /* nothing durable yet: see pager.h FRESH */
+        s->fresh = 1;
+        s->synced = s->marker_ok = s->need_sync = 0;
+    }
+    mote__free(cp);
 out:
     mote__free(buf);
     return rc;
@@ -398,11 +472,10 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     }
     memcpy(s->path, path, pl + 1);
 
-    int ro = (flags & MOTE_RDONLY) != 0, created = 0, rc = MOTE_OK, registered = 0;
+    int ro = (flags & MOTE_RDONLY) != 0, rc = MOTE_OK, registered = 0;
     int fd = s->io->open(s->io->ctx, path, ro ? O_RDONLY : O_RDWR, 0);
     if (fd == -ENOENT && (flags & MOTE_CREATE) && !ro) {
         fd = s->io->open(s->io->ctx, path, O_RDWR | O_CREAT | O_EXCL, 0644);
-        created = fd >= 0;
         if (fd == -ENOENT) { /* O_CREAT makes the file, not its directory */
             rc = missing_dir(path);
             goto fail;
@@ -445,14 +518,14 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     if ((rc = mote__share_open(s)))
         goto fail;
     /* A zero-byte file is a store that was never initialized: creation
-     * makes the file, then writes and syncs its first page, so a crash in
-     * between leaves one (and tempfile.NamedTemporaryFile hands out such
+     * makes the file, then writes its first page (synced by the first
+     * commit), so a crash in between may leave one (and tempfile.NamedTemporaryFile hands out such
      * files). A writable open initializes it, with or without MOTE_CREATE;
      * a read-only open cannot, and says so. */
     if (s->seg && !s->init)
         rc = mote__share_join(s, size); /* read and recovered by the first opener */
     else if (size == 0 && !ro)
-        rc = create_file(s, opts ? opts->page_size : 0, created);
+        rc = create_file(s, opts ? opts->page_size : 0);
     else if (size == 0)
         rc = mote__err(MOTE_FORMAT, "store %s is empty (0 bytes): it was never "
                        "initialized; open it writable once to create it", path);

@@ -19,7 +19,9 @@
  *      the same batch, so later commits overwrite blocks that exist.
  *   5. pwritev the dirty pages in page order, then pwrite the slot into the
  *      slot index that does not hold D, then one fdatasync. A failed slot
- *      write or sync poisons the store; no sync is ever retried.
+ *      write or sync poisons the store; no sync is ever retried. A new
+ *      store's first commit writes both slots instead, with its pages, and
+ *      fsyncs the directory (pager.h FRESH).
  *   6. Publish: the slot becomes s->cur, dirty pages move into the cache,
  *      pages freed by W become pending (tag W) until no snapshot < W lives.
  *
@@ -233,7 +235,8 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     if (!t)
         return mote__err(MOTE_NOMEM, "out of memory beginning a transaction");
     t->s = s;
-    t->write = write;
+    t->write = write != 0;
+    t->lazy = write == 2;
     if (!write) {
         pthread_mutex_lock(&s->mu);
         int rc = s->poisoned ? mote__err(MOTE_POISONED, "store %s: an earlier sync failed; "
@@ -452,8 +455,11 @@ static int cmp_page(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Write the dirty pages and any zero-fill growth, in page order. */
-static int write_pages(mote_txn *t, mpage **pages, uint32_t npg, uint32_t target)
+/* Write the dirty pages and any zero-fill growth, in page order; with
+ * `slots` (2 pages), the root slots too, in the same request as the pages
+ * when these start at page 2. */
+static int write_pages(mote_txn *t, mpage **pages, uint32_t npg, uint32_t target,
+                       const uint8_t *slots)
 {
     mote_store *s = t->s;
     uint32_t phys = (uint32_t)(s->file_bytes >> s->page_shift);
@@ -461,6 +467,11 @@ static int write_pages(mote_txn *t, mpage **pages, uint32_t npg, uint32_t target
     int cnt = 0;
     uint32_t run_start = 0, next = 0, k = 0;
     uint32_t p = 2;
+    for (int i = 0; slots && i < 2; i++) {
+        iov[cnt].iov_base = (void *)(slots + (size_t)i * s->P);
+        iov[cnt++].iov_len = s->P;
+        next = (uint32_t)i + 1;
+    }
     for (;;) {
         /* next page to write: a dirty page, or a zero page in [phys, target) */
         uint32_t dp = k < npg ? pages[k]->pgno : UINT32_MAX;
@@ -546,12 +557,13 @@ static int poison(mote_store *s, int rc)
     return MOTE_POISONED;
 }
 
-/* The commit is durable: its slot becomes the store's latest commit, its
- * pages move into the cache, the pages it freed become pending until no
- * snapshot older than it lives. Frees t. */
-static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index)
+/* The commit is durable (or, not `synced`, written): its slot becomes the
+ * store's latest commit, its pages move into the cache, the pages it freed
+ * become pending until no snapshot older than it lives. Frees t. */
+static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index, int synced)
 {
     mote_store *s = t->s;
+    s->synced = synced && !s->fresh;
     if (s->seg) /* the freed pages go to the segment's ring too */
         mote__share_committed(s, t->txnid, t->root->data, t->freed, t->nfreed);
     for (size_t i = 0; i < t->nfreed; i++) {
@@ -573,7 +585,6 @@ static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index)
     t->bm = obm;
     s->hint = t->hint;
     s->next_txnid = t->txnid + 1;
-    s->synced = !(s->flags & MOTE_NOSYNC);
     s->marker_ok = 0;
     pthread_mutex_lock(&s->mu);
     snap *old = s->cur;
@@ -608,6 +619,7 @@ int mote__txn_commit(mote_txn *t)
     uint8_t *slot = t->root->data;
     mpage *bmp_pages[SLOT_MAX_BMP] = {0};
     mpage **pages = NULL;
+    uint8_t *both = NULL; /* both root slots (the first durable commit) */
     int rc = MOTE_OK, poisons = 0;
 
     uint32_t low = mote__place_pages(t);
@@ -617,11 +629,25 @@ int mote__txn_commit(mote_txn *t)
         goto fail;
     if (low < t->hint)
         t->hint = low;
-    int index = 1 - s->base_slot;
+    /* a new store (pager.h FRESH): slot 0 keeps the creation page until its
+     * first commit that is not lazy, which writes both slots */
+    int lazy = s->fresh && t->lazy;
+    int sync = !(s->flags & MOTE_NOSYNC) && !lazy;
+    int index = s->fresh ? 1 : 1 - s->base_slot;
     mote__slot_init(slot, s->P, index, SLOT_KIND_COMMIT, t->txnid);
     wr32(slot + 32, t->npages);
     wr32(slot + 36, t->next_tree);
     mote__slot_seal(slot, s->P);
+    if (s->fresh && !lazy) {
+        if (!(both = mote__malloc((size_t)2 * s->P))) {
+            rc = mote__err(MOTE_NOMEM, "out of memory committing");
+            goto fail;
+        }
+        memcpy(both, slot, s->P);
+        wr32(both + 16, 0);
+        mote__slot_seal(both, s->P);
+        memcpy(both + s->P, slot, s->P);
+    }
 
     pages = mote__malloc((t->ndirty + 1) * sizeof *pages);
     if (!pages) {
@@ -634,7 +660,9 @@ int mote__txn_commit(mote_txn *t)
             pages[npg++] = p;
     qsort(pages, npg, sizeof *pages, cmp_page);
 
-    if (s->need_sync && !(s->flags & MOTE_NOSYNC)) { /* make the base durable first */
+    if (s->fresh) /* nothing durable to keep */
+        s->need_sync = 0;
+    if (s->need_sync && sync) { /* make the base durable first */
         poisons = 1;
         if ((rc = sync_data(s)))
             goto fail;
@@ -642,28 +670,45 @@ int mote__txn_commit(mote_txn *t)
         s->need_sync = 0;
     }
     uint32_t target = growth_target(s, t->npages);
-    if ((rc = write_pages(t, pages, npg, target)))
+    if (both && s->seg) /* neither slot holds the latest commit until this one is published */
+        mote__share_keep_base(s);
+    if (both)
+        poisons = 1; /* the slots go with the pages */
+    if ((rc = write_pages(t, pages, npg, target, both)))
         goto fail;
     poisons = 1; /* from the slot on, a failure may have reached the disk */
     uint64_t slot_end = (uint64_t)(index + 1) << s->page_shift;
-    ssize_t w = s->io->pwrite(s->io->ctx, s->fd, slot, s->P, (uint64_t)index << s->page_shift);
+    ssize_t w = both ? (ssize_t)s->P
+                     : s->io->pwrite(s->io->ctx, s->fd, slot, s->P,
+                                     (uint64_t)index << s->page_shift);
     if (w != (ssize_t)s->P) {
         rc = mote__ioerr(w < 0 ? (int)w : -EIO, "write of the root slot", s->path);
         goto fail;
     }
-    if (!(s->flags & MOTE_NOSYNC) && (rc = sync_data(s)))
+    if (sync && (rc = sync_data(s)))
         goto fail;
+    if (both) { /* the store's first durable commit: its directory entry too
+                 * (with MOTE_NOSYNC, the entry alone) */
+        int r = (s->flags & MOTE_NODIRSYNC) ? 0 : s->io->fsync_dir(s->io->ctx, s->path);
+        if (r) {
+            rc = mote__ioerr(r, "sync of the directory", s->path);
+            goto fail;
+        }
+        s->fresh = 0;
+    }
     uint64_t fb = (uint64_t)target << s->page_shift;
     if (fb < slot_end)
         fb = slot_end;
     if (fb > s->file_bytes)
         s->file_bytes = fb;
-    publish(t, pages, npg, index);
+    publish(t, pages, npg, index, sync);
     mote__free(pages);
+    mote__free(both);
     return MOTE_OK;
 
 fail:
     mote__free(pages);
+    mote__free(both);
     if (poisons)
         rc = poison(s, rc);
     mote__txn_abort(t);

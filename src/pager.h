@@ -27,6 +27,29 @@
  *   A marker has the header only (kind 2) and zeros up to the hash.
  * Data pages are nodes, overflow pages and bitmap pages (node.h).
  *
+ * FRESH: creation, and the store's first durable commit. Creation writes
+ * page 0, the creation page (a commit slot of txnid 1: an empty store,
+ * always the same bytes for a page size), and syncs nothing. While no commit
+ * is durable (s->fresh), slot 0 keeps the creation page: a lazy commit
+ * (MOTE_TXN_LAZY: not synced) writes slot 1 only, and the first other
+ * commit writes its slot into both slots, in the same write request as its
+ * pages when they start at page 2, then one fdatasync (none with
+ * MOTE_NOSYNC) and one fsync of the directory. So creation and a first
+ * commit cost one sync of each.
+ * A store is fresh at open when page 0 holds the creation page byte for
+ * byte. Telling "never committed" from "damaged", when neither slot is valid:
+ *  - never committed (opens as an empty store): every 512-byte sector of
+ *    page 0 the file holds is creation's or zeros, and either the file is no
+ *    longer than 4096 bytes (the smallest page) or page 0's first sector
+ *    (the header) is creation's. A crash before the first commit leaves that, or no file,
+ *    or an empty one.
+ *  - anything else is MOTE_CORRUPT. A store that ever made a commit durable
+ *    wrote that commit into slot 0 as well, in full, so one damaged slot
+ *    leaves the other, and both damaged never reads as creation's bytes
+ *    (zeros do not forge a header, and a store that made a commit durable
+ *    is longer than 4096 bytes). A crash during the first commit itself (not acknowledged)
+ *    can leave both slots torn: MOTE_CORRUPT, the file held nothing.
+ *
  * INVARIANTS
  *  - Pages reachable from the durable base commit D are never written by the
  *    next commit W; W's slot goes into the slot not holding D; slot last,
@@ -111,6 +134,7 @@ struct mote_store {
     int base_slot;       /* slot index holding cur */
     int poisoned;
     int need_sync;       /* unclean open: sync once before the first commit */
+    int fresh;           /* no commit is durable yet: slot 0 holds creation's page (FRESH) */
     int synced;          /* a commit was synced by this handle (or clean open) */
     int marker_ok;       /* the other slot already holds a marker for txnid */
     int ntxn;            /* live transactions (for close) */
@@ -165,6 +189,7 @@ struct mote_txn {
     reader rd;
     uint64_t gen;        /* bumped by every change (cursor revalidation) */
     int changed;
+    int lazy;            /* MOTE_TXN_LAZY */
     mpage *held;         /* pin held for the last returned value */
     uint8_t *vbuf;       /* assembled overflow values */
     size_t vbuf_cap;
@@ -270,6 +295,7 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
 int mote__store_busy(mote_store *s);
 /* Write the clean-close marker (without a sync), close and free. */
 void mote__store_close(mote_store *s);
+/* write: 0 a read transaction, 1 a write transaction, 2 a lazy one (MOTE_TXN_LAZY) */
 int mote__txn_begin(mote_store *s, int write, mote_txn **out);
 int mote__txn_commit(mote_txn *t);
 void mote__txn_abort(mote_txn *t);
@@ -324,6 +350,10 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed);
 /* A write transaction across processes: the writer lock (waiting up to the
  * busy timeout), the latest commit; its commit published; its end. */
 int mote__share_write_begin(mote_store *s);
+/* The writer is about to write both root slots (a new store's first
+ * commit, pager.h FRESH): the latest commit goes into the segment's root
+ * copy, where other processes read it until the new one is published. */
+void mote__share_keep_base(mote_store *s);
 void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
                            const uint32_t *freed, size_t nfreed);
 /* At a write transaction's begin: the oldest snapshot of any process (local:

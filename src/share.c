@@ -83,7 +83,7 @@
 #include "pager.h"
 
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
-#define SEG_VERSION 2u
+#define SEG_VERSION 3u
 #define SEG_PAGE 4096u
 #define RING_PAGES 3u
 #define SEG_BYTES ((1u + RING_PAGES) * SEG_PAGE) /* header and slots; the ring */
@@ -127,7 +127,8 @@ struct segment {
     pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
     uint32_t ring_head, ring_n;   /* the ring's oldest entry and count (writer) */
     _Atomic uint32_t slots_hi;    /* no slot at or above this one was ever used */
-    uint8_t reserved[SEG_HEADER - 100 - sizeof(pthread_mutex_t)];
+    _Atomic uint32_t fresh;       /* no commit is durable yet (pager.h FRESH) */
+    uint8_t reserved[SEG_HEADER - 104 - sizeof(pthread_mutex_t)];
     segslot slot[SEG_SLOTS];
     uint8_t pad[SEG_PAGE - SEG_HEADER - SEG_SLOTS * 24];
     uint64_t ring_tag[RING];      /* page ring_pgno[i] was freed by commit ring_tag[i] */
@@ -585,7 +586,8 @@ int mote__share_join(mote_store *s, uint64_t size)
     int rc = mote__share_refresh(s);
     pthread_mutex_unlock(&s->mu);
     s->next_txnid = atomic_load(&seg->next_txnid);
-    s->synced = !atomic_load(&seg->need_sync);
+    s->fresh = (int)atomic_load(&seg->fresh);
+    s->synced = !s->fresh && !atomic_load(&seg->need_sync);
     return rc;
 }
 
@@ -601,7 +603,8 @@ int mote__share_ready(mote_store *s)
         atomic_store(&seg->latest, s->txnid);
         atomic_store(&seg->next_txnid, s->next_txnid);
         /* an unclean open (even a read-only one) leaves a base that may not be durable */
-        atomic_store(&seg->need_sync, (uint32_t)(s->need_sync || !s->synced));
+        atomic_store(&seg->need_sync, (uint32_t)(!s->fresh && (s->need_sync || !s->synced)));
+        atomic_store(&seg->fresh, (uint32_t)s->fresh);
         atomic_store(&seg->magic, SEG_MAGIC);
         s->bm_txnid = s->txnid;
     }
@@ -643,7 +646,8 @@ static void adopt(mote_store *s, snap *sn, uint64_t txnid)
     s->txnid = txnid;
     s->base_slot = (int)rd32(sn->data + 16);
     s->marker_ok = 0;
-    s->synced = !atomic_load(&s->seg->need_sync);
+    s->fresh = (int)atomic_load(&s->seg->fresh);
+    s->synced = !s->fresh && !atomic_load(&s->seg->need_sync);
 }
 
 /* The segment's copy of the latest root slot, if it holds commit `latest`:
@@ -703,7 +707,7 @@ int mote__share_refresh(mote_store *s)
             mote__free(buf);
             return MOTE_OK;
         }
-        snap *sn = s->cur ? root_copy(s, latest) : NULL;
+        snap *sn = root_copy(s, latest);
         if (sn) {
             adopt(s, sn, latest);
             mote__free(buf);
@@ -888,6 +892,7 @@ int mote__share_write_begin(mote_store *s)
         atomic_store(&seg->need_sync, 1);
     if (atomic_load(&seg->need_sync))
         s->need_sync = 1;
+    s->fresh = (int)atomic_load(&seg->fresh);
     pthread_mutex_lock(&s->mu);
     int rc = mote__share_refresh(s);
     pthread_mutex_unlock(&s->mu);
@@ -982,13 +987,20 @@ void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
         seg->ring_tag[k] = txnid;
         seg->ring_pgno[k] = freed[i];
     }
-    /* unsynced (MOTE_NOSYNC): the next commit syncs it first, no marker names it */
-    atomic_store(&seg->need_sync, (s->flags & MOTE_NOSYNC) ? 1u : 0u);
+    /* unsynced (MOTE_NOSYNC): the next commit syncs it first, no marker
+     * names it; on a new store nothing is durable, so nothing needs that */
+    atomic_store(&seg->need_sync, !s->synced && !s->fresh ? 1u : 0u);
+    atomic_store(&seg->fresh, (uint32_t)s->fresh);
     atomic_store(&seg->latest_slot, (uint32_t)index);
     atomic_store(&seg->latest, txnid);
     if (!s->own_since) /* the first of a run of this process's commits */
         s->own_since = txnid;
     s->bm_txnid = txnid;
+}
+
+void mote__share_keep_base(mote_store *s)
+{
+    root_copy_put(s->seg, s->cur->data, s->P, s->txnid);
 }
 
 void mote__share_write_end(mote_store *s)

@@ -60,9 +60,12 @@ int mote_begin(mote_store *s, unsigned flags, mote_txn **out)
     *out = NULL;
     if (!s)
         return mote__err(MOTE_INVALID, "mote_begin: store is NULL");
-    if (flags & ~MOTE_TXN_RDONLY)
+    if (flags & ~(MOTE_TXN_RDONLY | MOTE_TXN_LAZY))
         return mote__err(MOTE_INVALID, "mote_begin: unknown flags 0x%x", flags);
-    return mote__txn_begin(s, !(flags & MOTE_TXN_RDONLY), out);
+    if ((flags & MOTE_TXN_RDONLY) && (flags & MOTE_TXN_LAZY))
+        return mote__err(MOTE_INVALID, "mote_begin: MOTE_TXN_LAZY is for write "
+                         "transactions, not with MOTE_TXN_RDONLY");
+    return mote__txn_begin(s, (flags & MOTE_TXN_RDONLY) ? 0 : (flags & MOTE_TXN_LAZY) ? 2 : 1, out);
 }
 
 /* Roll t back and free it (steps 3, rollback, 5). */

@@ -230,6 +230,7 @@ PyObject *prop_order(PyObject *self, unsigned flags);
 
 /* store.c */
 TxnSlot *find_txn(StoreObject *st); /* the calling thread's transaction, or NULL */
+/* write: 0 read, 1 write, 2 a write that registers an entity (MOTE_TXN_LAZY) */
 int op_begin(StoreObject *st, int write, Op *op);
 int op_end(StoreObject *st, Op *op, int how);
 PyObject *store_box(PyObject *self, PyObject *cls);

@@ -53,12 +53,14 @@ static void settle_boxes(StoreObject *st, mote_txn *t, int committed)
     }
 }
 
+/* write: 0 read, 1 write, 2 write with MOTE_TXN_LAZY (registering an entity) */
 static int begin_txn(StoreObject *st, int write, mote_txn **t)
 {
     int rc;
     if (write) {
+        unsigned flags = write == 2 ? MOTE_TXN_LAZY : 0;
         Py_BEGIN_ALLOW_THREADS
-        rc = mote_begin(st->s, 0, t);
+        rc = mote_begin(st->s, flags, t);
         Py_END_ALLOW_THREADS
     } else {
         rc = mote_begin(st->s, MOTE_TXN_RDONLY, t);
@@ -107,7 +109,7 @@ int op_begin(StoreObject *st, int write, Op *op)
     memset(&op->slot, 0, sizeof op->slot);
     op->slot.tid = PyThread_get_thread_ident();
     op->slot.txn = t;
-    op->slot.write = write;
+    op->slot.write = write != 0;
     op->slot.depth = 1;
     op->slot.next = st->txns;
     st->txns = &op->slot;
@@ -407,8 +409,8 @@ PyObject *store_box(PyObject *self, PyObject *cls)
         if (!rc) {
             box->e = e;
         } else if ((rc == MOTE_NOTFOUND || rc == MOTE_SCHEMA) && !st->readonly) {
-            Op op; /* create or evolve it */
-            if (box_op_begin(box, 1, &op) < 0 || op_end(st, &op, OP_COMMIT) < 0)
+            Op op; /* create or evolve it: on a new store, durable with the first write */
+            if (box_op_begin(box, 2, &op) < 0 || op_end(st, &op, OP_COMMIT) < 0)
                 goto fail;
             if (box->pending) { /* committed (the box was not in st->boxes yet) */
                 box->pending = NULL;

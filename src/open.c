@@ -410,17 +410,32 @@ static int open_existing(mote_store *s, uint64_t size)
     s->synced = clean;
     s->marker_ok = clean;
     s->need_sync = !clean && !(s->flags & MOTE_RDONLY);
-    uint8_t *cp = mote__malloc(P);
-    if (!cp) {
-        rc = mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
-        goto out;
+    int created = 0; /* page 0 is the creation page (only that has txnid 1 there) */
+    if (ta == 1) {
+        uint8_t *cp = mote__malloc(P);
+        if (!cp) {
+            rc = mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
+            goto out;
+        }
+        creation_page(cp, P);
+        created = !memcmp(A, cp, P);
+        mote__free(cp);
     }
-    creation_page(cp, P);
-    if (!memcmp(A, cp, P)) { /* nothing durable yet: see pager.h FRESH */
+    if (created && vb != 1) { /* nothing durable yet: see pager.h FRESH */
         s->fresh = 1;
         s->synced = s->marker_ok = s->need_sync = 0;
+    } else if (created && !(s->flags & (MOTE_RDONLY | MOTE_NODIRSYNC))) {
+        /* a commit in slot 1 beside the creation page: a store of format 1
+         * that made one commit (durable, but slot 0 is not a copy of it, so
+         * it is not new), or one whose creator made only lazy commits and
+         * never fsynced the directory: that is done now (its next commit
+         * syncs its base first, as after any unclean close) */
+        int r = s->io->fsync_dir(s->io->ctx, s->path);
+        if (r) {
+            rc = mote__ioerr(r, "sync of the directory", s->path);
+            goto out;
+        }
     }
-    mote__free(cp);
 out:
     mote__free(buf);
     return rc;

@@ -37,7 +37,10 @@
  * MOTE_NOSYNC) and one fsync of the directory. So creation and a first
  * commit cost one sync of each.
  * A store is fresh at open when page 0 holds the creation page byte for
- * byte. Telling "never committed" from "damaged", when neither slot is valid:
+ * byte and slot 1 no valid commit (with one there, a store of the format's
+ * first protocol that made one durable commit, or one whose creator made
+ * only lazy commits, it is not: its next commit goes to slot 0, and the
+ * open fsyncs the directory). Telling "never committed" from "damaged", when neither slot is valid:
  *  - never committed (opens as an empty store): every 512-byte sector of
  *    page 0 the file holds is creation's or zeros, and either the file is no
  *    longer than 4096 bytes (the smallest page) or page 0's first sector

@@ -290,6 +290,58 @@ TEST(crash_never_damaged_as_empty)
     memio_free(&m);
 }
 
+/* A store whose slot 0 is the creation page and slot 1 a durable commit
+ * (made by the library before creation went unsynced: creation synced, the
+ * first commit in slot 1) is not new: its next commit goes to slot 0 only,
+ * so a crash at any point of that commit keeps the durable one. */
+TEST(crash_creation_page_beside_commit)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_open("/c/s.mote", &o, &s));
+    OK(mote_begin(s, MOTE_TXN_LAZY, &t)); /* slot 1 only, as the old first commit */
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    OK(mote_kv_put(t, tr, "k", 1, "v", 1, 0));
+    OK(mote_commit(t));
+    size_t len;
+    uint8_t *old = image_now(&m, &len); /* taken as durable */
+    OK(mote_close(s));
+    memio_free(&m);
+    long points = 0;
+    for (long k = 1; k <= 12; k++) {
+        memio_init(&m);
+        memio_set(&m, "/c/s.mote", old, len);
+        mote_options w = {0, 0, 0, &m.io};
+        OK(mote_open("/c/s.mote", &w, &s));
+        CHECK(m.dirsyncs == 1); /* its creator may never have synced the directory */
+        m.crash_at = m.ops + k;
+        if (!mote_begin(s, 0, &t)) {
+            if (!mote_kv_tree(t, "t", 0, &tr) && !mote_kv_put(t, tr, "k2", 2, "v", 1, 0))
+                mote_commit(t);
+            else
+                mote_abort(t);
+        }
+        mote_close(s);
+        for (int i = 0; i < 64; i++) {
+            size_t n;
+            uint8_t *img = memio_crash_image(&m, "/c/s.mote", (uint64_t)(k * 1000 + i), i % 3 == 2, &n);
+            int has;
+            OK(open_image(img, n, &has));
+            CHECK(has); /* the durable commit survives */
+            free(img);
+            points++;
+        }
+        memio_free(&m);
+    }
+    printf("%ld crash images of a commit beside the creation page: the durable one kept\n",
+           points);
+    free(old);
+}
+
 TEST(crash_during_shrink)
 {
     static uint8_t v[200];

@@ -730,7 +730,9 @@ static PyObject *store_repr(PyObject *self)
 }
 
 static PyMethodDef store_methods[] = {
-    {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class."},
+    {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class. "
+     "The first call for a class registers it in the store (a commit; on a new store it "
+     "becomes durable with the first write, so it costs no sync of its own)."},
     {"_boxed_class", store_boxed_class, METH_O,
      "_boxed_class(name) -> the entity class whose box holds entity `name` here, or None."},
     {"drop_property", store_drop_property, METH_VARARGS,

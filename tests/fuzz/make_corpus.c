@@ -1,6 +1,6 @@
 /*
  * make_corpus.c — writes the fuzzers' seed corpus: store images of several
- * shapes (tiny, multi-level, overflow values, unclean) for fuzz_file, and a
+ * shapes (tiny, multi-level, overflow values, unclean, new) for fuzz_file, and a
  * few op programs for fuzz_api. Usage: make_corpus DIR (creates DIR/file
  * and DIR/api). The corpus is committed; rerun only when the format changes.
  */
@@ -110,6 +110,36 @@ static void objects(const char *dir)
     memio_free(&m);
 }
 
+/* New stores (pager.h FRESH): the creation page alone, a lazy commit
+ * beside it in slot 1, and the first durable commit in both slots. */
+static void fresh(const char *dir)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    if (mote_open("/c/f.mote", &o, &s))
+        exit(1);
+    size_t len;
+    const uint8_t *img = memio_get(&m, "/c/f.mote", &len);
+    save(dir, "created", 0, img, len);
+    mote_txn *t;
+    uint32_t tree;
+    if (mote_begin(s, MOTE_TXN_LAZY, &t) || mote_kv_tree(t, "lazy", MOTE_TREE_CREATE, &tree) ||
+        mote_commit(t))
+        exit(6);
+    img = memio_get(&m, "/c/f.mote", &len);
+    save(dir, "created-lazy", 0, img, len);
+    if (mote_begin(s, 0, &t) || mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tree) ||
+        mote_kv_put(t, tree, "k", 1, "v", 1, 0) || mote_commit(t))
+        exit(7);
+    img = memio_get(&m, "/c/f.mote", &len);
+    save(dir, "first-commit", 0, img, len);
+    save(dir, "first-commit", 1, img, len);
+    mote_close(s);
+    memio_free(&m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -123,6 +153,7 @@ int main(int argc, char **argv)
     store(d, "levels", 600, 60, 1);
     store(d, "overflow", 40, 9000, 0);
     objects(d);
+    fresh(d);
     snprintf(d, sizeof d, "%s/api", argv[1]);
     mkdir(d, 0755);
     uint64_t rs = 5;

@@ -18,6 +18,19 @@ def smaps_rollup():
     return out
 
 
+def probe_once(dir_fd: int, path: str, block: bytes) -> tuple:
+    """One sample of the probe: create `path` in the directory of `dir_fd`, write `block`, fsync it, close it,
+    fsync the directory. Returns perf_counter_ns at the start, after the file's fsync and at the end."""
+    t0 = time.perf_counter_ns()
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    os.write(fd, block)
+    os.fsync(fd)
+    t1 = time.perf_counter_ns()
+    os.close(fd)
+    os.fsync(dir_fd)
+    return t0, t1, time.perf_counter_ns()
+
+
 def sync_probe(directory: str, iterations: int) -> dict:
     """The disk's cost of what a durable store creation needs at least: create a file, write 4 KB, fsync it,
     fsync its directory. Median over iterations (ms); also the file sync alone and the directory sync alone."""
@@ -28,14 +41,7 @@ def sync_probe(directory: str, iterations: int) -> dict:
     dir_fd = os.open(probe_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for k in range(iterations):
-            t0 = time.perf_counter_ns()
-            fd = os.open(os.path.join(probe_dir, f"p{k}"), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
-            os.write(fd, block)
-            os.fsync(fd)
-            t1 = time.perf_counter_ns()
-            os.close(fd)
-            os.fsync(dir_fd)
-            t2 = time.perf_counter_ns()
+            t0, t1, t2 = probe_once(dir_fd, os.path.join(probe_dir, f"p{k}"), block)
             both.append((t2 - t0) / 1e6)
             file_only.append((t1 - t0) / 1e6)
             dir_only.append((t2 - t1) / 1e6)

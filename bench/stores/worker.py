@@ -25,8 +25,10 @@ from bench.common.loadgate import wait_until_quiet
 from bench.common.stats import median, percentile
 
 from . import backends
-from .probes import read_files, smaps_rollup
+from .probes import probe_once, read_files, smaps_rollup
 from .workload import Workload
+
+PROBE_EVERY = 10  # create phase: one disk probe sample after every 10th store
 
 
 class Progress:
@@ -91,11 +93,19 @@ def run_main(args, engine, workload, progress, result):
         engine.close(h)
     shutil.rmtree(warm_dir)
 
-    # Phase 1: create, write all objects in one durable transaction, close.
+    # Phase 1: create, write all objects in one durable transaction, close. Every PROBE_EVERY-th store is
+    # followed by one sample of the disk probe (create a file, write 4 KB, fsync it, fsync its directory) in a
+    # directory beside the stores: the disk's speed moves from minute to minute on a shared machine, so the
+    # create row is compared with the probe measured in the same minutes (environment.sync_probe, measured
+    # once at the start of the run, is kept for reference).
     gate(args, progress, "create", gates)
+    probe_dir = os.path.join(args.root, "probe")
+    os.makedirs(probe_dir, exist_ok=True)
+    probe_fd = os.open(probe_dir, os.O_RDONLY | os.O_DIRECTORY)
+    block = os.urandom(4096)
     gc.collect()
     gc.freeze()
-    create_ms = []
+    create_ms, probe_ms = [], []
     t_phase = time.monotonic()
     for i, p in enumerate(paths):
         prepared = engine.prepare(workload.rows(i))
@@ -104,9 +114,14 @@ def run_main(args, engine, workload, progress, result):
         t1 = time.perf_counter_ns()
         create_ms.append((t1 - t0) / 1e6)
         del prepared
+        if i % PROBE_EVERY == PROBE_EVERY - 1:
+            p0, _, p2 = probe_once(probe_fd, os.path.join(probe_dir, f"p{i}"), block)
+            probe_ms.append((p2 - p0) / 1e6)
         progress.step("create", i + 1, n)
     result["phase_seconds"]["create"] = round(time.monotonic() - t_phase, 2)
     gc.unfreeze()
+    os.close(probe_fd)
+    shutil.rmtree(probe_dir)
 
     # Phase 2: space per store: all files of each store, apparent size and allocated blocks.
     progress.send(type="phase", phase="space")
@@ -185,7 +200,8 @@ def run_main(args, engine, workload, progress, result):
         verified += 1
     result["verified_stores"] = verified
 
-    result["samples"] = {"create_write_close_ms": create_ms, "open_query_close_ms": oqc_ms}
+    result["samples"] = {"create_write_close_ms": create_ms, "open_query_close_ms": oqc_ms,
+                         "create_probe_ms": probe_ms}
     summary = {
         "create_write_close_median_ms": median(create_ms),
         "open_query_close_median_ms": median(oqc_ms),
@@ -193,6 +209,7 @@ def run_main(args, engine, workload, progress, result):
         "space_per_store_bytes": result["space"]["allocated_bytes_mean"],
         # details (not rows of results.json)
         "create_write_close_p99_ms": percentile(create_ms, 99),
+        "create_probe_median_ms": median(probe_ms) if probe_ms else None,
         "space_per_store_file_size_bytes": result["space"]["file_size_bytes_mean"],
     }
     if large:

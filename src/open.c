@@ -425,11 +425,12 @@ static int open_existing(mote_store *s, uint64_t size)
         s->fresh = 1;
         s->synced = s->marker_ok = s->need_sync = 0;
     } else if (created && !(s->flags & (MOTE_RDONLY | MOTE_NODIRSYNC))) {
-        /* a commit in slot 1 beside the creation page: a store of format 1
-         * that made one commit (durable, but slot 0 is not a copy of it, so
-         * it is not new), or one whose creator made only lazy commits and
-         * never fsynced the directory: that is done now (its next commit
-         * syncs its base first, as after any unclean close) */
+        /* a commit in slot 1 beside the creation page: a store made by the
+         * library before creation went unsynced (creation synced, its first
+         * commit durable in slot 1 only, so it is not new), or one whose
+         * creator made only lazy commits and never fsynced the directory:
+         * that is done now (its next commit syncs its base first, as after
+         * any unclean close) */
         int r = s->io->fsync_dir(s->io->ctx, s->path);
         if (r) {
             rc = mote__ioerr(r, "sync of the directory", s->path);
@@ -534,9 +535,10 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
         goto fail;
     /* A zero-byte file is a store that was never initialized: creation
      * makes the file, then writes its first page (synced by the first
-     * commit), so a crash in between may leave one (and tempfile.NamedTemporaryFile hands out such
-     * files). A writable open initializes it, with or without MOTE_CREATE;
-     * a read-only open cannot, and says so. */
+     * commit), so a crash in between may leave one (and
+     * tempfile.NamedTemporaryFile hands out such files). A writable open
+     * initializes it, with or without MOTE_CREATE; a read-only open cannot,
+     * and says so. */
     if (s->seg && !s->init)
         rc = mote__share_join(s, size); /* read and recovered by the first opener */
     else if (size == 0 && !ro)

@@ -37,21 +37,23 @@
  * MOTE_NOSYNC) and one fsync of the directory. So creation and a first
  * commit cost one sync of each.
  * A store is fresh at open when page 0 holds the creation page byte for
- * byte and slot 1 no valid commit (with one there, a store of the format's
- * first protocol that made one durable commit, or one whose creator made
- * only lazy commits, it is not: its next commit goes to slot 0, and the
- * open fsyncs the directory). Telling "never committed" from "damaged", when neither slot is valid:
+ * byte and slot 1 no valid commit. With one there it is not (a store made
+ * before creation went unsynced, whose first commit is durable in slot 1
+ * only, or one whose creator made only lazy commits): its next commit goes
+ * to slot 0, and the open fsyncs the directory.
+ * Telling "never committed" from "damaged", when neither slot is valid:
  *  - never committed (opens as an empty store): every 512-byte sector of
- *    page 0 the file holds is creation's or zeros, and either the file is no
- *    longer than 4096 bytes (the smallest page) or page 0's first sector
- *    (the header) is creation's. A crash before the first commit leaves that, or no file,
- *    or an empty one.
+ *    page 0 the file holds is creation's or zeros, and either the file is
+ *    no longer than 4096 bytes (the smallest page) or page 0's first
+ *    sector (the header) is creation's. A crash before the first commit
+ *    leaves that, or no file, or an empty one.
  *  - anything else is MOTE_CORRUPT. A store that ever made a commit durable
  *    wrote that commit into slot 0 as well, in full, so one damaged slot
  *    leaves the other, and both damaged never reads as creation's bytes
  *    (zeros do not forge a header, and a store that made a commit durable
- *    is longer than 4096 bytes). A crash during the first commit itself (not acknowledged)
- *    can leave both slots torn: MOTE_CORRUPT, the file held nothing.
+ *    is longer than 4096 bytes). A crash during the first commit itself
+ *    (not acknowledged) can leave both slots torn: MOTE_CORRUPT, the file
+ *    held nothing.
  *
  * INVARIANTS
  *  - Pages reachable from the durable base commit D are never written by the

@@ -23,14 +23,21 @@ static void save(const char *dir, const char *name, uint8_t mode, const uint8_t 
     fclose(f);
 }
 
+/* A new store at `path` in the in-memory file system m (initialized here). */
+static mote_store *create(memio *m, const char *path)
+{
+    memio_init(m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m->io};
+    mote_store *s;
+    if (mote_open(path, &o, &s))
+        exit(1);
+    return s;
+}
+
 static void store(const char *dir, const char *name, int n, size_t vlen, int clean)
 {
     memio m;
-    memio_init(&m);
-    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
-    mote_store *s;
-    if (mote_open("/c/s.mote", &o, &s))
-        exit(1);
+    mote_store *s = create(&m, "/c/s.mote");
     static uint8_t v[20000];
     for (int round = 0; round < 2; round++) {
         mote_txn *t;
@@ -65,11 +72,7 @@ static void store(const char *dir, const char *name, int n, size_t vlen, int cle
 static void objects(const char *dir)
 {
     memio m;
-    memio_init(&m);
-    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
-    mote_store *s;
-    if (mote_open("/c/o.mote", &o, &s))
-        exit(1);
+    mote_store *s = create(&m, "/c/o.mote");
     static const mote_prop_def props[] = {
         {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
         {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL},
@@ -115,11 +118,7 @@ static void objects(const char *dir)
 static void fresh(const char *dir)
 {
     memio m;
-    memio_init(&m);
-    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
-    mote_store *s;
-    if (mote_open("/c/f.mote", &o, &s))
-        exit(1);
+    mote_store *s = create(&m, "/c/f.mote");
     size_t len;
     const uint8_t *img = memio_get(&m, "/c/f.mote", &len);
     save(dir, "created", 0, img, len);

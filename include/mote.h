@@ -244,6 +244,12 @@ typedef struct mote_stat {
     uint64_t trees;          /* named trees */
     uint64_t entries;        /* key/value pairs in all trees */
     unsigned depth;          /* levels of the B+tree (1 = root only) */
+    unsigned format;         /* file format version of the latest commit: 2, or 1
+                                for a store of the earlier format that this
+                                library has not written yet (its first commit
+                                upgrades it) */
+    unsigned chain;          /* commit records since the last checkpoint (the
+                                root slots); recovery after a crash reads them */
 } mote_stat;
 
 /* Fill *st (MOTE_INVALID if either pointer is NULL). Reads only the

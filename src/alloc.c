@@ -167,6 +167,7 @@ int mote__page_write(mote_txn *t, uint8_t *ptr, int level, mpage **out)
 #define PLACE_BMP 2u  /* pages kept for the bitmap pages the commit copies */
 #define PLACE_SLACK 8u  /* free pages may reach 1/8 of the file ... */
 #define PLACE_PIECES 2u /* ... so that a commit needs at most 2 runs */
+#define RESERVE_SLACK 4u /* a record goes into a short run while 1/4 of the file is free */
 
 typedef struct {
     uint32_t start, len;
@@ -291,6 +292,48 @@ static int many_pieces(const placement *pl, uint32_t need)
     return sum < need;
 }
 
+/* Give the collected pages the numbers of the runs in `pick`, in order
+ * (their bits set; the file's end follows the last one the pages take).
+ * Returns the page after the last one taken. */
+static uint32_t renumber(mote_txn *t, placement *pl, const page_run *pick, uint32_t npick,
+                         uint32_t base_np)
+{
+    uint8_t *bm = t->bm;
+    uint32_t k = 0, end = 0;
+    for (uint32_t r = 0; r < npick && k < pl->n; r++)
+        for (uint32_t p = pick[r].start; p < pick[r].start + pick[r].len && k < pl->n; p++) {
+            mpage *pg = pl->pg[k++];
+            mpage **pp = &t->dhash[pg->pgno & t->dmask];
+            while (*pp != pg)
+                pp = &(*pp)->hnext;
+            *pp = pg->hnext;
+            pg->pgno = p;
+            bit_set(bm, p);
+            wr32(pg->data + 4, p);
+            wr32(pl->ptr[k - 1], p);
+            pg->hnext = t->dhash[p & t->dmask];
+            t->dhash[p & t->dmask] = pg;
+            end = p + 1;
+        }
+    if (t->npages < end)
+        t->npages = end;
+    /* pages the txn took at the end and no longer uses are not file */
+    while (t->npages > base_np && !bit_get(bm, t->npages - 1) &&
+           !bit_get(t->s->pend, t->npages - 1))
+        t->npages--;
+    return end;
+}
+
+/* Are pages [p, p + n) free in the txn and in every snapshot (pages past
+ * the file's end are)? */
+static int run_free(const mote_txn *t, uint32_t p, uint32_t n)
+{
+    for (uint32_t i = p; i < p + n && i < t->npages; i++)
+        if (bit_get(t->bm, i) || bit_get(t->s->pend, i))
+            return 0;
+    return 1;
+}
+
 /*
  * A small commit's pages go to as few runs of adjacent pages as the free
  * space allows: the fdatasync of a commit costs per write request (measured
@@ -308,6 +351,8 @@ static int many_pieces(const placement *pl, uint32_t need)
  * numbers) or more than PLACE_MAX pages keep their numbers. Returns the
  * lowest page this may have freed (for the allocation hint), else UINT32_MAX.
  */
+static uint32_t place_list(mote_txn *t, placement *plp);
+
 uint32_t mote__place_pages(mote_txn *t)
 {
     placement pl;
@@ -315,6 +360,13 @@ uint32_t mote__place_pages(mote_txn *t)
     if (t->ndirty < 2 || t->ndirty > PLACE_MAX ||
         !place_collect(t, t->root->data + SLOT_ROOT_OFF, &pl) || pl.n != t->ndirty)
         return UINT32_MAX;
+    return place_list(t, &pl);
+}
+
+/* Place the collected pages (their bits set) onto few runs. */
+static uint32_t place_list(mote_txn *t, placement *plp)
+{
+    placement pl = *plp;
     /* runs the pages are in now */
     uint32_t lo = UINT32_MAX, now_runs = 0;
     uint8_t *bm = t->bm;
@@ -354,26 +406,7 @@ uint32_t mote__place_pages(mote_txn *t)
     }
     if (npick >= now_runs)
         goto keep;
-    for (uint32_t i = 0; i <= t->dmask; i++)
-        t->dhash[i] = NULL;
-    uint32_t k = 0, end = 0;
-    for (uint32_t r = 0; r < npick && k < pl.n; r++)
-        for (uint32_t p = pick[r].start; p < pick[r].start + pick[r].len && k < pl.n; p++) {
-            mpage *pg = pl.pg[k++];
-            pg->pgno = p;
-            bit_set(bm, p);
-            wr32(pg->data + 4, p);
-            wr32(pl.ptr[k - 1], p);
-            pg->hnext = t->dhash[p & t->dmask];
-            t->dhash[p & t->dmask] = pg;
-            end = p + 1;
-        }
-    if (t->npages < end)
-        t->npages = end;
-    /* pages the txn took at the end and no longer uses are not file */
-    while (t->npages > base_np && !bit_get(bm, t->npages - 1) &&
-           !bit_get(t->s->pend, t->npages - 1))
-        t->npages--;
+    uint32_t end = renumber(t, &pl, pick, npick, base_np);
     uint32_t low = lo < t->hint ? lo : t->hint;
     t->hint = end; /* bitmap pages follow the last piece */
     return low;
@@ -381,4 +414,85 @@ keep:
     for (uint32_t i = 0; i < pl.n; i++)
         bit_set(t->bm, pl.pg[i]->pgno);
     return UINT32_MAX;
+}
+
+/* ---- The commit chain's pages (pager.h COMMIT CHAIN) ----------------------- */
+
+int mote__place_chain(mote_txn *t, uint32_t R, uint32_t *low)
+{
+    placement pl;
+    pl.n = 0;
+    if (t->ndirty > PLACE_MAX ||
+        !place_collect(t, t->root->data + SLOT_ROOT_OFF, &pl) || pl.n != t->ndirty)
+        return 0;
+    uint32_t max = mote__max_pages(t->s->P), base_np = rd32(t->s->cur->data + 32);
+    for (uint32_t i = 0; i < pl.n; i++) { /* their own numbers are candidates */
+        bit_clr(t->bm, pl.pg[i]->pgno);
+        if (pl.pg[i]->pgno < *low)
+            *low = pl.pg[i]->pgno;
+    }
+    if (t->hint < *low)
+        *low = t->hint;
+    /* as many as the free run after R holds go there, the rest onto runs elsewhere */
+    uint32_t k = 0;
+    while (k < pl.n && R + 1 + k < max && run_free(t, R + 1 + k, 1))
+        k++;
+    if (bm_cover(t, R + 1 + k))
+        k = 0;
+    /* pages numbered inside the run are among those placed there (else two
+     * would share a number) */
+    for (uint32_t i = 0, j = 0; i < pl.n; i++)
+        if (pl.pg[i]->pgno >= R + 1 && pl.pg[i]->pgno < R + 1 + k) {
+            mpage *pg = pl.pg[i];
+            uint8_t *ptr = pl.ptr[i];
+            memmove(pl.pg + j + 1, pl.pg + j, (i - j) * sizeof *pl.pg);
+            memmove(pl.ptr + j + 1, pl.ptr + j, (i - j) * sizeof *pl.ptr);
+            pl.pg[j] = pg;
+            pl.ptr[j++] = ptr;
+        }
+    for (uint32_t i = k; i < pl.n; i++)
+        bit_set(t->bm, pl.pg[i]->pgno);
+    page_run run = {R + 1, k};
+    if (k)
+        renumber(t, &pl, &run, 1, base_np);
+    t->hint = R + 1 + k; /* bitmap pages follow */
+    if (k == pl.n)
+        return 1;
+    placement rest = pl;
+    rest.n = pl.n - k;
+    memmove(rest.pg, pl.pg + k, rest.n * sizeof *rest.pg);
+    memmove(rest.ptr, pl.ptr + k, rest.n * sizeof *rest.ptr);
+    uint32_t lo = place_list(t, &rest);
+    if (lo < *low)
+        *low = lo;
+    return 1;
+}
+
+uint32_t mote__reserve_record(mote_txn *t, uint32_t want)
+{
+    uint32_t max = mote__max_pages(t->s->P), q = t->hint, tail;
+    uint32_t phys = (uint32_t)(t->s->file_bytes >> t->s->page_shift);
+    uint32_t inside = t->npages > phys ? t->npages : phys; /* the file's blocks */
+    if (want < 2)
+        want = 2;
+    if (want > CHAIN_RUN + 1)
+        want = CHAIN_RUN + 1;
+    if (q < 2 || q + want > inside || !run_free(t, q, want)) {
+        placement pl;
+        uint32_t total = free_runs(t, &pl, 2, want, &tail);
+        /* a run that holds the next commit; else, while free pages are
+         * plenty (RESERVE_SLACK), the longest (its pages go elsewhere too,
+         * but the file does not grow); else the file's end */
+        if (total && (pl.top[0].len >= want ||
+                      (pl.top[0].len >= 2 && (uint64_t)total * RESERVE_SLACK > t->npages)))
+            q = pl.top[0].start;
+        else
+            q = tail;
+    }
+    if (q + want > max || bm_cover(t, q + 1))
+        return 0;
+    bit_set(t->bm, q);
+    if (t->npages < q + 1)
+        t->npages = q + 1;
+    return q;
 }

@@ -6,7 +6,8 @@
  * cache) and verifies: each pointer's crc32c, page number and birth; node
  * structure; keys in order across the whole tree (each child's keys within
  * its parent's separators); the entry count in every pointer; every page
- * reachable exactly once; the allocation bitmap equal to the reachable set;
+ * reachable exactly once (the commit chain's records and reserved page
+ * count as reachable); the allocation bitmap equal to the reachable set;
  * every key's tree id present in the catalog, which sorts first.
  */
 #include <errno.h>
@@ -219,6 +220,11 @@ int mote_check(mote_store *s, void (*report)(void *, const char *), void *ctx)
             memcpy(bm + SLOT_INLINE_BM + (size_t)i * bpp, buf + OVF_HDR, bpp);
         }
     }
+    uint32_t chain[CHAIN_MAX + 1], nch = 0; /* pager.h COMMIT CHAIN */
+    if (mote__chain_pages(s, slot, chain, &nch))
+        mote__problem(&k.pr, "%s", mote_errmsg(s));
+    for (uint32_t i = 0; i < nch; i++)
+        mark(&k, chain[i], i + 1 < nch || !st_chain_next(slot) ? "commit record" : "reserved record");
     const uint8_t *root = slot + SLOT_ROOT_OFF;
     check_node(&k, root, s->P - 8 - SLOT_ROOT_OFF, 0, NULL, 0, NULL, 0, 0);
     for (uint32_t p = 0; p < k.npages; p++) {
@@ -266,6 +272,7 @@ int mote_compact(mote_store *s, const char *out_path)
         rc = mote__txn_begin(d, 1, &wt);
     if (rc)
         goto out;
+    wt->no_chain = 1; /* the copy keeps its size */
     mote_cursor c;
     memset(&c, 0, sizeof c);
     c.t = rt;
@@ -331,18 +338,22 @@ void mote__shrink(mote_store *s)
     mote_txn *t;
     if (mote__txn_begin(s, 1, &t))
         return;
-    if (mote__bt_relocate(t, (uint32_t)cut)) {
+    t->no_chain = 1; /* a checkpoint: the chain's pages go, nothing is reserved */
+    if (mote__free_chain(t) || mote__bt_relocate(t, (uint32_t)cut)) {
         mote__txn_abort(t);
         return;
     }
     /* the new end: past the last page in use, not counting bitmap pages
-     * (the commit copies those that lie past it to lower pages) */
+     * (the commit copies those that lie past it to lower pages) or the
+     * commit chain's (the commit frees them) */
     const uint8_t *bmp = t->root->data + SLOT_BMP_OFF;
     uint32_t last = t->npages, nb = rd32(t->root->data + 40);
     while (last > 2) {
         int is_bmp = 0;
         for (uint32_t i = 0; i < nb && !is_bmp; i++)
             is_bmp = ptr_pgno(bmp + i * PTR12) == last - 1;
+        for (uint32_t i = 0; i < t->nchain && !is_bmp; i++)
+            is_bmp = t->chain[i] == last - 1; /* the chain's pages go too */
         if (!is_bmp && bit_get(t->bm, last - 1))
             break;
         last--;

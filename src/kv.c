@@ -901,6 +901,8 @@ int mote_store_stat(mote_store *s, mote_stat *st)
     st->pages = rd32(slot + 32);
     st->file_bytes = s->file_bytes;
     st->depth = n_level(slot + SLOT_ROOT_OFF) + 1;
+    st->format = rd32(slot + 8);
+    st->chain = st_chain_len(slot);
     uint64_t all, cat;
     uint8_t one[1] = {1};
     rc = mote__bt_rank(t, NULL, 0, &all);

@@ -11,15 +11,18 @@
  * releases nothing (the child's copy of its memory goes when the child
  * exits). The child opens the store itself to use it.
  *
- * CLOSE: after writes, a clean-close marker goes (unsynced) into the other
- * slot (the shrink of a file with a large free tail runs before, from
- * store.c: check.c).
+ * CLOSE: after writes, a clean-close marker (a copy of the latest state)
+ * goes (unsynced) into the slot not holding the checkpoint (the shrink of a
+ * file with a large free tail runs before, from store.c: check.c).
  *
- * OPEN: one pread of both slots. The newest valid commit slot is W. If the
- * other slot is a clean-close marker naming W, W is trusted as is; else
- * every page W wrote (pointers with birth == W) is verified and, on any
- * failure, the store falls back to D. An unclean writable open syncs once
- * before its first commit so that nothing is built on a non-durable base.
+ * OPEN: one pread of both slots, then along the commit chain (pager.h
+ * COMMIT CHAIN): from a marker not older than the newest checkpoint W (one
+ * pread of its chain_next, to see that nothing followed), else from W. The
+ * last state reached is verified (every page it wrote: pointers with birth
+ * == its txnid) unless it is the marker; if that fails, the state before
+ * it, else the other checkpoint D and its chain. An unclean writable open
+ * syncs once before its first commit so that nothing is built on a
+ * non-durable base.
  * CREATE writes the creation page and syncs nothing; a store whose page 0
  * is that page, or its torn remains, is new (pager.h FRESH).
  */
@@ -297,6 +300,114 @@ int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid)
     return rc;
 }
 
+/* From state `st` (P bytes) follow the chain (pager.h COMMIT CHAIN) in a
+ * file of `size` bytes: *last is the newest state reached, *prev the one
+ * before it (NULL: none: *last is st), both in `bufs` (3 pages, st copied
+ * into one); *hi the highest txnid any page along the way names. */
+static int walk_chain(mote_store *s, const uint8_t *st, uint64_t size, uint8_t *bufs,
+                      const uint8_t **last, const uint8_t **prev, uint64_t *hi)
+{
+    uint32_t P = s->P;
+    uint8_t *cur = bufs, *before = NULL, *probe = bufs + P;
+    memcpy(cur, st, P);
+    for (;;) {
+        uint32_t p = st_chain_next(cur);
+        if (p < 2 || ((uint64_t)p + 1) * P > size)
+            break;
+        ssize_t r = s->io->pread(s->io->ctx, s->fd, probe, P, (uint64_t)p * P);
+        if (r < 0)
+            return mote__ioerr((int)r, "read", s->path);
+        if ((size_t)r != P)
+            break;
+        if (rd64(probe) == MOTE_MAGIC && rd64(probe + 24) > *hi && rd64(probe + 24) < UINT64_MAX / 2)
+            *hi = rd64(probe + 24);
+        if (mote__slot_valid(probe, P, p) != (int)SLOT_KIND_RECORD ||
+            st_base(probe) != rd64(cur + 24) || st_chain_len(probe) != st_chain_len(cur) + 1 ||
+            rd64(probe + 24) <= rd64(cur + 24))
+            break;
+        uint8_t *spare = before ? before : bufs + 2 * (size_t)P;
+        before = cur;
+        cur = probe;
+        probe = spare;
+    }
+    *last = cur;
+    *prev = before;
+    return MOTE_OK;
+}
+
+int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t size,
+                  uint8_t *out, int *start_slot, int *clean, uint64_t *hi)
+{
+    uint32_t P = s->P;
+    int v[2];
+    uint64_t tx[2];
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *d = slots + (size_t)i * P;
+        v[i] = have >= (size_t)(i + 1) * P ? mote__slot_valid(d, P, (uint32_t)i) : 0;
+        tx[i] = have >= (size_t)(i + 1) * P && rd64(d) == MOTE_MAGIC ? rd64(d + 24) : 0;
+        if (tx[i] > *hi && tx[i] < UINT64_MAX / 2)
+            *hi = tx[i];
+    }
+    /* the starts, best first: a version 2 marker not older than the newest
+     * checkpoint, the newest checkpoint, the other one */
+    int order[3], n = 0, w = v[0] == 1 && (v[1] != 1 || tx[0] > tx[1]) ? 0 : v[1] == 1 ? 1 : -1;
+    for (int i = 0; i < 2; i++)
+        if (v[i] == 2 && rd32(slots + (size_t)i * P + 8) != 1 && (w < 0 || tx[i] >= tx[w]))
+            order[n++] = i;
+    if (w >= 0)
+        order[n++] = w;
+    if (w >= 0 && v[1 - w] == 1 && tx[1 - w] < tx[w])
+        order[n++] = 1 - w;
+    if (!n)
+        return CORRUPT("%s: no valid commit slot", s->path);
+    uint8_t *bufs = mote__malloc((size_t)3 * P);
+    if (!bufs)
+        return mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
+    int rc = MOTE_OK;
+    for (int k = 0; k < n; k++) {
+        int i = order[k];
+        const uint8_t *st = slots + (size_t)i * P, *last = NULL, *prev = NULL;
+        if ((rc = walk_chain(s, st, size, bufs, &last, &prev, hi)))
+            break;
+        /* a marker vouches for the state it copies (v2), or names it (v1) */
+        const uint8_t *o = slots + (size_t)(1 - i) * P;
+        int vouched = !prev && (v[i] == 2 || (v[1 - i] == 2 && rd32(o + 8) == 1 &&
+                                              tx[1 - i] == tx[i]));
+        rc = vouched ? MOTE_OK : mote__verify_commit(s, last, rd64(last + 24));
+        int alone = !prev; /* the start, nothing after it */
+        if (rc && prev) { /* the state before it was synced before it was written */
+            rc = MOTE_OK;
+            last = prev;
+        }
+        if (rc == MOTE_CORRUPT && k + 1 == n && alone && v[1 - i] == 1 &&
+            tx[1 - i] == tx[i]) {
+            char why[256]; /* both slots name it: the store's first commit */
+            snprintf(why, sizeof why, "%s", mote_errmsg(s));
+            rc = CORRUPT("%s (in the store's first commit: if the machine stopped while "
+                         "it was made, it was not acknowledged and the store holds nothing "
+                         "else)", why);
+        }
+        if (rc == MOTE_CORRUPT && k + 1 < n)
+            continue; /* the next start */
+        if (!rc) {
+            memcpy(out, last, P);
+            if (rd32(out + 20) == SLOT_KIND_MARKER) /* the start: a v2 marker */
+                wr32(out + 20, SLOT_KIND_COMMIT); /* (in memory) */
+            /* the slot the next checkpoint must not overwrite: the
+             * checkpoint, also when a marker (not synced) was the start */
+            *start_slot = v[i] == 2 && w >= 0 ? w : i;
+            if (rd32(out + 8) != 1)
+                out[62] = (uint8_t)*start_slot; /* what later records name (st_ckpt) */
+            *clean = vouched;
+            if (v[i] == 2 && w < 0) /* the marker alone: made durable before anything else */
+                *clean = 0;
+        }
+        break;
+    }
+    mote__free(bufs);
+    return rc;
+}
+
 /* Read both slots and choose the commit to open (see the top comment). */
 static int open_existing(mote_store *s, uint64_t size)
 {
@@ -362,50 +473,19 @@ static int open_existing(mote_store *s, uint64_t size)
     }
     s->P = P;
     s->page_shift = (uint32_t)__builtin_ctz(P);
-    const uint8_t *A = buf, *B = buf + P;
-    uint64_t ta = rd64(A) == MOTE_MAGIC ? rd64(A + 24) : 0;
-    uint64_t tb = (size_t)r >= 2 * (size_t)P && rd64(B) == MOTE_MAGIC ? rd64(B + 24) : 0;
-    /* choose W: the newest valid commit slot */
-    int wi = -1;
-    if (va == 1 && (vb != 1 || ta > tb))
-        wi = 0;
-    else if (vb == 1)
-        wi = 1;
-    if (wi < 0) {
-        rc = CORRUPT("%s: no valid commit slot", s->path);
-        goto out;
-    }
-    const uint8_t *W = wi ? B : A, *O = wi ? A : B;
-    int vo = wi ? va : vb;
-    uint64_t wtx = rd64(W + 24);
-    int clean = vo == 2 && rd64(O + 24) == wtx;
-    if (!clean) {
-        rc = mote__verify_commit(s, W, wtx);
-        if (rc && vo == 1 && rd64(O + 24) < wtx) { /* roll back to D */
-            rc = MOTE_OK;
-            wi = 1 - wi;
-            W = O;
-        }
-        if (rc == MOTE_CORRUPT && vo == 1 && rd64(O + 24) == wtx) {
-            char why[256]; /* both slots name it: the store's first commit */
-            snprintf(why, sizeof why, "%s", mote_errmsg(s));
-            rc = CORRUPT("%s (in the store's first commit: if the machine stopped while "
-                         "it was made, it was not acknowledged and the store holds nothing "
-                         "else)", why);
-        }
-        if (rc)
-            goto out;
-    }
     s->cur = mote__snap_new(P);
     if (!s->cur) {
         rc = mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
         goto out;
     }
-    memcpy(s->cur->data, W, P);
-    s->txnid = rd64(W + 24);
-    s->next_txnid = (ta > tb ? ta : tb) + 1;
-    if (s->next_txnid <= s->txnid)
-        s->next_txnid = s->txnid + 1;
+    const uint8_t *A = buf;
+    uint64_t ta = rd64(A) == MOTE_MAGIC ? rd64(A + 24) : 0;
+    int clean = 0, wi = 0;
+    uint64_t hi = 0;
+    if ((rc = mote__recover(s, buf, (size_t)r, size, s->cur->data, &wi, &clean, &hi)))
+        goto out;
+    s->txnid = rd64(s->cur->data + 24);
+    s->next_txnid = hi + 1 > s->txnid + 1 ? hi + 1 : s->txnid + 1;
     s->base_slot = wi;
     s->synced = clean;
     s->marker_ok = clean;
@@ -588,9 +668,14 @@ void mote__store_close(mote_store *s)
         pthread_mutex_unlock(&s->mu);
     }
     if (alone && !(s->flags & MOTE_RDONLY) && !s->poisoned && s->synced && !s->marker_ok) {
-        uint8_t *m = mote__calloc(1, s->P);
+        uint8_t *m = mote__malloc(s->P);
         if (m) { /* best effort: without it the next open verifies */
-            mote__slot_init(m, s->P, 1 - s->base_slot, SLOT_KIND_MARKER, s->txnid);
+            memcpy(m, s->cur->data, s->P); /* a copy of the latest state */
+            wr32(m + 16, (uint32_t)(1 - s->base_slot));
+            wr32(m + 20, SLOT_KIND_MARKER);
+            wr32(m + 8, MOTE_FORMAT_VERSION);
+            if (rd32(s->cur->data + 8) == 1) /* a version 1 state becomes its own checkpoint's */
+                st_set_chain(m, 0, 0, 0, 0, s->base_slot);
             mote__slot_seal(m, s->P);
             s->io->pwrite(s->io->ctx, s->fd, m, s->P,
                           (uint64_t)(1 - s->base_slot) << s->page_shift);

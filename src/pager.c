@@ -5,24 +5,27 @@
  * pages), open.c (open with recovery, close). The file format and
  * invariants are described in pager.h (nodes: node.h).
  *
- * COMMIT (write txn W on durable base D, whose slot is s->base_slot)
+ * COMMIT (write txn W on durable base D; its checkpoint is in s->base_slot)
  *   1. Dirty pages live in the txn's dirty map; each was allocated from
  *      pages free in D and not pending (never a page reachable from D).
- *   2. place_pages(): a small commit's tree nodes are renumbered onto as
- *      few runs of free pages as possible (one write request per run).
+ *   2. A record (D reserved a page R, pager.h COMMIT CHAIN): its tree nodes
+ *      are renumbered onto R+1, ... (mote__place_chain); a checkpoint: the
+ *      chain of D is freed and its nodes go onto as few runs of free pages
+ *      as possible (place_pages; one write request per run).
  *      finalize(): bottom-up over dirty nodes, store each child's crc32c in
  *      its parent pointer.
  *   3. Bitmap: every bitmap page whose bits changed is copied to a newly
  *      allocated page (looping until no more change: allocating for the
- *      bitmap changes the bitmap), the old one freed.
+ *      bitmap changes the bitmap), the old one freed; the next record's
+ *      page is reserved (the bitmap again).
  *   4. Growth: above 64 KB the file grows in chunks written as real zeros in
  *      the same batch, so later commits overwrite blocks that exist.
- *   5. pwritev the dirty pages in page order, then pwrite the slot into the
- *      slot index that does not hold D, then one fdatasync. A failed slot
- *      write or sync poisons the store; no sync is ever retried. A new
- *      store's first commit writes both slots instead, with its pages, and
- *      fsyncs the directory (pager.h FRESH).
- *   6. Publish: the slot becomes s->cur, dirty pages move into the cache,
+ *   5. pwritev in page order: a record with its pages (one request), or a
+ *      checkpoint's pages then its slot into the slot not holding D's
+ *      checkpoint; then one fdatasync. A failed sync poisons the store; no
+ *      sync is ever retried. A new store's first commit writes both slots
+ *      instead, with its pages, and fsyncs the directory (pager.h FRESH).
+ *   6. Publish: the state becomes s->cur, dirty pages move into the cache,
  *      pages freed by W become pending (tag W) until no snapshot < W lives.
  *
  */
@@ -93,29 +96,66 @@ static uint64_t slot_hash(const uint8_t *slot, uint32_t P)
 
 void mote__slot_seal(uint8_t *slot, uint32_t P) { wr64(slot + P - 8, slot_hash(slot, P)); }
 
-/* 1 = valid commit slot, 2 = valid marker, 0 = invalid */
-int mote__slot_valid(const uint8_t *slot, uint32_t P, int index)
+int mote__slot_valid(const uint8_t *slot, uint32_t P, uint32_t where)
 {
-    if (rd64(slot) != MOTE_MAGIC || rd32(slot + 8) != MOTE_FORMAT_VERSION ||
-        rd32(slot + 12) != P || rd32(slot + 16) != (uint32_t)index)
+    uint32_t ver = rd32(slot + 8);
+    if (rd64(slot) != MOTE_MAGIC || (ver != 1 && ver != MOTE_FORMAT_VERSION) ||
+        rd32(slot + 12) != P || rd32(slot + 16) != where)
         return 0;
     if (rd64(slot + P - 8) != slot_hash(slot, P))
         return 0;
     uint32_t kind = rd32(slot + 20);
-    if (kind == SLOT_KIND_MARKER)
-        return 2;
-    if (kind != SLOT_KIND_COMMIT)
+    if (kind == SLOT_KIND_MARKER && ver == 1) /* the header only */
+        return where <= 1 ? 2 : 0;
+    if (where <= 1 ? kind != SLOT_KIND_COMMIT && kind != SLOT_KIND_MARKER
+                   : kind != SLOT_KIND_RECORD || ver == 1)
         return 0;
     uint32_t npages = rd32(slot + 32), next_tree = rd32(slot + 36);
     if (npages < 2 || npages > mote__max_pages(P) || next_tree < 1 ||
         next_tree > MOTE_MAX_TREES + 1 ||
         rd32(slot + 40) != mote__bmp_needed(P, npages))
         return 0;
+    if (ver != 1) { /* the chain (pager.h FILE FORMAT) */
+        uint32_t next = st_chain_next(slot), len = st_chain_len(slot), head = st_chain_head(slot);
+        if ((next && (next < 2 || next >= npages || next == where)) || len > CHAIN_MAX ||
+            (kind == SLOT_KIND_COMMIT && len) || (kind == SLOT_KIND_RECORD && !len) ||
+            (len ? head < 2 || head >= npages : head != 0) || slot[62] > 1 || slot[63])
+            return 0;
+    }
     const uint8_t *root = slot + SLOT_ROOT_OFF;
     if (n_level(root) >= MAX_DEPTH ||
         mote__node_validate(root, P - 8 - SLOT_ROOT_OFF, (int)n_level(root), 0))
         return 0;
-    return 1;
+    return (int)kind;
+}
+
+int mote__chain_pages(mote_store *s, const uint8_t *st, uint32_t *out, uint32_t *n)
+{
+    uint32_t len = st_chain_len(st), k = 0, next = len ? st_chain_head(st) : st_chain_next(st);
+    uint8_t *buf = len ? mote__malloc(s->P) : NULL;
+    int rc = MOTE_OK;
+    if (len && !buf)
+        return mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
+    for (uint32_t i = 1; i <= len && !rc; i++) {
+        if ((rc = mote__read_page_raw(s, next, buf)))
+            break;
+        if (mote__slot_valid(buf, s->P, next) != (int)SLOT_KIND_RECORD ||
+            st_chain_len(buf) != i || rd64(buf + 24) > rd64(st + 24)) {
+            rc = CORRUPT("%s: commit record %u of the chain (page %u) is not there", s->path,
+                         i, next);
+            break;
+        }
+        out[k++] = next;
+        next = st_chain_next(buf);
+    }
+    if (!rc && len && next != st_chain_next(st))
+        rc = CORRUPT("%s: the chain's last record does not name the reserved page %u",
+                     s->path, st_chain_next(st));
+    if (!rc && next)
+        out[k++] = next;
+    mote__free(buf);
+    *n = k;
+    return rc;
 }
 
 void mote__slot_init(uint8_t *slot, uint32_t P, int index, uint32_t kind,
@@ -390,8 +430,9 @@ static void finalize(mote_txn *t, uint8_t *node, uint32_t cap)
 
 /* ---- Commit ------------------------------------------------------------------ */
 
-/* Copy every changed bitmap chunk to a new page; fills the slot's pointers. */
-static int write_bitmap(mote_txn *t, mpage **bmp_pages)
+/* Allocate a new page for every bitmap chunk whose bits changed (again
+ * after more allocation: chunks already copied keep their page). */
+static int bitmap_alloc(mote_txn *t, mpage **bmp_pages)
 {
     mote_store *s = t->s;
     uint8_t *slot = t->root->data;
@@ -401,7 +442,7 @@ static int write_bitmap(mote_txn *t, mpage **bmp_pages)
     /* a shrinking commit drops the bitmap pages past its new size */
     for (uint32_t i = mote__bmp_needed(s->P, t->npages); i < old_nb; i++) {
         uint8_t *op = slot + SLOT_BMP_OFF + i * PTR12;
-        int rc = mote__page_free(t, ptr_pgno(op), ptr_birth(op));
+        int rc = ptr_pgno(op) ? mote__page_free(t, ptr_pgno(op), ptr_birth(op)) : MOTE_OK;
         if (rc)
             return rc;
         memset(op, 0, PTR12);
@@ -432,6 +473,16 @@ static int write_bitmap(mote_txn *t, mpage **bmp_pages)
             changed = 1;
         }
     } while (changed);
+    return MOTE_OK;
+}
+
+/* Copy the bitmap into the slot and its chunks into their new pages; fills
+ * the slot's pointers. */
+static void bitmap_fill(mote_txn *t, mpage **bmp_pages)
+{
+    mote_store *s = t->s;
+    uint8_t *slot = t->root->data;
+    uint32_t bpp = bmp_bytes_per_page(s->P);
     uint32_t nb = mote__bmp_needed(s->P, t->npages);
     for (uint32_t i = 0; i < nb; i++) {
         mpage *pg = bmp_pages[i];
@@ -446,7 +497,6 @@ static int write_bitmap(mote_txn *t, mpage **bmp_pages)
     }
     memcpy(slot + SLOT_INLINE_OFF, t->bm, SLOT_INLINE_BM);
     wr32(slot + 40, nb);
-    return MOTE_OK;
 }
 
 static int cmp_page(const void *a, const void *b)
@@ -455,40 +505,39 @@ static int cmp_page(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Write the dirty pages and any zero-fill growth, in page order; with
- * `slots` (2 pages), the root slots too, in the same request as the pages
- * when these start at page 2. */
+/* Write the dirty pages, any zero-fill growth and the `head_n` pages of
+ * `head` (from page head_pg: both root slots of a first commit, or a commit
+ * record), in page order, one write request per run of adjacent pages. */
 static int write_pages(mote_txn *t, mpage **pages, uint32_t npg, uint32_t target,
-                       const uint8_t *slots)
+                       const uint8_t *head, uint32_t head_pg, uint32_t head_n)
 {
     mote_store *s = t->s;
     uint32_t phys = (uint32_t)(s->file_bytes >> s->page_shift);
     struct iovec iov[WRITE_BATCH];
     int cnt = 0;
-    uint32_t run_start = 0, next = 0, k = 0;
+    uint32_t run_start = 0, next = 0, k = 0, hk = 0;
     uint32_t p = 2;
-    for (int i = 0; slots && i < 2; i++) {
-        iov[cnt].iov_base = (void *)(slots + (size_t)i * s->P);
-        iov[cnt++].iov_len = s->P;
-        next = (uint32_t)i + 1;
-    }
     for (;;) {
-        /* next page to write: a dirty page, or a zero page in [phys, target) */
+        /* next page to write: a dirty page, a head page, or a zero page in [phys, target) */
         uint32_t dp = k < npg ? pages[k]->pgno : UINT32_MAX;
-        uint32_t zp = p < phys ? phys : p;
+        uint32_t hp = hk < head_n ? head_pg + hk : UINT32_MAX;
+        uint32_t zp = p < phys ? phys : p, m = dp < hp ? dp : hp;
         const uint8_t *data;
         uint32_t pg;
-        if (zp < target && zp < dp) {
+        if (zp < target && zp < m) {
             pg = zp;
             data = zero_page;
-        } else if (dp != UINT32_MAX) {
+        } else if (m == UINT32_MAX) {
+            break;
+        } else if (hp < dp) {
+            pg = hp;
+            data = head + (size_t)hk++ * s->P;
+        } else {
             pg = dp;
             data = pages[k++]->data;
             assert(pg >= 2 && pg < t->npages && !base_uses(s, pg));
-        } else {
-            break;
         }
-        p = pg + 1;
+        p = pg + 1 > p ? pg + 1 : p;
         if (cnt && (pg != next || cnt == WRITE_BATCH)) {
             ssize_t r = s->io->pwritev(s->io->ctx, s->fd, iov, cnt,
                                        (uint64_t)run_start << s->page_shift);
@@ -608,6 +657,43 @@ static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index, int syn
     txn_free(t);
 }
 
+/* Records between checkpoints: CHAIN_MAX, fewer in a small store (its
+ * records and the pages between them would make most of its file). */
+static uint32_t chain_limit(uint32_t npages)
+{
+    uint32_t n = npages / 8;
+    return n < CHAIN_MIN ? CHAIN_MIN : n > CHAIN_MAX ? CHAIN_MAX : n;
+}
+
+int mote__free_chain(mote_txn *t)
+{
+    mote_store *s = t->s;
+    const uint8_t *base = s->cur->data;
+    if (t->chain_freed || s->fresh || (!st_chain_len(base) && !st_chain_next(base)))
+        return MOTE_OK;
+    int rc = mote__chain_pages(s, base, t->chain, &t->nchain);
+    t->chain_freed = !rc;
+    return rc;
+}
+
+/* The freed chain's pages (mote__free_chain), once the commit's own pages
+ * are allocated: free (how < 0); kept off the bitmap pages allocated after
+ * the reserve (how > 0: pending for that while); back (how == 0). */
+static void chain_bits(mote_txn *t, int how)
+{
+    for (uint32_t i = 0; i < t->nchain; i++) {
+        uint32_t p = t->chain[i];
+        if (how < 0)
+            bit_clr(t->bm, p);
+        else if (bit_get(t->bm, p)) /* the page the reserve took */
+            continue;
+        else if (how > 0)
+            bit_set(t->s->pend, p);
+        else
+            bit_clr(t->s->pend, p);
+    }
+}
+
 int mote__txn_commit(mote_txn *t)
 {
     mote_store *s = t->s;
@@ -617,26 +703,56 @@ int mote__txn_commit(mote_txn *t)
         return MOTE_OK;
     }
     uint8_t *slot = t->root->data;
+    const uint8_t *base = s->cur->data;
     mpage *bmp_pages[SLOT_MAX_BMP] = {0};
     mpage **pages = NULL;
     uint8_t *both = NULL; /* both root slots (the first durable commit) */
     int rc = MOTE_OK, poisons = 0;
 
-    uint32_t low = mote__place_pages(t);
-    finalize(t, slot + SLOT_ROOT_OFF, root_cap(s));
-    rc = write_bitmap(t, bmp_pages);
-    if (rc)
+    /* a commit record at the page the base reserved, or a checkpoint
+     * (pager.h COMMIT CHAIN) */
+    uint32_t R = s->fresh || t->no_chain ? 0 : st_chain_next(base);
+    uint32_t len = R ? st_chain_len(base) + 1 : 0, limit = chain_limit(t->npages);
+    int record = R >= 2 && len <= limit;
+    if (!record && (rc = mote__free_chain(t)))
         goto fail;
-    if (low < t->hint)
-        t->hint = low;
+    uint32_t low = UINT32_MAX, tree_pages = t->ndirty;
+    if (!record || !mote__place_chain(t, R, &low))
+        low = mote__place_pages(t);
+    finalize(t, slot + SLOT_ROOT_OFF, root_cap(s));
+    if ((rc = bitmap_alloc(t, bmp_pages)))
+        goto fail;
     /* a new store (pager.h FRESH): slot 0 keeps the creation page until its
      * first commit that is not lazy, which writes both slots */
     int lazy = s->fresh && t->lazy;
     int sync = !(s->flags & MOTE_NOSYNC) && !lazy;
-    int index = s->fresh ? 1 : 1 - s->base_slot;
-    mote__slot_init(slot, s->P, index, SLOT_KIND_COMMIT, t->txnid);
+    /* the next record's page: a record's successor, unless the chain is
+     * full; a checkpoint's if it has pages, not too many (tiny stores and
+     * bulk loads keep their size) */
+    int reserve = !t->no_chain && !lazy &&
+                  (record ? len < limit : tree_pages >= 1 && tree_pages <= 64);
+    uint32_t next = 0;
+    chain_bits(t, -1); /* a checkpoint's: free for the reserve and the next commit */
+    if (reserve)
+        next = mote__reserve_record(t, t->ndirty + 1);
+    if (next || t->nchain) { /* the bitmap changed again */
+        chain_bits(t, 1); /* its new pages are not the chain's */
+        rc = bitmap_alloc(t, bmp_pages);
+        chain_bits(t, 0);
+        if (rc)
+            goto fail;
+    }
+    bitmap_fill(t, bmp_pages);
+    if (low < t->hint)
+        t->hint = low;
+    uint32_t where = record ? R : s->fresh ? 1 : 1 - (uint32_t)s->base_slot;
+    int ckpt = record ? s->base_slot : (int)where;
+    mote__slot_init(slot, s->P, (int)where, record ? SLOT_KIND_RECORD : SLOT_KIND_COMMIT,
+                    t->txnid);
     wr32(slot + 32, t->npages);
     wr32(slot + 36, t->next_tree);
+    st_set_chain(slot, next, s->txnid, !record ? 0 : len > 1 ? st_chain_head(base) : R,
+                 record ? len : 0, ckpt);
     mote__slot_seal(slot, s->P);
     if (s->fresh && !lazy) {
         if (!(both = mote__malloc((size_t)2 * s->P))) {
@@ -669,18 +785,35 @@ int mote__txn_commit(mote_txn *t)
         poisons = 0;
         s->need_sync = 0;
     }
-    uint32_t target = growth_target(s, t->npages);
+    uint32_t target = growth_target(s, t->npages), phys = (uint32_t)(s->file_bytes >> s->page_shift);
+    if (record && t->npages > phys) {
+        /* a record past the file's end: zeros follow it in the same request,
+         * so that the next records find blocks that exist */
+        uint32_t chunk = phys / 8 > CHAIN_RUN + 1 ? phys / 8 : CHAIN_RUN + 1;
+        uint32_t mx = mote__max_pages(s->P);
+        if (target < phys + chunk)
+            target = phys + chunk > mx ? mx : phys + chunk;
+    }
     if (both && s->seg) /* neither slot holds the latest commit until this one is published */
         mote__share_keep_base(s);
     if (both)
         poisons = 1; /* the slots go with the pages */
-    if ((rc = write_pages(t, pages, npg, target, both)))
+    /* (a record that goes with them does not poison on a failed write: the
+     * base is unchanged and its chain_next still names the page, so the
+     * record there is wiped below, and the next commit writes there) */
+    if ((rc = write_pages(t, pages, npg, target, both ? both : record ? slot : NULL,
+                          both ? 0 : where, both ? 2 : record))) {
+        if (record && !both &&
+            s->io->pwrite(s->io->ctx, s->fd, zero_page, s->P, (uint64_t)R << s->page_shift) !=
+                (ssize_t)s->P)
+            poisons = 1; /* the failed commit's record may stay: a reopen could take it */
         goto fail;
+    }
     poisons = 1; /* from the slot on, a failure may have reached the disk */
-    uint64_t slot_end = (uint64_t)(index + 1) << s->page_shift;
-    ssize_t w = both ? (ssize_t)s->P
-                     : s->io->pwrite(s->io->ctx, s->fd, slot, s->P,
-                                     (uint64_t)index << s->page_shift);
+    uint64_t slot_end = (uint64_t)(where + 1) << s->page_shift;
+    ssize_t w = both || record ? (ssize_t)s->P
+                               : s->io->pwrite(s->io->ctx, s->fd, slot, s->P,
+                                               (uint64_t)where << s->page_shift);
     if (w != (ssize_t)s->P) {
         rc = mote__ioerr(w < 0 ? (int)w : -EIO, "write of the root slot", s->path);
         goto fail;
@@ -701,7 +834,7 @@ int mote__txn_commit(mote_txn *t)
         fb = slot_end;
     if (fb > s->file_bytes)
         s->file_bytes = fb;
-    publish(t, pages, npg, index, sync);
+    publish(t, pages, npg, record ? s->base_slot : (int)where, sync);
     mote__free(pages);
     mote__free(both);
     return MOTE_OK;

@@ -3,29 +3,69 @@
  * transactions, commit and recovery (pager.c), and the structures of a store
  * and a transaction.
  *
- * FILE FORMAT (all integers little-endian; P = page size)
+ * FILE FORMAT, version 2 (all integers little-endian; P = page size)
  *
  *   page 0: root slot A    page 1: root slot B    pages 2..npages-1: data
  *
- * Root slot (one whole page):
+ * A commit's state is one page (the root of its tree, its allocation
+ * bitmap, its chain): the same layout in a root slot (a checkpoint), in a
+ * data page (a commit record, see COMMIT CHAIN) and in the clean-close
+ * marker.
  *     0  u64  magic "MOTEDB\0\1"
- *     8  u32  format version (1)
+ *     8  u32  format version (2; version 1 is read, see below)
  *    12  u32  page size P
- *    16  u32  slot index (0 or 1; must equal the page it is in)
- *    20  u32  kind: 1 = commit, 2 = clean-close marker
- *    24  u64  txnid (commit: its id; marker: the commit it vouches for)
+ *    16  u32  where: the page this state is in (0 or 1 for a slot)
+ *    20  u32  kind: 1 = checkpoint, 2 = clean-close marker, 3 = commit record
+ *    24  u64  txnid (the commit whose state this is)
  *    32  u32  npages (logical file size in pages)
  *    36  u32  next tree id
  *    40  u32  number of bitmap pages in use
- *    44  u32  reserved (0)
- *    48  u64  reserved (0)
- *    56  u64  reserved (0)
+ *    44  u32  chain_next: the page reserved for the next commit record (0: none)
+ *    48  u64  base: the txnid of the state this commit was built on
+ *    56  u32  chain_head: the first record page after the checkpoint
+ *    60  u16  chain_len: commit records since the checkpoint (0 in one)
+ *    62  u8   ckpt: the slot holding that checkpoint
+ *    63  u8   0
  *    64  [SLOT_INLINE_BM] allocation bitmap of pages 0..SLOT_INLINE_BITS-1
  *   192  [SLOT_MAX_BMP x 12] bitmap page pointers {pgno, birth32, crc32c}
  *   960  the root node of the B+tree (node.h), up to P-8
  *   P-8  u64  hash64 of bytes [0, P-8)
- *   A marker has the header only (kind 2) and zeros up to the hash.
- * Data pages are nodes, overflow pages and bitmap pages (node.h).
+ * Version 1 (read as is, upgraded by the first commit, which is a
+ * checkpoint): bytes 44..63 are zero (no chain; a slot is its own
+ * checkpoint), and its marker has the header only (kind 2, naming the
+ * commit it vouches for).
+ * Data pages are nodes, overflow pages, bitmap pages (node.h) and commit
+ * records. The pages of the chain (records since the checkpoint and the
+ * reserved chain_next) are marked in use in the bitmap; nothing in the tree
+ * points to them.
+ *
+ * COMMIT CHAIN: a commit of a store whose state names a reserved page R
+ * writes its state as a commit record at R and its pages right after it
+ * (R+1, ... as far as they are free; the rest onto runs elsewhere): one
+ * write request, then one fdatasync. It reserves the next record's page
+ * where a run of its page count + 1 (at most CHAIN_RUN + 1) is free inside
+ * the file: after its own pages, else the first such run, else while a
+ * quarter of the file is free the longest run of 2 or more, else the end of
+ * the file (a record past the end brings zeros after it, in its request).
+ * Every CHAIN_MAX records (npages / 8 in a store of fewer than 256 pages,
+ * at least CHAIN_MIN), and when nothing is reserved, a commit is a
+ * checkpoint: its state goes into the slot not holding the last checkpoint
+ * (pages, then slot: two requests, one fdatasync), and it frees the records
+ * and the reserved page (not to its own pages: free for the next commit,
+ * which follows its sync). Tiny stores (the whole tree in the root) and
+ * bulk commits (more than 64 pages) reserve nothing: their checkpoints stay
+ * the only commits, the file its size. A record whose write fails is wiped
+ * (zeros at R; the handle is poisoned if that fails too): the next commit
+ * writes its own there.
+ * Recovery: the newest valid checkpoint (or a v2 marker newer than it),
+ * then along chain_next while the page there is a valid record whose base
+ * is the state reached, whose chain_len is one more and whose txnid is
+ * higher. The last state's pages are verified (unless it is the marker and
+ * nothing follows); if they fail, the state before it is used (it was
+ * synced before the last one was written). With no state before it, the
+ * other checkpoint and its chain.
+ * Clean close: a copy of the latest state, kind 2, into the slot not
+ * holding the checkpoint (unsynced, only once the state is synced).
  *
  * FRESH: creation, and the store's first durable commit. Creation writes
  * page 0, the creation page (a commit slot of txnid 1: an empty store,
@@ -56,9 +96,10 @@
  *    held nothing.
  *
  * INVARIANTS
- *  - Pages reachable from the durable base commit D are never written by the
- *    next commit W; W's slot goes into the slot not holding D; slot last,
- *    then one fdatasync.
+ *  - Pages reachable from the durable base commit D (its tree, bitmap
+ *    pages and chain) are never written by the next commit W, but for the
+ *    record page D reserved; a checkpoint goes into the slot not holding
+ *    the last checkpoint; one fdatasync ends a commit.
  *  - Every page read from disk is checked against the pointer that led to
  *    it (crc32c, pgno, birth) and its structure validated before use.
  *  - A page freed by commit C is reused only when every live snapshot in
@@ -80,9 +121,13 @@
 #include "node.h"
 
 #define MOTE_MAGIC 0x0100424445544F4Dull /* "MOTEDB\0\1" little-endian */
-#define MOTE_FORMAT_VERSION 1u
-#define SLOT_KIND_COMMIT 1u
+#define MOTE_FORMAT_VERSION 2u
+#define SLOT_KIND_COMMIT 1u /* a checkpoint */
 #define SLOT_KIND_MARKER 2u
+#define SLOT_KIND_RECORD 3u
+#define CHAIN_MAX 32u /* commit records between checkpoints ... */
+#define CHAIN_MIN 4u  /* ... down to this many in a store of 32 pages or fewer */
+#define CHAIN_RUN 8u  /* free pages wanted after a reserved record page, at most */
 #define SLOT_INLINE_OFF 64u
 #define SLOT_INLINE_BM 128u
 #define SLOT_INLINE_BITS (SLOT_INLINE_BM * 8u)
@@ -136,7 +181,7 @@ struct mote_store {
     snap *cur;           /* latest commit's slot */
     uint64_t txnid;      /* latest commit */
     uint64_t next_txnid;
-    int base_slot;       /* slot index holding cur */
+    int base_slot;       /* the slot holding the checkpoint of cur (st_ckpt) */
     int poisoned;
     int need_sync;       /* unclean open: sync once before the first commit */
     int fresh;           /* no commit is durable yet: slot 0 holds creation's page (FRESH) */
@@ -195,6 +240,9 @@ struct mote_txn {
     uint64_t gen;        /* bumped by every change (cursor revalidation) */
     int changed;
     int lazy;            /* MOTE_TXN_LAZY */
+    int no_chain;        /* commit as a checkpoint that reserves nothing (shrink, compact) */
+    int chain_freed;     /* the base's chain is freed (mote__free_chain) ... */
+    uint32_t chain[CHAIN_MAX + 1], nchain; /* ... its pages */
     mpage *held;         /* pin held for the last returned value */
     uint8_t *vbuf;       /* assembled overflow values */
     size_t vbuf_cap;
@@ -243,6 +291,30 @@ static inline mpage *dirty_find(const mote_txn *t, uint32_t pgno)
     return NULL;
 }
 
+/* A state page's chain fields (FILE FORMAT; a version 1 slot has none and
+ * is its own checkpoint). */
+static inline uint32_t st_where(const uint8_t *st) { return rd32(st + 16); }
+static inline uint32_t st_chain_next(const uint8_t *st) { return rd32(st + 44); }
+static inline uint64_t st_base(const uint8_t *st) { return rd64(st + 48); }
+static inline uint32_t st_chain_head(const uint8_t *st) { return rd32(st + 56); }
+static inline uint32_t st_chain_len(const uint8_t *st) { return (uint32_t)st[60] | (uint32_t)st[61] << 8; }
+static inline int st_ckpt(const uint8_t *st)
+{
+    return rd32(st + 8) == 1 ? (int)rd32(st + 16) : st[62];
+}
+/* Write the chain fields (the state's other fields stay). */
+static inline void st_set_chain(uint8_t *st, uint32_t next, uint64_t base, uint32_t head,
+                                uint32_t len, int ckpt)
+{
+    wr32(st + 44, next);
+    wr64(st + 48, base);
+    wr32(st + 56, head);
+    st[60] = (uint8_t)len;
+    st[61] = (uint8_t)(len >> 8);
+    st[62] = (uint8_t)ckpt;
+    st[63] = 0;
+}
+
 /* A handle inherited across fork() is dead in the child: open.c's fork
  * handler closes its file and marks it; every call on it fails with
  * MOTE_FORKED before it takes a lock or touches the file (another thread of
@@ -275,6 +347,18 @@ int mote__validate_aux(const mote_store *s, const uint8_t *buf, int type);
 /* alloc.c: renumber a small commit's tree pages onto few runs of free pages
  * (before finalize); returns the lowest page the bitmap's pages may take. */
 uint32_t mote__place_pages(mote_txn *t);
+/* A commit record goes at page R: put the commit's tree pages right after
+ * it (R+1, ...) as far as the pages there are free, the rest onto few runs
+ * elsewhere (mote__place_pages). 1 if placed (*low: the lowest page this
+ * may have freed, if lower), 0 if the commit's pages cannot move (more
+ * than 64, overflow pages: nothing changed). */
+int mote__place_chain(mote_txn *t, uint32_t R, uint32_t *low);
+/* Reserve the next record's page (COMMIT CHAIN) where `want` free pages
+ * start (the record and the pages the next commit may have) inside the
+ * file: after the last page allocated, else the first such run, else
+ * while a quarter of the file is free the longest run, else the end of the
+ * file. Marked in use; 0 if the store is full. */
+uint32_t mote__reserve_record(mote_txn *t, uint32_t want);
 
 static inline uint8_t *txn_root(const mote_txn *t) { return t->root->data + SLOT_ROOT_OFF; }
 static inline uint32_t root_cap(const mote_store *s) { return s->P - 8 - SLOT_ROOT_OFF; }
@@ -303,6 +387,14 @@ void mote__store_close(mote_store *s);
 /* write: 0 a read transaction, 1 a write transaction, 2 a lazy one (MOTE_TXN_LAZY) */
 int mote__txn_begin(mote_store *s, int write, mote_txn **out);
 int mote__txn_commit(mote_txn *t);
+/* The base's commit chain (records, reserved page) freed in this write
+ * transaction, which must then commit as a checkpoint (t->no_chain; a
+ * checkpoint's commit does it itself): its pages, in t->chain, stay in use
+ * until the commit's own pages are allocated (the commit must not write
+ * them: until it is durable, recovery may walk them), then are free at
+ * once for the next commit, which comes after this one's sync (no
+ * snapshot reads a record: no pending). */
+int mote__free_chain(mote_txn *t);
 void mote__txn_abort(mote_txn *t);
 void mote__txn_release_held(mote_txn *t);
 
@@ -377,12 +469,26 @@ void mote__share_close(mote_store *s);
  * closed in this process (its slot and locks stay the parent's). */
 void mote__share_forked(mote_store *s);
 
-int mote__slot_valid(const uint8_t *slot, uint32_t P, int index);
+/* Is the page read from page `where` a valid state? Its kind (1 a
+ * checkpoint, 2 a marker, 3 a commit record; a slot holds no record, a
+ * data page nothing else), or 0. */
+int mote__slot_valid(const uint8_t *slot, uint32_t P, uint32_t where);
+/* The pages of a state's chain: its records since the checkpoint, then its
+ * reserved page (read from the file: each record names the next). At most
+ * CHAIN_MAX + 1; MOTE_CORRUPT if a record is not there. */
+int mote__chain_pages(mote_store *s, const uint8_t *st, uint32_t *out, uint32_t *n);
 /* The number of bitmap pages needed for npages pages. */
 uint32_t mote__bmp_needed(uint32_t P, uint32_t npages);
 int mote__read_page_raw(mote_store *s, uint32_t pgno, uint8_t *buf);
 int mote__verify_page(const mote_store *s, const uint8_t *buf,
                       const uint8_t *ptr, const char *what);
+/* The state to open, from the file's first `have` bytes (both slots) and
+ * its size (pager.h COMMIT CHAIN: recovery): into `out` (P bytes; a marker
+ * there reads as a checkpoint), the slot the next checkpoint must not
+ * overwrite, whether it needs no verification (clean) and the highest
+ * txnid any page looked at names (*hi, raised). MOTE_CORRUPT if none. */
+int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t size,
+                  uint8_t *out, int *start_slot, int *clean, uint64_t *hi);
 /* Verify the pages commit txnid wrote, reached from its slot (open after an
  * unclean shutdown). */
 int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid);

@@ -7,22 +7,24 @@
  * one page, /dev/shm/motedb-<dev>-<ino> (the store file's device and inode),
  * mapped by every process that has the store open:
  *
- *   header  the latest durable commit (txnid and root slot), the next
+ *   header  the latest durable commit (txnid and the page of its state: a
+ *           root slot or a commit record, pager.h COMMIT CHAIN), the next
  *           txnid, the pid of the process in a write transaction, `writing`
  *           (set for a write transaction's duration: found set, its process
  *           died in one), `need_sync` (the next commit syncs the base first),
  *           the writer mutex
  *   slots   one per process: its pid, start time and oldest snapshot
  *   ring    the pages recent commits freed, with the commit (pages 2-4)
- *   root    a copy of the latest commit's root slot (from page 5; written
+ *   root    a copy of the latest commit's state (from page 5; written
  *           once a second process has opened the store)
  *
  * The read path makes no system call (one costs ~0.4 µs here, a get from
  * Python ~0.7 µs in all): a reader compares the header's latest txnid with
- * its own and, when another process committed, copies the root slot from
- * the segment (a sequence lock guards the copy; without a copy of that
- * commit, one pread of both slots of the file). It publishes its snapshot in its slot and then reads
- * the latest txnid again; if that moved, it takes the newer one. So a
+ * its own and, when another process committed, copies the state from the
+ * segment (a sequence lock guards the copy; without a copy of that commit,
+ * one pread of its record, or of both slots for a checkpoint). It
+ * publishes its snapshot in its slot and then reads the latest txnid
+ * again; if that moved, it takes the newer one. So a
  * writer that reads the slots after the publish sees the snapshot, and one
  * that read them before reuses only pages freed by commits up to its own
  * base, which the snapshot (that base or a newer one) does not reference.
@@ -83,7 +85,7 @@
 #include "pager.h"
 
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
-#define SEG_VERSION 3u
+#define SEG_VERSION 4u
 #define SEG_PAGE 4096u
 #define RING_PAGES 3u
 #define SEG_BYTES ((1u + RING_PAGES) * SEG_PAGE) /* header and slots; the ring */
@@ -120,7 +122,7 @@ struct segment {
     uint64_t dropped;             /* ring entries dropped: up to this commit (writer) */
     _Atomic uint64_t root_seq;    /* the root copy's sequence lock: odd while written */
     _Atomic uint64_t root_txn;    /* the commit whose root slot `root` holds */
-    _Atomic uint32_t latest_slot; /* the root slot holding `latest` */
+    _Atomic uint32_t latest_page; /* the page holding `latest`'s state (a slot, a record) */
     _Atomic uint32_t writer;      /* pid in a write transaction, 0 */
     _Atomic uint32_t writing;     /* a write transaction is open (or its process died) */
     _Atomic uint32_t need_sync;   /* the next commit syncs its base first */
@@ -599,7 +601,7 @@ int mote__share_ready(mote_store *s)
         seg->page_size = s->P;
         seg->dev = s->dev;
         seg->ino = s->ino;
-        atomic_store(&seg->latest_slot, (uint32_t)s->base_slot);
+        atomic_store(&seg->latest_page, st_where(s->cur->data));
         atomic_store(&seg->latest, s->txnid);
         atomic_store(&seg->next_txnid, s->next_txnid);
         /* an unclean open (even a read-only one) leaves a base that may not be durable */
@@ -620,7 +622,8 @@ int mote__share_ready(mote_store *s)
 /* ---- snapshots -------------------------------------------------------------- */
 
 /* Of the root slots in buf (`have` bytes of the file's start), the valid
- * commit slot with the highest txnid in [lo, hi] (*tx), or -1. */
+ * checkpoint or version 2 marker (a copy of a state) with the highest txnid
+ * in [lo, hi] (*tx), or -1. */
 static int best_slot(const mote_store *s, const uint8_t *buf, size_t have, uint64_t lo,
                      uint64_t hi, uint64_t *tx)
 {
@@ -629,7 +632,9 @@ static int best_slot(const mote_store *s, const uint8_t *buf, size_t have, uint6
     for (int i = 0; i < 2 && have >= (size_t)(i + 1) * s->P; i++) {
         const uint8_t *d = buf + (size_t)i * s->P;
         uint64_t t = rd64(d + 24);
-        if (mote__slot_valid(d, s->P, i) == 1 && t >= lo && t <= hi && (best < 0 || t > *tx)) {
+        int v = mote__slot_valid(d, s->P, (uint32_t)i);
+        if ((v == 1 || (v == 2 && rd32(d + 8) != 1)) && t >= lo && t <= hi &&
+            (best < 0 || t > *tx)) {
             best = i;
             *tx = t;
         }
@@ -644,7 +649,9 @@ static void adopt(mote_store *s, snap *sn, uint64_t txnid)
         mote__snap_unref(s->cur);
     s->cur = sn;
     s->txnid = txnid;
-    s->base_slot = (int)rd32(sn->data + 16);
+    if (rd32(sn->data + 20) == SLOT_KIND_MARKER)
+        wr32(sn->data + 20, SLOT_KIND_COMMIT); /* (in memory, as open reads it) */
+    s->base_slot = st_ckpt(sn->data);
     s->marker_ok = 0;
     s->fresh = (int)atomic_load(&s->seg->fresh);
     s->synced = !s->fresh && !atomic_load(&s->seg->need_sync);
@@ -669,8 +676,8 @@ static snap *root_copy(const mote_store *s, uint64_t latest)
     memcpy(sn->data, seg->root, s->P);
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&seg->root_seq, memory_order_relaxed) != seq ||
-        rd64(sn->data + 24) != latest || rd32(sn->data + 20) != SLOT_KIND_COMMIT ||
-        rd32(sn->data + 16) > 1) {
+        rd64(sn->data + 24) != latest ||
+        (rd32(sn->data + 20) != SLOT_KIND_COMMIT && rd32(sn->data + 20) != SLOT_KIND_RECORD)) {
         mote__snap_unref(sn);
         return NULL;
     }
@@ -717,15 +724,28 @@ int mote__share_refresh(mote_store *s)
             rc = mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
             break;
         }
-        ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, 2u * s->P, 0);
+        /* a commit record: its page (not rewritten while the chain holds
+         * it; if it moved on meanwhile, again); a checkpoint: both slots */
+        uint32_t page = atomic_load(&seg->latest_page);
+        int rec = page >= 2;
+        ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, rec ? s->P : 2u * s->P,
+                                 rec ? (uint64_t)page << s->page_shift : 0);
         if (r < 0) {
             rc = mote__ioerr((int)r, "read", s->path);
             break;
         }
-        uint64_t bt, now = atomic_load(&seg->latest); /* published by the time of the read */
-        int best = best_slot(s, buf, (size_t)r, latest, now, &bt); /* (a new file: one page) */
+        uint64_t bt = 0, now = atomic_load(&seg->latest); /* published by the time of the read */
+        int best;
+        if (rec) {
+            bt = rd64(buf + 24);
+            best = r == (ssize_t)s->P && bt >= latest && bt <= now &&
+                           mote__slot_valid(buf, s->P, page) == (int)SLOT_KIND_RECORD
+                       ? 0 : -1;
+        } else {
+            best = best_slot(s, buf, (size_t)r, latest, now, &bt); /* (a new file: one page) */
+        }
         if (best < 0)
-            continue; /* both rewritten meanwhile: again */
+            continue; /* rewritten meanwhile: again */
         sn = mote__snap_new(s->P);
         if (!sn) {
             rc = mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
@@ -741,38 +761,40 @@ int mote__share_refresh(mote_store *s)
                                s->path);
 }
 
-/* The newest valid commit slot of the file (index), or -1; buf: 2 pages.
- * A store just made is one page long: its slot 1 is not there yet. */
-static int newest_slot(mote_store *s, uint8_t *buf, int *rc)
-{
-    ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, 2u * s->P, 0);
-    if (r < (ssize_t)s->P) {
-        *rc = mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path);
-        return -1;
-    }
-    uint64_t tx;
-    return best_slot(s, buf, (size_t)r, 0, UINT64_MAX, &tx);
-}
-
-int mote__share_outsider_refresh(mote_store *s)
+/* The newest state on disk, as an open would recover it (pager.h COMMIT
+ * CHAIN), into out (P bytes). A store just made is one page long. */
+static int newest_state(mote_store *s, uint8_t *out)
 {
     uint8_t *buf = mote__malloc(2u * s->P);
     if (!buf)
         return mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
-    int rc = MOTE_OK, i = newest_slot(s, buf, &rc);
-    if (i >= 0 && rd64(buf + (size_t)i * s->P + 24) > s->txnid) {
-        snap *sn = mote__snap_new(s->P);
-        if (!sn) {
-            rc = mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
-        } else {
-            memcpy(sn->data, buf + (size_t)i * s->P, s->P);
-            mote__snap_unref(s->cur);
-            s->cur = sn;
-            s->txnid = rd64(sn->data + 24);
-            s->base_slot = i;
-        }
-    }
+    ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, 2u * s->P, 0);
+    int rc = r < (ssize_t)s->P ? mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path) : MOTE_OK;
+    int slot, clean;
+    uint64_t hi = 0;
+    if (!rc)
+        rc = mote__recover(s, buf, (size_t)r, UINT64_MAX, out, &slot, &clean, &hi);
     mote__free(buf);
+    return rc;
+}
+
+int mote__share_outsider_refresh(mote_store *s)
+{
+    snap *sn = mote__snap_new(s->P);
+    if (!sn)
+        return mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
+    int rc = newest_state(s, sn->data);
+    if (rc == MOTE_CORRUPT && s->cur) /* being written: the one it has, for now */
+        rc = MOTE_OK;
+    else if (!rc && rd64(sn->data + 24) > s->txnid) {
+        mote__snap_unref(s->cur);
+        s->cur = sn;
+        s->txnid = rd64(sn->data + 24);
+        s->base_slot = st_ckpt(sn->data);
+        sn = NULL;
+    }
+    if (sn)
+        mote__snap_unref(sn);
     return rc;
 }
 
@@ -780,9 +802,8 @@ int mote__share_outsider_check(mote_store *s, uint64_t txnid, int rc)
 {
     if (rc != MOTE_CORRUPT)
         return rc;
-    uint8_t *buf = mote__malloc(2u * s->P);
-    int r2 = MOTE_OK, i = buf ? newest_slot(s, buf, &r2) : -1;
-    uint64_t latest = i >= 0 ? rd64(buf + (size_t)i * s->P + 24) : 0;
+    uint8_t *buf = mote__malloc(s->P);
+    uint64_t latest = buf && !newest_state(s, buf) ? rd64(buf + 24) : 0;
     mote__free(buf);
     if (latest <= txnid)
         return rc;
@@ -973,7 +994,6 @@ void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
                            const uint32_t *freed, size_t nfreed)
 {
     struct segment *seg = s->seg;
-    int index = (int)rd32(slot + 16);
     if (atomic_load(&seg->slots_hi) > 1) /* another process has opened the store */
         root_copy_put(seg, slot, s->P, txnid);
     for (size_t i = 0; i < nfreed; i++) { /* before the commit is published */
@@ -991,7 +1011,7 @@ void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
      * names it; on a new store nothing is durable, so nothing needs that */
     atomic_store(&seg->need_sync, !s->synced && !s->fresh ? 1u : 0u);
     atomic_store(&seg->fresh, (uint32_t)s->fresh);
-    atomic_store(&seg->latest_slot, (uint32_t)index);
+    atomic_store(&seg->latest_page, st_where(slot));
     atomic_store(&seg->latest, txnid);
     if (!s->own_since) /* the first of a run of this process's commits */
         s->own_since = txnid;

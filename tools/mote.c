@@ -582,6 +582,8 @@ int main(int argc, char **argv)
         }
         printf("file:        %s\n", path);
         printf("txnid:       %llu\n", (unsigned long long)st.txnid);
+        printf("format:      %u\n", st.format);
+        printf("chain:       %u commit records since the checkpoint\n", st.chain);
         printf("page size:   %u\n", st.page_size);
         printf("pages:       %llu (%llu used, %llu free)\n",
                (unsigned long long)st.pages,

@@ -14,7 +14,9 @@
  * Run: ./mkstore FILE (FILE must not exist).
  * ./mkstore --hold FILE: afterwards, keep FILE open with a write transaction
  * (one more Tag, not committed), print "holding" and wait for a line on
- * stdin, then commit: the CLI's view of a store another process has open. */
+ * stdin, then commit: the CLI's view of a store another process has open.
+ * ./mkstore --add-tag FILE: open the store FILE (which exists), add one Tag
+ * ("added") in one commit, close. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -218,11 +220,30 @@ static int hold(mote_entity *tag)
     return mote_close(s) ? 1 : 0;
 }
 
+/* One more Tag in the existing store `path`. */
+static int add_tag(const char *path)
+{
+    mote_options o = {0, 0, 0, NULL};
+    mote_txn *t;
+    mote_entity *tag;
+    mote_value v = str_v("added", 5);
+    if (mote_open(path, &o, &s)) {
+        fprintf(stderr, "mkstore: open: %s\n", mote_last_open_error());
+        return 1;
+    }
+    if (mote_begin(s, 0, &t) || mote_entity_open(t, "Tag", tag_def, 1, &tag) ||
+        mote_put(t, tag, 0, &v, MOTE_PUT_INSERT, NULL) || mote_commit(t))
+        return fail("add a Tag");
+    return mote_close(s) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     int holding = argc == 3 && !strcmp(argv[1], "--hold");
+    if (argc == 3 && !strcmp(argv[1], "--add-tag"))
+        return add_tag(argv[2]);
     if (argc != 2 && !holding) {
-        fprintf(stderr, "usage: mkstore [--hold] FILE\n");
+        fprintf(stderr, "usage: mkstore [--hold | --add-tag] FILE\n");
         return 2;
     }
     if (mote_open(argv[argc - 1], NULL, &s)) {

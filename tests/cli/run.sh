@@ -150,6 +150,16 @@ t "compacted copy is consistent" exit_is 0 "$B/mote" check "$D/b.mote"
 t "compacted copy has the same objects" bash -c "diff <('$B/mote' dump '$D/a.mote') <('$B/mote' dump '$D/b.mote')"
 t "compact refuses an existing output" exit_is 1 "$B/mote" compact "$D/a.mote" "$D/b.mote"
 printf 'not a store at all, just some text that is long enough\n%.0s' {1..100} > "$D/junk.mote"
+# a store of format 1 (tests/cli/format1.mote.gz: made by mkstore with the
+# library of commit ee46df4): read as is, upgraded to format 2 by its first commit
+gzip -dc "$(dirname "$0")/format1.mote.gz" > "$D/f1.mote"
+t "format 1: stat names it" bash -c "'$B/mote' stat '$D/f1.mote' | grep -q '^format:      1$'"
+t "format 1: consistent" exit_is 0 "$B/mote" check "$D/f1.mote"
+t "format 1: dump equal to the same store made now" bash -c "'$B/mote' dump '$D/f1.mote' | cmp - '$D/d.json'"
+t "format 1: a write" "$B/tests/cli/mkstore" --add-tag "$D/f1.mote"
+t "format 1: upgraded by the write" bash -c "'$B/mote' stat '$D/f1.mote' | grep -q '^format:      2$'"
+t "format 1: consistent after the write" exit_is 0 "$B/mote" check "$D/f1.mote"
+t "format 1: its Tags and the new one" bash -c "[ \$('$B/mote' dump '$D/f1.mote' Tag | wc -l) -eq 4 ] && '$B/mote' dump '$D/f1.mote' Thing | cmp - <(grep -a '^{\"_entity\": \"Thing\"' '$D/d.json')"
 t "check of a non-store: exit 2" exit_is 2 "$B/mote" check "$D/junk.mote"
 t "check of a missing file: exit 2" exit_is 2 "$B/mote" check "$D/missing.mote"
 # damage a data page of a larger store: check reports it (exit 1)

@@ -5,8 +5,9 @@
  * (MOTE_CORRUPT, MOTE_FORMAT, ...), never a crash, hang or bad read.
  *
  * The first byte selects a mode: odd = recompute every checksum after the
- * mutation (slot hashes, page CRCs in parent pointers, page headers), so
- * that mutations reach the structural checks behind the checksums.
+ * mutation (slot and commit record hashes, page CRCs in parent pointers,
+ * page headers), so that mutations reach the structural checks behind the
+ * checksums.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,6 +62,17 @@ static void fix_checksums(void)
         return;
     for (int s = 0; s < 2 && (size_t)(s + 1) * P <= img_len; s++) {
         uint8_t *slot = img + (size_t)s * P;
+        /* the commit records along the chain first (pager.h COMMIT CHAIN) */
+        uint64_t next = rd32(slot + 44);
+        for (int n = 0; n <= (int)CHAIN_MAX && next >= 2 && (next + 1) * P <= img_len; n++) {
+            uint8_t *rec = img + next * P;
+            if (rd64(rec) != MOTE_MAGIC || seen[next])
+                break;
+            seen[next] = 1;
+            fix_node(rec + SLOT_ROOT_OFF, P - 8 - SLOT_ROOT_OFF, 0);
+            wr64(rec + P - 8, mote__hash64(rec, P - 8, 0x4D4F5445534C4F54ull));
+            next = rd32(rec + 44);
+        }
         fix_node(slot + SLOT_ROOT_OFF, P - 8 - SLOT_ROOT_OFF, 0);
         wr64(slot + P - 8, mote__hash64(slot, P - 8, 0x4D4F5445534C4F54ull));
     }

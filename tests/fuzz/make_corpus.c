@@ -1,6 +1,6 @@
 /*
  * make_corpus.c — writes the fuzzers' seed corpus: store images of several
- * shapes (tiny, multi-level, overflow values, unclean, new) for fuzz_file, and a
+ * shapes (tiny, multi-level, overflow values, unclean, new, commit chains) for fuzz_file, and a
  * few op programs for fuzz_api. Usage: make_corpus DIR (creates DIR/file
  * and DIR/api). The corpus is committed; rerun only when the format changes.
  */
@@ -139,6 +139,44 @@ static void fresh(const char *dir)
     memio_free(&m);
 }
 
+/* A store with a commit chain (pager.h COMMIT CHAIN): 300 entries, then
+ * `singles` single-put commits (records since a checkpoint, and one past
+ * CHAIN_MAX: a checkpoint and a new chain), closed or not. */
+static void chain(const char *dir, const char *name, int singles, int clean)
+{
+    memio m;
+    mote_store *s = create(&m, "/c/s.mote");
+    mote_txn *t;
+    uint32_t tree;
+    static uint8_t v[100];
+    mote_begin(s, 0, &t);
+    mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tree);
+    for (uint32_t i = 0; i < 300; i++)
+        mote_kv_put(t, tree, &i, 4, v, sizeof v, 0);
+    if (mote_commit(t))
+        exit(2);
+    for (uint32_t i = 0; i < (uint32_t)singles; i++) {
+        uint32_t k = i * 2654435761u;
+        mote_begin(s, 0, &t);
+        mote_kv_put(t, tree, &k, 4, v, sizeof v, 0);
+        if (mote_commit(t))
+            exit(2);
+    }
+    size_t len;
+    const uint8_t *img = memio_get(&m, "/c/s.mote", &len);
+    uint8_t *copy = malloc(len);
+    memcpy(copy, img, len);
+    mote_close(s);
+    if (clean)
+        img = memio_get(&m, "/c/s.mote", &len);
+    else
+        img = copy;
+    save(dir, name, 0, img, len);
+    save(dir, name, 1, img, len);
+    free(copy);
+    memio_free(&m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -153,6 +191,8 @@ int main(int argc, char **argv)
     store(d, "overflow", 40, 9000, 0);
     objects(d);
     fresh(d);
+    chain(d, "chain", 12, 1);
+    chain(d, "chain-unclean", 40, 0);
     snprintf(d, sizeof d, "%s/api", argv[1]);
     mkdir(d, 0755);
     uint64_t rs = 5;

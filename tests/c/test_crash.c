@@ -8,6 +8,7 @@
  * on the recovered store must work.
  */
 #include "memio.h"
+#include "pager.h"
 #include "workload.h"
 
 static long points;
@@ -101,6 +102,22 @@ TEST(crash_exhaustive_small_commits)
         wl_free(&w);
     }
     printf("%ld crash images checked\n", points);
+}
+
+TEST(crash_exhaustive_chain)
+{
+    /* every crash point of small commits into a filled store: commit
+     * records and checkpoints (pager.h COMMIT CHAIN), several images each */
+    long before = points;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        wl w;
+        wl_init_filled(&w, seed, 14, 2, 2000);
+        long n = count_ops(&w);
+        for (long k = 1; k <= n + 1; k++)
+            crash_at(&w, k, 6, seed * 7777 + (uint64_t)k);
+        wl_free(&w);
+    }
+    printf("%ld crash images checked\n", points - before);
 }
 
 TEST(crash_randomized)
@@ -295,6 +312,138 @@ TEST(crash_never_damaged_as_empty)
     free(one);
     free(closed);
     memio_free(&m);
+}
+
+/* How many of keys 0..n-1 tree "t" of an image holds (-1: refused), the
+ * store checked and written once more. */
+static int keys_in_image(const uint8_t *img, size_t len, int n)
+{
+    memio r;
+    memio_init(&r);
+    memio_set(&r, "/c/s.mote", img, len);
+    mote_options o = {0, 0, 0, &r.io};
+    mote_store *s;
+    int found = -1;
+    if (mote_open("/c/s.mote", &o, &s) == MOTE_OK) {
+        mote_txn *t;
+        uint32_t tr;
+        found = 0;
+        OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        for (uint32_t k = 0; k < (uint32_t)n; k++)
+            found += mote_kv_get(t, tr, &k, 4, NULL) == MOTE_OK;
+        mote_abort(t);
+        OK(mote_check(s, NULL, NULL));
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_put(t, tr, "after", 5, "x", 1, 0));
+        OK(mote_commit(t));
+        OK(mote_check(s, NULL, NULL));
+        OK(mote_close(s));
+    }
+    memio_free(&r);
+    return found;
+}
+
+/* The commit chain's cases (pager.h COMMIT CHAIN), each on an image left
+ * after 5,000 keys and then 10 single-key commits (records, not closed):
+ * garbage at the reserved page; a record of another time there (a copy of
+ * an earlier one: wrong base); a valid-looking record there with a wrong
+ * count; the last record torn, lost, or written without its pages. Every
+ * acknowledged commit survives where it can, nothing half applied. */
+TEST(crash_chain_cases)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    OK(mote_open("/c/s.mote", &o, &s));
+    mote_txn *t;
+    uint32_t tr;
+    static uint8_t v[100];
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    for (uint32_t k = 0; k < 5000; k++)
+        OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
+    OK(mote_commit(t));
+    for (uint32_t k = 5000; k < 5010; k++) {
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
+        OK(mote_commit(t));
+    }
+    mote_stat st;
+    OK(mote_store_stat(s, &st));
+    CHECK(st.chain >= 5); /* the last commits are records */
+    size_t len;
+    uint8_t *img = image_now(&m, &len); /* unclean: no marker */
+    OK(mote_close(s));
+    uint8_t *closed = image_now(&m, &len);
+    memio_free(&m);
+    /* the chain, from the newest checkpoint */
+    enum { P = 4096 };
+    uint32_t rec[64], nrec = 0;
+    const uint8_t *a = img, *b = img + P;
+    const uint8_t *st0 = rd64(a + 24) > rd64(b + 24) ? a : b;
+    for (uint32_t p = st_chain_next(st0); p && nrec < 64; p = st_chain_next(img + (size_t)p * P)) {
+        if (mote__slot_valid(img + (size_t)p * P, P, p) != (int)SLOT_KIND_RECORD)
+            break;
+        rec[nrec++] = p;
+    }
+    CHECK(nrec == st.chain);
+    uint32_t last = rec[nrec - 1], reserved = st_chain_next(img + (size_t)last * P);
+    CHECK(reserved >= 2 && ((size_t)reserved + 1) * P <= len);
+    CHECK(keys_in_image(img, len, 5010) == 5010);
+    CHECK(keys_in_image(closed, len, 5010) == 5010);
+    uint8_t *x = malloc(len);
+    uint64_t rs = 5;
+    /* garbage at the reserved page, and after a clean close */
+    for (int clean = 0; clean < 2; clean++) {
+        memcpy(x, clean ? closed : img, len);
+        for (int i = 0; i < P; i++)
+            x[(size_t)reserved * P + i] = (uint8_t)test_rand(&rs);
+        CHECK(keys_in_image(x, len, 5010) == 5010);
+    }
+    /* an earlier record copied there, its count and txnid those a next one
+     * would have: its base is not the last state */
+    memcpy(x, img, len);
+    memcpy(x + (size_t)reserved * P, img + (size_t)rec[0] * P, P);
+    wr32(x + (size_t)reserved * P + 16, reserved);
+    wr64(x + (size_t)reserved * P + 24, rd64(img + (size_t)last * P + 24) + 1);
+    x[(size_t)reserved * P + 60] = (uint8_t)(nrec + 1);
+    mote__slot_seal(x + (size_t)reserved * P, P);
+    CHECK(mote__slot_valid(x + (size_t)reserved * P, P, reserved) == (int)SLOT_KIND_RECORD);
+    CHECK(keys_in_image(x, len, 5010) == 5010);
+    /* the same with the right base but a count that does not follow */
+    memcpy(x, img, len);
+    memcpy(x + (size_t)reserved * P, img + (size_t)rec[0] * P, P);
+    wr32(x + (size_t)reserved * P + 16, reserved);
+    wr64(x + (size_t)reserved * P + 24, rd64(img + (size_t)last * P + 24) + 1);
+    wr64(x + (size_t)reserved * P + 48, rd64(img + (size_t)last * P + 24));
+    x[(size_t)reserved * P + 60] = (uint8_t)nrec;
+    mote__slot_seal(x + (size_t)reserved * P, P);
+    CHECK(keys_in_image(x, len, 5010) == 5010);
+    /* the last record torn (any sector), or lost: the commit before it */
+    for (int sec = 0; sec < P / 512; sec++) {
+        memcpy(x, img, len);
+        memset(x + (size_t)last * P + sec * 512, sec & 1 ? 0 : 0x5A, 512);
+        CHECK(keys_in_image(x, len, 5010) == 5009);
+    }
+    /* written without its pages: each of them lost in turn (the state before) */
+    int without = 0;
+    for (uint32_t p = last + 1; p < last + 4 && (size_t)(p + 1) * P <= len; p++) {
+        if (rd64(img + (size_t)p * P + 8) != rd64(img + (size_t)last * P + 24))
+            continue; /* not a page of that commit */
+        memcpy(x, img, len);
+        memset(x + (size_t)p * P, 0, P);
+        CHECK(keys_in_image(x, len, 5010) == 5009);
+        without++;
+    }
+    CHECK(without >= 1);
+    printf("chain of %u records: garbage, an old record, a wrong count at the reserved page "
+           "ignored; the last record torn (8 sectors), or %d of its pages lost: the one before\n",
+           nrec, without);
+    free(x);
+    free(img);
+    free(closed);
 }
 
 /* A store whose slot 0 is the creation page and slot 1 a durable commit

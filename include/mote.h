@@ -151,9 +151,14 @@ typedef struct mote_options {
  * the fork, so it holds none of the parent's locks. The child opens the
  * store itself (the "already open" check is per process).
  *
- * Opening a file that was not closed cleanly verifies the last commit and
- * rolls back to the one before it if that commit is incomplete; no
- * acknowledged commit is lost.
+ * Opening a file that was not closed cleanly follows its commit records
+ * (at most 32 since the last checkpoint, one pread each), verifies the last
+ * commit and rolls back to the one before it if that commit is incomplete;
+ * no acknowledged commit is lost.
+ *
+ * Stores of format 1 (made before the commit chain) open as they are; the
+ * first commit writes format 2 (mote_store_stat: `format`). An earlier
+ * library refuses a format 2 store with MOTE_FORMAT.
  *
  * Creating a store syncs nothing: the store's first durable commit makes
  * the file and its directory entry durable (one fdatasync, one directory
@@ -192,9 +197,9 @@ const char *mote_last_open_error(void);
 
 /*
  * Close the store. Aborts nothing: all transactions must be ended first
- * (MOTE_BUSY otherwise, and the store stays open). After writes, a small
- * clean-close marker is written (no sync) so that the next open needs no
- * verification. A handle that wrote also shrinks the file when at least a
+ * (MOTE_BUSY otherwise, and the store stays open). After writes, a
+ * clean-close marker (a copy of the latest commit's root page) is written
+ * (no sync) so that the next open needs no verification. A handle that wrote also shrinks the file when at least a
  * quarter of it (and 1 MB) is free: one more commit (one fdatasync), then
  * the file is truncated. NULL is accepted and does nothing.
  */
@@ -282,7 +287,10 @@ int mote_begin(mote_store *store, unsigned flags, mote_txn **out);
 
 /*
  * Commit and free the transaction. A write transaction is durable when this
- * returns MOTE_OK (exactly one fdatasync, unless MOTE_NOSYNC). On failure the
+ * returns MOTE_OK (exactly one fdatasync, unless MOTE_NOSYNC). A small
+ * commit is one write request: its root page, as a commit record, with the
+ * pages it changed right after it; every 32nd (fewer in a small store) is a
+ * checkpoint into the file's root slots, one request more. On failure the
  * transaction is rolled back and freed; a failed sync poisons the store
  * (MOTE_POISONED from then on; reopen to recover). For a read transaction
  * commit equals abort.

@@ -468,7 +468,7 @@ int mote__place_chain(mote_txn *t, uint32_t R, uint32_t *low)
     return 1;
 }
 
-uint32_t mote__reserve_record(mote_txn *t, uint32_t want)
+uint32_t mote__reserve_record(mote_txn *t, uint32_t want, uint32_t keep)
 {
     uint32_t max = mote__max_pages(t->s->P), q = t->hint, tail;
     uint32_t phys = (uint32_t)(t->s->file_bytes >> t->s->page_shift);
@@ -477,6 +477,8 @@ uint32_t mote__reserve_record(mote_txn *t, uint32_t want)
         want = 2;
     if (want > CHAIN_RUN + 1)
         want = CHAIN_RUN + 1;
+    if (keep && keep + want <= inside && run_free(t, keep + 1, want - 1))
+        return keep;
     if (q < 2 || q + want > inside || !run_free(t, q, want)) {
         placement pl;
         uint32_t total = free_runs(t, &pl, 2, want, &tail);

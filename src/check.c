@@ -344,16 +344,14 @@ void mote__shrink(mote_store *s)
         return;
     }
     /* the new end: past the last page in use, not counting bitmap pages
-     * (the commit copies those that lie past it to lower pages) or the
-     * commit chain's (the commit frees them) */
+     * (the commit copies those that lie past it to lower pages; the commit
+     * chain's were freed above) */
     const uint8_t *bmp = t->root->data + SLOT_BMP_OFF;
     uint32_t last = t->npages, nb = rd32(t->root->data + 40);
     while (last > 2) {
         int is_bmp = 0;
         for (uint32_t i = 0; i < nb && !is_bmp; i++)
             is_bmp = ptr_pgno(bmp + i * PTR12) == last - 1;
-        for (uint32_t i = 0; i < t->nchain && !is_bmp; i++)
-            is_bmp = t->chain[i] == last - 1; /* the chain's pages go too */
         if (!is_bmp && bit_get(t->bm, last - 1))
             break;
         last--;

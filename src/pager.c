@@ -671,27 +671,20 @@ int mote__free_chain(mote_txn *t)
     const uint8_t *base = s->cur->data;
     if (t->chain_freed || s->fresh || (!st_chain_len(base) && !st_chain_next(base)))
         return MOTE_OK;
-    int rc = mote__chain_pages(s, base, t->chain, &t->nchain);
-    t->chain_freed = !rc;
-    return rc;
-}
-
-/* The freed chain's pages (mote__free_chain), once the commit's own pages
- * are allocated: free (how < 0); kept off the bitmap pages allocated after
- * the reserve (how > 0: pending for that while); back (how == 0). */
-static void chain_bits(mote_txn *t, int how)
-{
-    for (uint32_t i = 0; i < t->nchain; i++) {
-        uint32_t p = t->chain[i];
-        if (how < 0)
-            bit_clr(t->bm, p);
-        else if (bit_get(t->bm, p)) /* the page the reserve took */
-            continue;
-        else if (how > 0)
-            bit_set(t->s->pend, p);
-        else
-            bit_clr(t->s->pend, p);
+    uint32_t pages[CHAIN_MAX + 1], n = 0;
+    int rc = mote__chain_pages(s, base, pages, &n);
+    if (rc)
+        return rc;
+    t->chain_freed = 1;
+    uint32_t nrec = st_chain_next(base) ? n - 1 : n;
+    for (uint32_t i = 0; !rc && i < nrec; i++) /* pending: a snapshot's check reads them */
+        rc = mote__page_free(t, pages[i], 0);
+    t->chain_next = nrec < n ? pages[nrec] : 0;
+    if (t->chain_next && t->no_chain) { /* read by nobody: free at once */
+        bit_clr(t->bm, t->chain_next);
+        t->chain_next = 0;
     }
+    return rc;
 }
 
 int mote__txn_commit(mote_txn *t)
@@ -732,14 +725,11 @@ int mote__txn_commit(mote_txn *t)
     int reserve = !t->no_chain && !lazy &&
                   (record ? len < limit : tree_pages >= 1 && tree_pages <= 64);
     uint32_t next = 0;
-    chain_bits(t, -1); /* a checkpoint's: free for the reserve and the next commit */
-    if (reserve)
-        next = mote__reserve_record(t, t->ndirty + 1);
-    if (next || t->nchain) { /* the bitmap changed again */
-        chain_bits(t, 1); /* its new pages are not the chain's */
-        rc = bitmap_alloc(t, bmp_pages);
-        chain_bits(t, 0);
-        if (rc)
+    if (reserve || t->chain_next) { /* (a checkpoint may keep its base's reserved page) */
+        next = reserve ? mote__reserve_record(t, t->ndirty + 1, t->chain_next) : 0;
+        if (t->chain_next && next != t->chain_next)
+            bit_clr(t->bm, t->chain_next); /* read by nobody: free at once */
+        if ((rc = bitmap_alloc(t, bmp_pages))) /* the bitmap changed again */
             goto fail;
     }
     bitmap_fill(t, bmp_pages);

@@ -242,7 +242,7 @@ struct mote_txn {
     int lazy;            /* MOTE_TXN_LAZY */
     int no_chain;        /* commit as a checkpoint that reserves nothing (shrink, compact) */
     int chain_freed;     /* the base's chain is freed (mote__free_chain) ... */
-    uint32_t chain[CHAIN_MAX + 1], nchain; /* ... its pages */
+    uint32_t chain_next; /* ... but for its reserved page (0: none, or freed) */
     mpage *held;         /* pin held for the last returned value */
     uint8_t *vbuf;       /* assembled overflow values */
     size_t vbuf_cap;
@@ -291,17 +291,18 @@ static inline mpage *dirty_find(const mote_txn *t, uint32_t pgno)
     return NULL;
 }
 
-/* A state page's chain fields (FILE FORMAT; a version 1 slot has none and
- * is its own checkpoint). */
+/* A state page's chain fields (FILE FORMAT; a version 1 slot has none,
+ * whatever its bytes 44..63 hold, and is its own checkpoint). */
+static inline int st_v1(const uint8_t *st) { return rd32(st + 8) == 1; }
 static inline uint32_t st_where(const uint8_t *st) { return rd32(st + 16); }
-static inline uint32_t st_chain_next(const uint8_t *st) { return rd32(st + 44); }
-static inline uint64_t st_base(const uint8_t *st) { return rd64(st + 48); }
-static inline uint32_t st_chain_head(const uint8_t *st) { return rd32(st + 56); }
-static inline uint32_t st_chain_len(const uint8_t *st) { return (uint32_t)st[60] | (uint32_t)st[61] << 8; }
-static inline int st_ckpt(const uint8_t *st)
+static inline uint32_t st_chain_next(const uint8_t *st) { return st_v1(st) ? 0 : rd32(st + 44); }
+static inline uint64_t st_base(const uint8_t *st) { return st_v1(st) ? 0 : rd64(st + 48); }
+static inline uint32_t st_chain_head(const uint8_t *st) { return st_v1(st) ? 0 : rd32(st + 56); }
+static inline uint32_t st_chain_len(const uint8_t *st)
 {
-    return rd32(st + 8) == 1 ? (int)rd32(st + 16) : st[62];
+    return st_v1(st) ? 0 : (uint32_t)st[60] | (uint32_t)st[61] << 8;
 }
+static inline int st_ckpt(const uint8_t *st) { return st_v1(st) ? (int)rd32(st + 16) : st[62]; }
 /* Write the chain fields (the state's other fields stay). */
 static inline void st_set_chain(uint8_t *st, uint32_t next, uint64_t base, uint32_t head,
                                 uint32_t len, int ckpt)
@@ -355,10 +356,11 @@ uint32_t mote__place_pages(mote_txn *t);
 int mote__place_chain(mote_txn *t, uint32_t R, uint32_t *low);
 /* Reserve the next record's page (COMMIT CHAIN) where `want` free pages
  * start (the record and the pages the next commit may have) inside the
- * file: after the last page allocated, else the first such run, else
- * while a quarter of the file is free the longest run, else the end of the
- * file. Marked in use; 0 if the store is full. */
-uint32_t mote__reserve_record(mote_txn *t, uint32_t want);
+ * file: `keep` (a page already reserved, or 0) if they follow it, else
+ * after the last page allocated, else the first such run, else while a
+ * quarter of the file is free the longest run of 2 or more, else the end of
+ * the file. Marked in use; 0 if the store is full. */
+uint32_t mote__reserve_record(mote_txn *t, uint32_t want, uint32_t keep);
 
 static inline uint8_t *txn_root(const mote_txn *t) { return t->root->data + SLOT_ROOT_OFF; }
 static inline uint32_t root_cap(const mote_store *s) { return s->P - 8 - SLOT_ROOT_OFF; }
@@ -387,13 +389,12 @@ void mote__store_close(mote_store *s);
 /* write: 0 a read transaction, 1 a write transaction, 2 a lazy one (MOTE_TXN_LAZY) */
 int mote__txn_begin(mote_store *s, int write, mote_txn **out);
 int mote__txn_commit(mote_txn *t);
-/* The base's commit chain (records, reserved page) freed in this write
- * transaction, which must then commit as a checkpoint (t->no_chain; a
- * checkpoint's commit does it itself): its pages, in t->chain, stay in use
- * until the commit's own pages are allocated (the commit must not write
- * them: until it is durable, recovery may walk them), then are free at
- * once for the next commit, which comes after this one's sync (no
- * snapshot reads a record: no pending). */
+/* The base's commit chain freed in this write transaction, which must then
+ * commit as a checkpoint (t->no_chain; a checkpoint's commit does it
+ * itself): its records like any page (pending while a snapshot may be
+ * older than this commit: mote_check reads them); its reserved page, which
+ * nobody reads, kept in t->chain_next for the checkpoint to reserve again
+ * (or freed at once: with t->no_chain, here). */
 int mote__free_chain(mote_txn *t);
 void mote__txn_abort(mote_txn *t);
 void mote__txn_release_held(mote_txn *t);

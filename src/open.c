@@ -374,6 +374,12 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
         int vouched = !prev && (v[i] == 2 || (v[1 - i] == 2 && rd32(o + 8) == 1 &&
                                               tx[1 - i] == tx[i]));
         rc = vouched ? MOTE_OK : mote__verify_commit(s, last, rd64(last + 24));
+        /* a crash may leave the file short of the last commit's growth (a
+         * chunk at most: pager.c), never by more */
+        uint64_t np = rd32(last + 32), have_pages = size / P;
+        if (!rc && size != UINT64_MAX && np > have_pages + have_pages / 4 + (8u << 20) / P + 64)
+            rc = CORRUPT("%s: the commit names %llu pages, the file has %llu", s->path,
+                         (unsigned long long)np, (unsigned long long)have_pages);
         int alone = !prev; /* the start, nothing after it */
         if (rc && prev) { /* the state before it was synced before it was written */
             rc = MOTE_OK;

@@ -427,6 +427,14 @@ TEST(crash_chain_cases)
         memset(x + (size_t)last * P + sec * 512, sec & 1 ? 0 : 0x5A, 512);
         CHECK(keys_in_image(x, len, 5010) == 5009);
     }
+    /* the last record naming a file far larger than the one there (a crash
+     * leaves it short by a growth chunk at most): the state before it */
+    memcpy(x, img, len);
+    wr32(x + (size_t)last * P + 32, 1u << 20);
+    wr32(x + (size_t)last * P + 40, mote__bmp_needed(P, 1u << 20));
+    mote__slot_seal(x + (size_t)last * P, P);
+    CHECK(mote__slot_valid(x + (size_t)last * P, P, last) == (int)SLOT_KIND_RECORD);
+    CHECK(keys_in_image(x, len, 5010) == 5009);
     /* written without its pages: each of them lost in turn (the state before) */
     int without = 0;
     for (uint32_t p = last + 1; p < last + 4 && (size_t)(p + 1) * P <= len; p++) {
@@ -439,8 +447,8 @@ TEST(crash_chain_cases)
     }
     CHECK(without >= 1);
     printf("chain of %u records: garbage, an old record, a wrong count at the reserved page "
-           "ignored; the last record torn (8 sectors), or %d of its pages lost: the one before\n",
-           nrec, without);
+           "ignored; the last record torn (8 sectors), naming 4 GB, or %d of its pages lost: "
+           "the one before\n", nrec, without);
     free(x);
     free(img);
     free(closed);

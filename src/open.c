@@ -354,6 +354,10 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
     for (int i = 0; i < 2; i++)
         if (v[i] == 2 && rd32(slots + (size_t)i * P + 8) != 1 && (w < 0 || tx[i] >= tx[w]))
             order[n++] = i;
+    if (n == 2 && tx[1] > tx[0]) { /* two markers (no valid checkpoint): the newer first */
+        order[0] = 1;
+        order[1] = 0;
+    }
     if (w >= 0)
         order[n++] = w;
     if (w >= 0 && v[1 - w] == 1 && tx[1 - w] < tx[w])

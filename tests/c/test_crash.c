@@ -446,6 +446,31 @@ TEST(crash_chain_cases)
         without++;
     }
     CHECK(without >= 1);
+    /* after a clean close, the checkpoint's slot damaged: the marker alone
+     * opens it; its closes write markers into both slots, and each reopen
+     * takes the newer */
+    memcpy(x, closed, len);
+    const uint8_t *ck = rd32(closed + 20) == SLOT_KIND_COMMIT ? closed : closed + P;
+    memset(x + (ck - closed), 0x33, 512);
+    memio r;
+    memio_init(&r);
+    memio_set(&r, "/c/s.mote", x, len);
+    mote_options ro = {0, 0, 0, &r.io};
+    for (uint32_t k = 9000; k < 9003; k++) {
+        OK(mote_open("/c/s.mote", &ro, &s));
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        for (uint32_t j = 9000; j < k; j++)
+            OK(mote_kv_get(t, tr, &j, 4, NULL));
+        OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
+        OK(mote_commit(t));
+        OK(mote_check(s, NULL, NULL));
+        OK(mote_close(s));
+    }
+    size_t rlen;
+    const uint8_t *after = memio_get(&r, "/c/s.mote", &rlen);
+    CHECK(rd32(after + 20) == SLOT_KIND_MARKER && rd32(after + P + 20) == SLOT_KIND_MARKER);
+    memio_free(&r);
     printf("chain of %u records: garbage, an old record, a wrong count at the reserved page "
            "ignored; the last record torn (8 sectors), naming 4 GB, or %d of its pages lost: "
            "the one before\n", nrec, without);

@@ -51,8 +51,9 @@
  * at least CHAIN_MIN), and when nothing is reserved, a commit is a
  * checkpoint: its state goes into the slot not holding the last checkpoint
  * (pages, then slot: two requests, one fdatasync), and it frees the records
- * and the reserved page (not to its own pages: free for the next commit,
- * which follows its sync). Tiny stores (the whole tree in the root) and
+ * (pending, like any page: a snapshot's mote_check reads them) and keeps
+ * the reserved page for the next record if the run after it is free (else
+ * frees it; nobody reads it). Tiny stores (the whole tree in the root) and
  * bulk commits (more than 64 pages) reserve nothing: their checkpoints stay
  * the only commits, the file its size. A record whose write fails is wiped
  * (zeros at R; the handle is poisoned if that fails too): the next commit

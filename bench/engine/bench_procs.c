@@ -183,7 +183,6 @@ static void *sq_open(const char *dir, int create)
 {
     sq_h *h = bench_xcalloc(1, sizeof *h);
     bench_sq_open(&h->sq, dir, 1);
-    sqlite3_busy_timeout(h->sq.db, 10000);
     if (create)
         bench_sq_exec(&h->sq, "CREATE TABLE IF NOT EXISTS t(id INTEGER PRIMARY KEY, "
                               "level INTEGER, text TEXT); "

@@ -350,6 +350,9 @@ void bench_sq_open(bench_sq *s, const char *dir, int wal)
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK)
         bench_sq_fail(s, "open");
+    /* Before the first statement: processes opening one database at once
+     * (bench-procs) meet each other's locks as early as the journal mode. */
+    sqlite3_busy_timeout(s->db, 10000);
     bench_sq_exec(s, wal ? "PRAGMA journal_mode=WAL" : "PRAGMA journal_mode=DELETE");
     bench_sq_exec(s, "PRAGMA synchronous=FULL");
     s->begin = bench_sq_prepare(s, "BEGIN");

@@ -104,9 +104,12 @@ struct mote_io; /* the I/O shim; see src/io.h (tests and tools only) */
                                 first durable commit (the caller syncs the
                                 directory itself, e.g. once after creating
                                 many stores) */
-#define MOTE_NOSYNC 0x8u     /* commits are not synced: fast, NOT durable
-                                (a crash may lose recent commits, never
-                                corrupt the file). For tests and bulk loads. */
+#define MOTE_NOSYNC 0x8u     /* commits are not synced: fast, NOT durable.
+                                A crash of the process loses nothing
+                                committed; a crash of the machine may lose
+                                recent commits or leave the store damaged
+                                (nothing orders the writes). For tests and
+                                bulk loads that can start over. */
 #define MOTE_EXCLUSIVE 0x10u /* no other process may open the store while this
                                 handle is open (MOTE_LOCKED for them); no
                                 shared memory is used */
@@ -287,13 +290,18 @@ int mote_begin(mote_store *store, unsigned flags, mote_txn **out);
 
 /*
  * Commit and free the transaction. A write transaction is durable when this
- * returns MOTE_OK (exactly one fdatasync, unless MOTE_NOSYNC). A small
+ * returns MOTE_OK (one fdatasync at most, none with MOTE_NOSYNC). A small
  * commit is one write request: its root page, as a commit record, with the
  * pages it changed right after it; every 32nd (fewer in a small store) is a
- * checkpoint into the file's root slots, one request more. On failure the
- * transaction is rolled back and freed; a failed sync poisons the store
- * (MOTE_POISONED from then on; reopen to recover). For a read transaction
- * commit equals abort.
+ * checkpoint into the file's root slots, one request more. Group commit:
+ * the write lock is released once the commit is written, before its sync,
+ * so the next writer (another thread or process) writes its commit during
+ * that sync, and one sync makes the commits written before it durable; a
+ * commit that such a sync covered returns without one. Readers see a commit
+ * once it is durable. On failure the transaction is rolled back and freed;
+ * a failed sync poisons the store (MOTE_POISONED from then on, for every
+ * handle of every process that writes: reopen to recover). For a read
+ * transaction commit equals abort.
  */
 int mote_commit(mote_txn *txn);
 

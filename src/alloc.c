@@ -60,7 +60,7 @@ static int txn_alloc(mote_txn *t, uint32_t *out)
     p = np;
     t->npages = np + 1;
 found:
-    assert(t->write && !base_uses(s, p) && !bit_get(s->pend, p));
+    assert(t->write && !base_uses(t, p) && !bit_get(s->pend, p));
     bit_set(t->bm, p);
     t->hint = p + 1;
     *out = p;
@@ -382,7 +382,7 @@ static uint32_t place_list(mote_txn *t, placement *plp)
     uint32_t nbmp = mote__bmp_needed(t->s->P, t->npages);
     uint32_t need = pl.n + (nbmp < PLACE_BMP ? nbmp : PLACE_BMP), tail;
     uint32_t from = lo < t->hint ? lo : t->hint; /* no free page below */
-    uint32_t total = free_runs(t, &pl, from, need, &tail), base_np = rd32(t->s->cur->data + 32);
+    uint32_t total = free_runs(t, &pl, from, need, &tail), base_np = rd32(t->base->data + 32);
     page_run pick[PLACE_MAX + PLACE_BMP];
     uint32_t npick = 0;
     if (total < need || (slack_ok(t, total, need) && many_pieces(&pl, need))) {
@@ -425,7 +425,7 @@ int mote__place_chain(mote_txn *t, uint32_t R, uint32_t *low)
     if (t->ndirty > PLACE_MAX ||
         !place_collect(t, t->root->data + SLOT_ROOT_OFF, &pl) || pl.n != t->ndirty)
         return 0;
-    uint32_t max = mote__max_pages(t->s->P), base_np = rd32(t->s->cur->data + 32);
+    uint32_t max = mote__max_pages(t->s->P), base_np = rd32(t->base->data + 32);
     for (uint32_t i = 0; i < pl.n; i++) { /* their own numbers are candidates */
         bit_clr(t->bm, pl.pg[i]->pgno);
         if (pl.pg[i]->pgno < *low)

@@ -141,6 +141,8 @@ static void store_free(mote_store *s)
 {
     if (s->cur)
         mote__snap_unref(s->cur);
+    if (s->wcur)
+        mote__snap_unref(s->wcur);
     for (uint32_t i = 0; s->hash && i <= s->hash_mask; i++)
         for (mpage *p = s->hash[i], *nx; p; p = nx) {
             nx = p->hnext;
@@ -154,6 +156,7 @@ static void store_free(mote_store *s)
     mote__free(s->path);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->wmu);
+    pthread_mutex_destroy(&s->smu);
     mote__free(s);
 }
 
@@ -185,7 +188,7 @@ static int start_fresh(mote_store *s, uint32_t P, uint64_t file_bytes)
     s->base_slot = 0;
     s->file_bytes = file_bytes;
     s->fresh = 1;
-    s->synced = 0; /* no marker: slot 0 keeps the creation page */
+    s->synced_txn = 0; /* no marker: slot 0 keeps the creation page */
     s->marker_ok = 0;
     s->need_sync = 0; /* nothing is durable, so nothing to keep */
     return MOTE_OK;
@@ -236,9 +239,18 @@ static uint32_t never_committed(const uint8_t *buf, size_t have, uint64_t size,
     return found;
 }
 
-/* Verify every page the commit in `slot` wrote (birth == its txnid). */
+/* Was a page of birth b (low 32 bits) written after the floor? (lo: the
+ * floor's low 32 bits, span: txnid - floor; modular, as births are) */
+static int after_floor(uint32_t b, uint32_t lo, uint32_t span)
+{
+    return span == UINT32_MAX || b - lo - 1u < span;
+}
+
+/* Verify every page the state in `slot` reaches that a commit after its
+ * floor wrote (pager.h GROUP COMMIT): a pointer's birth in (lo, lo + span];
+ * below a page written before it, every page was too. */
 static int verify_new(mote_store *s, const uint8_t *node, uint32_t cap,
-                      uint32_t w32, uint8_t *bufs, int depth)
+                      uint32_t lo, uint32_t span, uint8_t *bufs, int depth)
 {
     (void)cap;
     unsigned n = n_nkeys(node);
@@ -258,7 +270,7 @@ static int verify_new(mote_store *s, const uint8_t *node, uint32_t cap,
         } else {
             continue;
         }
-        while (ptr_pgno(ptr) && ptr_birth(ptr) == w32) {
+        while (ptr_pgno(ptr) && after_floor(ptr_birth(ptr), lo, span)) {
             uint8_t *buf = bufs + (size_t)depth * s->P;
             if (depth + 1 >= MAX_DEPTH)
                 return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
@@ -267,7 +279,7 @@ static int verify_new(mote_store *s, const uint8_t *node, uint32_t cap,
                 return rc;
             if (level >= 0) {
                 if ((rc = mote__node_validate(buf, s->P, level, ptr_pgno(ptr))) ||
-                    (rc = verify_new(s, buf, s->P, w32, bufs, depth + 1)))
+                    (rc = verify_new(s, buf, s->P, lo, span, bufs, depth + 1)))
                     return rc;
                 break;
             }
@@ -284,13 +296,16 @@ int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid)
     uint8_t *bufs = mote__malloc((size_t)MAX_DEPTH * s->P);
     if (!bufs)
         return mote__err(MOTE_NOMEM, "out of memory verifying %s", s->path);
-    uint32_t w32 = (uint32_t)txnid;
-    int rc = verify_new(s, slot + SLOT_ROOT_OFF, root_cap(s), w32, bufs, 0);
+    /* its floor: the commit before it, or the one its lag names; unknown:
+     * every page */
+    uint32_t lag = st_lag(slot), lo = lag == LAG_UNKNOWN ? 0 : (uint32_t)txnid - (lag ? lag : 1);
+    uint32_t span = lag == LAG_UNKNOWN ? UINT32_MAX : lag ? lag : 1;
+    int rc = verify_new(s, slot + SLOT_ROOT_OFF, root_cap(s), lo, span, bufs, 0);
     uint32_t nb = rd32(slot + 40);
     for (uint32_t i = 0; !rc && i < nb; i++) {
         uint8_t ptr[CHILD] = {0};
         memcpy(ptr, slot + SLOT_BMP_OFF + i * PTR12, PTR12);
-        if (ptr_birth(ptr) != w32)
+        if (!after_floor(ptr_birth(ptr), lo, span))
             continue;
         if (!(rc = mote__read_page_raw(s, ptr_pgno(ptr), bufs)) &&
             !(rc = mote__verify_page(s, bufs, ptr, "bitmap")))
@@ -301,18 +316,19 @@ int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid)
 }
 
 /* From state `st` (P bytes) follow the chain (pager.h COMMIT CHAIN) in a
- * file of `size` bytes: *last is the newest state reached, *prev the one
- * before it (NULL: none: *last is st), both in `bufs` (3 pages, st copied
- * into one); *hi the highest txnid any page along the way names. */
-static int walk_chain(mote_store *s, const uint8_t *st, uint64_t size, uint8_t *bufs,
-                      const uint8_t **last, const uint8_t **prev, uint64_t *hi)
+ * file of `size` bytes: the pages of the records reached, in order, into
+ * pg (*n of them, at most CHAIN_MAX); the newest state reached into
+ * `last` (P bytes; st itself if none); *hi the highest txnid any page
+ * along the way names. `probe`: P bytes of room. */
+static int walk_chain(mote_store *s, const uint8_t *st, uint64_t size, uint8_t *last,
+                      uint8_t *probe, uint32_t *pg, uint32_t *n, uint64_t *hi)
 {
     uint32_t P = s->P;
-    uint8_t *cur = bufs, *before = NULL, *probe = bufs + P;
-    memcpy(cur, st, P);
+    memcpy(last, st, P);
+    *n = 0;
     for (;;) {
-        uint32_t p = st_chain_next(cur);
-        if (p < 2 || ((uint64_t)p + 1) * P > size)
+        uint32_t p = st_chain_next(last);
+        if (p < 2 || ((uint64_t)p + 1) * P > size || *n == CHAIN_MAX)
             break;
         ssize_t r = s->io->pread(s->io->ctx, s->fd, probe, P, (uint64_t)p * P);
         if (r < 0)
@@ -322,17 +338,22 @@ static int walk_chain(mote_store *s, const uint8_t *st, uint64_t size, uint8_t *
         if (rd64(probe) == MOTE_MAGIC && rd64(probe + 24) > *hi && rd64(probe + 24) < UINT64_MAX / 2)
             *hi = rd64(probe + 24);
         if (mote__slot_valid(probe, P, p) != (int)SLOT_KIND_RECORD ||
-            st_base(probe) != rd64(cur + 24) || st_chain_len(probe) != st_chain_len(cur) + 1 ||
-            rd64(probe + 24) <= rd64(cur + 24))
+            st_base(probe) != rd64(last + 24) || st_chain_len(probe) != st_chain_len(last) + 1 ||
+            rd64(probe + 24) <= rd64(last + 24))
             break;
-        uint8_t *spare = before ? before : bufs + 2 * (size_t)P;
-        before = cur;
-        cur = probe;
-        probe = spare;
+        memcpy(last, probe, P);
+        pg[(*n)++] = p;
     }
-    *last = cur;
-    *prev = before;
     return MOTE_OK;
+}
+
+/* The newest commit known durable when the state `st` was written (pager.h
+ * GROUP COMMIT): its base, or the one its lag names (0: unknown). */
+static uint64_t durable_floor(const uint8_t *st)
+{
+    uint32_t lag = st_lag(st);
+    uint64_t txnid = rd64(st + 24);
+    return !lag ? st_base(st) : lag == LAG_UNKNOWN || lag > txnid ? 0 : txnid - lag;
 }
 
 int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t size,
@@ -364,31 +385,53 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
         order[n++] = 1 - w;
     if (!n)
         return CORRUPT("%s: no valid commit slot", s->path);
-    uint8_t *bufs = mote__malloc((size_t)3 * P);
+    uint8_t *bufs = mote__malloc((size_t)2 * P);
     if (!bufs)
         return mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
+    uint8_t *last = bufs, *probe = bufs + P;
+    uint32_t pg[CHAIN_MAX];
     int rc = MOTE_OK;
     for (int k = 0; k < n; k++) {
         int i = order[k];
-        const uint8_t *st = slots + (size_t)i * P, *last = NULL, *prev = NULL;
-        if ((rc = walk_chain(s, st, size, bufs, &last, &prev, hi)))
+        const uint8_t *st = slots + (size_t)i * P;
+        uint32_t nrec = 0;
+        if ((rc = walk_chain(s, st, size, last, probe, pg, &nrec, hi)))
             break;
         /* a marker vouches for the state it copies (v2), or names it (v1) */
         const uint8_t *o = slots + (size_t)(1 - i) * P;
-        int vouched = !prev && (v[i] == 2 || (v[1 - i] == 2 && rd32(o + 8) == 1 &&
-                                              tx[1 - i] == tx[i]));
-        rc = vouched ? MOTE_OK : mote__verify_commit(s, last, rd64(last + 24));
-        /* a crash may leave the file short of the last commit's growth (a
-         * chunk at most: pager.c), never by more */
-        uint64_t np = rd32(last + 32), have_pages = size / P;
-        if (!rc && size != UINT64_MAX && np > have_pages + have_pages / 4 + (8u << 20) / P + 64)
-            rc = CORRUPT("%s: the commit names %llu pages, the file has %llu", s->path,
-                         (unsigned long long)np, (unsigned long long)have_pages);
-        int alone = !prev; /* the start, nothing after it */
-        if (rc && prev) { /* the state before it was synced before it was written */
-            rc = MOTE_OK;
-            last = prev;
+        int marker = v[i] == 2 || (v[1 - i] == 2 && rd32(o + 8) == 1 && tx[1 - i] == tx[i]);
+        int vouched = !nrec && marker;
+        /* The newest state reached, verified; if that fails, the one before
+         * it: as is when a later state's writer knew it durable (its floor),
+         * or a marker; else verified too; and so on back to the start. */
+        uint64_t floor = 0;
+        uint32_t j = nrec; /* the state: record j (0: the start) */
+        for (;;) {
+            if ((j == 0 && marker) || rd64(last + 24) <= floor) {
+                rc = MOTE_OK;
+                break;
+            }
+            rc = mote__verify_commit(s, last, rd64(last + 24));
+            /* a crash may leave the file short of the last commit's growth
+             * (a chunk at most: pager.c), never by more */
+            uint64_t np = rd32(last + 32), have_pages = size / P;
+            if (!rc && size != UINT64_MAX &&
+                np > have_pages + have_pages / 4 + (8u << 20) / P + 64)
+                rc = CORRUPT("%s: the commit names %llu pages, the file has %llu", s->path,
+                             (unsigned long long)np, (unsigned long long)have_pages);
+            if (rc != MOTE_CORRUPT || j == 0)
+                break;
+            uint64_t f = durable_floor(last);
+            if (f > floor)
+                floor = f;
+            j--; /* the state before it */
+            if (j == 0)
+                memcpy(last, st, P);
+            else if ((rc = mote__read_page_raw(s, pg[j - 1], last)) ||
+                     mote__slot_valid(last, P, pg[j - 1]) != (int)SLOT_KIND_RECORD)
+                break; /* (it was valid a moment ago) */
         }
+        int alone = !nrec; /* the start, nothing after it */
         if (rc == MOTE_CORRUPT && k + 1 == n && alone && v[1 - i] == 1 &&
             tx[1 - i] == tx[i]) {
             char why[256]; /* both slots name it: the store's first commit */
@@ -497,7 +540,7 @@ static int open_existing(mote_store *s, uint64_t size)
     s->txnid = rd64(s->cur->data + 24);
     s->next_txnid = hi + 1 > s->txnid + 1 ? hi + 1 : s->txnid + 1;
     s->base_slot = wi;
-    s->synced = clean;
+    s->synced_txn = clean ? s->txnid : 0;
     s->marker_ok = clean;
     s->need_sync = !clean && !(s->flags & MOTE_RDONLY);
     int created = 0; /* page 0 is the creation page (only that has txnid 1 there) */
@@ -513,7 +556,8 @@ static int open_existing(mote_store *s, uint64_t size)
     }
     if (created && vb != 1) { /* nothing durable yet: see pager.h FRESH */
         s->fresh = 1;
-        s->synced = s->marker_ok = s->need_sync = 0;
+        s->synced_txn = 0;
+        s->marker_ok = s->need_sync = 0;
     } else if (created && !(s->flags & (MOTE_RDONLY | MOTE_NODIRSYNC))) {
         /* a commit in slot 1 beside the creation page: a store made by the
          * library before creation went unsynced (creation synced, its first
@@ -570,6 +614,7 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     s->lru.lnext = s->lru.lprev = &s->lru;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->wmu, NULL);
+    pthread_mutex_init(&s->smu, NULL);
     size_t pl = strlen(path);
     s->path = mote__malloc(pl + 1);
     if (!s->path) {
@@ -677,7 +722,11 @@ void mote__store_close(mote_store *s)
             alone = 0;
         pthread_mutex_unlock(&s->mu);
     }
-    if (alone && !(s->flags & MOTE_RDONLY) && !s->poisoned && s->synced && !s->marker_ok) {
+    /* (a sync that failed in another process leaves no marker: the next
+     * open verifies what it finds) */
+    if (alone && !(s->flags & MOTE_RDONLY) && !s->poisoned && !s->fresh &&
+        store_synced(s) >= s->txnid && !s->marker_ok && !(s->seg ? mote__share_is_failed(s)
+                                                                 : s->sync_failed)) {
         uint8_t *m = mote__malloc(s->P);
         if (m) { /* best effort: without it the next open verifies */
             memcpy(m, s->cur->data, s->P); /* a copy of the latest state */

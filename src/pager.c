@@ -119,7 +119,7 @@ int mote__slot_valid(const uint8_t *slot, uint32_t P, uint32_t where)
         uint32_t next = st_chain_next(slot), len = st_chain_len(slot), head = st_chain_head(slot);
         if ((next && (next < 2 || next >= npages || next == where)) || len > CHAIN_MAX ||
             (kind == SLOT_KIND_COMMIT && len) || (kind == SLOT_KIND_RECORD && !len) ||
-            (len ? head < 2 || head >= npages : head != 0) || slot[62] > 1 || slot[63])
+            (len ? head < 2 || head >= npages : head != 0) || slot[62] > 1)
             return 0;
     }
     const uint8_t *root = slot + SLOT_ROOT_OFF;
@@ -187,10 +187,10 @@ void mote__snap_unref(snap *sn)
 
 /* ---- Transactions ------------------------------------------------------ */
 
-/* Load the allocation bitmap of the latest commit (writer, under wmu). */
-static int load_bitmap(mote_store *s)
+/* Load the allocation bitmap of the write base `st` (writer, under wmu). */
+static int load_bitmap(mote_store *s, const uint8_t *st)
 {
-    const uint8_t *slot = s->cur->data;
+    const uint8_t *slot = st;
     uint32_t npages = rd32(slot + 32), nb = rd32(slot + 40), bpp = bmp_bytes_per_page(s->P);
     uint32_t need = mote__bm_cover_bytes(s->P, npages);
     uint8_t *bm = NULL;
@@ -229,8 +229,107 @@ static int load_bitmap(mote_store *s)
         memset(bm + (npages + 7) / 8, 0, cap - (npages + 7) / 8);
     s->bm = bm;
     s->bm_cap = cap;
-    s->bm_txnid = s->txnid;
+    s->bm_txnid = rd64(st + 24);
     s->hint = 2;
+    return MOTE_OK;
+}
+
+/* ---- Durability (pager.h GROUP COMMIT) ---------------------------------- */
+
+static int failed_err(const mote_store *s)
+{
+    return mote__err(MOTE_POISONED, "store %s: a sync failed%s; close and reopen it", s->path,
+                     s->seg ? " (in this or another process: every process must reopen it)" : "");
+}
+
+/* The sync lock; MOTE_POISONED (not locked) once a sync failed. */
+static int sync_lock(mote_store *s)
+{
+    if (s->seg)
+        return mote__share_sync_lock(s);
+    pthread_mutex_lock(&s->smu);
+    if (s->sync_failed) {
+        pthread_mutex_unlock(&s->smu);
+        return failed_err(s);
+    }
+    return MOTE_OK;
+}
+
+static void sync_unlock(mote_store *s)
+{
+    if (s->seg)
+        mote__share_sync_unlock(s);
+    else
+        pthread_mutex_unlock(&s->smu);
+}
+
+/* The state `sn` of commit txnid (a reference passed in) becomes what this
+ * process's readers see, if it is newer (under s->mu). */
+static void show(mote_store *s, uint64_t txnid, snap *sn)
+{
+    if (txnid > s->txnid) {
+        mote__snap_unref(s->cur);
+        s->cur = sn;
+        s->txnid = txnid;
+        s->base_slot = st_ckpt(sn->data);
+        s->marker_ok = 0;
+        sn = NULL;
+    }
+    if (s->wcur && s->wtxnid <= s->txnid) { /* caught up: the next write builds on cur */
+        mote__snap_unref(s->wcur);
+        s->wcur = NULL;
+    }
+    if (sn)
+        mote__snap_unref(sn);
+}
+
+/* Under the sync lock: one fdatasync. A failure refuses every later write of
+ * every handle (no sync is retried: what it failed to write may be lost). */
+static int sync_file(mote_store *s)
+{
+    int r = s->io->fdatasync(s->io->ctx, s->fd);
+    if (!r)
+        return MOTE_OK;
+    if (s->seg)
+        mote__share_failed(s);
+    else
+        s->sync_failed = 1;
+    return mote__ioerr(r, "sync", s->path);
+}
+
+/* Under the sync lock: one fdatasync makes every commit written so far
+ * durable, and the newest of them the latest. */
+static int sync_written(mote_store *s)
+{
+    uint32_t page = 0;
+    uint64_t w;
+    snap *sn = NULL;
+    if (s->seg) {
+        w = mote__share_written_txn(s, &page);
+    } else {
+        pthread_mutex_lock(&s->mu);
+        sn = s->wcur ? s->wcur : s->cur;
+        w = s->wcur ? s->wtxnid : s->txnid;
+        sn->refs++;
+        pthread_mutex_unlock(&s->mu);
+    }
+    int rc = sync_file(s);
+    if (rc) {
+        if (sn) {
+            pthread_mutex_lock(&s->mu);
+            mote__snap_unref(sn);
+            pthread_mutex_unlock(&s->mu);
+        }
+        return rc;
+    }
+    if (s->seg) {
+        mote__share_visible(s, w, page, 1);
+    } else {
+        __atomic_store_n(&s->synced_txn, w, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&s->mu);
+        show(s, w, sn);
+        pthread_mutex_unlock(&s->mu);
+    }
     return MOTE_OK;
 }
 
@@ -244,6 +343,9 @@ static void release_pending(mote_store *s)
         if (r->txnid < oldest)
             oldest = r->txnid;
     pthread_mutex_unlock(&s->mu);
+    uint64_t synced = store_synced(s); /* (GROUP COMMIT: pages a state not yet durable freed) */
+    if (synced < oldest)
+        oldest = synced;
     if (s->seg) {
         uint64_t needed = 0;
         for (size_t i = 0; i < s->npend; i++)
@@ -318,10 +420,24 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     if (s->poisoned)
         rc = mote__err(MOTE_POISONED, "store %s: an earlier sync failed; close "
                        "and reopen it", s->path);
+    else if (!s->seg && s->sync_failed)
+        rc = failed_err(s);
     if (!rc && s->seg && !(rc = mote__share_write_begin(s)))
         shared = 1;
+    if (!rc) { /* the base: the newest commit written (GROUP COMMIT) */
+        pthread_mutex_lock(&s->mu);
+        t->base = s->wcur ? s->wcur : s->cur;
+        t->base->refs++;
+        pthread_mutex_unlock(&s->mu);
+        t->base_txnid = rd64(t->base->data + 24);
+        if (s->bm && s->bm_txnid != t->base_txnid) { /* (another process's commit) */
+            mote__free(s->bm);
+            s->bm = NULL;
+            s->bm_cap = 0;
+        }
+    }
     if (!rc && !s->bm)
-        rc = load_bitmap(s);
+        rc = load_bitmap(s, t->base->data);
     if (!rc) {
         release_pending(s);
         t->root = mote__snap_new(s->P);
@@ -333,6 +449,11 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     if (rc) {
         if (t->root)
             mote__snap_unref(t->root);
+        if (t->base) {
+            pthread_mutex_lock(&s->mu);
+            mote__snap_unref(t->base);
+            pthread_mutex_unlock(&s->mu);
+        }
         mote__free(t->bm);
         mote__free(t->scratch);
         mote__free(t);
@@ -342,14 +463,14 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
         pthread_mutex_unlock(&s->wmu);
         return rc;
     }
-    memcpy(t->root->data, s->cur->data, s->P);
+    memcpy(t->root->data, t->base->data, s->P);
     memcpy(t->bm, s->bm, s->bm_cap);
     t->bm_cap = s->bm_cap;
     t->hint = s->hint;
     t->txnid = s->next_txnid;
     t->serial = ++s->txn_serial;
-    t->npages = rd32(s->cur->data + 32);
-    t->next_tree = rd32(s->cur->data + 36);
+    t->npages = rd32(t->base->data + 32);
+    t->next_tree = rd32(t->base->data + 36);
     pthread_mutex_lock(&s->mu);
     s->ntxn++;
     pthread_mutex_unlock(&s->mu);
@@ -379,6 +500,8 @@ static void txn_free(mote_txn *t)
             share_read_end(s);
     }
     mote__snap_unref(t->root);
+    if (t->base)
+        mote__snap_unref(t->base);
     s->ntxn--;
     pthread_mutex_unlock(&s->mu);
     for (uint32_t i = 0; t->dhash && i <= t->dmask; i++)
@@ -535,7 +658,7 @@ static int write_pages(mote_txn *t, mpage **pages, uint32_t npg, uint32_t target
         } else {
             pg = dp;
             data = pages[k++]->data;
-            assert(pg >= 2 && pg < t->npages && !base_uses(s, pg));
+            assert(pg >= 2 && pg < t->npages && !base_uses(t, pg));
         }
         p = pg + 1 > p ? pg + 1 : p;
         if (cnt && (pg != next || cnt == WRITE_BATCH)) {
@@ -582,13 +705,6 @@ static uint32_t growth_target(const mote_store *s, uint32_t npages)
     return target > mx ? mx : (uint32_t)target;
 }
 
-/* One fdatasync; a failure poisons the store (the caller's fail path). */
-static int sync_data(mote_store *s)
-{
-    int r = s->io->fdatasync(s->io->ctx, s->fd);
-    return r ? mote__ioerr(r, "sync", s->path) : MOTE_OK;
-}
-
 /* A write or sync of the commit failed: no sync is retried, the handle is
  * unusable until reopened. Returns MOTE_POISONED (the OS cause stays). */
 static int poison(mote_store *s, int rc)
@@ -606,15 +722,15 @@ static int poison(mote_store *s, int rc)
     return MOTE_POISONED;
 }
 
-/* The commit is durable (or, not `synced`, written): its slot becomes the
- * store's latest commit, its pages move into the cache, the pages it freed
- * become pending until no snapshot older than it lives. Frees t. */
-static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index, int synced)
+/* The commit is written (phase 1 of GROUP COMMIT): its state becomes the
+ * base of the next write (s->wcur), its pages move into the cache, the pages
+ * it freed become pending until it is durable and no snapshot older than it
+ * lives. Readers see it once it is durable (show). Frees t. */
+static void publish(mote_txn *t, mpage **pages, uint32_t npg)
 {
     mote_store *s = t->s;
-    s->synced = synced && !s->fresh;
     if (s->seg) /* the freed pages go to the segment's ring too */
-        mote__share_committed(s, t->txnid, t->root->data, t->freed, t->nfreed);
+        mote__share_written(s, t->txnid, t->root->data, t->freed, t->nfreed);
     for (size_t i = 0; i < t->nfreed; i++) {
         if (s->npend == s->cap_pend) {
             size_t n = s->cap_pend ? s->cap_pend * 2 : 64;
@@ -631,16 +747,16 @@ static void publish(mote_txn *t, mpage **pages, uint32_t npg, int index, int syn
     uint8_t *obm = s->bm;
     s->bm = t->bm;
     s->bm_cap = t->bm_cap;
+    s->bm_txnid = t->txnid;
     t->bm = obm;
     s->hint = t->hint;
     s->next_txnid = t->txnid + 1;
-    s->marker_ok = 0;
     pthread_mutex_lock(&s->mu);
-    snap *old = s->cur;
-    s->cur = t->root;
-    t->root = old; /* released by txn_free */
-    s->txnid = t->txnid;
-    s->base_slot = index;
+    if (s->wcur)
+        mote__snap_unref(s->wcur);
+    s->wcur = t->root;
+    s->wtxnid = t->txnid;
+    t->root = NULL;
     for (uint32_t i = 0; i < npg; i++) {
         mpage *p = pages[i];
         p->dirty = 0;
@@ -668,7 +784,7 @@ static uint32_t chain_limit(uint32_t npages)
 int mote__free_chain(mote_txn *t)
 {
     mote_store *s = t->s;
-    const uint8_t *base = s->cur->data;
+    const uint8_t *base = t->base->data;
     if (t->chain_freed || s->fresh || (!st_chain_len(base) && !st_chain_next(base)))
         return MOTE_OK;
     uint32_t pages[CHAIN_MAX + 1], n = 0;
@@ -687,16 +803,30 @@ int mote__free_chain(mote_txn *t)
     return rc;
 }
 
-int mote__txn_commit(mote_txn *t)
+/* What recovery must verify of a commit built on a base that was not
+ * durable (pager.h GROUP COMMIT): its txnid minus the newest commit known
+ * durable, 0 if that is its base. */
+static uint32_t commit_lag(const mote_txn *t, uint64_t synced)
+{
+    if (synced >= t->base_txnid)
+        return 0;
+    return !synced || t->txnid - synced >= LAG_UNKNOWN ? LAG_UNKNOWN
+                                                      : (uint32_t)(t->txnid - synced);
+}
+
+int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
 {
     mote_store *s = t->s;
+    *txnid_out = 0;
+    *sn_out = NULL;
     mote__txn_release_held(t);
     if (!t->write || !t->changed) {
         mote__txn_abort(t);
         return MOTE_OK;
     }
     uint8_t *slot = t->root->data;
-    const uint8_t *base = s->cur->data;
+    const uint8_t *base = t->base->data;
+    int base_slot = st_ckpt(base);
     mpage *bmp_pages[SLOT_MAX_BMP] = {0};
     mpage **pages = NULL;
     uint8_t *both = NULL; /* both root slots (the first durable commit) */
@@ -719,6 +849,10 @@ int mote__txn_commit(mote_txn *t)
      * first commit that is not lazy, which writes both slots */
     int lazy = s->fresh && t->lazy;
     int sync = !(s->flags & MOTE_NOSYNC) && !lazy;
+    /* a record is made durable after the writer lock is released, with the
+     * commits of others (pager.h GROUP COMMIT); a checkpoint is synced here,
+     * before the next checkpoint can overwrite the slot it did not take */
+    int group = record && sync && !s->fresh;
     /* the next record's page: a record's successor, unless the chain is
      * full; a checkpoint's if it has pages, not too many (tiny stores and
      * bulk loads keep their size) */
@@ -735,14 +869,33 @@ int mote__txn_commit(mote_txn *t)
     bitmap_fill(t, bmp_pages);
     if (low < t->hint)
         t->hint = low;
-    uint32_t where = record ? R : s->fresh ? 1 : 1 - (uint32_t)s->base_slot;
-    int ckpt = record ? s->base_slot : (int)where;
+
+    if (s->fresh) /* nothing durable to keep */
+        s->need_sync = 0;
+    if (sync && !s->fresh && s->need_sync) {
+        /* make the base durable first: after an unclean open or a writer
+         * that died, it may not be, although it was taken as durable */
+        if ((rc = sync_lock(s)))
+            goto fail;
+        rc = sync_written(s);
+        sync_unlock(s);
+        if (rc) {
+            poisons = 1;
+            goto fail;
+        }
+        s->need_sync = 0;
+    }
+
+    uint32_t where = record ? R : s->fresh ? 1 : 1 - (uint32_t)base_slot;
+    int ckpt = record ? base_slot : (int)where;
     mote__slot_init(slot, s->P, (int)where, record ? SLOT_KIND_RECORD : SLOT_KIND_COMMIT,
                     t->txnid);
     wr32(slot + 32, t->npages);
     wr32(slot + 36, t->next_tree);
-    st_set_chain(slot, next, s->txnid, !record ? 0 : len > 1 ? st_chain_head(base) : R,
+    st_set_chain(slot, next, t->base_txnid, !record ? 0 : len > 1 ? st_chain_head(base) : R,
                  record ? len : 0, ckpt);
+    if (!s->fresh)
+        slot[63] = (uint8_t)commit_lag(t, store_synced(s));
     mote__slot_seal(slot, s->P);
     if (s->fresh && !lazy) {
         if (!(both = mote__malloc((size_t)2 * s->P))) {
@@ -766,15 +919,6 @@ int mote__txn_commit(mote_txn *t)
             pages[npg++] = p;
     qsort(pages, npg, sizeof *pages, cmp_page);
 
-    if (s->fresh) /* nothing durable to keep */
-        s->need_sync = 0;
-    if (s->need_sync && sync) { /* make the base durable first */
-        poisons = 1;
-        if ((rc = sync_data(s)))
-            goto fail;
-        poisons = 0;
-        s->need_sync = 0;
-    }
     uint32_t target = growth_target(s, t->npages), phys = (uint32_t)(s->file_bytes >> s->page_shift);
     if (record && t->npages > phys) {
         /* a record past the file's end: zeros follow it in the same request,
@@ -808,12 +952,22 @@ int mote__txn_commit(mote_txn *t)
         rc = mote__ioerr(w < 0 ? (int)w : -EIO, "write of the root slot", s->path);
         goto fail;
     }
-    if (sync && (rc = sync_data(s)))
-        goto fail;
+    int synced_here = 0;
+    if (sync && !group) {
+        if ((rc = sync_lock(s)))
+            goto fail;
+        if ((rc = sync_file(s))) {
+            sync_unlock(s);
+            goto fail;
+        }
+        synced_here = 1; /* (the sync lock is held until the commit is shown) */
+    }
     if (both) { /* the store's first durable commit: its directory entry too
                  * (with MOTE_NOSYNC, the entry alone) */
         int r = (s->flags & MOTE_NODIRSYNC) ? 0 : s->io->fsync_dir(s->io->ctx, s->path);
         if (r) {
+            if (synced_here)
+                sync_unlock(s);
             rc = mote__ioerr(r, "sync of the directory", s->path);
             goto fail;
         }
@@ -824,9 +978,34 @@ int mote__txn_commit(mote_txn *t)
         fb = slot_end;
     if (fb > s->file_bytes)
         s->file_bytes = fb;
-    publish(t, pages, npg, record ? s->base_slot : (int)where, sync);
+    uint64_t txnid = t->txnid;
+    snap *sn = t->root;
+    sn->refs++; /* the caller's */
+    publish(t, pages, npg); /* frees t, ends the write transaction */
     mote__free(pages);
     mote__free(both);
+    if (!group) {
+        /* durable now (or never: MOTE_NOSYNC, a lazy commit): readers see it */
+        if (!synced_here && (rc = sync_lock(s))) {
+            pthread_mutex_lock(&s->mu);
+            mote__snap_unref(sn);
+            pthread_mutex_unlock(&s->mu);
+            return rc;
+        }
+        if (s->seg) {
+            mote__share_visible(s, txnid, where, sync || !lazy);
+        } else {
+            if (sync || !lazy) /* (MOTE_NOSYNC counts as durable) */
+                __atomic_store_n(&s->synced_txn, txnid, __ATOMIC_RELEASE);
+        }
+        sync_unlock(s);
+        pthread_mutex_lock(&s->mu);
+        show(s, txnid, sn);
+        pthread_mutex_unlock(&s->mu);
+        return MOTE_OK;
+    }
+    *txnid_out = txnid;
+    *sn_out = sn;
     return MOTE_OK;
 
 fail:
@@ -836,4 +1015,39 @@ fail:
         rc = poison(s, rc);
     mote__txn_abort(t);
     return rc;
+}
+
+int mote__commit_wait(mote_store *s, uint64_t txnid, snap *sn)
+{
+    int rc = sync_lock(s);
+    if (!rc) {
+        if (store_synced(s) < txnid) /* no sync began after it was written: this one */
+            rc = sync_written(s);
+        sync_unlock(s);
+    }
+    pthread_mutex_lock(&s->mu);
+    if (!rc) /* (shared: readers here take it without a copy from the segment) */
+        show(s, txnid, sn);
+    else
+        mote__snap_unref(sn);
+    pthread_mutex_unlock(&s->mu);
+    return rc ? poison(s, rc) : MOTE_OK;
+}
+
+void mote__commit_forget(mote_store *s, snap *sn)
+{
+    pthread_mutex_lock(&s->mu);
+    mote__snap_unref(sn);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int mote__txn_commit(mote_txn *t)
+{
+    mote_store *s = t->s;
+    uint64_t txnid;
+    snap *sn;
+    int rc = mote__txn_commit_write(t, &txnid, &sn);
+    if (rc || !txnid)
+        return rc;
+    return mote__commit_wait(s, txnid, sn);
 }

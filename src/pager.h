@@ -25,7 +25,9 @@
  *    56  u32  chain_head: the first record page after the checkpoint
  *    60  u16  chain_len: commit records since the checkpoint (0 in one)
  *    62  u8   ckpt: the slot holding that checkpoint
- *    63  u8   0
+ *    63  u8   lag: 0 if the base was durable when this state was written;
+ *             else this txnid minus the newest commit then known durable
+ *             (255: unknown), see GROUP COMMIT
  *    64  [SLOT_INLINE_BM] allocation bitmap of pages 0..SLOT_INLINE_BITS-1
  *   192  [SLOT_MAX_BMP x 12] bitmap page pointers {pgno, birth32, crc32c}
  *   960  the root node of the B+tree (node.h), up to P-8
@@ -62,11 +64,40 @@
  * then along chain_next while the page there is a valid record whose base
  * is the state reached, whose chain_len is one more and whose txnid is
  * higher. The last state's pages are verified (unless it is the marker and
- * nothing follows); if they fail, the state before it is used (it was
- * synced before the last one was written). With no state before it, the
- * other checkpoint and its chain.
+ * nothing follows): every page it reaches that a commit after its durable
+ * floor wrote (GROUP COMMIT). If they fail, the state before it: taken as
+ * is when it is not after that floor, else verified the same way, and so
+ * on back. With no state left in the chain, the other checkpoint and its
+ * chain.
  * Clean close: a copy of the latest state, kind 2, into the slot not
  * holding the checkpoint (unsynced, only once the state is synced).
+ *
+ * GROUP COMMIT: a commit is written in one step, under the writer lock, and
+ * made durable in another, under the sync lock, so that one fdatasync can
+ * make several commits durable (several processes or threads). Phase 1
+ * builds the commit on the newest *written* state (s->wcur, or the
+ * segment's `written`: maybe not durable yet), writes it and publishes it
+ * as written, then releases the writer lock. Phase 2 takes the sync lock:
+ * if a sync that began after the commit was written has ended (synced >=
+ * txnid), done; else it syncs the file for every commit written so far,
+ * and publishes the newest of them as the latest: readers see only durable
+ * commits (s->cur, the segment's `latest`). Only a commit record goes this
+ * way; a checkpoint is written and synced under the writer lock (as is a
+ * new store's first commit), so the slot the next checkpoint overwrites
+ * holds one that is durable.
+ * What recovery must know: a commit written on a base that was not yet
+ * durable says so (byte 63, lag = txnid - the newest commit known durable
+ * then, its *durable floor*; 0: its base). A crash may keep any subset of
+ * the writes after the last sync, so every page that a commit after the
+ * floor wrote and that the state reaches is verified (a page's birth in
+ * (floor, txnid]: its subtree was written before the floor otherwise, as a
+ * parent is rewritten with any child); states up to the floor need none.
+ * Pages freed by commit C are reused only once C is durable (and no
+ * snapshot is older), so no commit after the floor overwrites a page that a
+ * state at or after the floor reaches. A sync that fails poisons every
+ * handle waiting on it and refuses every later write (the segment's
+ * `failed`, or the store's): nothing is built on commits whose durability
+ * is unknown; reads go on from the latest durable commit.
  *
  * FRESH: creation, and the store's first durable commit. Creation writes
  * page 0, the creation page (a commit slot of txnid 1: an empty store,
@@ -103,9 +134,11 @@
  *    the last checkpoint; one fdatasync ends a commit.
  *  - Every page read from disk is checked against the pointer that led to
  *    it (crc32c, pgno, birth) and its structure validated before use.
- *  - A page freed by commit C is reused only when every live snapshot in
- *    the process is >= C (pending list); pages allocated and freed by the
- *    same transaction are reusable at once.
+ *  - A page freed by commit C is reused only when C is durable and every
+ *    live snapshot in the process is >= C (pending list); pages allocated
+ *    and freed by the same transaction are reusable at once.
+ *  - Readers see durable commits only (MOTE_NOSYNC: written ones); the
+ *    checkpoint in the slot a checkpoint does not overwrite is durable.
  *
  * The store and transaction structures also carry, as opaque pointers, what
  * the layers above keep per transaction (cursors, deferred puts: kv.h) and
@@ -179,14 +212,19 @@ struct mote_store {
     pthread_mutex_t wmu; /* held by the write transaction */
     _Atomic(const void *) writer; /* the writer thread's token, NULL if none */
 
-    snap *cur;           /* latest commit's slot */
+    snap *cur;           /* latest commit's state: what readers see (durable) */
     uint64_t txnid;      /* latest commit */
+    snap *wcur;          /* the newest commit written, while it is not durable yet
+                            (GROUP COMMIT: the next write's base), else NULL */
+    uint64_t wtxnid;     /* its txnid */
+    uint64_t synced_txn; /* exclusive mode: the newest commit known durable (0: none) */
+    int sync_failed;     /* exclusive mode: a sync failed, nothing more is written */
+    pthread_mutex_t smu; /* exclusive mode: the sync lock (GROUP COMMIT) */
     uint64_t next_txnid;
     int base_slot;       /* the slot holding the checkpoint of cur (st_ckpt) */
     int poisoned;
     int need_sync;       /* unclean open: sync once before the first commit */
     int fresh;           /* no commit is durable yet: slot 0 holds creation's page (FRESH) */
-    int synced;          /* a commit was synced by this handle (or clean open) */
     int marker_ok;       /* the other slot already holds a marker for txnid */
     int ntxn;            /* live transactions (for close) */
     uint64_t txn_serial; /* last write transaction's serial */
@@ -237,6 +275,8 @@ struct mote_txn {
     int write;
     uint64_t txnid;      /* write: the id being built; read: snapshot id */
     snap *root;          /* read: pinned snapshot; write: private slot copy */
+    snap *base;          /* write: the state it is built on (pinned) */
+    uint64_t base_txnid;
     reader rd;
     uint64_t gen;        /* bumped by every change (cursor revalidation) */
     int changed;
@@ -273,13 +313,6 @@ static inline int bit_get(const uint8_t *b, uint32_t p) { return (b[p >> 3] >> (
 static inline void bit_set(uint8_t *b, uint32_t p) { b[p >> 3] |= (uint8_t)(1u << (p & 7)); }
 static inline void bit_clr(uint8_t *b, uint32_t p) { b[p >> 3] &= (uint8_t)~(1u << (p & 7)); }
 
-/* Is page p in use by the durable base (the latest commit)? The pages a
- * write transaction allocates and writes never are (INVARIANTS above):
- * asserted in debug and sanitizer builds (release builds define NDEBUG). */
-static inline int base_uses(const mote_store *s, uint32_t p)
-{
-    return s->bm && s->cur && p < rd32(s->cur->data + 32) && bit_get(s->bm, p);
-}
 
 /* A write transaction's dirty copy of page pgno, or NULL. */
 static inline mpage *dirty_find(const mote_txn *t, uint32_t pgno)
@@ -304,7 +337,9 @@ static inline uint32_t st_chain_len(const uint8_t *st)
     return st_v1(st) ? 0 : (uint32_t)st[60] | (uint32_t)st[61] << 8;
 }
 static inline int st_ckpt(const uint8_t *st) { return st_v1(st) ? (int)rd32(st + 16) : st[62]; }
-/* Write the chain fields (the state's other fields stay). */
+#define LAG_UNKNOWN 255u
+static inline uint32_t st_lag(const uint8_t *st) { return st_v1(st) ? 0 : st[63]; }
+/* Write the chain fields (the state's other fields stay; lag 0). */
 static inline void st_set_chain(uint8_t *st, uint32_t next, uint64_t base, uint32_t head,
                                 uint32_t len, int ckpt)
 {
@@ -315,6 +350,25 @@ static inline void st_set_chain(uint8_t *st, uint32_t next, uint64_t base, uint3
     st[61] = (uint8_t)(len >> 8);
     st[62] = (uint8_t)ckpt;
     st[63] = 0;
+}
+
+/* Is page p in use by the write's base, other than the page it reserved
+ * for the next commit record? The pages a write transaction allocates and
+ * writes never are (INVARIANTS above): asserted in debug and sanitizer
+ * builds (release builds define NDEBUG). */
+static inline int base_uses(const mote_txn *t, uint32_t p)
+{
+    const mote_store *s = t->s;
+    return s->bm && p < rd32(t->base->data + 32) && bit_get(s->bm, p) &&
+           p != st_chain_next(t->base->data);
+}
+
+/* The newest commit known durable (GROUP COMMIT; MOTE_NOSYNC's commits count
+ * as durable, a lazy one on a new store does not). */
+uint64_t mote__share_synced(const mote_store *s);
+static inline uint64_t store_synced(const mote_store *s)
+{
+    return s->seg ? mote__share_synced(s) : __atomic_load_n(&s->synced_txn, __ATOMIC_ACQUIRE);
 }
 
 /* A handle inherited across fork() is dead in the child: open.c's fork
@@ -411,6 +465,16 @@ int mote__share_join(mote_store *s, uint64_t size);
 /* Alone: the segment describes the commit just opened; the flock becomes
  * shared. Both: after the file was read. */
 int mote__share_ready(mote_store *s);
+/* mote__txn_commit in its two phases (GROUP COMMIT): the first writes the
+ * commit; when it is a record left to be made durable, it returns its txnid
+ * and state (a reference) for the second, which waits until it is durable
+ * (syncing if need be) and releases the reference; else *txnid is 0 and the
+ * commit is done. Tests call them apart. */
+int mote__txn_commit_write(mote_txn *t, uint64_t *txnid, snap **sn);
+int mote__commit_wait(mote_store *s, uint64_t txnid, snap *sn);
+/* A written commit nobody waits for (not acknowledged): its reference. */
+void mote__commit_forget(mote_store *s, snap *sn);
+
 /* Under s->mu: adopt the latest commit (s->cur, s->txnid); a read
  * transaction's snapshot, published in this process's slot; the slot after
  * a reader ended. */
@@ -453,9 +517,25 @@ int mote__share_write_begin(mote_store *s);
  * commit, pager.h FRESH): the latest commit goes into the segment's root
  * copy, where other processes read it until the new one is published. */
 void mote__share_keep_base(mote_store *s);
-void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
-                           const uint32_t *freed, size_t nfreed);
-/* At a write transaction's begin: the oldest snapshot of any process (local:
+/* GROUP COMMIT across processes. Phase 1, under the writer lock: the
+ * commit `txnid` was written (its state `st`; the pages it freed go to the
+ * ring): other processes' writers build on it. */
+void mote__share_written(mote_store *s, uint64_t txnid, const uint8_t *st,
+                         const uint32_t *freed, size_t nfreed);
+/* Phase 2: the sync lock (robust: a holder that died leaves it to the next);
+ * MOTE_POISONED, not locked, once a sync failed in any process. */
+int mote__share_sync_lock(mote_store *s);
+void mote__share_sync_unlock(mote_store *s);
+/* Under the sync lock: the newest commit written and the page of its state. */
+uint64_t mote__share_written_txn(const mote_store *s, uint32_t *page);
+/* Under the sync lock: commit txnid (its state at `page`) is the latest,
+ * which readers take (if newer than theirs); durable if `synced`. */
+void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synced);
+/* Under the sync lock: a sync failed; no process writes any more. */
+void mote__share_failed(mote_store *s);
+int mote__share_is_failed(const mote_store *s);
+/* At a write transaction's begin: the oldest snapshot of any process, but
+ * not past the newest durable commit (local:
  * this one's; needed: the newest tag this process's pending list holds),
  * the ring's entries every snapshot is past dropped; then s->pend = the
  * pages a snapshot may still read (this process's pending list, the ring,

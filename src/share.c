@@ -7,21 +7,25 @@
  * one page, /dev/shm/motedb-<dev>-<ino> (the store file's device and inode),
  * mapped by every process that has the store open:
  *
- *   header  the latest durable commit (txnid and the page of its state: a
- *           root slot or a commit record, pager.h COMMIT CHAIN), the next
- *           txnid, the pid of the process in a write transaction, `writing`
- *           (set for a write transaction's duration: found set, its process
- *           died in one), `need_sync` (the next commit syncs the base first),
- *           the writer mutex
+ *   header  the latest commit readers take (durable: txnid and the page of
+ *           its state, a root slot or a commit record, pager.h COMMIT
+ *           CHAIN), the newest written (writers build on it; pager.h GROUP
+ *           COMMIT) and the newest synced, the next txnid, the pid of the
+ *           process in a write transaction, `writing` (set for a write
+ *           transaction's duration: found set, its process died in one),
+ *           `need_sync` (the next commit syncs the base first), `failed` (a
+ *           sync failed: no more writes), the writer mutex and the sync
+ *           mutex, the root copies' sequence locks
  *   slots   one per process: its pid, start time and oldest snapshot
  *   ring    the pages recent commits freed, with the commit (pages 2-4)
- *   root    a copy of the latest commit's state (from page 5; written
- *           once a second process has opened the store)
+ *   root    copies of the states of the last commits written (64 KB from
+ *           page 5: 4 of 4 KB pages, 1 of 64 KB ones; written once a second
+ *           process has opened the store)
  *
  * The read path makes no system call (one costs ~0.4 µs here, a get from
  * Python ~0.7 µs in all): a reader compares the header's latest txnid with
  * its own and, when another process committed, copies the state from the
- * segment (a sequence lock guards the copy; without a copy of that commit,
+ * segment (a sequence lock guards each copy; without a copy of that commit,
  * one pread of its record, or of both slots for a checkpoint). It
  * publishes its snapshot in its slot and then reads the latest txnid
  * again; if that moved, it takes the newer one. So a
@@ -40,6 +44,10 @@
  *     a write transaction; another process waits up to its busy timeout,
  *     then MOTE_BUSY naming the holder. If the holder dies, the next one
  *     gets it (EOWNERDEAD) and syncs the base before its commit.
+ *   the sync mutex, in the segment (likewise): held for a sync that makes
+ *     the commits written so far durable (pager.h GROUP COMMIT), and while
+ *     a commit becomes the latest. Taken after the writer mutex, never the
+ *     other way. A holder that died leaves it to the next, which syncs.
  *   byte 2^62 + i of the store file: read-locked (an OFD lock) by slot i's
  *     owner. A slot whose byte no process locks is dead for sure, in any pid
  *     namespace; one whose byte is locked (any process that can read the
@@ -56,8 +64,8 @@
  * segment again, and one that closes then finds the open byte locked, so it
  * is not alone (it leaves the segment, the marker and the file's size).
  *
- * Pages freed by commit C are reused only when every snapshot of every
- * process is >= C. Each commit appends the pages it freed, with its txnid,
+ * Pages freed by commit C are reused only when C is durable and every
+ * snapshot of every process is >= C. Each commit appends the pages it freed, with its txnid,
  * to the segment's ring (its last three pages, 1,024 entries; a page is
  * memory only once used); a writer drops the
  * entries every snapshot is past and keeps the others out of use. A commit
@@ -75,6 +83,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,16 +94,22 @@
 #include "pager.h"
 
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
-#define SEG_VERSION 4u
+#define SEG_VERSION 5u
 #define SEG_PAGE 4096u
 #define RING_PAGES 3u
 #define SEG_BYTES ((1u + RING_PAGES) * SEG_PAGE) /* header and slots; the ring */
 #define ROOT_MAX 65536u                          /* the largest page size */
-#define SEG_MAP (SEG_BYTES + ROOT_MAX)           /* and the copy of the latest root slot */
-#define SEG_HEADER 192u
+#define ROOT_COPIES 4u /* copies of recent states, of P bytes each in ROOT_MAX */
+#define SEG_MAP (SEG_BYTES + ROOT_MAX)
+#define SEG_HEADER 320u
 #define SEG_SLOTS ((SEG_PAGE - SEG_HEADER) / 24u)
 #define RING (RING_PAGES * SEG_PAGE / 12u)
 #define DEFAULT_BUSY_MS 5000
+
+/* A root copy's sequence lock (odd while written) and the commit it holds. */
+typedef struct rootcopy {
+    _Atomic uint64_t seq, txn;
+} rootcopy;
 
 typedef struct segslot {
     _Atomic uint64_t owner; /* pid | low 32 bits of its start time << 32; 0: free */
@@ -117,29 +132,38 @@ struct segment {
     _Atomic uint64_t magic; /* written last by the first opener */
     uint32_t version, page_size;
     uint64_t dev, ino;
-    _Atomic uint64_t latest;      /* txnid of the latest durable commit */
+    _Atomic uint64_t latest;      /* txnid of the latest commit readers take (durable) */
     _Atomic uint64_t next_txnid;  /* the next write transaction's id */
     uint64_t dropped;             /* ring entries dropped: up to this commit (writer) */
-    _Atomic uint64_t root_seq;    /* the root copy's sequence lock: odd while written */
-    _Atomic uint64_t root_txn;    /* the commit whose root slot `root` holds */
+    _Atomic uint64_t written;     /* the newest commit written (writers' base) */
+    _Atomic uint64_t written_seq; /* sequence lock of written and written_page */
+    _Atomic uint64_t synced;      /* the newest commit known durable */
     _Atomic uint32_t latest_page; /* the page holding `latest`'s state (a slot, a record) */
+    _Atomic uint32_t written_page; /* the page holding `written`'s state */
     _Atomic uint32_t writer;      /* pid in a write transaction, 0 */
     _Atomic uint32_t writing;     /* a write transaction is open (or its process died) */
     _Atomic uint32_t need_sync;   /* the next commit syncs its base first */
-    pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
+    _Atomic uint32_t failed;      /* a sync failed: nothing more is written */
     uint32_t ring_head, ring_n;   /* the ring's oldest entry and count (writer) */
     _Atomic uint32_t slots_hi;    /* no slot at or above this one was ever used */
     _Atomic uint32_t fresh;       /* no commit is durable yet (pager.h FRESH) */
-    uint8_t reserved[SEG_HEADER - 104 - sizeof(pthread_mutex_t)];
+    uint32_t copy_next;           /* the root copy the next commit takes (writer) */
+    uint32_t pad0;
+    rootcopy copy[ROOT_COPIES];   /* what root + i * page_size holds */
+    pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
+    pthread_mutex_t sync_mu;      /* held for a sync (robust, shared) */
+    uint8_t reserved[SEG_HEADER - 192 - 2 * sizeof(pthread_mutex_t)];
     segslot slot[SEG_SLOTS];
     uint8_t pad[SEG_PAGE - SEG_HEADER - SEG_SLOTS * 24];
     uint64_t ring_tag[RING];      /* page ring_pgno[i] was freed by commit ring_tag[i] */
     uint32_t ring_pgno[RING];
-    uint8_t root[ROOT_MAX];       /* the latest root slot, once a second process came */
+    uint8_t root[ROOT_MAX];       /* states of recent commits, once a second process
+                                     came (copies(page_size) of them) */
 };
 
+_Static_assert(offsetof(struct segment, copy) == 128, "the header's layout");
 _Static_assert(offsetof(struct segment, slot) == SEG_HEADER, "the header's size");
-_Static_assert(offsetof(struct segment, root) == SEG_BYTES, "the root copy's place");
+_Static_assert(offsetof(struct segment, root) == SEG_BYTES, "the root copies' place");
 _Static_assert(sizeof(struct segment) == SEG_MAP, "the segment's size");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics in shared memory");
 
@@ -396,8 +420,9 @@ static int seg_init(struct segment *seg)
     pthread_mutexattr_t a;
     int r = pthread_mutexattr_init(&a);
     if (!r && !(r = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED)) &&
-        !(r = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST)))
-        r = pthread_mutex_init(&seg->writer_mu, &a);
+        !(r = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST)) &&
+        !(r = pthread_mutex_init(&seg->writer_mu, &a)))
+        r = pthread_mutex_init(&seg->sync_mu, &a);
     pthread_mutexattr_destroy(&a);
     return r;
 }
@@ -589,7 +614,6 @@ int mote__share_join(mote_store *s, uint64_t size)
     pthread_mutex_unlock(&s->mu);
     s->next_txnid = atomic_load(&seg->next_txnid);
     s->fresh = (int)atomic_load(&seg->fresh);
-    s->synced = !s->fresh && !atomic_load(&seg->need_sync);
     return rc;
 }
 
@@ -603,9 +627,13 @@ int mote__share_ready(mote_store *s)
         seg->ino = s->ino;
         atomic_store(&seg->latest_page, st_where(s->cur->data));
         atomic_store(&seg->latest, s->txnid);
+        atomic_store(&seg->written_page, st_where(s->cur->data));
+        atomic_store(&seg->written, s->txnid);
+        atomic_store(&seg->synced, s->synced_txn);
         atomic_store(&seg->next_txnid, s->next_txnid);
         /* an unclean open (even a read-only one) leaves a base that may not be durable */
-        atomic_store(&seg->need_sync, (uint32_t)(!s->fresh && (s->need_sync || !s->synced)));
+        atomic_store(&seg->need_sync, (uint32_t)(!s->fresh && (s->need_sync ||
+                                                               s->synced_txn < s->txnid)));
         atomic_store(&seg->fresh, (uint32_t)s->fresh);
         atomic_store(&seg->magic, SEG_MAGIC);
         s->bm_txnid = s->txnid;
@@ -654,46 +682,59 @@ static void adopt(mote_store *s, snap *sn, uint64_t txnid)
     s->base_slot = st_ckpt(sn->data);
     s->marker_ok = 0;
     s->fresh = (int)atomic_load(&s->seg->fresh);
-    s->synced = !s->fresh && !atomic_load(&s->seg->need_sync);
 }
 
-/* The segment's copy of the latest root slot, if it holds commit `latest`:
- * a copy in memory instead of a pread of the file and two slot hashes (a
+/* The segment's copy of the state of commit `txnid`, if one holds it: a
+ * copy in memory instead of a pread of the file and two slot hashes (a
  * reader of a store that other processes write takes a new snapshot at
- * almost every transaction). A sequence lock guards it: the writer makes
- * root_seq odd, copies, sets root_txn and makes it even; a copy taken while
- * root_seq moved is dropped. Writers keep it once a second process opened
- * the store (a store only ever open in one process never touches its page). */
-static snap *root_copy(const mote_store *s, uint64_t latest)
+ * almost every transaction; a writer builds on another process's commit).
+ * A sequence lock guards each copy: the writer makes its seq odd, copies,
+ * sets its txn and makes seq even; a copy taken while seq moved is
+ * dropped. Writers keep them once a second process opened the store (a
+ * store only ever open in one process never touches their pages). */
+/* The root copies a page size leaves room for (4, 2 at 32 KB, 1 at 64 KB). */
+static unsigned copies(uint32_t P)
+{
+    return ROOT_MAX / P < ROOT_COPIES ? ROOT_MAX / P : ROOT_COPIES;
+}
+
+static snap *root_copy(const mote_store *s, uint64_t txnid)
 {
     struct segment *seg = s->seg;
-    uint64_t seq = atomic_load_explicit(&seg->root_seq, memory_order_acquire);
-    if (!seq || (seq & 1) || atomic_load_explicit(&seg->root_txn, memory_order_relaxed) != latest)
-        return NULL;
-    snap *sn = mote__snap_new(s->P);
-    if (!sn)
-        return NULL;
-    memcpy(sn->data, seg->root, s->P);
-    atomic_thread_fence(memory_order_acquire);
-    if (atomic_load_explicit(&seg->root_seq, memory_order_relaxed) != seq ||
-        rd64(sn->data + 24) != latest ||
-        (rd32(sn->data + 20) != SLOT_KIND_COMMIT && rd32(sn->data + 20) != SLOT_KIND_RECORD)) {
+    for (unsigned i = 0; i < copies(s->P); i++) {
+        rootcopy *c = &seg->copy[i];
+        uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        if (!seq || (seq & 1) || atomic_load_explicit(&c->txn, memory_order_relaxed) != txnid)
+            continue;
+        snap *sn = mote__snap_new(s->P);
+        if (!sn)
+            return NULL;
+        memcpy(sn->data, seg->root + (size_t)i * s->P, s->P);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&c->seq, memory_order_relaxed) == seq &&
+            rd64(sn->data + 24) == txnid &&
+            (rd32(sn->data + 20) == SLOT_KIND_COMMIT || rd32(sn->data + 20) == SLOT_KIND_RECORD))
+            return sn;
         mote__snap_unref(sn);
-        return NULL;
     }
-    return sn;
+    return NULL;
 }
 
-/* A commit's root slot into the segment's copy (the writer, before it
- * publishes the commit). */
+/* A commit's state into a root copy (the writer, before it publishes the
+ * commit): the next one round, but not the copy of the latest commit
+ * (readers take it from there until a newer one is durable). */
 static void root_copy_put(struct segment *seg, const uint8_t *slot, uint32_t P, uint64_t txnid)
 {
-    uint64_t seq = atomic_load_explicit(&seg->root_seq, memory_order_relaxed) | 1;
-    atomic_store_explicit(&seg->root_seq, seq, memory_order_relaxed); /* odd: a writer dying */
-    atomic_thread_fence(memory_order_release);                        /* here leaves it odd */
-    memcpy(seg->root, slot, P);
-    atomic_store_explicit(&seg->root_txn, txnid, memory_order_relaxed);
-    atomic_store_explicit(&seg->root_seq, seq + 1, memory_order_release);
+    unsigned n = copies(P), i = seg->copy_next++ % n;
+    if (n > 1 && atomic_load(&seg->copy[i].txn) == atomic_load(&seg->latest))
+        i = seg->copy_next++ % n;
+    rootcopy *c = &seg->copy[i];
+    uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed) | 1;
+    atomic_store_explicit(&c->seq, seq, memory_order_relaxed); /* odd: a writer dying */
+    atomic_thread_fence(memory_order_release);                 /* here leaves it odd */
+    memcpy(seg->root + (size_t)i * P, slot, P);
+    atomic_store_explicit(&c->txn, txnid, memory_order_relaxed);
+    atomic_store_explicit(&c->seq, seq + 1, memory_order_release);
 }
 
 /* The root slot comes from the segment's copy when it holds the latest
@@ -874,6 +915,42 @@ uint64_t mote__share_oldest(mote_store *s, uint64_t needed)
 
 /* ---- write transactions --------------------------------------------------------- */
 
+/* Under the writer lock, after the refresh: s->wcur = the newest commit
+ * written when it is newer than the latest (not durable yet: pager.h GROUP
+ * COMMIT), from a root copy or its page (which nobody rewrites while it is
+ * the newest), else NULL. */
+static int written_base(mote_store *s)
+{
+    struct segment *seg = s->seg;
+    uint64_t w = atomic_load(&seg->written);
+    snap *sn = NULL;
+    if (w > s->txnid && !(s->wcur && s->wtxnid == w) && !(sn = root_copy(s, w))) {
+        uint32_t page = atomic_load(&seg->written_page);
+        if (!(sn = mote__snap_new(s->P)))
+            return mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
+        ssize_t r = s->io->pread(s->io->ctx, s->fd, sn->data, s->P,
+                                 (uint64_t)page << s->page_shift);
+        int kind = r == (ssize_t)s->P ? mote__slot_valid(sn->data, s->P, page) : 0;
+        if (r != (ssize_t)s->P || rd64(sn->data + 24) != w ||
+            (kind != (int)SLOT_KIND_COMMIT && kind != (int)SLOT_KIND_RECORD)) {
+            mote__snap_unref(sn);
+            return r < 0 ? mote__ioerr((int)r, "read", s->path)
+                         : CORRUPT("%s: the state of commit %llu (page %u), written by "
+                                   "another process, is not there", s->path,
+                                   (unsigned long long)w, page);
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    if (w <= s->txnid || sn) {
+        if (s->wcur)
+            mote__snap_unref(s->wcur);
+        s->wcur = sn;
+        s->wtxnid = sn ? w : 0;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return MOTE_OK;
+}
+
 int mote__share_write_begin(mote_store *s)
 {
     struct segment *seg = s->seg;
@@ -911,17 +988,25 @@ int mote__share_write_begin(mote_store *s)
     atomic_store(&seg->writer, my_pid(s));
     if (atomic_exchange(&seg->writing, 1)) /* its holder died in one (a thread that ended) */
         atomic_store(&seg->need_sync, 1);
+    if (atomic_load(&seg->failed)) {
+        mote__share_write_end(s);
+        return mote__err(MOTE_POISONED, "store %s: a sync failed (in this or another "
+                         "process); close it in every process and reopen it", s->path);
+    }
     if (atomic_load(&seg->need_sync))
         s->need_sync = 1;
     s->fresh = (int)atomic_load(&seg->fresh);
     pthread_mutex_lock(&s->mu);
     int rc = mote__share_refresh(s);
     pthread_mutex_unlock(&s->mu);
+    if (!rc)
+        rc = written_base(s);
     if (rc) {
         mote__share_write_end(s);
         return rc;
     }
-    if (s->bm_txnid != s->txnid) { /* another process committed since this one did */
+    uint64_t base = s->wcur ? s->wtxnid : s->txnid;
+    if (s->bm_txnid != base) { /* another process committed since this one did */
         mote_fileinfo fi;
         if ((r = io->fstat(io->ctx, s->fd, &fi))) {
             mote__share_write_end(s);
@@ -937,8 +1022,8 @@ int mote__share_write_begin(mote_store *s)
     uint64_t next = atomic_load(&seg->next_txnid);
     if (next < s->next_txnid)
         next = s->next_txnid;
-    if (next <= s->txnid)
-        next = s->txnid + 1;
+    if (next <= base)
+        next = base + 1;
     s->next_txnid = next;
     atomic_store(&seg->next_txnid, next + 1); /* a dead writer's slot keeps its txnid */
     return MOTE_OK;
@@ -972,7 +1057,7 @@ void mote__share_pending(mote_store *s, uint64_t oldest)
 {
     struct segment *seg = s->seg;
     memset(s->pend, 0, s->pend_cap);
-    uint32_t np = rd32(s->cur->data + 32), cap_bits = s->pend_cap * 8u;
+    uint32_t np = rd32((s->wcur ? s->wcur : s->cur)->data + 32), cap_bits = s->pend_cap * 8u;
     for (size_t i = 0; i < s->npend; i++) /* this process's own commits' */
         bit_set(s->pend, s->pendv[i].pgno);
     for (uint32_t i = 0; i < seg->ring_n; i++) { /* every process's recent commits' */
@@ -990,12 +1075,12 @@ void mote__share_pending(mote_store *s, uint64_t oldest)
                 bit_set(s->pend, p);
 }
 
-void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
-                           const uint32_t *freed, size_t nfreed)
+void mote__share_written(mote_store *s, uint64_t txnid, const uint8_t *st,
+                         const uint32_t *freed, size_t nfreed)
 {
     struct segment *seg = s->seg;
     if (atomic_load(&seg->slots_hi) > 1) /* another process has opened the store */
-        root_copy_put(seg, slot, s->P, txnid);
+        root_copy_put(seg, st, s->P, txnid);
     for (size_t i = 0; i < nfreed; i++) { /* before the commit is published */
         if (seg->ring_n == RING) { /* full: the oldest goes, and no free page is used for now */
             if (seg->ring_tag[seg->ring_head] > seg->dropped)
@@ -1007,16 +1092,72 @@ void mote__share_committed(mote_store *s, uint64_t txnid, const uint8_t *slot,
         seg->ring_tag[k] = txnid;
         seg->ring_pgno[k] = freed[i];
     }
-    /* unsynced (MOTE_NOSYNC): the next commit syncs it first, no marker
-     * names it; on a new store nothing is durable, so nothing needs that */
-    atomic_store(&seg->need_sync, !s->synced && !s->fresh ? 1u : 0u);
+    /* unsynced (MOTE_NOSYNC): the next commit of a process that syncs syncs
+     * it first; on a new store nothing is durable, so nothing needs that */
+    atomic_store(&seg->need_sync, (s->flags & MOTE_NOSYNC) && !s->fresh ? 1u : 0u);
     atomic_store(&seg->fresh, (uint32_t)s->fresh);
-    atomic_store(&seg->latest_page, st_where(slot));
-    atomic_store(&seg->latest, txnid);
+    uint64_t seq = atomic_load_explicit(&seg->written_seq, memory_order_relaxed);
+    atomic_store(&seg->written_seq, seq + 1); /* odd */
+    atomic_store(&seg->written_page, st_where(st));
+    atomic_store(&seg->written, txnid);
+    atomic_store(&seg->written_seq, seq + 2);
     if (!s->own_since) /* the first of a run of this process's commits */
         s->own_since = txnid;
-    s->bm_txnid = txnid;
 }
+
+uint64_t mote__share_written_txn(const mote_store *s, uint32_t *page)
+{
+    struct segment *seg = s->seg;
+    for (;;) { /* (a writer changes the pair while the sync lock's holder reads it) */
+        uint64_t seq = atomic_load(&seg->written_seq);
+        uint32_t pg = atomic_load(&seg->written_page);
+        uint64_t w = atomic_load(&seg->written);
+        if (!(seq & 1) && atomic_load(&seg->written_seq) == seq) {
+            *page = pg;
+            return w;
+        }
+        sched_yield();
+    }
+}
+
+uint64_t mote__share_synced(const mote_store *s) { return atomic_load(&s->seg->synced); }
+
+int mote__share_is_failed(const mote_store *s) { return atomic_load(&s->seg->failed) != 0; }
+
+int mote__share_sync_lock(mote_store *s)
+{
+    struct segment *seg = s->seg;
+    int r;
+    while ((r = pthread_mutex_lock(&seg->sync_mu)) == EINTR)
+        ;
+    if (r == EOWNERDEAD) { /* its holder died (in a sync): the next sync covers it */
+        pthread_mutex_consistent(&seg->sync_mu);
+        r = 0;
+    }
+    if (r)
+        return mote__err(MOTE_IO, "store %s: its sync mutex: %s", s->path, strerror(r));
+    if (atomic_load(&seg->failed)) {
+        pthread_mutex_unlock(&seg->sync_mu);
+        return mote__err(MOTE_POISONED, "store %s: a sync failed (in this or another "
+                         "process); close it in every process and reopen it", s->path);
+    }
+    return MOTE_OK;
+}
+
+void mote__share_sync_unlock(mote_store *s) { pthread_mutex_unlock(&s->seg->sync_mu); }
+
+void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synced)
+{
+    struct segment *seg = s->seg;
+    if (synced && txnid > atomic_load(&seg->synced))
+        atomic_store(&seg->synced, txnid);
+    if (txnid > atomic_load(&seg->latest)) {
+        atomic_store(&seg->latest_page, page);
+        atomic_store(&seg->latest, txnid);
+    }
+}
+
+void mote__share_failed(mote_store *s) { atomic_store(&s->seg->failed, 1); }
 
 void mote__share_keep_base(mote_store *s)
 {

@@ -301,7 +301,7 @@ const uint8_t *memio_get(memio *m, const char *path, size_t *len)
     return f->cur;
 }
 
-uint8_t *memio_crash_image(memio *m, const char *path, uint64_t seed, int hostile,
+uint8_t *memio_crash_image(memio *m, const char *path, uint64_t seed, unsigned how,
                            size_t *len)
 {
     memio_file *f = find(m, path);
@@ -314,15 +314,17 @@ uint8_t *memio_crash_image(memio *m, const char *path, uint64_t seed, int hostil
         memcpy(img, f->dur, f->dur_len);
     uint64_t rs = seed | 1;
     /* mode per image: 0 = every sector a coin flip; 1 = all writes land;
-     * 2 = none; 3 = a prefix of the writes lands (in order) */
-    int mode = (int)(mrand(&rs) % 4);
+     * 2 = none; 3 = a prefix of the writes lands (in order); 4 = every
+     * write a coin flip, whole (the disk reordered requests, lost some) */
+    int mode = (int)(mrand(&rs) % (how & MEMIO_WHOLE ? 5 : 4)), hostile = how & MEMIO_HOSTILE;
     size_t prefix = f->nlog ? (size_t)(mrand(&rs) % (f->nlog + 1)) : 0;
     size_t len_used = f->dur_len;
     for (size_t i = 0; i < f->nlog; i++) {
         memio_write *w = &f->log[i];
+        int whole = mode == 4 && (mrand(&rs) & 1);
         for (size_t s = 0; s < w->len; s += 512) {
             size_t k = w->len - s < 512 ? w->len - s : 512;
-            int apply = mode == 1 || (mode == 3 && i < prefix) ||
+            int apply = mode == 1 || (mode == 3 && i < prefix) || whole ||
                         (mode == 0 && (mrand(&rs) & 1));
             if (apply) {
                 memcpy(img + w->off + s, w->data + s, k);

@@ -7,7 +7,8 @@
  * could hold after a crash at this moment: the durable image plus, for
  * every 512-byte sector of every unsynced write, either the old content,
  * the new content (in any combination, which covers reordering and lost
- * writes) or, with `hostile`, garbage.
+ * writes; with MEMIO_WHOLE, some images keep or lose each write whole) or,
+ * with MEMIO_HOSTILE, garbage.
  *
  * Every shim call counts as one "op". With crash_at = k, op k and every op
  * after it fail with EIO and do nothing (the machine died before op k).
@@ -54,8 +55,10 @@ void memio_free(memio *m);
 void memio_set(memio *m, const char *path, const uint8_t *img, size_t len);
 /* Current content of a file (NULL if missing). */
 const uint8_t *memio_get(memio *m, const char *path, size_t *len);
-/* A post-crash image of `path` (malloc'd). */
-uint8_t *memio_crash_image(memio *m, const char *path, uint64_t seed, int hostile,
+/* A post-crash image of `path` (malloc'd); `how`: MEMIO_* below. */
+#define MEMIO_HOSTILE 1u /* unsynced sectors may hold garbage */
+#define MEMIO_WHOLE 2u   /* some images keep or lose each unsynced write whole */
+uint8_t *memio_crash_image(memio *m, const char *path, uint64_t seed, unsigned how,
                            size_t *len);
 void memio_reset_counts(memio *m);
 

@@ -1,6 +1,8 @@
 /* workload.c — see workload.h. */
 #include "workload.h"
 
+#include "kv.h"
+
 void wl_value(int key, uint32_t ver, int32_t len, uint8_t *out)
 {
     uint64_t rs = ((uint64_t)key << 32 | ver) * 0x9E3779B97F4A7C15ull + 1;
@@ -62,42 +64,52 @@ void wl_free(wl *w) { free(w->states); }
 
 static uint8_t vbuf[16384];
 
+/* Begin commit c's transaction and make its changes (states[c] ->
+ * states[c + 1]); the transaction, or NULL and w->last_rc. */
+static mote_txn *wl_apply(wl *w, mote_store *s, int c)
+{
+    mote_txn *t;
+    uint32_t tree;
+    if ((w->last_rc = mote_begin(s, 0, &t)))
+        return NULL;
+    if ((w->last_rc = mote_kv_tree(t, "wl", MOTE_TREE_CREATE, &tree))) {
+        mote_abort(t);
+        return NULL;
+    }
+    const wl_state *prev = &w->states[c], *next = &w->states[c + 1];
+    int rc = 0;
+    for (int k = 0; k < w->nkeys && !rc; k++) {
+        uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
+        if (next->len[k] < 0 ? prev->len[k] < 0
+                             : next->len[k] == prev->len[k] && next->ver[k] == prev->ver[k])
+            continue;
+        if (next->len[k] < 0) {
+            rc = mote_kv_del(t, tree, key, 2);
+        } else {
+            wl_value(k, next->ver[k], next->len[k], vbuf);
+            rc = mote_kv_put(t, tree, key, 2, vbuf, (size_t)next->len[k], 0);
+        }
+    }
+    if (rc) {
+        if (getenv("MOTE_TEST_VERBOSE"))
+            fprintf(stderr, "commit %d op: %s\n", c, mote_errmsg(s));
+        w->last_rc = rc;
+        mote_abort(t);
+        return NULL;
+    }
+    return t;
+}
+
 int wl_run(wl *w, mote_store *s, int from, int *inflight)
 {
     *inflight = 0;
     w->last_rc = 0;
     for (int c = from; c < w->ncommits; c++) {
-        mote_txn *t;
-        uint32_t tree;
         *inflight = 1;
-        if ((w->last_rc = mote_begin(s, 0, &t)))
+        mote_txn *t = wl_apply(w, s, c);
+        if (!t)
             return c;
-        if ((w->last_rc = mote_kv_tree(t, "wl", MOTE_TREE_CREATE, &tree))) {
-            mote_abort(t);
-            return c;
-        }
-        const wl_state *prev = &w->states[c], *next = &w->states[c + 1];
-        int rc = 0;
-        for (int k = 0; k < w->nkeys && !rc; k++) {
-            uint8_t key[2] = {(uint8_t)(k >> 8), (uint8_t)k};
-            if (next->len[k] < 0 ? prev->len[k] < 0
-                                 : next->len[k] == prev->len[k] && next->ver[k] == prev->ver[k])
-                continue;
-            if (next->len[k] < 0) {
-                rc = mote_kv_del(t, tree, key, 2);
-            } else {
-                wl_value(k, next->ver[k], next->len[k], vbuf);
-                rc = mote_kv_put(t, tree, key, 2, vbuf, (size_t)next->len[k], 0);
-            }
-        }
-        if (rc) {
-            if (getenv("MOTE_TEST_VERBOSE"))
-                fprintf(stderr, "commit %d op: %s\n", c, mote_errmsg(s));
-            w->last_rc = rc;
-            mote_abort(t);
-            return c;
-        }
-        if ((w->last_rc = rc = mote_commit(t))) {
+        if ((w->last_rc = mote_commit(t))) {
             if (getenv("MOTE_TEST_VERBOSE"))
                 fprintf(stderr, "commit %d: %s\n", c, mote_errmsg(s));
             return c;
@@ -105,6 +117,53 @@ int wl_run(wl *w, mote_store *s, int from, int *inflight)
         *inflight = 0;
     }
     return w->ncommits;
+}
+
+int wl_run_grouped(wl *w, mote_store *s, int from, int group, int *tried)
+{
+    int acked = from;
+    *tried = from;
+    w->last_rc = 0;
+    for (int c = from; c < w->ncommits && !w->last_rc;) {
+        uint64_t txnid[WL_GROUP_MAX];
+        snap *sn[WL_GROUP_MAX];
+        int n = 0, rc = 0, done = c; /* done: commits written (or durable) */
+        for (int j = 0; j < group && j < WL_GROUP_MAX && c < w->ncommits && !rc; j++, c++) {
+            *tried = c + 1;
+            mote_txn *t = wl_apply(w, s, c);
+            if (!t) {
+                rc = w->last_rc;
+                break;
+            }
+            uint64_t id;
+            snap *x;
+            if (!(rc = mote__kv_flush(t))) { /* mote_commit's steps, but for the wait */
+                mote__kv_txn_end(t);
+                rc = mote__txn_commit_write(t, &id, &x);
+            } else {
+                mote_abort(t);
+            }
+            if (rc)
+                break;
+            done = c + 1;
+            if (id) {
+                txnid[n] = id;
+                sn[n++] = x;
+            } else { /* durable at once (a checkpoint), and all before it */
+                acked = c + 1;
+            }
+        }
+        int wrc = 0;
+        for (int j = 0; j < n; j++) /* the first wait syncs them all */
+            if (!wrc)
+                wrc = mote__commit_wait(s, txnid[j], sn[j]);
+            else /* not acknowledged (the first failure's error stays) */
+                mote__commit_forget(s, sn[j]);
+        if (!wrc)
+            acked = done; /* the commits written before a failure are durable too */
+        w->last_rc = rc ? rc : wrc;
+    }
+    return acked;
 }
 
 int wl_matches(mote_store *s, const wl_state *st)

@@ -7,6 +7,7 @@
 #ifndef MOTE_WORKLOAD_H
 #define MOTE_WORKLOAD_H
 
+#include "pager.h"
 #include "test.h"
 
 #define WL_KEYS 2048 /* capacity; a workload uses nkeys of them */
@@ -37,6 +38,13 @@ void wl_free(wl *w);
 /* Run commits [from, ncommits) on s; returns the number of commits that
  * were acknowledged (mote_commit returned OK) before the first error. */
 int wl_run(wl *w, mote_store *s, int from, int *inflight);
+/* Run commits [from, ncommits) in groups of `group` (GROUP COMMIT,
+ * pager.h): each commit written, then the group's waits (the first syncs
+ * the group). Returns the number of commits acknowledged (a wait, or a
+ * checkpoint's commit, returned OK for them or a later one); *tried:
+ * commits begun. */
+#define WL_GROUP_MAX 8
+int wl_run_grouped(wl *w, mote_store *s, int from, int group, int *tried);
 /* Compare a store with a state: 1 if equal. */
 int wl_matches(mote_store *s, const wl_state *st);
 void wl_value(int key, uint32_t ver, int32_t len, uint8_t *out);

@@ -188,7 +188,7 @@ static int start_fresh(mote_store *s, uint32_t P, uint64_t file_bytes)
     s->base_slot = 0;
     s->file_bytes = file_bytes;
     s->fresh = 1;
-    s->synced_txn = 0; /* no marker: slot 0 keeps the creation page */
+    atomic_store(&s->dur->synced, 0); /* no marker: slot 0 keeps the creation page */
     s->marker_ok = 0;
     s->need_sync = 0; /* nothing is durable, so nothing to keep */
     return MOTE_OK;
@@ -540,7 +540,7 @@ static int open_existing(mote_store *s, uint64_t size)
     s->txnid = rd64(s->cur->data + 24);
     s->next_txnid = hi + 1 > s->txnid + 1 ? hi + 1 : s->txnid + 1;
     s->base_slot = wi;
-    s->synced_txn = clean ? s->txnid : 0;
+    atomic_store(&s->dur->synced, clean ? s->txnid : 0);
     s->marker_ok = clean;
     s->need_sync = !clean && !(s->flags & MOTE_RDONLY);
     int created = 0; /* page 0 is the creation page (only that has txnid 1 there) */
@@ -556,7 +556,7 @@ static int open_existing(mote_store *s, uint64_t size)
     }
     if (created && vb != 1) { /* nothing durable yet: see pager.h FRESH */
         s->fresh = 1;
-        s->synced_txn = 0;
+        atomic_store(&s->dur->synced, 0);
         s->marker_ok = s->need_sync = 0;
     } else if (created && !(s->flags & (MOTE_RDONLY | MOTE_NODIRSYNC))) {
         /* a commit in slot 1 beside the creation page: a store made by the
@@ -615,6 +615,7 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->wmu, NULL);
     pthread_mutex_init(&s->smu, NULL);
+    s->dur = &s->own_dur; /* (the segment's, once the store is shared: share.c) */
     size_t pl = strlen(path);
     s->path = mote__malloc(pl + 1);
     if (!s->path) {
@@ -725,8 +726,7 @@ void mote__store_close(mote_store *s)
     /* (a sync that failed in another process leaves no marker: the next
      * open verifies what it finds) */
     if (alone && !(s->flags & MOTE_RDONLY) && !s->poisoned && !s->fresh &&
-        store_synced(s) >= s->txnid && !s->marker_ok && !(s->seg ? mote__share_is_failed(s)
-                                                                 : s->sync_failed)) {
+        store_synced(s) >= s->txnid && !s->marker_ok && !atomic_load(&s->dur->failed)) {
         uint8_t *m = mote__malloc(s->P);
         if (m) { /* best effort: without it the next open verifies */
             memcpy(m, s->cur->data, s->P); /* a copy of the latest state */

@@ -30,9 +30,14 @@
  *
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "checksum.h"
 #include "pager.h"
@@ -242,26 +247,21 @@ static int failed_err(const mote_store *s)
                      s->seg ? " (in this or another process: every process must reopen it)" : "");
 }
 
-/* The sync lock; MOTE_POISONED (not locked) once a sync failed. */
+/* The handle's sync lock: one fdatasync at a time in a process, so that a
+ * failure (which the kernel reports once per open file) reaches every
+ * thread; processes sync at once, each with its own open file. MOTE_POISONED
+ * (not locked) once a sync failed anywhere. */
 static int sync_lock(mote_store *s)
 {
-    if (s->seg)
-        return mote__share_sync_lock(s);
     pthread_mutex_lock(&s->smu);
-    if (s->sync_failed) {
+    if (atomic_load(&s->dur->failed)) {
         pthread_mutex_unlock(&s->smu);
         return failed_err(s);
     }
     return MOTE_OK;
 }
 
-static void sync_unlock(mote_store *s)
-{
-    if (s->seg)
-        mote__share_sync_unlock(s);
-    else
-        pthread_mutex_unlock(&s->smu);
-}
+static void sync_unlock(mote_store *s) { pthread_mutex_unlock(&s->smu); }
 
 /* The state `sn` of commit txnid (a reference passed in) becomes what this
  * process's readers see, if it is newer (under s->mu). */
@@ -283,6 +283,22 @@ static void show(mote_store *s, uint64_t txnid, snap *sn)
         mote__snap_unref(sn);
 }
 
+static void atomic_max(_Atomic uint64_t *p, uint64_t v)
+{
+    uint64_t cur = atomic_load(p);
+    while (cur < v && !atomic_compare_exchange_weak(p, &cur, v))
+        ;
+}
+
+/* A sync ended: wake the processes waiting for one (futex). */
+static void sync_ended(mote_store *s)
+{
+    durability *d = s->dur;
+    atomic_fetch_add(&d->gen, 1);
+    if (s->seg && atomic_load(&d->waiters))
+        syscall(SYS_futex, &d->gen, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 /* Under the sync lock: one fdatasync. A failure refuses every later write of
  * every handle (no sync is retried: what it failed to write may be lost). */
 static int sync_file(mote_store *s)
@@ -290,15 +306,14 @@ static int sync_file(mote_store *s)
     int r = s->io->fdatasync(s->io->ctx, s->fd);
     if (!r)
         return MOTE_OK;
-    if (s->seg)
-        mote__share_failed(s);
-    else
-        s->sync_failed = 1;
+    atomic_store(&s->dur->failed, 1);
+    sync_ended(s);
     return mote__ioerr(r, "sync", s->path);
 }
 
-/* Under the sync lock: one fdatasync makes every commit written so far
- * durable, and the newest of them the latest. */
+/* Under the sync lock: one fdatasync makes every commit written before it
+ * began durable (another process's may run at the same time), and the
+ * newest of them the latest. */
 static int sync_written(mote_store *s)
 {
     uint32_t page = 0;
@@ -313,24 +328,80 @@ static int sync_written(mote_store *s)
         sn->refs++;
         pthread_mutex_unlock(&s->mu);
     }
+    atomic_max(&s->dur->syncing, w);
     int rc = sync_file(s);
-    if (rc) {
-        if (sn) {
-            pthread_mutex_lock(&s->mu);
-            mote__snap_unref(sn);
-            pthread_mutex_unlock(&s->mu);
-        }
-        return rc;
-    }
-    if (s->seg) {
+    if (!rc && s->seg) {
         mote__share_visible(s, w, page, 1);
-    } else {
-        __atomic_store_n(&s->synced_txn, w, __ATOMIC_RELEASE);
+    } else if (!rc) {
+        atomic_max(&s->dur->synced, w);
         pthread_mutex_lock(&s->mu);
         show(s, w, sn);
+        sn = NULL;
         pthread_mutex_unlock(&s->mu);
     }
-    return MOTE_OK;
+    if (sn) {
+        pthread_mutex_lock(&s->mu);
+        mote__snap_unref(sn);
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (!rc)
+        sync_ended(s);
+    return rc;
+}
+
+/* Wait up to `us` for a sync of another process to end (a futex on the
+ * segment's sync counter, last read as `gen`). */
+static void wait_sync(mote_store *s, uint32_t gen, uint64_t txnid, long us)
+{
+    durability *d = s->dur;
+    atomic_fetch_add(&d->waiters, 1);
+    if (atomic_load(&d->synced) < txnid && !atomic_load(&d->failed)) {
+        struct timespec ts = {0, us * 1000};
+        syscall(SYS_futex, &d->gen, FUTEX_WAIT, gen, &ts, NULL, 0);
+    }
+    atomic_fetch_sub(&d->waiters, 1);
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Phase 2: commit txnid durable. Done if a sync that began after it was
+ * written has ended; if another process's sync that covers it is under
+ * way, after that one (waiting SYNC_WAIT_US at most: its process may have
+ * died in it); else one fdatasync of this process for everything written
+ * so far. */
+#define SYNC_WAIT_US 50000
+static int make_durable(mote_store *s, uint64_t txnid)
+{
+    int rc = sync_lock(s);
+    if (rc)
+        return rc;
+    durability *d = s->dur;
+    uint64_t start = 0;
+    while (atomic_load(&d->synced) < txnid) {
+        uint32_t gen = atomic_load(&d->gen);
+        if (atomic_load(&d->failed)) {
+            rc = failed_err(s);
+            break;
+        }
+        if (s->seg && atomic_load(&d->syncing) >= txnid) {
+            uint64_t now = now_us();
+            if (!start)
+                start = now;
+            if (now - start < SYNC_WAIT_US) {
+                wait_sync(s, gen, txnid, 1000);
+                continue;
+            }
+        }
+        rc = sync_written(s);
+        break;
+    }
+    sync_unlock(s);
+    return rc;
 }
 
 /* Pages freed by commits no live snapshot can see become free (shared by
@@ -420,7 +491,7 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     if (s->poisoned)
         rc = mote__err(MOTE_POISONED, "store %s: an earlier sync failed; close "
                        "and reopen it", s->path);
-    else if (!s->seg && s->sync_failed)
+    else if (!s->seg && atomic_load(&s->dur->failed))
         rc = failed_err(s);
     if (!rc && s->seg && !(rc = mote__share_write_begin(s)))
         shared = 1;
@@ -956,6 +1027,7 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
     if (sync && !group) {
         if ((rc = sync_lock(s)))
             goto fail;
+        atomic_max(&s->dur->syncing, t->txnid);
         if ((rc = sync_file(s))) {
             sync_unlock(s);
             goto fail;
@@ -986,22 +1058,17 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
     mote__free(both);
     if (!group) {
         /* durable now (or never: MOTE_NOSYNC, a lazy commit): readers see it */
-        if (!synced_here && (rc = sync_lock(s))) {
-            pthread_mutex_lock(&s->mu);
-            mote__snap_unref(sn);
-            pthread_mutex_unlock(&s->mu);
-            return rc;
-        }
-        if (s->seg) {
+        if (s->seg)
             mote__share_visible(s, txnid, where, sync || !lazy);
-        } else {
-            if (sync || !lazy) /* (MOTE_NOSYNC counts as durable) */
-                __atomic_store_n(&s->synced_txn, txnid, __ATOMIC_RELEASE);
-        }
-        sync_unlock(s);
+        else if (sync || !lazy) /* (MOTE_NOSYNC counts as durable) */
+            atomic_max(&s->dur->synced, txnid);
         pthread_mutex_lock(&s->mu);
         show(s, txnid, sn);
         pthread_mutex_unlock(&s->mu);
+        if (synced_here) {
+            sync_ended(s);
+            sync_unlock(s);
+        }
         return MOTE_OK;
     }
     *txnid_out = txnid;
@@ -1019,12 +1086,7 @@ fail:
 
 int mote__commit_wait(mote_store *s, uint64_t txnid, snap *sn)
 {
-    int rc = sync_lock(s);
-    if (!rc) {
-        if (store_synced(s) < txnid) /* no sync began after it was written: this one */
-            rc = sync_written(s);
-        sync_unlock(s);
-    }
+    int rc = make_durable(s, txnid);
     pthread_mutex_lock(&s->mu);
     if (!rc) /* (shared: readers here take it without a copy from the segment) */
         show(s, txnid, sn);

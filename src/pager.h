@@ -73,18 +73,23 @@
  * holding the checkpoint (unsynced, only once the state is synced).
  *
  * GROUP COMMIT: a commit is written in one step, under the writer lock, and
- * made durable in another, under the sync lock, so that one fdatasync can
- * make several commits durable (several processes or threads). Phase 1
- * builds the commit on the newest *written* state (s->wcur, or the
- * segment's `written`: maybe not durable yet), writes it and publishes it
- * as written, then releases the writer lock. Phase 2 takes the sync lock:
- * if a sync that began after the commit was written has ended (synced >=
- * txnid), done; else it syncs the file for every commit written so far,
- * and publishes the newest of them as the latest: readers see only durable
- * commits (s->cur, the segment's `latest`). Only a commit record goes this
- * way; a checkpoint is written and synced under the writer lock (as is a
- * new store's first commit), so the slot the next checkpoint overwrites
- * holds one that is durable.
+ * made durable in another, so that the next writer writes during its sync
+ * and one fdatasync can make several commits durable. Phase 1 builds the
+ * commit on the newest *written* state (s->wcur, or the segment's
+ * `written`: maybe not durable yet), writes it and publishes it as
+ * written, then releases the writer lock. Phase 2 (s->dur: where commits
+ * stand on disk): if a sync that began after the commit was written has
+ * ended (synced >= txnid), done; if another process's sync that covers it
+ * is under way (syncing >= txnid), it waits for that one; else it syncs
+ * the file for every commit written so far and publishes the newest of them
+ * as the latest: readers see only durable commits (s->cur, the segment's
+ * `latest`). One sync at a time per process (s->smu: the kernel reports a
+ * failed writeback once per open file, so every thread of the process must
+ * see it), but processes sync at once, each through its own open file:
+ * this disk runs concurrent flushes side by side. Only a commit record goes
+ * this way; a checkpoint is written and synced under the writer lock (as
+ * is a new store's first commit), so the slot the next checkpoint
+ * overwrites holds one that is durable.
  * What recovery must know: a commit written on a base that was not yet
  * durable says so (byte 63, lag = txnid - the newest commit known durable
  * then, its *durable floor*; 0: its base). A crash may keep any subset of
@@ -191,6 +196,17 @@ typedef struct reader {
     struct reader *next;
 } reader;
 
+/* Where commits stand on disk (GROUP COMMIT): in the shared segment when
+ * processes share the store, else in the handle (mote_store.own_dur). */
+typedef struct durability {
+    _Atomic uint64_t synced;   /* the newest commit known durable (0: none) */
+    _Atomic uint64_t syncing;  /* the newest commit a sync under way covers */
+    _Atomic uint32_t gen;      /* bumped when a sync ends (a futex word) */
+    _Atomic uint32_t waiters;  /* processes waiting for a sync of another */
+    _Atomic uint32_t failed;   /* a sync failed: nothing more is written */
+    uint32_t pad;
+} durability;
+
 typedef struct pending {
     uint32_t pgno;
     uint64_t tag; /* freed by this commit */
@@ -217,9 +233,9 @@ struct mote_store {
     snap *wcur;          /* the newest commit written, while it is not durable yet
                             (GROUP COMMIT: the next write's base), else NULL */
     uint64_t wtxnid;     /* its txnid */
-    uint64_t synced_txn; /* exclusive mode: the newest commit known durable (0: none) */
-    int sync_failed;     /* exclusive mode: a sync failed, nothing more is written */
-    pthread_mutex_t smu; /* exclusive mode: the sync lock (GROUP COMMIT) */
+    durability *dur;     /* s->own_dur, or the segment's (GROUP COMMIT) */
+    durability own_dur;
+    pthread_mutex_t smu; /* held by this handle's sync: one at a time in a process */
     uint64_t next_txnid;
     int base_slot;       /* the slot holding the checkpoint of cur (st_ckpt) */
     int poisoned;
@@ -365,11 +381,7 @@ static inline int base_uses(const mote_txn *t, uint32_t p)
 
 /* The newest commit known durable (GROUP COMMIT; MOTE_NOSYNC's commits count
  * as durable, a lazy one on a new store does not). */
-uint64_t mote__share_synced(const mote_store *s);
-static inline uint64_t store_synced(const mote_store *s)
-{
-    return s->seg ? mote__share_synced(s) : __atomic_load_n(&s->synced_txn, __ATOMIC_ACQUIRE);
-}
+static inline uint64_t store_synced(const mote_store *s) { return atomic_load(&s->dur->synced); }
 
 /* A handle inherited across fork() is dead in the child: open.c's fork
  * handler closes its file and marks it; every call on it fails with
@@ -522,18 +534,12 @@ void mote__share_keep_base(mote_store *s);
  * ring): other processes' writers build on it. */
 void mote__share_written(mote_store *s, uint64_t txnid, const uint8_t *st,
                          const uint32_t *freed, size_t nfreed);
-/* Phase 2: the sync lock (robust: a holder that died leaves it to the next);
- * MOTE_POISONED, not locked, once a sync failed in any process. */
-int mote__share_sync_lock(mote_store *s);
-void mote__share_sync_unlock(mote_store *s);
-/* Under the sync lock: the newest commit written and the page of its state. */
+/* The newest commit written and the page of its state. */
 uint64_t mote__share_written_txn(const mote_store *s, uint32_t *page);
-/* Under the sync lock: commit txnid (its state at `page`) is the latest,
- * which readers take (if newer than theirs); durable if `synced`. */
+/* Commit txnid (its state at `page`) is the latest, which readers take (if
+ * newer than theirs); durable if `synced` (under the segment's sync mutex:
+ * robust, short). */
 void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synced);
-/* Under the sync lock: a sync failed; no process writes any more. */
-void mote__share_failed(mote_store *s);
-int mote__share_is_failed(const mote_store *s);
 /* At a write transaction's begin: the oldest snapshot of any process, but
  * not past the newest durable commit (local:
  * this one's; needed: the newest tag this process's pending list holds),

@@ -13,9 +13,10 @@
  *           COMMIT) and the newest synced, the next txnid, the pid of the
  *           process in a write transaction, `writing` (set for a write
  *           transaction's duration: found set, its process died in one),
- *           `need_sync` (the next commit syncs the base first), `failed` (a
- *           sync failed: no more writes), the writer mutex and the sync
- *           mutex, the root copies' sequence locks
+ *           `need_sync` (the next commit syncs the base first), where
+ *           commits stand on disk (synced, being synced, `failed`: a sync
+ *           failed, no more writes), the writer mutex and the sync mutex,
+ *           the root copies' sequence locks
  *   slots   one per process: its pid, start time and oldest snapshot
  *   ring    the pages recent commits freed, with the commit (pages 2-4)
  *   root    copies of the states of the last commits written (64 KB from
@@ -44,10 +45,11 @@
  *     a write transaction; another process waits up to its busy timeout,
  *     then MOTE_BUSY naming the holder. If the holder dies, the next one
  *     gets it (EOWNERDEAD) and syncs the base before its commit.
- *   the sync mutex, in the segment (likewise): held for a sync that makes
- *     the commits written so far durable (pager.h GROUP COMMIT), and while
- *     a commit becomes the latest. Taken after the writer mutex, never the
- *     other way. A holder that died leaves it to the next, which syncs.
+ *   the sync mutex, in the segment (likewise): held while a commit that a
+ *     sync made durable becomes the latest (pager.h GROUP COMMIT; the sync
+ *     itself runs without it: processes sync at once, each for what was
+ *     written before its sync began). Taken after the writer mutex, never
+ *     the other way.
  *   byte 2^62 + i of the store file: read-locked (an OFD lock) by slot i's
  *     owner. A slot whose byte no process locks is dead for sure, in any pid
  *     namespace; one whose byte is locked (any process that can read the
@@ -137,22 +139,20 @@ struct segment {
     uint64_t dropped;             /* ring entries dropped: up to this commit (writer) */
     _Atomic uint64_t written;     /* the newest commit written (writers' base) */
     _Atomic uint64_t written_seq; /* sequence lock of written and written_page */
-    _Atomic uint64_t synced;      /* the newest commit known durable */
+    durability dur;               /* synced, syncing, failed (pager.h GROUP COMMIT) */
     _Atomic uint32_t latest_page; /* the page holding `latest`'s state (a slot, a record) */
     _Atomic uint32_t written_page; /* the page holding `written`'s state */
     _Atomic uint32_t writer;      /* pid in a write transaction, 0 */
     _Atomic uint32_t writing;     /* a write transaction is open (or its process died) */
     _Atomic uint32_t need_sync;   /* the next commit syncs its base first */
-    _Atomic uint32_t failed;      /* a sync failed: nothing more is written */
     uint32_t ring_head, ring_n;   /* the ring's oldest entry and count (writer) */
     _Atomic uint32_t slots_hi;    /* no slot at or above this one was ever used */
     _Atomic uint32_t fresh;       /* no commit is durable yet (pager.h FRESH) */
     uint32_t copy_next;           /* the root copy the next commit takes (writer) */
-    uint32_t pad0;
     rootcopy copy[ROOT_COPIES];   /* what root + i * page_size holds */
     pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
-    pthread_mutex_t sync_mu;      /* held for a sync (robust, shared) */
-    uint8_t reserved[SEG_HEADER - 192 - 2 * sizeof(pthread_mutex_t)];
+    pthread_mutex_t sync_mu;      /* held while a synced commit becomes the latest */
+    uint8_t reserved[SEG_HEADER - 208 - 2 * sizeof(pthread_mutex_t)];
     segslot slot[SEG_SLOTS];
     uint8_t pad[SEG_PAGE - SEG_HEADER - SEG_SLOTS * 24];
     uint64_t ring_tag[RING];      /* page ring_pgno[i] was freed by commit ring_tag[i] */
@@ -161,7 +161,7 @@ struct segment {
                                      came (copies(page_size) of them) */
 };
 
-_Static_assert(offsetof(struct segment, copy) == 128, "the header's layout");
+_Static_assert(offsetof(struct segment, copy) == 144, "the header's layout");
 _Static_assert(offsetof(struct segment, slot) == SEG_HEADER, "the header's size");
 _Static_assert(offsetof(struct segment, root) == SEG_BYTES, "the root copies' place");
 _Static_assert(sizeof(struct segment) == SEG_MAP, "the segment's size");
@@ -527,6 +527,7 @@ static int seg_attach(mote_store *s)
     }
     io->close(io->ctx, fd); /* the mapping stays */
     s->seg = seg;
+    s->dur = &seg->dur;
     s->sh_latest = &seg->latest;
     s->sh_snap = &seg->slot[s->slot].snap;
     atomic_fetch_add(&nmapped, 1);
@@ -629,11 +630,10 @@ int mote__share_ready(mote_store *s)
         atomic_store(&seg->latest, s->txnid);
         atomic_store(&seg->written_page, st_where(s->cur->data));
         atomic_store(&seg->written, s->txnid);
-        atomic_store(&seg->synced, s->synced_txn);
         atomic_store(&seg->next_txnid, s->next_txnid);
         /* an unclean open (even a read-only one) leaves a base that may not be durable */
         atomic_store(&seg->need_sync, (uint32_t)(!s->fresh && (s->need_sync ||
-                                                               s->synced_txn < s->txnid)));
+                                                               store_synced(s) < s->txnid)));
         atomic_store(&seg->fresh, (uint32_t)s->fresh);
         atomic_store(&seg->magic, SEG_MAGIC);
         s->bm_txnid = s->txnid;
@@ -988,7 +988,7 @@ int mote__share_write_begin(mote_store *s)
     atomic_store(&seg->writer, my_pid(s));
     if (atomic_exchange(&seg->writing, 1)) /* its holder died in one (a thread that ended) */
         atomic_store(&seg->need_sync, 1);
-    if (atomic_load(&seg->failed)) {
+    if (atomic_load(&seg->dur.failed)) {
         mote__share_write_end(s);
         return mote__err(MOTE_POISONED, "store %s: a sync failed (in this or another "
                          "process); close it in every process and reopen it", s->path);
@@ -1120,44 +1120,24 @@ uint64_t mote__share_written_txn(const mote_store *s, uint32_t *page)
     }
 }
 
-uint64_t mote__share_synced(const mote_store *s) { return atomic_load(&s->seg->synced); }
-
-int mote__share_is_failed(const mote_store *s) { return atomic_load(&s->seg->failed) != 0; }
-
-int mote__share_sync_lock(mote_store *s)
+void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synced)
 {
     struct segment *seg = s->seg;
     int r;
     while ((r = pthread_mutex_lock(&seg->sync_mu)) == EINTR)
         ;
-    if (r == EOWNERDEAD) { /* its holder died (in a sync): the next sync covers it */
+    if (r == EOWNERDEAD) /* its holder died here: what it set is whole or not set */
         pthread_mutex_consistent(&seg->sync_mu);
-        r = 0;
-    }
-    if (r)
-        return mote__err(MOTE_IO, "store %s: its sync mutex: %s", s->path, strerror(r));
-    if (atomic_load(&seg->failed)) {
-        pthread_mutex_unlock(&seg->sync_mu);
-        return mote__err(MOTE_POISONED, "store %s: a sync failed (in this or another "
-                         "process); close it in every process and reopen it", s->path);
-    }
-    return MOTE_OK;
-}
-
-void mote__share_sync_unlock(mote_store *s) { pthread_mutex_unlock(&s->seg->sync_mu); }
-
-void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synced)
-{
-    struct segment *seg = s->seg;
-    if (synced && txnid > atomic_load(&seg->synced))
-        atomic_store(&seg->synced, txnid);
+    /* (any other failure: without the mutex, as the values only grow) */
+    if (synced && txnid > atomic_load(&seg->dur.synced))
+        atomic_store(&seg->dur.synced, txnid);
     if (txnid > atomic_load(&seg->latest)) {
         atomic_store(&seg->latest_page, page);
         atomic_store(&seg->latest, txnid);
     }
+    if (!r || r == EOWNERDEAD)
+        pthread_mutex_unlock(&seg->sync_mu);
 }
-
-void mote__share_failed(mote_store *s) { atomic_store(&s->seg->failed, 1); }
 
 void mote__share_keep_base(mote_store *s)
 {

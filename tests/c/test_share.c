@@ -1213,10 +1213,12 @@ TEST(share_reader_in_another_pid_namespace)
 /* ---- group commit (pager.h GROUP COMMIT) ------------------------------------------ */
 
 static _Atomic long *shared_syncs; /* fdatasyncs of every process, in shared memory */
+static long own_syncs;             /* this process's */
 
 static int g_sync(void *c, int fd)
 {
     atomic_fetch_add(shared_syncs, 1);
+    own_syncs++;
     return mote_io_posix.fdatasync(c, fd);
 }
 
@@ -1300,6 +1302,99 @@ TEST(share_group_commit)
     wait_ok(a);
     CHECK(atomic_load(shared_syncs) == before + 1);
     OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    munmap((void *)shared_syncs, sizeof *shared_syncs);
+}
+
+/* A process that is in an fdatasync holds it until told (share_sync_wait). */
+static int hold_fd[2] = {-1, -1}, held_fd[2] = {-1, -1};
+
+static int g_held_sync(void *c, int fd)
+{
+    char x = 1;
+    if (held_fd[1] >= 0) { /* tell the test, then wait to be let go */
+        CHECK(write(held_fd[1], &x, 1) == 1);
+        CHECK(read(hold_fd[0], &x, 1) == 1);
+    }
+    return g_sync(c, fd);
+}
+
+/* Two processes each write a commit (B's on A's); A's sync, which covers
+ * both, is under way when B waits for its own: B waits for A's instead of
+ * syncing too (one fdatasync for both). */
+TEST(share_group_commit_waits_for_a_sync)
+{
+    const char *p = test_path("wait.mote");
+    shared_syncs = mmap(NULL, sizeof *shared_syncs, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(shared_syncs != MAP_FAILED);
+    mote_io io = mote_io_posix;
+    io.fdatasync = g_held_sync;
+    mote_options o = {MOTE_CREATE, 0, 0, &io};
+    mote_store *s = test_open(p, &o);
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    for (uint32_t k = 0; k < 300; k++)
+        OK(mote_kv_put(t, tr, &k, 4, "a value of some length, to fill pages", 38, 0));
+    OK(mote_commit(t));
+    int a_up[2], b_up[2], go_a[2], go_b[2];
+    CHECK(pipe(a_up) == 0 && pipe(b_up) == 0 && pipe(go_a) == 0 && pipe(go_b) == 0 &&
+          pipe(hold_fd) == 0 && pipe(held_fd) == 0);
+    char x = 1;
+    pid_t a = fork();
+    if (a == 0) {
+        mote_store *c = test_open(p, &o);
+        uint64_t one = 1, txnid;
+        snap *sn;
+        OK(mote_begin(c, 0, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        OK(mote_kv_put(t, tr, "a", 1, &one, 8, 0));
+        OK(mote__kv_flush(t));
+        mote__kv_txn_end(t);
+        OK(mote__txn_commit_write(t, &txnid, &sn));
+        CHECK(txnid != 0);
+        CHECK(write(a_up[1], &x, 1) == 1);
+        CHECK(read(go_a[0], &x, 1) == 1); /* B's commit is written too */
+        OK(mote__commit_wait(c, txnid, sn)); /* its sync stops in the shim */
+        OK(mote_close(c));
+        _exit(0);
+    }
+    CHECK(read(a_up[0], &x, 1) == 1);
+    pid_t b = fork();
+    if (b == 0) {
+        held_fd[1] = -1; /* (B's syncs are not held) */
+        mote_store *c = test_open(p, &o);
+        uint64_t one = 1, txnid;
+        snap *sn;
+        OK(mote_begin(c, 0, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        OK(mote_kv_put(t, tr, "b", 1, &one, 8, 0));
+        OK(mote__kv_flush(t));
+        mote__kv_txn_end(t);
+        OK(mote__txn_commit_write(t, &txnid, &sn));
+        CHECK(write(b_up[1], &x, 1) == 1);
+        CHECK(txnid != 0);
+        CHECK(read(go_b[0], &x, 1) == 1); /* A is in its sync, which covers this one */
+        long mine = own_syncs;
+        OK(mote__commit_wait(c, txnid, sn)); /* waits for A's */
+        CHECK(own_syncs == mine);
+        OK(mote_close(c));
+        _exit(0);
+    }
+    CHECK(read(b_up[0], &x, 1) == 1); /* B's commit is written */
+    CHECK(write(go_a[1], &x, 1) == 1);
+    CHECK(read(held_fd[0], &x, 1) == 1); /* A is in its fdatasync */
+    long before = atomic_load(shared_syncs);
+    CHECK(write(go_b[1], &x, 1) == 1); /* B waits for its commit */
+    usleep(2000);
+    CHECK(write(hold_fd[1], &x, 1) == 1); /* A's sync goes on */
+    wait_ok(a);
+    wait_ok(b);
+    CHECK(atomic_load(shared_syncs) == before + 1); /* one sync for both */
+    held_fd[1] = -1; /* (the parent's own syncs are not held) */
+    CHECK(read_key(s, "a") == 1 && read_key(s, "b") == 1);
     OK(mote_close(s));
     munmap((void *)shared_syncs, sizeof *shared_syncs);
 }

@@ -191,9 +191,16 @@ int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out)
     mpage *np = mote__mpage_alloc(s->P);
     if (!np)
         return mote__err(MOTE_NOMEM, "out of memory reading page %u", pgno);
-    int rc = mote__read_page_raw(s, pgno, np->data);
-    if (!rc)
-        rc = mote__verify_page(s, np->data, ptr, level < 0 ? "overflow" : "tree");
+    /* another process's commit: its branch pages may be in the segment */
+    const char *what = level < 0 ? "overflow" : "tree";
+    int rc = s->seg && level > 0 && mote__share_page(s, pgno, b32, np->data)
+                 ? mote__verify_page(s, np->data, ptr, what)
+                 : MOTE_CORRUPT;
+    if (rc) { /* from the file */
+        rc = mote__read_page_raw(s, pgno, np->data);
+        if (!rc)
+            rc = mote__verify_page(s, np->data, ptr, what);
+    }
     if (!rc)
         rc = level < 0 ? mote__validate_aux(s, np->data, PAGE_OVERFLOW)
                        : mote__node_validate(np->data, s->P, level, pgno);

@@ -800,8 +800,10 @@ static int poison(mote_store *s, int rc)
 static void publish(mote_txn *t, mpage **pages, uint32_t npg)
 {
     mote_store *s = t->s;
-    if (s->seg) /* the freed pages go to the segment's ring too */
+    if (s->seg) { /* the freed pages go to the segment's ring too */
+        mote__share_pages(s, pages, npg);
         mote__share_written(s, t->txnid, t->root->data, t->freed, t->nfreed);
+    }
     for (size_t i = 0; i < t->nfreed; i++) {
         if (s->npend == s->cap_pend) {
             size_t n = s->cap_pend ? s->cap_pend * 2 : 64;

@@ -534,6 +534,11 @@ void mote__share_keep_base(mote_store *s);
  * ring): other processes' writers build on it. */
 void mote__share_written(mote_store *s, uint64_t txnid, const uint8_t *st,
                          const uint32_t *freed, size_t nfreed);
+/* Phase 1: the branch pages of the commit into the segment's copies; a
+ * reader that misses its cache: a copy of page pgno of birth birth32 into
+ * buf, 1 if there was one (the caller checks it as a page read). */
+void mote__share_pages(mote_store *s, mpage *const *pages, uint32_t npg);
+int mote__share_page(mote_store *s, uint32_t pgno, uint32_t birth32, uint8_t *buf);
 /* The newest commit written and the page of its state. */
 uint64_t mote__share_written_txn(const mote_store *s, uint32_t *page);
 /* Commit txnid (its state at `page`) is the latest, which readers take (if

@@ -762,6 +762,72 @@ TEST(share_reader_takes_root_copy)
     close(to_parent[0]);
 }
 
+/* A reader in another process takes the branch pages of a new commit from
+ * the shared page's copies: reading the key another process just changed
+ * costs one pread (its leaf), not two (the leaf and its parent branch). */
+TEST(share_reader_takes_branch_copies)
+{
+    const char *p = test_path("branch.mote");
+    mote_options o = {MOTE_CREATE, 0, 0, &counting};
+    mote_store *s = test_open(p, &o);
+    mote_txn *t;
+    uint32_t tr;
+    static const char val[40] = "forty bytes of value, so that the tree h";
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    for (uint32_t k = 0; k < 20000; k++) { /* three levels: slot, branches, leaves */
+        uint32_t key = __builtin_bswap32(k);
+        OK(mote_kv_put(t, tr, &key, 4, val, sizeof val, 0));
+    }
+    OK(mote_commit(t));
+    int to_child[2], to_parent[2];
+    CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(to_child[1]);
+        close(to_parent[0]);
+        mote_store *c = test_open(p, &o);
+        mote_txn *r;
+        mote_val v;
+        OK(mote_begin(c, MOTE_TXN_RDONLY, &r)); /* every page into its cache */
+        OK(mote_kv_tree(r, "t", 0, &tr));
+        for (uint32_t k = 0; k < 20000; k++) {
+            uint32_t key = __builtin_bswap32(k);
+            OK(mote_kv_get(r, tr, &key, 4, &v));
+        }
+        mote_abort(r);
+        char b = 'r';
+        CHECK(write(to_parent[1], &b, 1) == 1);
+        CHECK(read(to_child[0], &b, 1) == 1); /* the parent changed key 7000 */
+        memset(calls, 0, sizeof calls);
+        uint32_t key = __builtin_bswap32(7000);
+        OK(mote_begin(c, MOTE_TXN_RDONLY, &r));
+        OK(mote_kv_tree(r, "t", 0, &tr));
+        OK(mote_kv_get(r, tr, &key, 4, &v));
+        CHECK(v.size == 3 && memcmp(v.data, "new", 3) == 0);
+        mote_abort(r);
+        printf("%ld pread to read the changed key (its leaf; its branch from the copy)\n",
+               calls[C_PREAD]);
+        CHECK(calls[C_PREAD] == 1);
+        OK(mote_close(c));
+        _exit(0);
+    }
+    close(to_child[0]);
+    close(to_parent[1]);
+    char b;
+    CHECK(read(to_parent[0], &b, 1) == 1);
+    uint32_t key = __builtin_bswap32(7000);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    OK(mote_kv_put(t, tr, &key, 4, "new", 3, 0));
+    OK(mote_commit(t));
+    CHECK(write(to_child[1], &b, 1) == 1);
+    wait_ok(pid);
+    OK(mote_close(s));
+    close(to_child[1]);
+    close(to_parent[0]);
+}
+
 /* flock(2) changes an exclusive lock to a shared one by dropping it first:
  * this shim widens that instant to 300 ms. */
 static int slow_flock(void *c, int fd, int op)

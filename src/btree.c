@@ -361,7 +361,7 @@ int mote__bt_get(mote_txn *t, const uint8_t *k, size_t kl, mote_val *v)
         n = pg->data;
     }
     int found;
-    unsigned i = leaf_search(n, k, (uint32_t)kl, &found);
+    unsigned i = leaf_find(n, k, (uint32_t)kl, &found);
     int rc = MOTE_NOTFOUND;
     if (found) {
         rc = MOTE_OK;

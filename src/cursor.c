@@ -76,6 +76,7 @@ static int cur_finish(mote_cursor *c)
     return MOTE_OK;
 }
 
+
 /* Descend to the leaf for k (NULL: leftmost, or rightmost if `last`). */
 static int cur_descend(mote_cursor *c, const uint8_t *k, uint32_t kl, int last)
 {
@@ -89,7 +90,7 @@ static int cur_descend(mote_cursor *c, const uint8_t *k, uint32_t kl, int last)
             return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
         if (n_type(n) == NODE_LEAF) {
             int found;
-            c->idx[d] = k ? leaf_search(n, k, kl, &found) : last ? n_nkeys(n) : 0;
+            c->idx[d] = k ? leaf_find(n, k, kl, &found) : last ? n_nkeys(n) : 0;
             return MOTE_OK;
         }
         c->idx[d] = k ? branch_search(n, k, kl) : last ? n_nkeys(n) - 1 : 0;
@@ -282,22 +283,6 @@ static int cur_value(mote_cursor *c, mote_val *v)
     return MOTE_OK;
 }
 
-/*
- * How many cells after a key ck < k the key k probably is: keys that end in
- * an 8-byte big-endian number (object ids) and differ only there are mostly
- * dense, so k is the difference of the two numbers further on. 0: no guess.
- * Only a guess: searches using it stay correct when it is wrong.
- */
-static unsigned dense_distance(const uint8_t *ck, uint32_t cl, const uint8_t *k, uint32_t kl)
-{
-    if (cl != kl || kl < 8)
-        return 0;
-    for (uint32_t i = 0; i < kl - 8; i++) /* the tree prefix: a byte or two */
-        if (ck[i] != k[i])
-            return 0;
-    uint64_t dist = mote__be64(k + kl - 8) - mote__be64(ck + kl - 8);
-    return dist < 0x10000 ? (unsigned)dist : 0;
-}
 
 /*
  * Seek (GE) to k > the cursor's key from the cursor's stack: climb to the
@@ -332,7 +317,7 @@ static int cur_redescend(mote_cursor *c, const uint8_t *k, uint32_t kl)
             return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
         if (n_type(n) == NODE_LEAF) {
             int found;
-            c->idx[d] = leaf_search(n, k, kl, &found);
+            c->idx[d] = leaf_find(n, k, kl, &found);
             break;
         }
         c->idx[d] = branch_search(n, k, kl);
@@ -410,7 +395,8 @@ int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
                     goto descend; /* not there either */
             }
             c->idx[d] = hi < nk ? leaf_bisect(leaf, from, hi, k, kl32, &found)
-                                : leaf_search_from(leaf, from, k, kl32, &found);
+                        : from == 0 ? leaf_find(leaf, k, kl32, &found) /* the next leaf */
+                                    : leaf_search_from(leaf, from, k, kl32, &found);
             if (found) /* equal to k, so in the cursor's tree */
                 return cur_value(c, v);
             rc = cur_finish(c); /* stays on the next key, like a seek */

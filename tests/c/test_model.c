@@ -647,6 +647,24 @@ static void find_check(mote_cursor *c, const unsigned char *present, uint64_t id
     }
 }
 
+/* The same id by a get (a descent from the root; its leaf guessed by
+ * dense ids first, node.h leaf_find). */
+static void get_check(mote_txn *t, uint32_t tree, const unsigned char *present, uint64_t id,
+                      uint8_t *v)
+{
+    uint8_t k[8];
+    mote_val got;
+    mote__wr_be64(k, id);
+    int rc = mote_kv_get(t, tree, k, 8, &got);
+    if (id < FIND_IDS + 100 && present[id]) {
+        CHECK_RC(rc, MOTE_OK);
+        find_value(id, v);
+        CHECK(got.size == find_vlen(id) && memcmp(got.data, v, got.size) == 0);
+    } else {
+        CHECK_RC(rc, MOTE_NOTFOUND);
+    }
+}
+
 TEST(model_cursor_find_id)
 {
     mote_store *s = test_open(test_path("find.mote"), NULL);
@@ -685,6 +703,8 @@ TEST(model_cursor_find_id)
             uint64_t id = test_rand(&rng) % (FIND_IDS + 50);
             for (int i = 0; i < 60; i++) {
                 find_check(c, present, id, v);
+                if (i % 4 == 0)
+                    get_check(t, tr[1], present, id, v);
                 uint64_t r = test_rand(&rng) % 17;
                 /* small, large, the same, or past the branch above the leaf */
                 id += r < 12 ? r % 4 + 1 : r < 15 ? r * 40 : r == 15 ? 0 : 1000 + test_rand(&rng) % 4000;

@@ -1300,6 +1300,45 @@ static uint64_t read_key(mote_store *s, const char *k)
     return v;
 }
 
+/* A store of 300 keys at p (its commits are records: pages of their own),
+ * its syncs counted in shared_syncs; *o: the options for the processes. */
+static mote_store *group_store(const char *p, mote_io *io, int (*sync)(void *, int),
+                               mote_options *o)
+{
+    shared_syncs = mmap(NULL, sizeof *shared_syncs, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(shared_syncs != MAP_FAILED);
+    *io = mote_io_posix;
+    io->fdatasync = sync;
+    *o = (mote_options){MOTE_CREATE, 0, 0, io};
+    mote_store *s = test_open(p, o);
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    for (uint32_t k = 0; k < 300; k++)
+        OK(mote_kv_put(t, tr, &k, 4, "a value of some length, to fill pages", 38, 0));
+    OK(mote_commit(t));
+    return s;
+}
+
+/* Key `key` = 1 in a commit written but not made durable (mote_commit's
+ * first phase): its txnid and state for mote__commit_wait. */
+static uint64_t write_unsynced(mote_store *c, const char *key, snap **sn)
+{
+    mote_txn *t;
+    uint32_t tr;
+    uint64_t one = 1, txnid;
+    OK(mote_begin(c, 0, &t));
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    OK(mote_kv_put(t, tr, key, strlen(key), &one, 8, 0));
+    OK(mote__kv_flush(t));
+    mote__kv_txn_end(t);
+    OK(mote__txn_commit_write(t, &txnid, sn));
+    CHECK(txnid != 0); /* a record, left to be made durable */
+    return txnid;
+}
+
 /* Process A writes a commit and waits before it makes it durable; process
  * B's commit is built on it (not durable yet), and B's one fdatasync makes
  * both durable: A then returns without a sync of its own. Until then, a
@@ -1307,34 +1346,18 @@ static uint64_t read_key(mote_store *s, const char *k)
 TEST(share_group_commit)
 {
     const char *p = test_path("group.mote");
-    shared_syncs = mmap(NULL, sizeof *shared_syncs, PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(shared_syncs != MAP_FAILED);
-    mote_io io = mote_io_posix;
-    io.fdatasync = g_sync;
-    mote_options o = {MOTE_CREATE, 0, 0, &io};
-    mote_store *s = test_open(p, &o);
+    mote_io io;
+    mote_options o;
+    mote_store *s = group_store(p, &io, g_sync, &o);
     mote_txn *t;
     uint32_t tr;
-    OK(mote_begin(s, 0, &t));
-    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
-    for (uint32_t k = 0; k < 300; k++) /* pages of their own: commits are records */
-        OK(mote_kv_put(t, tr, &k, 4, "a value of some length, to fill pages", 38, 0));
-    OK(mote_commit(t));
     int up[2], down[2];
     CHECK(pipe(up) == 0 && pipe(down) == 0);
     pid_t a = fork();
     if (a == 0) {
         mote_store *c = test_open(p, &o);
-        uint64_t one = 1, txnid;
         snap *sn;
-        OK(mote_begin(c, 0, &t));
-        OK(mote_kv_tree(t, "t", 0, &tr));
-        OK(mote_kv_put(t, tr, "a", 1, &one, 8, 0));
-        OK(mote__kv_flush(t)); /* mote_commit, in its two phases */
-        mote__kv_txn_end(t);
-        OK(mote__txn_commit_write(t, &txnid, &sn));
-        CHECK(txnid != 0); /* a record, left to be made durable */
+        uint64_t txnid = write_unsynced(c, "a", &sn);
         char x = 1;
         CHECK(write(up[1], &x, 1) == 1);
         CHECK(read(down[0], &x, 1) == 1); /* B committed meanwhile */
@@ -1391,20 +1414,9 @@ static int g_held_sync(void *c, int fd)
 TEST(share_group_commit_waits_for_a_sync)
 {
     const char *p = test_path("wait.mote");
-    shared_syncs = mmap(NULL, sizeof *shared_syncs, PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    CHECK(shared_syncs != MAP_FAILED);
-    mote_io io = mote_io_posix;
-    io.fdatasync = g_held_sync;
-    mote_options o = {MOTE_CREATE, 0, 0, &io};
-    mote_store *s = test_open(p, &o);
-    mote_txn *t;
-    uint32_t tr;
-    OK(mote_begin(s, 0, &t));
-    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
-    for (uint32_t k = 0; k < 300; k++)
-        OK(mote_kv_put(t, tr, &k, 4, "a value of some length, to fill pages", 38, 0));
-    OK(mote_commit(t));
+    mote_io io;
+    mote_options o;
+    mote_store *s = group_store(p, &io, g_held_sync, &o);
     int a_up[2], b_up[2], go_a[2], go_b[2];
     CHECK(pipe(a_up) == 0 && pipe(b_up) == 0 && pipe(go_a) == 0 && pipe(go_b) == 0 &&
           pipe(hold_fd) == 0 && pipe(held_fd) == 0);
@@ -1412,15 +1424,8 @@ TEST(share_group_commit_waits_for_a_sync)
     pid_t a = fork();
     if (a == 0) {
         mote_store *c = test_open(p, &o);
-        uint64_t one = 1, txnid;
         snap *sn;
-        OK(mote_begin(c, 0, &t));
-        OK(mote_kv_tree(t, "t", 0, &tr));
-        OK(mote_kv_put(t, tr, "a", 1, &one, 8, 0));
-        OK(mote__kv_flush(t));
-        mote__kv_txn_end(t);
-        OK(mote__txn_commit_write(t, &txnid, &sn));
-        CHECK(txnid != 0);
+        uint64_t txnid = write_unsynced(c, "a", &sn);
         CHECK(write(a_up[1], &x, 1) == 1);
         CHECK(read(go_a[0], &x, 1) == 1); /* B's commit is written too */
         OK(mote__commit_wait(c, txnid, sn)); /* its sync stops in the shim */
@@ -1432,16 +1437,9 @@ TEST(share_group_commit_waits_for_a_sync)
     if (b == 0) {
         held_fd[1] = -1; /* (B's syncs are not held) */
         mote_store *c = test_open(p, &o);
-        uint64_t one = 1, txnid;
         snap *sn;
-        OK(mote_begin(c, 0, &t));
-        OK(mote_kv_tree(t, "t", 0, &tr));
-        OK(mote_kv_put(t, tr, "b", 1, &one, 8, 0));
-        OK(mote__kv_flush(t));
-        mote__kv_txn_end(t);
-        OK(mote__txn_commit_write(t, &txnid, &sn));
+        uint64_t txnid = write_unsynced(c, "b", &sn);
         CHECK(write(b_up[1], &x, 1) == 1);
-        CHECK(txnid != 0);
         CHECK(read(go_b[0], &x, 1) == 1); /* A is in its sync, which covers this one */
         long mine = own_syncs;
         OK(mote__commit_wait(c, txnid, sn)); /* waits for A's */

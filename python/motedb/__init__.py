@@ -78,9 +78,9 @@ def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = Tru
     while another process writes, then raises ``BusyError`` naming it.
     ``exclusive=True`` keeps every other process out while this one has it open
     (``StoreLockedError`` for them). ``readonly=True`` opens it for reading only;
-    ``sync=False`` makes commits fast but not durable (a crash may lose the latest
-    commits, never corrupt the file). Use the store as a context manager or call
-    ``close()``."""
+    ``sync=False`` makes commits fast but not durable (a crash of the process loses
+    nothing committed; a crash of the machine may lose the latest commits or leave the
+    file damaged). Use the store as a context manager or call ``close()``."""
     return Store(path, readonly=readonly, create=create, sync=sync, timeout=timeout,
                  exclusive=exclusive)
 

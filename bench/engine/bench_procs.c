@@ -23,9 +23,12 @@
  *   scaling    reads per second of 1 reader process, then of 2 (no writer)
  * Every process runs 0.5 s before anything is counted (caches warm). Each
  * scenario R times (--reps, default 3), medians; engines in turn within
- * each repetition.
+ * each repetition. --engines and --scenarios run some of them (a build
+ * against itself: `--engines motedb --scenarios mixed`); what did not run
+ * shows as "-" (null in the JSON).
  *
  * Usage: bench-procs [--dir DIR] [--reps R] [--json FILE] [--seconds T]
+ *                    [--engines motedb,sqlite,lmdb] [--scenarios mixed,writer,scaling]
  */
 #include <errno.h>
 #include <lmdb.h>
@@ -33,6 +36,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -511,8 +515,14 @@ static const char *metric_names[NMETRICS] = {
     "writer: readers' reads/s with / without", "scaling: reads/s, 1 reader",
     "scaling: reads/s, 2 readers", "scaling: 2 readers / 1"};
 
-static void measure(const engine *e, const char *dir, double T, double *m)
+enum { SC_MIXED = 1, SC_WRITER = 2, SC_SCALING = 4 };
+
+static void measure(const engine *e, const char *dir, double T, unsigned scenarios, double *m)
 {
+    for (int k = 0; k < NMETRICS; k++)
+        m[k] = NAN;
+    if (!(scenarios & SC_MIXED))
+        goto writer;
     /* mixed: 4 processes, 90/10 */
     role mixed[4];
     for (int i = 0; i < 4; i++)
@@ -540,6 +550,9 @@ static void measure(const engine *e, const char *dir, double T, double *m)
     free(all[0]);
     free(all[1]);
     free(r);
+writer:
+    if (!(scenarios & SC_WRITER))
+        goto scaling;
     /* writer: 3 readers for 2T, a writer from T */
     role wr[4] = {{0, 0, 2}, {0, 0, 2}, {0, 0, 2}, {100, 1, 2}};
     r = run_workers(e, dir, wr, 4, T, 1);
@@ -550,6 +563,9 @@ static void measure(const engine *e, const char *dir, double T, double *m)
     }
     m[M_WRITER_RATIO] = before ? (double)after / (double)before : NAN;
     free(r);
+scaling:
+    if (!(scenarios & SC_SCALING))
+        return;
     /* scaling: 1 reader, then 2 */
     role one[1] = {{0, 0, 1}}, two[2] = {{0, 0, 1}, {0, 0, 1}};
     r = run_workers(e, dir, one, 1, T, 1);
@@ -561,24 +577,53 @@ static void measure(const engine *e, const char *dir, double T, double *m)
     m[M_SCALING] = m[M_READS2] / m[M_READS1];
 }
 
+/* The set named by a comma-separated list of `names` (n of them, matched
+ * case-insensitively against the start of each), as bits. */
+static unsigned parse_set(const char *arg, const char *const *names, int n, const char *what)
+{
+    unsigned set = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = -1;
+        for (int i = 0; i < n && found < 0; i++)
+            if (!strncasecmp(names[i], tok, strlen(tok)) && strlen(tok) > 0)
+                found = i;
+        if (found < 0)
+            bench_die("--%s: unknown name '%s'", what, tok);
+        set |= 1u << found;
+    }
+    return set;
+}
+
 int main(int argc, char **argv)
 {
+    static const char *const engine_ids[] = {"motedb", "sqlite", "lmdb"};
+    static const char *const scenario_ids[] = {"mixed", "writer", "scaling"};
     const char *base = ".", *json = NULL;
     int reps = 3;
     double T = 2.0;
+    unsigned run = (1u << N_ENGINES) - 1, scenarios = SC_MIXED | SC_WRITER | SC_SCALING;
     for (int i = 1; i < argc; i++) {
         if (bench_common_opt(argc, argv, &i, &base, &json, &reps))
             continue;
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
             T = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--engines") && i + 1 < argc)
+            run = parse_set(argv[++i], engine_ids, N_ENGINES, "engines");
+        else if (!strcmp(argv[i], "--scenarios") && i + 1 < argc)
+            scenarios = parse_set(argv[++i], scenario_ids, 3, "scenarios");
         else
-            bench_die("usage: bench-procs [--dir DIR] [--reps R] [--json FILE] [--seconds T]");
+            bench_die("usage: bench-procs [--dir DIR] [--reps R] [--json FILE] [--seconds T] "
+                      "[--engines motedb,sqlite,lmdb] [--scenarios mixed,writer,scaling]");
     }
     if (reps < 1 || !(T > 0))
         bench_die("--reps and --seconds must be positive");
     bench_start(base);
     char dirs[N_ENGINES][4200];
     for (int e = 0; e < N_ENGINES; e++) { /* the stores, loaded once */
+        if (!(run & 1u << e))
+            continue;
         bench_mkdir(dirs[e], sizeof dirs[e], "%s", engines[e].name);
         void *h = engines[e].open(dirs[e], 1);
         engines[e].load(h);
@@ -587,8 +632,13 @@ int main(int argc, char **argv)
     double (*m)[N_ENGINES][NMETRICS] = bench_xcalloc((size_t)reps, sizeof *m);
     for (int rep = 0; rep < reps; rep++)
         for (int e = 0; e < N_ENGINES; e++) {
+            if (!(run & 1u << e)) {
+                for (int k = 0; k < NMETRICS; k++)
+                    m[rep][e][k] = NAN;
+                continue;
+            }
             fprintf(stderr, "rep %d/%d: %s ...\n", rep + 1, reps, engines[e].name);
-            measure(&engines[e], dirs[e], T, m[rep][e]);
+            measure(&engines[e], dirs[e], T, scenarios, m[rep][e]);
         }
     double med[N_ENGINES][NMETRICS];
     for (int e = 0; e < N_ENGINES; e++)
@@ -614,7 +664,9 @@ int main(int argc, char **argv)
     for (int k = 0; k < NMETRICS; k++) {
         snprintf(cells[1 + k][0], CELL, "%s", metric_names[k]);
         for (int e = 0; e < N_ENGINES; e++) {
-            if (k == M_WRITER_RATIO || k == M_SCALING)
+            if (isnan(med[e][k]))
+                snprintf(cells[1 + k][1 + e], CELL, "-");
+            else if (k == M_WRITER_RATIO || k == M_SCALING)
                 snprintf(cells[1 + k][1 + e], CELL, "%.2f", med[e][k]);
             else
                 bench_fmt_num(cells[1 + k][1 + e], CELL, med[e][k]);
@@ -624,7 +676,10 @@ int main(int argc, char **argv)
         int lower = k == M_READ_P50 || k == M_GET_P50 || k == M_FILTER_P50; /* latencies */
         for (int o = 1; o <= 2; o++) {
             double r = lower ? med[o][k] / med[0][k] : med[0][k] / med[o][k];
-            snprintf(cells[1 + k][N_ENGINES + o], CELL, "%.2fx", r);
+            if (isnan(r))
+                snprintf(cells[1 + k][N_ENGINES + o], CELL, "-");
+            else
+                snprintf(cells[1 + k][N_ENGINES + o], CELL, "%.2fx", r);
         }
     }
     bench_print_cells(&cells[0][0][0], NMETRICS + 1, N_ENGINES + 3, CELL, 1);
@@ -637,7 +692,10 @@ int main(int argc, char **argv)
         for (int e = 0; e < N_ENGINES; e++) {
             fprintf(f, "%s\n    \"%s\": {", e ? "," : "", engines[e].name);
             for (int k = 0; k < NMETRICS; k++)
-                fprintf(f, "%s\"%s\": %.6g", k ? ", " : "", metric_names[k], med[e][k]);
+                if (isnan(med[e][k]))
+                    fprintf(f, "%s\"%s\": null", k ? ", " : "", metric_names[k]);
+                else
+                    fprintf(f, "%s\"%s\": %.6g", k ? ", " : "", metric_names[k], med[e][k]);
             fprintf(f, "}");
         }
         fprintf(f, "\n");

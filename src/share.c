@@ -69,10 +69,11 @@
  * is not alone (it leaves the segment, the marker and the file's size).
  *
  * Pages freed by commit C are reused only when C is durable and every
- * snapshot of every process is >= C. Each commit appends the pages it freed, with its txnid,
- * to the segment's ring (its last three pages, 1,024 entries; a page is
- * memory only once used); a writer drops the
- * entries every snapshot is past and keeps the others out of use. A commit
+ * snapshot of every process is >= C. Each commit appends the pages it
+ * freed, with its txnid, to the segment's ring (its last three pages, 1,024
+ * entries; a page is memory only once used); a writer drops the entries
+ * every snapshot (and the newest durable commit) is past and keeps the
+ * others out of use. A commit
  * that frees more than the ring holds drops its oldest entries and raises
  * `dropped`: until every snapshot is past that, a writer uses no free page
  * at all (the file grows), as it cannot tell which ones are safe.
@@ -700,6 +701,12 @@ static void adopt(mote_store *s, snap *sn, uint64_t txnid)
     s->fresh = (int)atomic_load(&s->seg->fresh);
 }
 
+/* The root copies a page size leaves room for (4, 2 at 32 KB, 1 at 64 KB). */
+static unsigned copies(uint32_t P)
+{
+    return ROOT_MAX / P < ROOT_COPIES ? ROOT_MAX / P : ROOT_COPIES;
+}
+
 /* The segment's copy of the state of commit `txnid`, if one holds it: a
  * copy in memory instead of a pread of the file and two slot hashes (a
  * reader of a store that other processes write takes a new snapshot at
@@ -708,12 +715,6 @@ static void adopt(mote_store *s, snap *sn, uint64_t txnid)
  * sets its txn and makes seq even; a copy taken while seq moved is
  * dropped. Writers keep them once a second process opened the store (a
  * store only ever open in one process never touches their pages). */
-/* The root copies a page size leaves room for (4, 2 at 32 KB, 1 at 64 KB). */
-static unsigned copies(uint32_t P)
-{
-    return ROOT_MAX / P < ROOT_COPIES ? ROOT_MAX / P : ROOT_COPIES;
-}
-
 static snap *root_copy(const mote_store *s, uint64_t txnid)
 {
     struct segment *seg = s->seg;
@@ -1124,7 +1125,7 @@ void mote__share_written(mote_store *s, uint64_t txnid, const uint8_t *st,
 uint64_t mote__share_written_txn(const mote_store *s, uint32_t *page)
 {
     struct segment *seg = s->seg;
-    for (;;) { /* (a writer changes the pair while the sync lock's holder reads it) */
+    for (;;) { /* (a writer may change the pair while another process reads it) */
         uint64_t seq = atomic_load(&seg->written_seq);
         uint32_t pg = atomic_load(&seg->written_page);
         uint64_t w = atomic_load(&seg->written);

@@ -31,6 +31,7 @@
  *                    [--engines motedb,sqlite,lmdb] [--scenarios mixed,writer,scaling]
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <lmdb.h>
 #include <math.h>
 #include <signal.h>
@@ -577,6 +578,71 @@ scaling:
     m[M_SCALING] = m[M_READS2] / m[M_READS1];
 }
 
+/* ---- the disk's own limit ---------------------------------------------------------- */
+
+/* What the disk allows writers that each wait for their own sync: n
+ * processes, each writing `bytes` (one commit's pages) and calling
+ * fdatasync in a loop, side by side, in regions of one file of their own
+ * that were written and synced before (overwrites, as a commit's pages
+ * are), for T seconds after the warm-up. Commits per second, all
+ * processes together; no reads, no locks: an upper bound for an engine's
+ * write commits in the mixed scenario. */
+#define PROBE_SLOTS 256   /* positions per process, in turn */
+#define PROBE_BYTES 12288 /* a one-object update: its record, a branch and a leaf */
+static double probe_disk(const char *dir, int n, size_t bytes, double T)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/probe.dat", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        bench_die("open %s: %s", path, strerror(errno));
+    uint8_t *buf = bench_xcalloc(1, bytes);
+    memset(buf, 0x5a, bytes);
+    for (int i = 0; i < n * PROBE_SLOTS; i++)
+        if (pwrite(fd, buf, bytes, (off_t)i * (off_t)bytes) != (ssize_t)bytes)
+            bench_die("write %s: %s", path, strerror(errno));
+    if (fsync(fd))
+        bench_die("fsync %s: %s", path, strerror(errno));
+    int fds[16];
+    pid_t pids[16];
+    uint64_t t0 = bench_now_ns() + 100000000u, from = t0 + (uint64_t)(WARM_S * 1e9);
+    uint64_t to = from + (uint64_t)(T * 1e9);
+    for (int i = 0; i < n; i++) {
+        int p[2];
+        if (pipe(p))
+            bench_die("pipe: %s", strerror(errno));
+        if ((pids[i] = fork()) == 0) {
+            close(p[0]);
+            uint64_t count = 0, now;
+            while (bench_now_ns() < t0)
+                ;
+            for (int k = 0; (now = bench_now_ns()) < to; k++) {
+                off_t off = ((off_t)i * PROBE_SLOTS + k % PROBE_SLOTS) * (off_t)bytes;
+                if (pwrite(fd, buf, bytes, off) != (ssize_t)bytes || fdatasync(fd))
+                    _exit(2);
+                count += now >= from;
+            }
+            _exit(write(p[1], &count, sizeof count) == sizeof count ? 0 : 3);
+        }
+        close(p[1]);
+        fds[i] = p[0];
+    }
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t c = 0;
+        int st;
+        if (read(fds[i], &c, sizeof c) != sizeof c)
+            bench_die("disk probe: worker %d failed", i);
+        close(fds[i]);
+        waitpid(pids[i], &st, 0);
+        total += c;
+    }
+    close(fd);
+    unlink(path);
+    free(buf);
+    return (double)total / T;
+}
+
 /* The set named by a comma-separated list of `names` (n of them, matched
  * case-insensitively against the start of each), as bits. */
 static unsigned parse_set(const char *arg, const char *const *names, int n, const char *what)
@@ -630,7 +696,16 @@ int main(int argc, char **argv)
         engines[e].close(h);
     }
     double (*m)[N_ENGINES][NMETRICS] = bench_xcalloc((size_t)reps, sizeof *m);
-    for (int rep = 0; rep < reps; rep++)
+    double probe4[64], probe1[64]; /* the disk's limit, each repetition (mixed) */
+    char pdir[4200];
+    if (scenarios & SC_MIXED)
+        bench_mkdir(pdir, sizeof pdir, "probe");
+    for (int rep = 0; rep < reps; rep++) {
+        if ((scenarios & SC_MIXED) && rep < 64) {
+            fprintf(stderr, "rep %d/%d: disk ...\n", rep + 1, reps);
+            probe4[rep] = probe_disk(pdir, 4, PROBE_BYTES, T);
+            probe1[rep] = probe_disk(pdir, 1, 4096, T);
+        }
         for (int e = 0; e < N_ENGINES; e++) {
             if (!(run & 1u << e)) {
                 for (int k = 0; k < NMETRICS; k++)
@@ -640,6 +715,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "rep %d/%d: %s ...\n", rep + 1, reps, engines[e].name);
             measure(&engines[e], dirs[e], T, scenarios, m[rep][e]);
         }
+    }
     double med[N_ENGINES][NMETRICS];
     for (int e = 0; e < N_ENGINES; e++)
         for (int k = 0; k < NMETRICS; k++) {
@@ -685,10 +761,24 @@ int main(int argc, char **argv)
     bench_print_cells(&cells[0][0][0], NMETRICS + 1, N_ENGINES + 3, CELL, 1);
     printf("\nRatios are speeds: above 1.00x MoteDB is faster (for the latency, the other's "
            "p50 over MoteDB's).\n");
+    double d4 = NAN, d1 = NAN;
+    if (scenarios & SC_MIXED) {
+        int n = reps < 64 ? reps : 64;
+        d4 = bench_median(probe4, n);
+        d1 = bench_median(probe1, n);
+        printf("\nThe disk in the same run, no engine (medians): 4 processes each writing %d KB "
+               "and calling fdatasync in a loop, side by side: %.0f per second (MoteDB's mixed "
+               "write commits: %.2fx of it); 1 process writing 4 KB and calling fdatasync: %.0f "
+               "per second (SQLite WAL's: %.2fx of it).\n",
+               PROBE_BYTES / 1024, d4, med[0][M_WRITES] / d4, d1, med[1][M_WRITES] / d1);
+    }
     if (json) {
         FILE *f = bench_json_open(json);
-        fprintf(f, "  \"seconds\": %.3f, \"reps\": %d, \"objects\": %d,\n  \"medians\": {", T, reps,
-                N_OBJ);
+        fprintf(f, "  \"seconds\": %.3f, \"reps\": %d, \"objects\": %d,\n", T, reps, N_OBJ);
+        if (!isnan(d4))
+            fprintf(f, "  \"disk\": {\"4 writers, %d KB + fdatasync each, per s\": %.6g, "
+                    "\"1 writer, 4 KB + fdatasync, per s\": %.6g},\n", PROBE_BYTES / 1024, d4, d1);
+        fprintf(f, "  \"medians\": {");
         for (int e = 0; e < N_ENGINES; e++) {
             fprintf(f, "%s\n    \"%s\": {", e ? "," : "", engines[e].name);
             for (int k = 0; k < NMETRICS; k++)

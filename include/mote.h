@@ -518,6 +518,8 @@ typedef struct mote_record {
     const uint8_t *data;
     size_t size;
     uint64_t id;
+    double distance;     /* mote_query_find of a nearest query: the object's
+                            distance from the query vector; else 0 */
     const void *layout_; /* private: the record's parsed layout (may be NULL) */
     size_t nulls_;       /* private */
 } mote_record;
@@ -674,6 +676,31 @@ int mote_query_order(mote_query *q, unsigned prop, unsigned flags);
 /* Skip `offset` matches, then return at most `limit` (0 = no limit). */
 int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit);
 
+/* Distances between vectors, for mote_query_nearest. */
+enum {
+    MOTE_DIST_COSINE = 1, /* 1 - cos(a, q): 0 for the same direction, 2 for the
+                             opposite one; 1 when either vector is all zeros */
+    MOTE_DIST_EUCLIDEAN,  /* |a - q| */
+    MOTE_DIST_DOT         /* -(a . q): the larger the product, the nearer */
+};
+/*
+ * Nearest neighbours: the query's matches (its conditions: any of the
+ * operators, AND/OR, relations) ordered by the distance of their vector
+ * property `prop` from `vec` (dim floats: the property's dimension),
+ * nearest first, ties by id; only the k nearest (k >= 1), then offset and
+ * limit apply within those. Objects whose vector is NULL are left out. The
+ * search is exact (every match's vector is compared), so a filtered query
+ * gives k results whenever k objects match. mote_query_find gives each
+ * record's distance (mote_record.distance); mote_query_scored gives ids and
+ * distances. The vector is copied. MOTE_TYPE if prop is not a vector
+ * property; MOTE_INVALID for a wrong dimension, a NaN or infinite component
+ * (its index named), an unknown distance, k = 0, or a query with an order
+ * (mote_query_order: a nearest query has its own). Again on the same query:
+ * replaces the vector (or everything, for another property).
+ */
+int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t dim, uint64_t k,
+                       int distance);
+
 /*
  * Run the query in `txn` (read or write) and call fn for each match, in
  * order; fn returns 0 to go on, non-zero to stop (that value is returned).
@@ -694,6 +721,10 @@ int mote_query_project(mote_txn *txn, mote_query *q, const unsigned *props, size
 /* Ids of the matches, in order, into a malloc'd array *ids of *n entries
  * (free with mote_free; NULL when there are none). */
 int mote_query_ids(mote_txn *txn, mote_query *q, uint64_t **ids, size_t *n);
+/* The same for a nearest query, with each match's distance in *dist (a
+ * malloc'd array of *n; free both with mote_free). MOTE_INVALID for a query
+ * that is not a nearest query. */
+int mote_query_scored(mote_txn *txn, mote_query *q, uint64_t **ids, double **dist, size_t *n);
 /* Number of matches (offset and limit apply); O(log n) for a condition that
  * is exactly one index range, else one pass over the candidates. */
 int mote_query_count(mote_txn *txn, mote_query *q, uint64_t *count);

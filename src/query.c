@@ -23,9 +23,11 @@
  * U+00C0..U+00DE to U+00E0..U+00FE, except U+00D7). Float NaN sorts last.
  * Ordering by strings longer than 400 bytes orders by their first 400.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "query.h"
+#include "vecmath.h"
 
 int mote_query_new(mote_entity *e, mote_query **out)
 {
@@ -59,6 +61,7 @@ void mote_query_free(mote_query *q)
     mote__free(q->nodes);
     mote__free(q->order);
     mote__free(q->agg_buf);
+    mote__free(q->near);
     mote__free(q);
 }
 
@@ -255,12 +258,58 @@ int mote_query_order(mote_query *q, unsigned prop, unsigned flags)
     if (!type_indexable(q->e->props[prop].type))
         return mote__err(MOTE_TYPE, "%s.%s: %s values have no order", q->e->name,
                          q->e->props[prop].name, mote__type_name(q->e->props[prop].type));
+    if (q->near)
+        return mote__err(MOTE_INVALID, "%s: a nearest query is ordered by distance; it takes "
+                         "no other order", q->e->name);
     qorder *o = mote__realloc(q->order, (q->norder + 1) * sizeof *o);
     if (!o)
         return mote__err(MOTE_NOMEM, "out of memory");
     q->order = o;
     o[q->norder].prop = prop;
     o[q->norder++].flags = flags;
+    return MOTE_OK;
+}
+
+int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t dim, uint64_t k,
+                       int distance)
+{
+    if (!q || !vec)
+        return mote__err(MOTE_INVALID, "mote_query_nearest: NULL argument");
+    mote_entity *e = q->e;
+    if (prop >= e->nprops)
+        return mote__err(MOTE_INVALID, "%s: no property %u", e->name, prop);
+    const mprop *p = &e->props[prop];
+    if (p->type != MOTE_T_VECTOR)
+        return mote__err(MOTE_TYPE, "%s.%s: nearest needs a vector property, not %s", e->name,
+                         p->name, mote__type_name(p->type));
+    if (dim != p->dim)
+        return mote__err(MOTE_INVALID, "%s.%s: a vector of %zu floats for a property of %u",
+                         e->name, p->name, dim, p->dim);
+    if (!k)
+        return mote__err(MOTE_INVALID, "%s.%s: nearest needs k >= 1", e->name, p->name);
+    if (distance < MOTE_DIST_COSINE || distance > MOTE_DIST_DOT)
+        return mote__err(MOTE_INVALID, "%s.%s: unknown distance %d", e->name, p->name, distance);
+    if (q->norder)
+        return mote__err(MOTE_INVALID, "%s: a nearest query is ordered by distance; it takes "
+                         "no other order", e->name);
+    float qq = 0;
+    for (size_t i = 0; i < dim; i++) {
+        if (!isfinite(vec[i]))
+            return mote__err(MOTE_INVALID, "%s.%s: the query vector's component %zu is %s",
+                             e->name, p->name, i, isnan(vec[i]) ? "NaN" : "infinite");
+        qq += vec[i] * vec[i];
+    }
+    qnear *nr = mote__malloc(sizeof *nr + dim * sizeof(float));
+    if (!nr)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    nr->prop = prop;
+    nr->metric = distance;
+    nr->dim = (uint32_t)dim;
+    nr->k = k;
+    nr->qq = qq;
+    memcpy(nr->vec, vec, dim * sizeof(float));
+    mote__free(q->near);
+    q->near = nr;
     return MOTE_OK;
 }
 
@@ -510,7 +559,11 @@ const char *mote_query_plan(mote_txn *t, mote_query *q)
     if (!q || make_plan(q, &pl))
         return "invalid";
     mote__free(pl.ranges);
-    return pl.desc;
+    if (!q->near)
+        return pl.desc;
+    return !strcmp(pl.desc, "index") ? "exact nearest, index"
+           : !strcmp(pl.desc, "id range") ? "exact nearest, id range"
+                                          : "exact nearest, scan";
 }
 
 /* ---- execution ------------------------------------------------------------------- */
@@ -826,6 +879,153 @@ static int prepare_run(mote_txn *t, mote_query *q, plan *pl, uint64_t *off, int 
     return rc;
 }
 
+/* ---- nearest neighbours, exact (mote_query_nearest) -------------------------------- */
+
+/* The k nearest so far: a max-heap of (distance, id), the farthest on top. */
+typedef struct nheap {
+    const qnear *nr;
+    const vec_kernels *K;
+    double *dist;
+    uint64_t *ids;
+    size_t n, cap;
+} nheap;
+
+/* Is (da, ia) farther than (db, ib)? (ties by id: the larger id is farther) */
+static int farther(double da, uint64_t ia, double db, uint64_t ib)
+{
+    return da > db || (da == db && ia > ib);
+}
+
+static void nheap_sift_down(nheap *h, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && farther(h->dist[l], h->ids[l], h->dist[m], h->ids[m]))
+            m = l;
+        if (r < h->n && farther(h->dist[r], h->ids[r], h->dist[m], h->ids[m]))
+            m = r;
+        if (m == i)
+            return;
+        double d = h->dist[i];
+        uint64_t id = h->ids[i];
+        h->dist[i] = h->dist[m], h->ids[i] = h->ids[m];
+        h->dist[m] = d, h->ids[m] = id;
+        i = m;
+    }
+}
+
+/* The distance of a stored vector (dim little-endian floats) from the query's. */
+static double near_distance(const qnear *nr, const vec_kernels *K, const uint8_t *a)
+{
+    double d;
+    if (nr->metric == MOTE_DIST_EUCLIDEAN) {
+        d = sqrt((double)K->l2sq(a, nr->vec, nr->dim));
+    } else if (nr->metric == MOTE_DIST_DOT) {
+        d = -(double)K->dot(a, nr->vec, nr->dim);
+    } else {
+        float dot, aa;
+        K->dot_norm(a, nr->vec, nr->dim, &dot, &aa);
+        double c = aa > 0 && nr->qq > 0 ? (double)dot / (sqrt((double)aa) * sqrt((double)nr->qq))
+                                        : 0;
+        d = 1.0 - (c > 1 ? 1 : c < -1 ? -1 : c);
+    }
+    return isnan(d) ? INFINITY : d; /* (a stored NaN sorts last) */
+}
+
+static int near_add(void *ctx, uint64_t id, const mote_record *r)
+{
+    nheap *h = ctx;
+    mote_value v;
+    int rc = mote_record_get(r, h->nr->prop, &v, NULL);
+    if (rc || v.null)
+        return rc;
+    if (v.v.s.n != (size_t)h->nr->dim * 4)
+        return CORRUPT("%s: object %llu holds a vector of %zu bytes", r->e->name,
+                       (unsigned long long)id, v.v.s.n);
+    double d = near_distance(h->nr, h->K, v.v.s.p);
+    if (h->n == h->nr->k) { /* full: replace the farthest if this one is nearer */
+        if (!farther(h->dist[0], h->ids[0], d, id))
+            return MOTE_OK;
+        h->dist[0] = d;
+        h->ids[0] = id;
+        nheap_sift_down(h, 0);
+        return MOTE_OK;
+    }
+    if (h->n == h->cap) {
+        size_t n = h->cap ? h->cap * 2 : 64;
+        if (n > h->nr->k)
+            n = (size_t)h->nr->k;
+        double *dv = mote__realloc(h->dist, n * sizeof *dv);
+        if (dv)
+            h->dist = dv;
+        uint64_t *iv = dv ? mote__realloc(h->ids, n * sizeof *iv) : NULL;
+        if (!iv)
+            return mote__err(MOTE_NOMEM, "out of memory");
+        h->ids = iv;
+        h->cap = n;
+    }
+    size_t i = h->n++; /* sift up */
+    while (i > 0 && farther(d, id, h->dist[(i - 1) / 2], h->ids[(i - 1) / 2])) {
+        h->dist[i] = h->dist[(i - 1) / 2];
+        h->ids[i] = h->ids[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->dist[i] = d;
+    h->ids[i] = id;
+    return MOTE_OK;
+}
+
+/* The k nearest matches, nearest first, after offset and limit: ids and
+ * distances (malloc'd; *dist may be NULL if not wanted). */
+static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist, size_t *n)
+{
+    plan pl;
+    *ids = NULL;
+    if (dist)
+        *dist = NULL;
+    *n = 0;
+    int rc = mote__query_check(t, q);
+    if (!rc)
+        rc = resolve_links(t, q);
+    if (!rc)
+        rc = make_plan(q, &pl);
+    if (rc)
+        return rc;
+    pl.exact = 0; /* every candidate's record: its vector */
+    nheap h = {q->near, mote__vec_kernels(), NULL, NULL, 0, 0};
+    rc = run_matches(t, q, &pl, near_add, &h);
+    mote__free(pl.ranges);
+    if (rc) {
+        mote__free(h.dist);
+        mote__free(h.ids);
+        return rc;
+    }
+    /* nearest first: the farthest goes off the top to the back, in turn */
+    size_t count = h.n;
+    for (size_t m = count; m > 1; m--) {
+        double d = h.dist[0];
+        uint64_t id = h.ids[0];
+        h.dist[0] = h.dist[m - 1], h.ids[0] = h.ids[m - 1];
+        h.dist[m - 1] = d, h.ids[m - 1] = id;
+        h.n = m - 1;
+        nheap_sift_down(&h, 0);
+    }
+    size_t start = q->offset < count ? (size_t)q->offset : count, cnt = count - start;
+    if (q->limit && cnt > q->limit)
+        cnt = (size_t)q->limit;
+    if (start && cnt) {
+        memmove(h.ids, h.ids + start, cnt * sizeof *h.ids);
+        memmove(h.dist, h.dist + start, cnt * sizeof *h.dist);
+    }
+    *ids = h.ids;
+    *n = cnt;
+    if (dist)
+        *dist = h.dist;
+    else
+        mote__free(h.dist);
+    return MOTE_OK;
+}
+
 /* The matching ids after order, offset and limit. On error *ids is NULL. */
 int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
 {
@@ -834,6 +1034,8 @@ int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
     int empty;
     *ids = NULL;
     *n = 0;
+    if (q->near)
+        return nearest_run(t, q, ids, NULL, n);
     coll c;
     memset(&c, 0, sizeof c);
     c.q = q;
@@ -901,6 +1103,20 @@ int mote_query_ids(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
     return mote__query_matches(t, q, ids, n);
 }
 
+int mote_query_scored(mote_txn *t, mote_query *q, uint64_t **ids, double **dist, size_t *n)
+{
+    IMPLICIT(t, q ? q->e : NULL, 0, mote_query_scored(t_, q, ids, dist, n));
+    if (!ids || !dist || !n)
+        return mote__err(MOTE_INVALID, "mote_query_scored: NULL argument");
+    *ids = NULL;
+    *dist = NULL;
+    *n = 0;
+    if (!q->near)
+        return mote__err(MOTE_INVALID, "%s: mote_query_scored of a query that is not a "
+                         "nearest query (mote_query_nearest)", q->e->name);
+    return nearest_run(t, q, ids, dist, n);
+}
+
 /* find without collecting ids: the plan's order is the output order */
 typedef struct direct {
     mote_txn *t;
@@ -939,6 +1155,22 @@ int mote_query_find(mote_txn *t, mote_query *q, mote_record_fn fn, void *ctx)
     IMPLICIT(t, q ? q->e : NULL, 0, mote_query_find(t_, q, fn, ctx));
     if (!fn)
         return mote__err(MOTE_INVALID, "mote_query_find: callback is NULL");
+    if (q->near) { /* the k nearest, then their records with their distances */
+        uint64_t *ids;
+        double *dist;
+        size_t n;
+        int rc = nearest_run(t, q, &ids, &dist, &n);
+        for (size_t i = 0; !rc && i < n; i++) {
+            mote_record r;
+            if (!(rc = mote_get(t, q->e, ids[i], &r))) {
+                r.distance = dist[i];
+                rc = fn(ctx, &r);
+            }
+        }
+        mote__free(ids);
+        mote__free(dist);
+        return rc;
+    }
     plan pl;
     uint64_t off;
     int empty;
@@ -1031,6 +1263,14 @@ int mote_query_count(mote_txn *t, mote_query *q, uint64_t *count)
     int rc = mote__query_check(t, q);
     if (!rc && !count)
         rc = mote__err(MOTE_INVALID, "mote_query_count: count is NULL");
+    if (!rc && q->near) { /* min(k, matches with a vector), after offset and limit */
+        uint64_t *ids;
+        size_t n;
+        if (!(rc = nearest_run(t, q, &ids, NULL, &n)))
+            *count = n;
+        mote__free(ids);
+        return rc;
+    }
     if (!rc)
         rc = resolve_links(t, q);
     if (!rc)
@@ -1082,7 +1322,7 @@ mote_entity *mote__query_entity(const mote_query *q) { return q->e; }
 
 int mote__query_unbounded(const mote_query *q)
 {
-    return q->root < 0 && !q->offset && !q->limit;
+    return q->root < 0 && !q->offset && !q->limit && !q->near;
 }
 
 void mote__query_keep(mote_query *q, uint8_t *bytes)

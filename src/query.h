@@ -33,6 +33,16 @@ typedef struct qorder {
     unsigned flags;
 } qorder;
 
+/* A nearest-neighbour clause (mote_query_nearest). */
+typedef struct qnear {
+    unsigned prop;
+    int metric;  /* MOTE_DIST_* */
+    uint32_t dim;
+    uint64_t k;
+    float qq;    /* |vec|^2 */
+    float vec[]; /* dim floats */
+} qnear;
+
 struct mote_query {
     mote_entity *e;
     qnode *nodes;
@@ -42,6 +52,7 @@ struct mote_query {
     size_t norder;
     uint64_t offset, limit;
     uint8_t *agg_buf; /* bytes of the last MIN/MAX string result */
+    qnear *near;      /* nearest neighbours (replaces an order), or NULL */
 };
 
 /* match.c: does the condition tree below `node` hold for record r? 1 = match,

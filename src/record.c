@@ -209,6 +209,7 @@ int mote__record_init(mote_record *r, const mote_entity *e, const uint8_t *rec, 
     r->data = rec;
     r->size = len;
     r->id = id;
+    r->distance = 0;
     r->layout_ = rc ? NULL : L;
     r->nulls_ = nulls;
     return rc;

@@ -1,0 +1,201 @@
+/*
+ * vecmath.c — distance kernels for float32 vectors (vecmath.h).
+ *
+ * Stored vectors are little-endian float32s at any address in a record;
+ * loads go through memcpy (or unaligned vector loads), never through a
+ * float pointer. The AVX2 set is compiled for that target only
+ * (__attribute__((target))) and chosen at run time, so the library still
+ * runs on CPUs without it. Four accumulators of eight lanes hide the
+ * latency of the fused multiply-adds; the portable set keeps four scalar
+ * ones for the same reason.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vecmath.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define VEC_X86 1
+#endif
+
+/* Float i of a stored vector (little-endian). */
+static inline float ld(const uint8_t *a, size_t i)
+{
+    uint32_t u;
+    memcpy(&u, a + 4 * i, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    u = __builtin_bswap32(u);
+#endif
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* ---- portable ------------------------------------------------------------------ */
+
+static float p_dot(const uint8_t *a, const float *q, size_t dim)
+{
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t i = 0;
+    for (; i + 4 <= dim; i += 4) {
+        s0 += ld(a, i) * q[i];
+        s1 += ld(a, i + 1) * q[i + 1];
+        s2 += ld(a, i + 2) * q[i + 2];
+        s3 += ld(a, i + 3) * q[i + 3];
+    }
+    for (; i < dim; i++)
+        s0 += ld(a, i) * q[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+static void p_dot_norm(const uint8_t *a, const float *q, size_t dim, float *dot, float *aa)
+{
+    float d0 = 0, d1 = 0, n0 = 0, n1 = 0;
+    size_t i = 0;
+    for (; i + 2 <= dim; i += 2) {
+        float x = ld(a, i), y = ld(a, i + 1);
+        d0 += x * q[i];
+        d1 += y * q[i + 1];
+        n0 += x * x;
+        n1 += y * y;
+    }
+    for (; i < dim; i++) {
+        float x = ld(a, i);
+        d0 += x * q[i];
+        n0 += x * x;
+    }
+    *dot = d0 + d1;
+    *aa = n0 + n1;
+}
+
+static float p_l2sq(const uint8_t *a, const float *q, size_t dim)
+{
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t i = 0;
+    for (; i + 4 <= dim; i += 4) {
+        float d0 = ld(a, i) - q[i], d1 = ld(a, i + 1) - q[i + 1];
+        float d2 = ld(a, i + 2) - q[i + 2], d3 = ld(a, i + 3) - q[i + 3];
+        s0 += d0 * d0;
+        s1 += d1 * d1;
+        s2 += d2 * d2;
+        s3 += d3 * d3;
+    }
+    for (; i < dim; i++) {
+        float d = ld(a, i) - q[i];
+        s0 += d * d;
+    }
+    return (s0 + s1) + (s2 + s3);
+}
+
+static const vec_kernels portable = {p_dot, p_dot_norm, p_l2sq, "portable"};
+
+/* ---- AVX2 + FMA ---------------------------------------------------------------- */
+
+#ifdef VEC_X86
+#define AVX __attribute__((target("avx2,fma")))
+
+AVX static inline float hsum(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX static float x_dot(const uint8_t *a, const float *q, size_t dim)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    size_t i = 0;
+    for (; i + 32 <= dim; i += 32) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
+                             _mm256_loadu_ps(q + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i + 32)),
+                             _mm256_loadu_ps(q + i + 8), s1);
+        s2 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i + 64)),
+                             _mm256_loadu_ps(q + i + 16), s2);
+        s3 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i + 96)),
+                             _mm256_loadu_ps(q + i + 24), s3);
+    }
+    for (; i + 8 <= dim; i += 8)
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
+                             _mm256_loadu_ps(q + i), s0);
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    for (; i < dim; i++)
+        s += ld(a, i) * q[i];
+    return s;
+}
+
+AVX static void x_dot_norm(const uint8_t *a, const float *q, size_t dim, float *dot, float *aa)
+{
+    __m256 d0 = _mm256_setzero_ps(), d1 = d0, n0 = d0, n1 = d0;
+    size_t i = 0;
+    for (; i + 16 <= dim; i += 16) {
+        __m256 x = _mm256_loadu_ps((const float *)(const void *)(a + 4 * i));
+        __m256 y = _mm256_loadu_ps((const float *)(const void *)(a + 4 * i + 32));
+        d0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + i), d0);
+        d1 = _mm256_fmadd_ps(y, _mm256_loadu_ps(q + i + 8), d1);
+        n0 = _mm256_fmadd_ps(x, x, n0);
+        n1 = _mm256_fmadd_ps(y, y, n1);
+    }
+    for (; i + 8 <= dim; i += 8) {
+        __m256 x = _mm256_loadu_ps((const float *)(const void *)(a + 4 * i));
+        d0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(q + i), d0);
+        n0 = _mm256_fmadd_ps(x, x, n0);
+    }
+    float d = hsum(_mm256_add_ps(d0, d1)), n = hsum(_mm256_add_ps(n0, n1));
+    for (; i < dim; i++) {
+        float x = ld(a, i);
+        d += x * q[i];
+        n += x * x;
+    }
+    *dot = d;
+    *aa = n;
+}
+
+AVX static float x_l2sq(const uint8_t *a, const float *q, size_t dim)
+{
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    size_t i = 0;
+    for (; i + 16 <= dim; i += 16) {
+        __m256 x = _mm256_sub_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
+                                 _mm256_loadu_ps(q + i));
+        __m256 y = _mm256_sub_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i + 32)),
+                                 _mm256_loadu_ps(q + i + 8));
+        s0 = _mm256_fmadd_ps(x, x, s0);
+        s1 = _mm256_fmadd_ps(y, y, s1);
+    }
+    for (; i + 8 <= dim; i += 8) {
+        __m256 x = _mm256_sub_ps(_mm256_loadu_ps((const float *)(const void *)(a + 4 * i)),
+                                 _mm256_loadu_ps(q + i));
+        s0 = _mm256_fmadd_ps(x, x, s0);
+    }
+    float s = hsum(_mm256_add_ps(s0, s1));
+    for (; i < dim; i++) {
+        float d = ld(a, i) - q[i];
+        s += d * d;
+    }
+    return s;
+}
+
+static const vec_kernels avx2 = {x_dot, x_dot_norm, x_l2sq, "avx2"};
+#endif
+
+const vec_kernels *mote__vec_kernels_portable(void) { return &portable; }
+
+const vec_kernels *mote__vec_kernels(void)
+{
+    static const vec_kernels *_Atomic chosen;
+    const vec_kernels *k = chosen;
+    if (k)
+        return k;
+    k = &portable;
+#ifdef VEC_X86
+    const char *env = getenv("MOTE_VEC_KERNELS");
+    if (!(env && !strcmp(env, "portable")) && __builtin_cpu_supports("avx2") &&
+        __builtin_cpu_supports("fma"))
+        k = &avx2;
+#endif
+    chosen = k;
+    return k;
+}

@@ -91,7 +91,10 @@ typedef struct {
     unsigned flags; /* MOTE_Q_DESC | MOTE_Q_NULLS_LAST */
 } OrderObject;
 
-enum { C_LEAF, C_AND, C_OR, C_LINK };
+/* C_NEAR: Property.nearest(): prop, op = the distance (MOTE_DIST_*), vals =
+ * (the vector as float32 bytes,), k; only as the query's condition or one
+ * conjunct of it (& , never | or ~) */
+enum { C_LEAF, C_AND, C_OR, C_LINK, C_NEAR };
 
 typedef struct {
     PyObject_HEAD
@@ -102,7 +105,11 @@ typedef struct {
     PyObject *vals;       /* leaves: tuple of values */
     PyObject *kids;       /* and/or: tuple of conditions */
     PyTypeObject *owner;  /* the entity class */
+    uint64_t k;           /* C_NEAR: how many */
 } CondObject;
+
+/* Does condition c hold a nearest() clause? */
+int cond_has_near(const CondObject *c);
 
 /* store.c */
 typedef struct TxnSlot {
@@ -216,6 +223,9 @@ void info_free(EntityInfo *in);
 int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
              PyObject **keep, Py_ssize_t *nk, int put);
 PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent);
+/* A vector value (a sequence of numbers, or a buffer of float32) as bytes
+ * of dim little-endian float32s; ValueError for a wrong length. */
+PyObject *vector_of(const char *ent, const FieldInfo *f, PyObject *v);
 PyObject *json_text(PyObject *v);
 PyObject *json_value(const char *p, size_t n);
 PyObject *build_obj(PyTypeObject *cls, const EntityInfo *in, const mote_record *r);

@@ -575,8 +575,21 @@ static CondObject *cond_alloc(int kind, PyTypeObject *owner)
     c->vals = NULL;
     c->kids = NULL;
     c->owner = (PyTypeObject *)Py_NewRef(owner);
+    c->k = 0;
     PyObject_GC_Track(c);
     return c;
+}
+
+int cond_has_near(const CondObject *c)
+{
+    if (c->kind == C_NEAR)
+        return 1;
+    if (c->kind != C_AND && c->kind != C_OR)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->kids); i++)
+        if (cond_has_near((const CondObject *)PyTuple_GET_ITEM(c->kids, i)))
+            return 1;
+    return 0;
 }
 
 static int comparable(FieldInfo *f)
@@ -791,6 +804,16 @@ PyObject *cond_group(int kind, PyObject *a, PyObject *b)
                      x->owner->tp_name, y->owner->tp_name);
         return NULL;
     }
+    int nx = cond_has_near(x), ny = cond_has_near(y);
+    if ((nx || ny) && kind == C_OR) {
+        PyErr_Format(PyExc_TypeError, "%R | %R: nearest() chooses among the objects the other "
+                     "conditions match; combine it with & only", a, b);
+        return NULL;
+    }
+    if (nx && ny) {
+        PyErr_Format(PyExc_TypeError, "%R & %R: one nearest() per query", a, b);
+        return NULL;
+    }
     PyObject *kids = PyList_New(0);
     if (!kids)
         return NULL;
@@ -829,6 +852,10 @@ static PyObject *cond_invert(PyObject *self)
     CondObject *c = (CondObject *)self;
     if (c->kind == C_LINK) {
         PyErr_Format(PyExc_TypeError, "~%R: a relation condition cannot be negated", self);
+        return NULL;
+    }
+    if (cond_has_near(c)) {
+        PyErr_Format(PyExc_TypeError, "~%R: nearest() cannot be negated", self);
         return NULL;
     }
     if (c->kind != C_LEAF) { /* De Morgan */
@@ -895,6 +922,14 @@ static PyObject *cond_repr(PyObject *self)
     if (c->kind == C_LINK)
         return PyUnicode_FromFormat("%R.has(%R)", (PyObject *)c->prop,
                                     PyTuple_GET_ITEM(c->kids, 0));
+    if (c->kind == C_NEAR)
+        return PyUnicode_FromFormat("%s.%U.nearest(<%zd floats>, k=%llu, distance='%s')",
+                                    prop_entity(c->prop), c->prop->name,
+                                    PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->vals, 0)) / 4,
+                                    (unsigned long long)c->k,
+                                    c->op == MOTE_DIST_EUCLIDEAN ? "euclidean"
+                                    : c->op == MOTE_DIST_DOT     ? "dot"
+                                                                 : "cosine");
     if (c->kind != C_LEAF) {
         PyObject *sep = PyUnicode_FromString(c->kind == C_AND ? " & " : " | ");
         PyObject *parts = PyList_New(0), *res = NULL;
@@ -1133,6 +1168,79 @@ static PyObject *prop_has(PyObject *self, PyObject *sub)
     return (PyObject *)c;
 }
 
+/* Memory.embedding.nearest(vector, k=10, distance="cosine"): the k objects
+ * nearest to vector (combined with & with other conditions: the k nearest
+ * of the objects they match). */
+static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"vector", "k", "distance", NULL};
+    PyObject *vec, *kobj = NULL;
+    const char *dist = "cosine";
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$Os:nearest", kwlist, &vec, &kobj, &dist))
+        return NULL;
+    PropertyObject *p = (PropertyObject *)self;
+    FieldInfo *f = prop_field(p);
+    const char *ent = prop_entity(p);
+    if (!f || f->kind != K_VECTOR) {
+        PyErr_Format(PyExc_TypeError, "%R.nearest(): not a vector property (motedb.Vector)",
+                     self);
+        return NULL;
+    }
+    unsigned long long k = 10;
+    if (kobj) {
+        if (!PyLong_Check(kobj) || PyBool_Check(kobj)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s.nearest(): k is an int, got %.100s", ent,
+                         f->cname, Py_TYPE(kobj)->tp_name);
+            return NULL;
+        }
+        k = PyLong_AsUnsignedLongLong(kobj);
+        if ((k == (unsigned long long)-1 && PyErr_Occurred()) || k == 0) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s.%s.nearest(): k must be at least 1, got %R", ent,
+                         f->cname, kobj);
+            return NULL;
+        }
+    }
+    int metric = !strcmp(dist, "cosine")      ? MOTE_DIST_COSINE
+                 : !strcmp(dist, "euclidean") ? MOTE_DIST_EUCLIDEAN
+                 : !strcmp(dist, "dot")       ? MOTE_DIST_DOT
+                                              : 0;
+    if (!metric) {
+        PyErr_Format(PyExc_ValueError, "%s.%s.nearest(): distance is 'cosine', 'euclidean' or "
+                     "'dot', got '%s'", ent, f->cname, dist);
+        return NULL;
+    }
+    PyObject *bytes = vector_of(ent, f, vec);
+    if (!bytes)
+        return NULL;
+    const char *b = PyBytes_AS_STRING(bytes);
+    for (unsigned i = 0; i < f->dim; i++) {
+        float x;
+        memcpy(&x, b + 4 * (size_t)i, 4);
+        if (!isfinite(x)) {
+            PyErr_Format(PyExc_ValueError, "%s.%s.nearest(): component %u of the vector is %s",
+                         ent, f->cname, i, isnan(x) ? "NaN" : "infinite");
+            Py_DECREF(bytes);
+            return NULL;
+        }
+    }
+    CondObject *c = cond_alloc(C_NEAR, p->owner);
+    if (!c) {
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    c->prop = (PropertyObject *)Py_NewRef(self);
+    c->op = metric;
+    c->k = k;
+    c->vals = PyTuple_Pack(1, bytes);
+    Py_DECREF(bytes);
+    if (!c->vals) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
 static PyObject *prop_get_target(PyObject *self, void *closure)
 {
     (void)closure;
@@ -1159,6 +1267,10 @@ static PyMethodDef prop_methods[] = {
      "endswith(s, case_sensitive=True)."},
     {"contains", (PyCFunction)(void (*)(void))prop_contains, METH_VARARGS | METH_KEYWORDS,
      "contains(s, case_sensitive=True): substring."},
+    {"nearest", (PyCFunction)(void (*)(void))prop_nearest, METH_VARARGS | METH_KEYWORDS,
+     "nearest(vector, *, k=10, distance='cosine'): the k objects whose vector is nearest "
+     "(distance 'cosine', 'euclidean' or 'dot'); & with other conditions for the k nearest "
+     "of their matches. Query.find_with_scores() gives the distances."},
     {"desc", prop_desc, METH_NOARGS, "Order by this property, descending."},
     {"asc", prop_asc, METH_NOARGS, "Order by this property, ascending."},
     {"nulls_last", prop_nulls_last, METH_NOARGS, "Order ascending with NULLs last."},

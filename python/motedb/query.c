@@ -8,10 +8,8 @@
 
 static int cond_has_link(CondObject *c)
 {
-    if (c->kind == C_LINK)
-        return 1;
-    if (c->kind == C_LEAF)
-        return 0;
+    if (c->kind != C_AND && c->kind != C_OR)
+        return c->kind == C_LINK;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->kids); i++)
         if (cond_has_link((CondObject *)PyTuple_GET_ITEM(c->kids, i)))
             return 1;
@@ -129,11 +127,49 @@ static int q_build(QueryObject *q)
         return raise_rc(rc);
     q->mqe = b->e;
     q->nleaves = 0;
-    if (q->cond) {
+    CondObject *root = (CondObject *)q->cond, *near = NULL;
+    if (root && root->kind == C_NEAR) { /* nearest() alone */
+        near = root;
+        root = NULL;
+    }
+    if (root && root->kind == C_AND && cond_has_near(root)) {
+        /* nearest() & the others: the others are the condition */
+        Py_ssize_t n = PyTuple_GET_SIZE(root->kids), m = 0;
+        int *kids = PyMem_Malloc(sizeof *kids * (size_t)n), node;
+        if (!kids) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            CondObject *k = (CondObject *)PyTuple_GET_ITEM(root->kids, i);
+            if (k->kind == C_NEAR)
+                near = k;
+            else if (q_add_cond(q, k, &kids[m++]) < 0) {
+                PyMem_Free(kids);
+                goto fail;
+            }
+        }
+        if (m == 1)
+            rc = mote_query_where(q->mq, kids[0]);
+        else if (!(rc = mote_query_and(q->mq, kids, (size_t)m, &node)))
+            rc = mote_query_where(q->mq, node);
+        PyMem_Free(kids);
+        if (rc)
+            goto fail_rc;
+        root = NULL;
+    }
+    if (root) {
         int node;
-        if (q_add_cond(q, (CondObject *)q->cond, &node) < 0)
+        if (q_add_cond(q, root, &node) < 0)
             goto fail;
         if ((rc = mote_query_where(q->mq, node)))
+            goto fail_rc;
+    }
+    if (near) { /* (the bytes of a PyBytes are aligned for floats) */
+        PyObject *vb = PyTuple_GET_ITEM(near->vals, 0);
+        if ((rc = mote_query_nearest(q->mq, (unsigned)near->prop->index,
+                                     (const float *)(const void *)PyBytes_AS_STRING(vb),
+                                     (size_t)PyBytes_GET_SIZE(vb) / 4, near->k, near->op)))
             goto fail_rc;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(q->orders); i++) {
@@ -269,6 +305,11 @@ static PyObject *query_order_by(PyObject *self, PyObject *args)
     QueryObject *q = (QueryObject *)self;
     if (q_check_busy(q) < 0)
         return NULL;
+    if (q->cond && cond_has_near((CondObject *)q->cond)) {
+        PyErr_Format(PyExc_TypeError, "order_by(): a query with nearest() comes ordered by "
+                     "distance, nearest first");
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
         PyObject *a = PyTuple_GET_ITEM(args, i), *o;
         if (PyObject_TypeCheck(a, &Property_Type))
@@ -491,6 +532,55 @@ static PyObject *query_find(PyObject *self, PyObject *unused)
     size_t n = 0;
     PyObject *res = q_ids(q, &op, &ids, &n) < 0 ? NULL : q_objects(q, &op, ids, n);
     mote_free(ids);
+    q->busy = 0;
+    if (op_end(q->box->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
+/* nearest(): [(object, distance), ...], nearest first */
+static PyObject *query_find_with_scores(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    QueryObject *q = (QueryObject *)self;
+    if (!q->cond || !cond_has_near((CondObject *)q->cond)) {
+        PyErr_Format(PyExc_TypeError, "find_with_scores(): the query has no nearest() "
+                     "condition (%s.prop.nearest(vector, k=...))", q->box->info->cname);
+        return NULL;
+    }
+    if (q->limit_zero)
+        return PyList_New(0);
+    Op op;
+    if (q_start(q, 0, &op) < 0)
+        return NULL;
+    uint64_t *ids = NULL;
+    double *dist = NULL;
+    size_t n = 0;
+    int rc;
+    mote_txn *t = op.ts->txn;
+    mote_query *mq = q->mq;
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_query_scored(t, mq, &ids, &dist, &n);
+    Py_END_ALLOW_THREADS
+    PyObject *objs = NULL, *res = NULL;
+    if (rc)
+        raise_rc(rc);
+    else
+        objs = q_objects(q, &op, ids, n);
+    if (objs && (res = PyList_New((Py_ssize_t)n)))
+        for (size_t i = 0; i < n; i++) {
+            PyObject *d = PyFloat_FromDouble(dist[i]);
+            PyObject *pair = d ? PyTuple_Pack(2, PyList_GET_ITEM(objs, (Py_ssize_t)i), d) : NULL;
+            Py_XDECREF(d);
+            if (!pair) {
+                Py_CLEAR(res);
+                break;
+            }
+            PyList_SET_ITEM(res, (Py_ssize_t)i, pair);
+        }
+    Py_XDECREF(objs);
+    mote_free(ids);
+    mote_free(dist);
     q->busy = 0;
     if (op_end(q->box->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
         Py_CLEAR(res);
@@ -1144,6 +1234,8 @@ static PyMethodDef query_methods[] = {
     {"offset", query_offset, METH_O, "offset(n) -> self: skip n results."},
     {"limit", query_limit, METH_O, "limit(n) -> self: at most n results."},
     {"find", query_find, METH_NOARGS, "find() -> [objects]."},
+    {"find_with_scores", query_find_with_scores, METH_NOARGS,
+     "find_with_scores() -> [(object, distance)], nearest first: a query with nearest()."},
     {"first", query_first, METH_NOARGS, "first() -> object or None."},
     {"count", query_count, METH_NOARGS, "count() -> int (after offset / limit)."},
     {"ids", query_ids, METH_NOARGS, "ids() -> [ids]."},

@@ -146,7 +146,7 @@ naive: {
 }
 }
 
-static PyObject *vector_bytes(const char *ent, const FieldInfo *f, PyObject *v)
+PyObject *vector_of(const char *ent, const FieldInfo *f, PyObject *v)
 {
     if (PyObject_CheckBuffer(v) && !PyBytes_Check(v) && !PyUnicode_Check(v)) {
         Py_buffer view;
@@ -504,7 +504,7 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
     case K_LIST:
         return json_of(ent, f, v, out, keep, nk);
     case K_VECTOR: {
-        PyObject *tmp = vector_bytes(ent, f, v);
+        PyObject *tmp = vector_of(ent, f, v);
         if (!tmp)
             return -1;
         return keep_bytes(tmp, PyBytes_AS_STRING(tmp), PyBytes_GET_SIZE(tmp), out, keep, nk);

@@ -571,13 +571,7 @@ const char *mote_query_plan(mote_txn *t, mote_query *q)
 /* Visits candidate ids (with their records when `need_rec`) in plan order. */
 typedef int (*visit_fn)(void *ctx, uint64_t id, const mote_record *r);
 
-static uint64_t be_id(const uint8_t *k)
-{
-    uint64_t id = 0;
-    for (int i = 0; i < 8; i++)
-        id = id << 8 | k[i];
-    return id;
-}
+static uint64_t be_id(const uint8_t *k) { return mote__be64(k); }
 
 /* Read object id through a cursor on the object tree: consecutive ids
  * mostly stay in one leaf, where the cursor's seek is a local search. */

@@ -34,26 +34,33 @@ int mote__entity_usable(const mote_entity *e, const mote_txn *t)
     return MOTE_OK;
 }
 
-void mote__objects_end(mote_store *s, uint64_t serial, int committed)
+void mote__objects_take(mote_txn *t, objend *out)
 {
-    objtxn *x = &OBJ(s)->writer;
+    objtxn *x = OTX(t);
+    out->serial = t->serial;
+    out->new_entities = x->new_entities;
+    out->seq_dirty = x->seq_dirty;
+    x->new_entities = NULL;
+    x->seq_dirty = NULL;
+}
+
+void mote__objects_end(mote_store *s, objend *taken, int committed)
+{
     pthread_mutex_lock(&s->mu); /* other threads look handles up */
-    if (x->new_entities) /* it may have superseded handles (schema.c) */
+    if (taken->new_entities) /* it may have superseded handles (schema.c) */
         for (mote_entity *e = OBJ(s)->entities; e; e = e->next)
-            if (e->stale_serial && e->stale_serial == serial) {
+            if (e->stale_serial && e->stale_serial == taken->serial) {
                 e->stale = committed;
                 e->stale_serial = 0;
             }
-    for (mote_entity *e = x->new_entities; e; e = e->pending_next) {
+    for (mote_entity *e = taken->new_entities; e; e = e->pending_next) {
         e->pending_txn = NULL;
         if (!committed)
             e->dead = 1;
     }
-    x->new_entities = NULL;
     pthread_mutex_unlock(&s->mu);
-    for (mote_entity *e = x->seq_dirty; e; e = e->seq_next_dirty) /* not saved */
+    for (mote_entity *e = taken->seq_dirty; e; e = e->seq_next_dirty) /* not saved */
         e->seq_dirty = 0;
-    x->seq_dirty = NULL;
 }
 
 void mote__objects_detach(mote_store *s)

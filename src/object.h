@@ -150,10 +150,19 @@ static inline objtxn *OTX(const mote_txn *t) { return &OBJ(t->s)->writer; }
 void mote__objects_detach(mote_store *s);
 /* Before a write transaction commits: save the id sequences it changed. */
 int mote__entities_flush(mote_txn *t);
-/* A write transaction (serial) ended: the handles it created or evolved
- * become usable, or dead if it did not commit; the ones it superseded,
- * stale if it did. */
-void mote__objects_end(mote_store *s, uint64_t serial, int committed);
+/* What a write transaction's end settles, taken from the writer's state
+ * while it still holds the writer lock: the next writer may begin before
+ * the commit is durable and this one ends (group commit). */
+typedef struct objend {
+    uint64_t serial;
+    mote_entity *new_entities; /* created or evolved by it */
+    mote_entity *seq_dirty;    /* id sequences it did not save */
+} objend;
+void mote__objects_take(mote_txn *t, objend *out);
+/* The write transaction ended: the handles it created or evolved become
+ * usable, or dead if it did not commit; the ones it superseded, stale if it
+ * did. */
+void mote__objects_end(mote_store *s, objend *taken, int committed);
 
 /*
  * Implicit transactions: object-layer calls given txn == NULL run in their

@@ -73,11 +73,13 @@ static void end_aborted(mote_txn *t)
 {
     mote_store *s = t->s;
     int write = t->write;
-    uint64_t serial = t->serial;
+    objend oe;
+    if (write)
+        mote__objects_take(t, &oe);
     mote__kv_txn_end(t);
     mote__txn_abort(t);
     if (write)
-        mote__objects_end(s, serial, 0);
+        mote__objects_end(s, &oe, 0);
 }
 
 int mote_commit(mote_txn *t)
@@ -103,10 +105,11 @@ int mote_commit(mote_txn *t)
         return rc;
     }
     mote_store *s = t->s;
-    uint64_t serial = t->serial;
+    objend oe;
+    mote__objects_take(t, &oe);
     mote__kv_txn_end(t);
     rc = mote__txn_commit(t); /* frees t */
-    mote__objects_end(s, serial, rc == MOTE_OK);
+    mote__objects_end(s, &oe, rc == MOTE_OK);
     return rc;
 }
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "test.h"
 
 /* ---- threads --------------------------------------------------------------- */
@@ -457,4 +458,76 @@ TEST(threads_entity_open)
         pthread_join(th[i], NULL);
     OK(mote_check(es, NULL, NULL));
     OK(mote_close(es));
+}
+
+/* ---- a writer that begins while the commit before it syncs ------------------------- */
+
+static int hold_sync = 0, in_sync[2], go_sync[2];
+
+static int held_sync(void *c, int fd)
+{
+    if (__atomic_exchange_n(&hold_sync, 0, __ATOMIC_SEQ_CST)) {
+        char x = 1;
+        CHECK(write(in_sync[1], &x, 1) == 1);
+        CHECK(read(go_sync[0], &x, 1) == 1);
+    }
+    return mote_io_posix.fdatasync(c, fd);
+}
+
+static mote_entity *gc_ent;
+
+static void *gc_commit(void *arg)
+{
+    mote_txn *t;
+    mote_value v = {0};
+    OK(mote_begin(arg, 0, &t));
+    OK(mote_put(t, gc_ent, 0, &v, MOTE_PUT_INSERT, NULL));
+    OK(mote_commit(t)); /* its sync stops in the shim */
+    return NULL;
+}
+
+/*
+ * Group commit lets the next writer begin once a commit is written, before
+ * it is durable and before the committing thread settles its transaction's
+ * end. That end must not touch the next writer's state: here the next
+ * writer inserts an object (its entity's id sequence marked to save),
+ * the first commit ends, and the object is removed again; the id must not
+ * be handed out a second time (ids are never reused).
+ */
+TEST(threads_writer_during_group_commit)
+{
+    mote_io io = mote_io_posix;
+    io.fdatasync = held_sync;
+    mote_options o = {MOTE_CREATE, 0, 0, &io};
+    mote_store *s;
+    OK(mote_open(test_path("gc.mote"), &o, &s));
+    CHECK(pipe(in_sync) == 0 && pipe(go_sync) == 0);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "T", tprops, 1, &gc_ent));
+    mote_value v = {0};
+    for (int i = 0; i < 300; i++) /* pages enough for commit records (a chain) */
+        OK(mote_put(t, gc_ent, 0, &v, MOTE_PUT_INSERT, NULL));
+    OK(mote_commit(t));
+    OK(mote_begin(s, 0, &t)); /* a commit that reserves the next record's page */
+    OK(mote_put(t, gc_ent, 0, &v, MOTE_PUT_INSERT, NULL));
+    OK(mote_commit(t));
+    hold_sync = 1;
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, gc_commit, s) == 0);
+    char x;
+    CHECK(read(in_sync[0], &x, 1) == 1); /* written, syncing: the writer lock is free */
+    uint64_t mine, again;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, gc_ent, 0, &v, MOTE_PUT_INSERT, &mine));
+    x = 1;
+    CHECK(write(go_sync[1], &x, 1) == 1);
+    pthread_join(th, NULL); /* the first commit has ended */
+    OK(mote_remove(t, gc_ent, mine));
+    OK(mote_commit(t));
+    OK(mote_put(NULL, gc_ent, 0, &v, MOTE_PUT_INSERT, &again));
+    CHECK(again > mine);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    close(in_sync[0]), close(in_sync[1]), close(go_sync[0]), close(go_sync[1]);
 }

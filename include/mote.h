@@ -429,6 +429,21 @@ enum {
 #define MOTE_P_NULLABLE 0x1u /* may hold NULL */
 #define MOTE_P_INDEXED 0x2u  /* value index: fast eq/range/order queries */
 #define MOTE_P_UNIQUE 0x4u   /* unique value index (implies indexed) */
+#define MOTE_P_HNSW 0x8u     /* MOTE_T_VECTOR: an HNSW index for nearest queries,
+                                with the parameters in mote_prop_def.hnsw */
+
+/*
+ * The parameters of a vector index (MOTE_P_HNSW). Zero fields take the
+ * defaults. An index serves nearest queries with its distance; changing a
+ * parameter builds the index again (a schema change).
+ */
+typedef struct mote_hnsw_def {
+    int distance;             /* MOTE_DIST_*; default cosine */
+    unsigned m;               /* links per node, 2 to 100 (2m at the bottom
+                                 level); default 16 */
+    unsigned ef_construction; /* breadth of the search that links a new node,
+                                 m to 4096; default 200 */
+} mote_hnsw_def;
 
 typedef struct mote_prop_def {
     const char *name;         /* 1..200 bytes */
@@ -439,6 +454,7 @@ typedef struct mote_prop_def {
                                  name; NULL if none */
     const char *target;       /* MOTE_T_TOONE / MOTE_T_TOMANY: the name of
                                  the related entity; NULL otherwise */
+    mote_hnsw_def hnsw;       /* MOTE_P_HNSW: the index's parameters */
 } mote_prop_def;
 
 /*
@@ -688,8 +704,9 @@ enum {
  * operators, AND/OR, relations) ordered by the distance of their vector
  * property `prop` from `vec` (dim floats: the property's dimension),
  * nearest first, ties by id; only the k nearest (k >= 1), then offset and
- * limit apply within those. Objects whose vector is NULL are left out. The
- * search is exact (every match's vector is compared), so a filtered query
+ * limit apply within those. Objects whose vector is NULL are left out.
+ * Without a vector index the search is exact (every match's vector is
+ * compared); with one, see mote_query_search. Either way a filtered query
  * gives k results whenever k objects match. mote_query_find gives each
  * record's distance (mote_record.distance); mote_query_scored gives ids and
  * distances. The vector is copied. MOTE_TYPE if prop is not a vector
@@ -700,6 +717,41 @@ enum {
  */
 int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t dim, uint64_t k,
                        int distance);
+/*
+ * How a nearest query searches, when its property has a vector index
+ * (MOTE_P_HNSW) for the query's distance:
+ *   MOTE_NEAR_AUTO  (default) through the index when it holds at least
+ *                   2,048 vectors and the conditions do not select few
+ *                   enough objects through a value index to compare them
+ *                   all; otherwise exactly;
+ *   MOTE_NEAR_EXACT compare every match's vector: exact results;
+ *   MOTE_NEAR_INDEX through the index whatever its size.
+ * Through the index, results are approximate (the nearest found; a
+ * vector index typically finds 95-99 % of the true k nearest), and with
+ * conditions the search walks the graph past objects that do not match
+ * until it has k that do. Whenever it finds fewer than k while k exist (a
+ * rare filter, a small store) the query is answered exactly, so a query
+ * gives min(k, matches) results either way. ef: the breadth of the index
+ * search (0: the default, 64 or k if larger): larger finds more of the
+ * true nearest, more slowly. Kept until changed.
+ */
+enum { MOTE_NEAR_AUTO = 0, MOTE_NEAR_EXACT = 1, MOTE_NEAR_INDEX = 2 };
+int mote_query_search(mote_query *q, int how, unsigned ef);
+
+/* A vector index as transaction txn sees it (mote_vindex_stat). */
+typedef struct mote_vstat {
+    uint64_t vectors;     /* nodes: objects with a vector in the property */
+    uint64_t bytes;       /* bytes of its records (keys and values; the
+                             vectors themselves are in the objects) */
+    uint64_t links;       /* links between nodes, at every level */
+    unsigned levels;      /* levels of the graph (0: empty) */
+    int distance;         /* its parameters (mote_hnsw_def) */
+    unsigned m, ef_construction, dim;
+    uint64_t memory;      /* bytes of its image in this open store's memory
+                             (0 until a search or a write loads it) */
+} mote_vstat;
+/* The state of property prop's vector index: MOTE_NOTFOUND if it has none. */
+int mote_vindex_stat(mote_txn *txn, mote_entity *e, unsigned prop, mote_vstat *out);
 
 /*
  * Run the query in `txn` (read or write) and call fn for each match, in

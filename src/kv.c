@@ -120,6 +120,16 @@ void mote__kv_txn_end(mote_txn *t)
     pending_free(t);
 }
 
+int mote__kv_base_view(mote_txn *w, mote_txn **out) { return mote__txn_base_view(w, out); }
+
+void mote__kv_view_end(mote_txn *v)
+{
+    if (!v)
+        return;
+    mote__kv_txn_end(v);
+    mote__txn_abort(v);
+}
+
 uint64_t mote_txn_id(const mote_txn *t) { return t ? t->txnid : 0; }
 
 /* ---- trees ----------------------------------------------------------------- */

@@ -31,6 +31,10 @@ unsigned mote__tree_prefix(uint32_t tree, uint8_t *out);
  * refused and whose keys are never given twice. An error of the deferred
  * write surfaces in the call that triggers it and fails the transaction. */
 int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen);
+/* A read transaction on write transaction w's base: the state before w's
+ * changes, readable while w runs (mote__txn_base_view); and its end. */
+int mote__kv_base_view(mote_txn *w, mote_txn **out);
+void mote__kv_view_end(mote_txn *v);
 /* Write every deferred put of the transaction (the commit does). */
 int mote__kv_flush(mote_txn *t);
 /* The transaction ends (store.c, before its commit or abort): its cursors

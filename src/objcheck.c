@@ -2,8 +2,9 @@
  * objcheck.c — the object layer's part of mote_check: for every entity,
  * every record readable by its layouts, each object in each of its indexes
  * (a unique entry naming it), as many entries in each index as objects,
- * every to-many link with its backlink and naming existing objects, and the
- * id sequence not below the highest id below 2^63. Problems are reported
+ * every to-many link with its backlink and naming existing objects, each
+ * object's vector in its vector index and the index's graph (hnsw.c), and
+ * the id sequence not below the highest id below 2^63. Problems are reported
  * one by one (mote_problems); only an error that stops the walk is returned.
  */
 #include <stdlib.h>
@@ -34,6 +35,12 @@ static int check_entity(void *ctx, const char *name)
         return mote__err(MOTE_NOMEM, "out of memory checking %s", name);
     }
     uint64_t nobj = 0, maxid = 0;
+    uint64_t *nvec = mote__calloc(np + 1, sizeof *nvec); /* vectors per vector index */
+    if (!nvec) {
+        mote_cursor_close(c);
+        mote__free(vals);
+        return mote__err(MOTE_NOMEM, "out of memory checking %s", name);
+    }
     uint8_t *copy = NULL;
     size_t ccap = 0;
     for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
@@ -60,6 +67,14 @@ static int check_entity(void *ctx, const char *name)
         }
         for (unsigned i = 0; i < np; i++) {
             const mprop *p = &e->props[i];
+            if (p->vindex_tree && !vals[i].null) {
+                uint8_t nk[9] = {'n'};
+                mote__wr_be64(nk + 1, id);
+                nvec[i]++;
+                if (mote_kv_get(t, p->vindex_tree, nk, 9, NULL) == MOTE_NOTFOUND)
+                    mote__problem(k->pr, "%s.%s: object %llu is missing from the vector "
+                                  "index", name, p->name, (unsigned long long)id);
+            }
             if (!p->index_tree)
                 continue;
             uint8_t ik[IDX_MAX_VALUE + 16];
@@ -78,6 +93,10 @@ static int check_entity(void *ctx, const char *name)
     mote_cursor_close(c);
     mote__free(copy);
     mote__free(vals);
+    for (unsigned i = 0; (!rc || rc == MOTE_NOTFOUND) && i < np; i++)
+        if (e->props[i].vindex_tree)
+            rc = mote__hnsw_check(t, e, i, nvec[i], k->pr);
+    mote__free(nvec);
     if (rc && rc != MOTE_NOTFOUND)
         return rc;
     for (unsigned i = 0; i < np; i++) { /* no extra index entries */

@@ -42,6 +42,7 @@ void mote__objects_take(mote_txn *t, objend *out)
     out->seq_dirty = x->seq_dirty;
     x->new_entities = NULL;
     x->seq_dirty = NULL;
+    out->hnsw = mote__hnsw_take(t);
 }
 
 void mote__objects_end(mote_store *s, objend *taken, int committed)
@@ -61,11 +62,13 @@ void mote__objects_end(mote_store *s, objend *taken, int committed)
     pthread_mutex_unlock(&s->mu);
     for (mote_entity *e = taken->seq_dirty; e; e = e->seq_next_dirty) /* not saved */
         e->seq_dirty = 0;
+    mote__hnsw_end(taken->hnsw, committed);
 }
 
 void mote__objects_detach(mote_store *s)
 {
     objstore *o = OBJ(s);
+    mote__hnsw_detach(s);
     mote__entities_free(s);
     mote__free(o->writer.obuf);
     mote__free(o->writer.oldbuf);
@@ -233,6 +236,25 @@ static int same_value(int type, const mote_value *a, const mote_value *b)
     return mote__value_cmp(type, a, b) == 0;
 }
 
+/* Note the vector index changes of object id (old values ov, new nv; NULL:
+ * none, for a new or a removed object): each indexed vector that differs. */
+static int note_vectors(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *ov,
+                        const mote_value *nv)
+{
+    int rc = MOTE_OK;
+    for (unsigned i = 0; !rc && i < e->nall; i++) {
+        const mprop *p = &e->props[i];
+        if (!p->vindex_tree)
+            continue;
+        int changed = ov && nv ? !same_value(p->type, &ov[i], &nv[i])
+                      : ov     ? !ov[i].null
+                               : !nv[i].null;
+        if (changed)
+            rc = mote__hnsw_note(t, e, i, id);
+    }
+    return rc;
+}
+
 /* ---- put ------------------------------------------------------------------------ */
 
 /* Every property's value (nall of them, kept ones included). */
@@ -301,6 +323,8 @@ static int put_one(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
         if (!rc)
             rc = mote__index_add(t, e, p, &vals[i], id);
     }
+    if (!rc && e->vindexes)
+        rc = note_vectors(t, e, id, ov, vals);
     if (ov && ov != stackv)
         mote__free(ov);
     return rc;
@@ -364,7 +388,7 @@ static void seq_mark(mote_txn *t, mote_entity *e)
 
 int mote__entities_flush(mote_txn *t)
 {
-    int rc = MOTE_OK;
+    int rc = mote__hnsw_flush(t);
     for (mote_entity *e = OTX(t)->seq_dirty; e; e = e->seq_next_dirty) {
         if (!rc && e->seq_serial == t->serial)
             rc = write_seq(t, e, e->seq_hi);
@@ -669,6 +693,8 @@ static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value
         }
         if (!rc)
             rc = ob_record(e, &b, first + i, v);
+        if (!rc && e->vindexes)
+            rc = note_vectors(t, e, first + i, NULL, v);
     }
     if (!rc)
         rc = ob_seal_indexes(&b, e);
@@ -743,6 +769,9 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
             mote_value ov;
             if (e->props[j].index_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
                 rc = kb_change(&b.ib[j], &e->props[j], &ov, &v[j], ids[i]);
+            if (!rc && e->props[j].vindex_tree && !(rc = mote_record_get(&r, j, &ov, NULL)) &&
+                !same_value(MOTE_T_VECTOR, &ov, &v[j]))
+                rc = mote__hnsw_note(t, e, j, ids[i]);
         }
         if (!rc)
             rc = ob_record(e, &b, ids[i], v);
@@ -936,7 +965,7 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
     if (rc)
         return rc;
     unsigned np = e->nall;
-    int any_index = 0;
+    int any_index = e->vindexes;
     for (unsigned i = 0; i < np; i++)
         any_index |= e->props[i].index_tree != 0;
     if (any_index) {
@@ -947,6 +976,8 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
         for (unsigned i = 0; !rc && i < np; i++)
             if (e->props[i].index_tree)
                 rc = index_del(t, &e->props[i], &ov[i], id);
+        if (!rc && e->vindexes)
+            rc = note_vectors(t, e, id, ov, NULL);
         mote__free(ov);
     }
     if (!rc)
@@ -989,6 +1020,8 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
             mote_value ov;
             if (e->props[j].index_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
                 rc = kb_index(&b.ib[j], &e->props[j], &ov, ids[i], 1);
+            if (!rc && e->props[j].vindex_tree)
+                rc = mote__hnsw_note(t, e, j, ids[i]);
         }
         if (!rc)
             rc = kb_add(&b.ob, k, 8, 1);

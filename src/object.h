@@ -12,6 +12,15 @@
  *   "@l:<eid>:<pid>" to-many links: src id + dst id (u64 BE each) -> ""
  *   "@b:<eid>"       backlinks into entity eid: dst id + source entity id
  *                    (u32 BE) + property id (u16 BE) + src id -> ""
+ *   "@h:<eid>:<pid>" a vector property's HNSW graph (hnsw.c):
+ *                    "m" -> the index's state: u8 format (1), u8 distance,
+ *                      u16 m, u16 ef_construction, u32 dim, u64 generation
+ *                      (+1 per transaction that changed it), u64 stamp
+ *                      (unique per such transaction), u64 nodes, u64 entry
+ *                      node's id (0: none), u8 top level
+ *                    "n" + id (u64 BE) -> one node: u8 level, then per
+ *                      level from 0: varint count, the neighbours' ids
+ *                      ascending as varints (the first, then differences)
  *
  * RECORD (one object's value)
  *   varint layout number
@@ -80,6 +89,11 @@ typedef struct mprop {
      * both match; the lookup is a catalog descent) */
     uint64_t tgt_serial;
     uint32_t tgt_next_tree, tgt_eid;
+    /* MOTE_P_HNSW: the vector index's distance (MOTE_DIST_*), links per node
+     * and construction breadth, and its tree ("@h:<eid>:<pid>", 0 if none) */
+    uint8_t hmetric;
+    uint16_t hm, hefc;
+    uint32_t vindex_tree;
 } mprop;
 
 typedef struct mlayout {
@@ -101,6 +115,7 @@ struct mote_entity {
     unsigned nprops;     /* the definition's properties (the API's) */
     unsigned nall;       /* nprops + kept properties (see KEPT PROPERTIES) */
     mprop *props;        /* definition order, then the kept ones */
+    int vindexes;        /* some property has a vector index (MOTE_P_HNSW) */
     unsigned nlayouts;
     mlayout *layouts;    /* the last one is the current layout */
     uint64_t hash;       /* of the definition (0: opened as stored) */
@@ -140,6 +155,7 @@ typedef struct objtxn {
 typedef struct objstore {
     mote_entity *entities; /* every handle, freed at close (under s->mu) */
     objtxn writer;
+    struct hstate *hnsw;   /* vector indexes (hnsw.c), NULL until one is used */
 } objstore;
 
 static inline objstore *OBJ(const mote_store *s) { return (objstore *)s->objects; }
@@ -148,7 +164,8 @@ static inline objtxn *OTX(const mote_txn *t) { return &OBJ(t->s)->writer; }
 
 /* store.c: free what the object layer's state holds (the store closes). */
 void mote__objects_detach(mote_store *s);
-/* Before a write transaction commits: save the id sequences it changed. */
+/* Before a write transaction commits: bring its vector indexes up to date
+ * and save the id sequences it changed. */
 int mote__entities_flush(mote_txn *t);
 /* What a write transaction's end settles, taken from the writer's state
  * while it still holds the writer lock: the next writer may begin before
@@ -157,11 +174,12 @@ typedef struct objend {
     uint64_t serial;
     mote_entity *new_entities; /* created or evolved by it */
     mote_entity *seq_dirty;    /* id sequences it did not save */
+    struct hwrite *hnsw;       /* its work on vector indexes */
 } objend;
 void mote__objects_take(mote_txn *t, objend *out);
 /* The write transaction ended: the handles it created or evolved become
  * usable, or dead if it did not commit; the ones it superseded, stale if it
- * did. */
+ * did; its vector index changes become the images' versions, or go. */
 void mote__objects_end(mote_store *s, objend *taken, int committed);
 
 /*
@@ -259,6 +277,43 @@ int mote__decode_all(const mote_entity *e, const uint8_t *rec, size_t len, uint6
                      mote_value *vals);
 size_t mote__index_key(const mprop *p, const mote_value *v, uint64_t id, uint8_t *key);
 int mote__read_seq(mote_txn *t, mote_entity *e, uint64_t *seq);
+
+/* hnsw.c: vector indexes (MOTE_P_HNSW). Nearest queries on an index of
+ * fewer nodes compare every vector (unless told to use the index); the
+ * default search breadth. */
+#define MOTE_HNSW_EXACT_BELOW 2048u
+#define MOTE_HNSW_EF 64u
+struct hwrite;
+/* Object id's vector in property prop changed (put, update, remove): the
+ * index is brought up to date at the flush. */
+int mote__hnsw_note(mote_txn *t, mote_entity *e, unsigned prop, uint64_t id);
+/* Apply the write transaction's notes to its indexes (before the commit,
+ * and before an index search in it); on error the transaction is failed. */
+int mote__hnsw_flush(mote_txn *t);
+/* The index of (eid, pid) is dropped or made again in t: its notes and
+ * changes in t go. */
+void mote__hnsw_forget(mote_txn *t, uint32_t eid, uint16_t pid);
+/* The number of nodes of e's property prop's index as t sees it (0: none
+ * or empty). */
+int mote__hnsw_size(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t *n);
+/* mote check of e's property prop's index: nodes well formed, each of an
+ * object with a vector (nvec of them in all), links to nodes of their
+ * level, the entry on the top level, counts. */
+int mote__hnsw_check(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t nvec,
+                     mote_problems *pr);
+struct hwrite *mote__hnsw_take(mote_txn *t);
+void mote__hnsw_end(struct hwrite *taken, int committed);
+void mote__hnsw_detach(mote_store *s);
+/* Approximate nearest neighbours through the index of e's property prop:
+ * up to `want` ids, nearest first; ef: search breadth (0: default); force:
+ * whatever the index's size; accept (may be NULL): a filter, 1 take, 0
+ * pass by, < 0 -(error). *served = 0 when the index cannot answer (none for
+ * this metric, too small, a snapshot older than the image in memory): the
+ * caller searches exactly. */
+int mote__hnsw_nearest(mote_txn *t, const mote_entity *e, unsigned prop, const float *vec,
+                       int metric, uint64_t want, unsigned ef, int force,
+                       int (*accept)(void *, uint64_t), void *actx, uint64_t **ids,
+                       size_t *n, int *served);
 
 /* relation.c: the backlink tree of an entity ("@b:<eid>"), a backlink key
  * (22 bytes), and whether object id is in the object tree `tree`. */

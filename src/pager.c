@@ -567,7 +567,7 @@ static void txn_free(mote_txn *t)
         while (*pp != &t->rd)
             pp = &(*pp)->next;
         *pp = t->rd.next;
-        if (s->seg)
+        if (s->seg && !t->view)
             share_read_end(s);
     }
     mote__snap_unref(t->root);
@@ -593,6 +593,27 @@ static void txn_free(mote_txn *t)
         pthread_mutex_unlock(&s->wmu);
     }
     mote__free(t);
+}
+
+int mote__txn_base_view(mote_txn *w, mote_txn **out)
+{
+    mote_store *s = w->s;
+    mote_txn *t = mote__calloc(1, sizeof *t);
+    *out = NULL;
+    if (!t)
+        return mote__err(MOTE_NOMEM, "out of memory beginning a transaction");
+    t->s = s;
+    t->view = 1;
+    pthread_mutex_lock(&s->mu);
+    t->root = w->base;
+    t->root->refs++;
+    t->txnid = t->rd.txnid = w->base_txnid;
+    t->rd.next = s->readers;
+    s->readers = &t->rd;
+    s->ntxn++;
+    pthread_mutex_unlock(&s->mu);
+    *out = t;
+    return MOTE_OK;
 }
 
 void mote__txn_abort(mote_txn *t)

@@ -306,6 +306,7 @@ struct mote_txn {
     mote_cursor *cursors; /* open cursors, detached when the txn ends */
     mote_cursor *spare;  /* the last cursor closed, reused by the next open */
     uint64_t serial;     /* unique per write transaction of the store */
+    int view;            /* a read transaction on a writer's base (mote__txn_base_view) */
 
     /* writer state */
     uint8_t *bm;         /* working bitmap (copy of s->bm) */
@@ -465,6 +466,11 @@ int mote__txn_commit(mote_txn *t);
 int mote__free_chain(mote_txn *t);
 void mote__txn_abort(mote_txn *t);
 void mote__txn_release_held(mote_txn *t);
+/* A read transaction on write transaction w's base (the state w is built
+ * on, written if not yet durable), to read that state while w runs (its
+ * pages stay: nothing w does reuses them). End it with mote__txn_abort
+ * before w ends. */
+int mote__txn_base_view(mote_txn *w, mote_txn **out);
 
 /* share.c: many processes on one store (see its top). */
 /* At open, the file open and identified: the flock (shared or exclusive),

@@ -29,6 +29,10 @@
 #include "query.h"
 #include "vecmath.h"
 
+/* A filtered nearest query compares every candidate exactly when a value
+ * index selects at most this share (1/n) of the vector index's nodes. */
+#define NEAR_EXACT_SHARE 16
+
 int mote_query_new(mote_entity *e, mote_query **out)
 {
     if (!out || !e)
@@ -313,6 +317,19 @@ int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t di
     return MOTE_OK;
 }
 
+int mote_query_search(mote_query *q, int how, unsigned ef)
+{
+    if (!q)
+        return mote__err(MOTE_INVALID, "mote_query_search: query is NULL");
+    if (how < MOTE_NEAR_AUTO || how > MOTE_NEAR_INDEX)
+        return mote__err(MOTE_INVALID, "mote_query_search: unknown way %d", how);
+    if (ef > 100000)
+        return mote__err(MOTE_INVALID, "mote_query_search: ef %u is over 100,000", ef);
+    q->near_how = how;
+    q->near_ef = ef;
+    return MOTE_OK;
+}
+
 int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit)
 {
     if (!q)
@@ -552,15 +569,21 @@ static int make_plan(const mote_query *q, plan *pl)
     return MOTE_OK;
 }
 
+static int near_use_index(mote_txn *t, const mote_query *q, const plan *pl, int *use);
+
 const char *mote_query_plan(mote_txn *t, mote_query *q)
 {
-    (void)t;
     plan pl;
     if (!q || make_plan(q, &pl))
         return "invalid";
+    int use = 0;
+    if (q->near && t && near_use_index(t, q, &pl, &use))
+        use = 0;
     mote__free(pl.ranges);
     if (!q->near)
         return pl.desc;
+    if (use)
+        return q->root < 0 ? "vector index nearest" : "vector index nearest, filtered";
     return !strcmp(pl.desc, "index") ? "exact nearest, index"
            : !strcmp(pl.desc, "id range") ? "exact nearest, id range"
                                           : "exact nearest, scan";
@@ -969,6 +992,84 @@ static int near_add(void *ctx, uint64_t id, const mote_record *r)
     return MOTE_OK;
 }
 
+/*
+ * Whether to search a nearest query through its property's vector index:
+ * not when told to search exactly or when there is no index for its
+ * distance; not (unless told to) when the index is small, or when the
+ * query's conditions select few objects through a value index: comparing
+ * them all costs less than walking the graph past the others, and is exact.
+ */
+static int near_use_index(mote_txn *t, const mote_query *q, const plan *pl, int *use)
+{
+    const qnear *nr = q->near;
+    const mprop *p = &q->e->props[nr->prop];
+    *use = 0;
+    if (q->near_how == MOTE_NEAR_EXACT || !p->vindex_tree || p->hmetric != nr->metric)
+        return MOTE_OK;
+    if (q->near_how == MOTE_NEAR_INDEX) {
+        *use = 1;
+        return MOTE_OK;
+    }
+    uint64_t size;
+    int rc = mote__hnsw_size(t, q->e, nr->prop, &size);
+    if (rc || size < MOTE_HNSW_EXACT_BELOW)
+        return rc;
+    *use = 1;
+    if (q->root < 0 || !pl->ip)
+        return MOTE_OK;
+    uint64_t cand = 0;
+    for (size_t i = 0; i < pl->nranges; i++) {
+        const range *R = &pl->ranges[i];
+        uint64_t lo, hi;
+        if ((rc = mote__kv_range_ranks(t, pl->ip->index_tree, R->lo, R->lol, R->hi, R->hil,
+                                       &lo, &hi)))
+            return rc;
+        cand += hi - lo;
+    }
+    *use = cand > MOTE_HNSW_EXACT_BELOW && cand > size / NEAR_EXACT_SHARE;
+    return MOTE_OK;
+}
+
+/* A nearest query's filter in an index search: does object id match? */
+typedef struct nfilter {
+    mote_query *q;
+    mote_cursor *oc;
+} nfilter;
+
+static int near_accept(void *ctx, uint64_t id)
+{
+    nfilter *f = ctx;
+    mote_record r;
+    int rc = fetch_obj(f->q->e, f->oc, id, &r);
+    return rc ? -rc : mote__query_eval(f->q, f->q->root, &r);
+}
+
+/* The k nearest through the index into h (*done = 0: the index did not
+ * answer, or found fewer than k: search exactly). */
+static int near_index(mote_txn *t, mote_query *q, nheap *h, int *done)
+{
+    const qnear *nr = q->near;
+    nfilter f = {q, NULL};
+    uint64_t *ids = NULL;
+    size_t n = 0;
+    int served = 0, rc = mote_cursor_open(t, q->e->eid, &f.oc);
+    *done = 0;
+    if (!rc)
+        rc = mote__hnsw_nearest(t, q->e, nr->prop, nr->vec, nr->metric, nr->k, q->near_ef,
+                                q->near_how == MOTE_NEAR_INDEX,
+                                q->root >= 0 ? near_accept : NULL, &f, &ids, &n, &served);
+    /* exact distances, as an exact search gives them, and their order */
+    for (size_t i = 0; !rc && served && n == nr->k && i < n; i++) {
+        mote_record r;
+        if (!(rc = fetch_obj(q->e, f.oc, ids[i], &r)))
+            rc = near_add(h, ids[i], &r);
+    }
+    *done = !rc && served && n == nr->k;
+    mote_cursor_close(f.oc);
+    mote__free(ids);
+    return rc;
+}
+
 /* The k nearest matches, nearest first, after offset and limit: ids and
  * distances (malloc'd; *dist may be NULL if not wanted). */
 static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist, size_t *n)
@@ -987,7 +1088,14 @@ static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist
         return rc;
     pl.exact = 0; /* every candidate's record: its vector */
     nheap h = {q->near, mote__vec_kernels(), NULL, NULL, 0, 0};
-    rc = run_matches(t, q, &pl, near_add, &h);
+    int use = 0, done = 0;
+    rc = near_use_index(t, q, &pl, &use);
+    if (!rc && use)
+        rc = near_index(t, q, &h, &done);
+    if (!rc && !done) {
+        h.n = 0;
+        rc = run_matches(t, q, &pl, near_add, &h);
+    }
     mote__free(pl.ranges);
     if (rc) {
         mote__free(h.dist);

@@ -53,6 +53,8 @@ struct mote_query {
     uint64_t offset, limit;
     uint8_t *agg_buf; /* bytes of the last MIN/MAX string result */
     qnear *near;      /* nearest neighbours (replaces an order), or NULL */
+    int near_how;     /* MOTE_NEAR_* (mote_query_search) */
+    unsigned near_ef; /* search breadth through an index, 0: the default */
 };
 
 /* match.c: does the condition tree below `node` hold for record r? 1 = match,

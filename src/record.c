@@ -87,6 +87,14 @@ int mote__value_check(const mprop *p, const mote_value *v, const char *entity)
         if (v->v.s.n != (size_t)p->dim * 4 || (!v->v.s.p && v->v.s.n))
             return mote__err(MOTE_TYPE, "%s.%s: vector of %zu bytes, expected %u "
                              "floats", entity, p->name, v->v.s.n, p->dim);
+        for (uint32_t k = 0; (p->flags & MOTE_P_HNSW) && k < p->dim; k++) {
+            float f;
+            memcpy(&f, (const uint8_t *)v->v.s.p + 4 * (size_t)k, 4);
+            if (!isfinite(f))
+                return mote__err(MOTE_RANGE, "%s.%s: component %u of the vector is %s: an "
+                                 "indexed vector must be finite", entity, p->name, k,
+                                 isnan(f) ? "NaN" : "infinite");
+        }
         break;
     default:
         break;

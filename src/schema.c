@@ -45,15 +45,35 @@ typedef struct sschema {
     uint64_t hash;
 } sschema;
 
+/* The vector index parameters of a definition, defaults filled in (all
+ * zero without MOTE_P_HNSW). */
+static void hnsw_params(const mote_prop_def *d, mprop *q)
+{
+    int on = (d->flags & MOTE_P_HNSW) != 0;
+    q->hmetric = (uint8_t)(!on ? 0 : d->hnsw.distance ? d->hnsw.distance : MOTE_DIST_COSINE);
+    q->hm = (uint16_t)(!on ? 0 : d->hnsw.m ? d->hnsw.m : 16);
+    q->hefc = (uint16_t)(!on ? 0 : d->hnsw.ef_construction ? d->hnsw.ef_construction : 200);
+}
+
+static int same_hnsw(const mprop *a, const mprop *b)
+{
+    return a->hmetric == b->hmetric && a->hm == b->hm && a->hefc == b->hefc;
+}
+
 static uint64_t def_hash(const char *name, const mote_prop_def *d, unsigned n)
 {
     uint64_t h = mote__hash64(name, strlen(name), 0x5343484D41ull);
     for (unsigned i = 0; i < n; i++) {
-        uint8_t rec[12];
+        uint8_t rec[17];
+        mprop hp;
+        hnsw_params(&d[i], &hp);
         wr32(rec, (uint32_t)d[i].type);
         wr32(rec + 4, d[i].flags);
         wr32(rec + 8, d[i].dim);
-        h = mote__hash64(d[i].name, strlen(d[i].name), h) ^ mote__hash64(rec, 12, h);
+        rec[12] = hp.hmetric;
+        wr16(rec + 13, hp.hm);
+        wr16(rec + 15, hp.hefc);
+        h = mote__hash64(d[i].name, strlen(d[i].name), h) ^ mote__hash64(rec, 17, h);
         if (d[i].target)
             h ^= mote__hash64(d[i].target, strlen(d[i].target), h + 1);
     }
@@ -92,9 +112,27 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
         if (d[i].type == MOTE_T_TOMANY && d[i].flags)
             return mote__err(MOTE_INVALID, "%s.%s: a to-many relation takes no flags",
                              name, d[i].name);
-        if (d[i].flags & ~(MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_UNIQUE))
+        if (d[i].flags & ~(MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_HNSW))
             return mote__err(MOTE_INVALID, "%s.%s: unknown flags 0x%x", name,
                              d[i].name, d[i].flags);
+        const mote_hnsw_def *h = &d[i].hnsw;
+        if (!(d[i].flags & MOTE_P_HNSW) && (h->distance || h->m || h->ef_construction))
+            return mote__err(MOTE_INVALID, "%s.%s: vector index parameters without "
+                             "MOTE_P_HNSW", name, d[i].name);
+        if ((d[i].flags & MOTE_P_HNSW) && d[i].type != MOTE_T_VECTOR)
+            return mote__err(MOTE_INVALID, "%s.%s: a vector index is for vector properties, "
+                             "not %s", name, d[i].name, mote__type_name(d[i].type));
+        if (h->distance && (h->distance < MOTE_DIST_COSINE || h->distance > MOTE_DIST_DOT))
+            return mote__err(MOTE_INVALID, "%s.%s: unknown distance %d for the vector index",
+                             name, d[i].name, h->distance);
+        if (h->m && (h->m < 2 || h->m > 100))
+            return mote__err(MOTE_INVALID, "%s.%s: the vector index's m must be 2 to 100, "
+                             "not %u", name, d[i].name, h->m);
+        if (h->ef_construction &&
+            (h->ef_construction > 4096 || h->ef_construction < (h->m ? h->m : 16u)))
+            return mote__err(MOTE_INVALID, "%s.%s: the vector index's ef_construction must "
+                             "be m (%u) to 4096, not %u", name, d[i].name, h->m ? h->m : 16u,
+                             h->ef_construction);
         if ((d[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) && !type_indexable(d[i].type))
             return mote__err(MOTE_INVALID, "%s.%s: %s properties cannot be indexed",
                              name, d[i].name, mote__type_name(d[i].type));
@@ -155,7 +193,7 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
     } while (0)
     NEED(12);
     unsigned format = rd32(p);
-    if (format != 1 && format != 2)
+    if (format < 1 || format > 3)
         return mote__err(MOTE_FORMAT, "entity %s: schema format %u unknown (written by a "
                          "newer MoteDB?)", ename, format);
     ss->eid = rd32(p + 4);
@@ -198,6 +236,16 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
                 p += 1 + fl;
             }
             ss->former[i].n = nf;
+        }
+        if (q->flags & MOTE_P_HNSW) { /* format 3 */
+            NEED(5);
+            q->hmetric = p[0];
+            q->hm = rd16(p + 1);
+            q->hefc = rd16(p + 3);
+            p += 5;
+            if (format < 3 || q->type != MOTE_T_VECTOR || q->hmetric < MOTE_DIST_COSINE ||
+                q->hmetric > MOTE_DIST_DOT || q->hm < 2 || q->hm > 100 || q->hefc < q->hm)
+                goto bad;
         }
     }
     NEED(2);
@@ -242,9 +290,14 @@ nomem:
 static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
 {
     size_t n = 12 + 2 + 8;
+    unsigned format = 2; /* 3 when a property has a vector index */
     for (unsigned i = 0; i < ss->np; i++) {
         n += 9 + strlen(ss->p[i].name) + (ss->p[i].target ? 1 + strlen(ss->p[i].target) : 0);
         n += 1;
+        if (ss->p[i].flags & MOTE_P_HNSW) {
+            n += 5;
+            format = 3;
+        }
         for (unsigned k = 0; k < ss->former[i].n; k++)
             n += 1 + strlen(ss->former[i].s[k]);
     }
@@ -253,7 +306,7 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
     uint8_t *b = mote__malloc(n), *p = b;
     if (!b)
         return mote__err(MOTE_NOMEM, "out of memory writing a schema");
-    wr32(p, 2);
+    wr32(p, format);
     wr32(p + 4, ss->eid);
     wr16(p + 8, ss->next_pid);
     wr16(p + 10, (uint16_t)ss->np);
@@ -279,6 +332,12 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
             p[0] = (uint8_t)fl;
             memcpy(p + 1, ss->former[i].s[k], fl);
             p += 1 + fl;
+        }
+        if (ss->p[i].flags & MOTE_P_HNSW) {
+            p[0] = ss->p[i].hmetric;
+            wr16(p + 1, ss->p[i].hm);
+            wr16(p + 3, ss->p[i].hefc);
+            p += 5;
         }
     }
     wr16(p, (uint16_t)ss->nl);
@@ -404,6 +463,11 @@ static int link_tree_name(char *buf, size_t n, uint32_t eid, uint16_t pid)
     return snprintf(buf, n, "@l:%u:%u", eid, pid);
 }
 
+static int vindex_tree_name(char *buf, size_t n, uint32_t eid, uint16_t pid)
+{
+    return snprintf(buf, n, "@h:%u:%u", eid, pid);
+}
+
 /* Build a handle from a schema whose first ndecl properties are the
  * definition's (hash: its hash, 0 for the stored view; rh: the record's). */
 static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsigned ndecl,
@@ -429,6 +493,7 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsign
         e->props[i] = ss->p[i];
         e->props[i].index_tree = 0;
         e->props[i].link_tree = 0;
+        e->props[i].vindex_tree = 0;
         e->props[i].target = NULL;
         e->props[i].tgt_serial = 0; /* no cached target id */
         if (!(e->props[i].name = dupstr(ss->p[i].name)))
@@ -448,6 +513,13 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsign
             index_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
             if ((rc = mote_kv_tree(t, tn, t->write ? MOTE_TREE_CREATE : 0,
                                    &e->props[i].index_tree)))
+                goto fail;
+        }
+        if (e->props[i].flags & MOTE_P_HNSW) {
+            e->vindexes = 1;
+            vindex_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
+            if ((rc = mote_kv_tree(t, tn, t->write ? MOTE_TREE_CREATE : 0,
+                                   &e->props[i].vindex_tree)))
                 goto fail;
         }
     }
@@ -640,6 +712,8 @@ static int evolve_layouts(const char *name, const sschema *old, sschema *ns, edi
 static const char *flag_change(unsigned was, unsigned now)
 {
     unsigned ix = MOTE_P_INDEXED | MOTE_P_UNIQUE;
+    if ((was & MOTE_P_HNSW) != (now & MOTE_P_HNSW))
+        return now & MOTE_P_HNSW ? "gains a vector index" : "loses its vector index";
     if ((was & MOTE_P_UNIQUE) != (now & MOTE_P_UNIQUE))
         return now & MOTE_P_UNIQUE ? "becomes unique" : "is no longer unique";
     if ((was & ix) != (now & ix))
@@ -700,6 +774,7 @@ static int evolve(const char *name, const sschema *old, const mote_prop_def *d, 
                                  : d[i].flags);
         q->dim = d[i].dim;
         q->target = (char *)d[i].target;
+        hnsw_params(&d[i], q);
         int m = matched[i];
         if (m < 0) {
             if (ns->next_pid == 0xFFFF)
@@ -737,6 +812,8 @@ static int evolve(const char *name, const sschema *old, const mote_prop_def *d, 
         }
         if (q->flags != op->flags)
             diff_add(diff, "%s %s", d[i].name, flag_change(op->flags, q->flags));
+        else if (!same_hnsw(q, op))
+            diff_add(diff, "%s's vector index changes parameters", d[i].name);
     }
     for (unsigned j = 0, k = n; !rc && j < old->np; j++)
         if (owner[j] < 0) { /* kept as it is */
@@ -791,6 +868,53 @@ static int same_prefix(const sschema *ss, const mote_prop_def *d, unsigned n)
     return 1;
 }
 
+/* Build the vector index of property `prop` from the existing objects: each
+ * object with a vector is noted, and inserted at the flush. */
+static int build_vindex(mote_txn *t, mote_entity *e, unsigned prop)
+{
+    mote_cursor *c;
+    int rc = mote_cursor_open(t, e->eid, &c);
+    if (rc)
+        return rc;
+    for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        mote_record r;
+        mote_value val;
+        if ((rc = mote_cursor_get(c, &k, &v)) || k.size != 8 ||
+            (rc = mote__record_init(&r, e, v.data, v.size, mote__be64(k.data))) ||
+            (rc = mote_record_get(&r, prop, &val, NULL)))
+            break;
+        if (!val.null && (rc = mote__hnsw_note(t, e, prop, r.id)))
+            break;
+    }
+    mote_cursor_close(c);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+/* The vector index of e's property i after an evolution (had: the stored
+ * property, NULL if new): made again when it is new or its parameters
+ * changed, dropped when it goes. */
+static int evolve_vindex(mote_txn *t, mote_entity *e, unsigned i, const mprop *had)
+{
+    mprop *p = &e->props[i];
+    int was = had && (had->flags & MOTE_P_HNSW), now = (p->flags & MOTE_P_HNSW) != 0;
+    if ((!was && !now) || (was && now && same_hnsw(had, p)))
+        return MOTE_OK;
+    char tn[64];
+    vindex_tree_name(tn, sizeof tn, e->eid, p->id);
+    mote__hnsw_forget(t, e->eid, p->id);
+    int rc = MOTE_OK;
+    if (was) { /* entity_build opened it if still indexed: start afresh */
+        rc = mote_kv_drop(t, tn);
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+        p->vindex_tree = 0;
+    }
+    if (!rc && now && !(rc = mote_kv_tree(t, tn, MOTE_TREE_CREATE, &p->vindex_tree)))
+        rc = build_vindex(t, e, i);
+    return rc;
+}
+
 /* Indexes after an evolution: drop those whose property lost its index or
  * changed uniqueness, build new ones (kept properties keep theirs). */
 static int evolve_indexes(mote_txn *t, mote_entity *e, const sschema *old, const int *matched)
@@ -799,6 +923,8 @@ static int evolve_indexes(mote_txn *t, mote_entity *e, const sschema *old, const
     int rc = MOTE_OK;
     for (unsigned i = 0; !rc && i < e->nprops; i++) {
         int m = matched[i];
+        if ((rc = evolve_vindex(t, e, i, m >= 0 ? &old->p[m] : NULL)))
+            break;
         unsigned had = m >= 0 ? old->p[m].flags & ix : 0, now = e->props[i].flags & ix;
         int same = had && now && (had & MOTE_P_UNIQUE) == (now & MOTE_P_UNIQUE);
         if (same || (!had && !now))
@@ -894,8 +1020,12 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
     }
     if (rc || e)
         goto out;
-    /* the record changes: save it, build the handle, then the indexes */
-    rc = save_schema(t, stree, name, &ns, &rh);
+    /* the record changes: apply the vector index notes made under the old
+     * schema (they read records by it), save it, build the handle, then the
+     * indexes */
+    rc = mote__hnsw_flush(t);
+    if (!rc)
+        rc = save_schema(t, stree, name, &ns, &rh);
     if (!rc)
         rc = entity_build(t, name, &ns, nprops, hash, rh, &e);
     if (!rc && exists)
@@ -945,6 +1075,9 @@ int mote_entity_prop_def(const mote_entity *e, unsigned i, mote_prop_def *def)
     def->dim = e->props[i].dim;
     def->renamed_from = NULL;
     def->target = e->props[i].target;
+    memset(&def->hnsw, 0, sizeof def->hnsw);
+    if (e->props[i].flags & MOTE_P_HNSW)
+        def->hnsw = (mote_hnsw_def){e->props[i].hmetric, e->props[i].hm, e->props[i].hefc};
     return MOTE_OK;
 }
 
@@ -1044,6 +1177,8 @@ int mote_entity_drop_prop(mote_txn *t, const char *name, const char *prop)
         rc = evolve_layouts(name, &old, &ns, &diff);
         uint32_t stree;
         if (!rc)
+            rc = mote__hnsw_flush(t);
+        if (!rc)
             rc = schema_tree(t, &stree);
         if (!rc)
             rc = save_schema(t, stree, name, &ns, &rh);
@@ -1055,10 +1190,14 @@ int mote_entity_drop_prop(mote_txn *t, const char *name, const char *prop)
             char tn[64];
             if (gone.flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE))
                 index_tree_name(tn, sizeof tn, old.eid, gone.id);
+            else if (gone.flags & MOTE_P_HNSW)
+                vindex_tree_name(tn, sizeof tn, old.eid, gone.id);
             else if (gone.type == MOTE_T_TOMANY)
                 link_tree_name(tn, sizeof tn, old.eid, gone.id);
             else
                 tn[0] = 0;
+            if (gone.flags & MOTE_P_HNSW)
+                mote__hnsw_forget(t, old.eid, gone.id);
             if (tn[0] && (rc = mote_kv_drop(t, tn)) == MOTE_NOTFOUND)
                 rc = MOTE_OK;
         }

@@ -2,7 +2,8 @@
  * mote — command-line tool for MoteDB stores.
  *
  *   mote stat FILE            txnid, page size, pages used/free, trees, bytes;
- *                             per entity: objects, record bytes per object
+ *                             per entity: objects, record bytes per object;
+ *                             per vector index: vectors, bytes per vector
  *   mote check FILE           full consistency check; exit 0 = consistent,
  *                             1 = problems (listed), 2 = cannot open
  *   mote compact FILE [OUT]   write a compacted copy (default FILE.compact)
@@ -84,6 +85,23 @@ static int stat_entity(void *ctx, const char *name)
     if (z.n)
         printf(" (%.1f bytes per object)", (double)z.bytes / (double)z.n);
     printf("\n");
+    static const char *dist[] = {"?", "cosine", "euclidean", "dot"};
+    for (unsigned i = 0; i < mote_entity_nprops(e); i++) {
+        mote_prop_def d;
+        mote_vstat vs;
+        if (mote_entity_prop_def(e, i, &d) || !(d.flags & MOTE_P_HNSW) ||
+            mote_vindex_stat(t, e, i, &vs))
+            continue;
+        printf("  vector index %s: %llu vectors, %llu bytes", d.name,
+               (unsigned long long)vs.vectors, (unsigned long long)vs.bytes);
+        if (vs.vectors)
+            printf(" (%.1f bytes per vector, %.1f links; vectors %u bytes each, in the "
+                   "objects)", (double)vs.bytes / (double)vs.vectors,
+                   (double)vs.links / (double)vs.vectors, vs.dim * 4);
+        printf(", %u levels, %s, m %u, ef_construction %u\n", vs.levels,
+               dist[vs.distance >= 1 && vs.distance <= 3 ? vs.distance : 0], vs.m,
+               vs.ef_construction);
+    }
     return 0;
 }
 

@@ -650,11 +650,14 @@ typedef struct ostate {
 } ostate;
 
 static const mote_prop_def oprops[] = {
-    {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL},
-    {"tag", MOTE_T_INT32, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"pad", MOTE_T_STRING, 0, 0, NULL, NULL},
-    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "O"},
+    {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"tag", MOTE_T_INT32, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"pad", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
+    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "O", {0}},
+    /* a vector index: the vector follows level and tag (NULL with the tag) */
+    {"emb", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, 4, NULL, NULL, {MOTE_DIST_EUCLIDEAN, 4, 8}},
 };
+enum { NOPROPS = 5 };
 
 static int o_has_link(const ostate *s, uint64_t a, uint64_t b)
 {
@@ -727,12 +730,20 @@ static ostate *o_states(uint64_t seed, int ncommits)
 
 static void o_vals(const ostate *s, int i, mote_value *v)
 {
-    memset(v, 0, 4 * sizeof *v);
+    static float emb[4];
+    memset(v, 0, NOPROPS * sizeof *v);
     v[0].v.i = s->level[i];
     v[1].null = s->tag[i] < 0;
     v[1].v.i = s->tag[i];
     v[2].v.s.p = pad;
     v[2].v.s.n = sizeof pad - 1;
+    emb[0] = (float)s->level[i];
+    emb[1] = (float)s->tag[i];
+    emb[2] = (float)(s->id[i] % 7);
+    emb[3] = 1;
+    v[4].null = s->tag[i] < 0;
+    v[4].v.s.p = emb;
+    v[4].v.s.n = sizeof emb;
 }
 
 /* Apply commits to a store; returns acknowledged commits. */
@@ -745,7 +756,7 @@ static int o_run(mote_store *s, const ostate *st, int ncommits, int *inflight)
         *inflight = 1;
         if (mote_begin(s, 0, &t))
             return c;
-        int rc = mote_entity_open(t, "O", oprops, 4, &e);
+        int rc = mote_entity_open(t, "O", oprops, NOPROPS, &e);
         const ostate *a = &st[c], *b = &st[c + 1];
         for (int i = 0; !rc && i < a->n; i++) { /* removed or changed */
             int j = 0;
@@ -760,7 +771,7 @@ static int o_run(mote_store *s, const ostate *st, int ncommits, int *inflight)
                 i++;
             if (i < a->n && a->level[i] == b->level[j] && a->tag[i] == b->tag[j])
                 continue;
-            mote_value v[4];
+            mote_value v[NOPROPS];
             o_vals(b, j, v);
             uint64_t got;
             rc = mote_put(t, e, i < a->n ? b->id[j] : 0, v, 0, &got);
@@ -830,6 +841,22 @@ static int o_matches(mote_store *s, const ostate *st)
     OK(rc);
     OK(mote_scan(t, e, o_cmp_one, &c));
     int links = c.ok && c.i == st->n && o_links_match(t, e, st);
+    size_t nvec = 0, want, n = 0;
+    for (int i = 0; i < st->n; i++)
+        nvec += st->tag[i] >= 0;
+    want = nvec < 20 ? nvec : 20;
+    mote_query *q;
+    float at[4] = {20, 5, 3, 1};
+    uint64_t *ids = NULL;
+    if (links && mote_entity_nprops(e) == NOPROPS) { /* (a store of the workload's first commit) */
+        OK(mote_query_new(e, &q));
+        OK(mote_query_nearest(q, 4, at, 4, 20, MOTE_DIST_EUCLIDEAN));
+        OK(mote_query_search(q, MOTE_NEAR_INDEX, 0));
+        OK(mote_query_ids(t, q, &ids, &n));
+        mote_query_free(q);
+        mote_free(ids);
+        links = n == want;
+    }
     mote_abort(t);
     return links;
 }

@@ -181,8 +181,8 @@ TEST(fault_malloc_every_call)
 TEST(fault_malloc_object_puts)
 {
     static const mote_prop_def props[] = {
-        {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL},
+        {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
     };
     enum { NPUT = 300 };
     long n;
@@ -230,4 +230,121 @@ TEST(fault_malloc_object_puts)
             break;
     }
     printf("%ld allocation failure cases\n", n);
+}
+
+/* ---- vector indexes --------------------------------------------------------------- */
+
+enum { VDIM = 4, VBASE = 60 };
+
+static const mote_prop_def vfprops[] = {
+    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, VDIM, NULL, NULL, {0, 4, 8}},
+};
+
+/* The k = 10 nearest of (1, 1, 1, 1) through the index: MOTE_OK with
+ * min(10, objects) results, or the error. */
+static int v_search(mote_store *s, mote_entity *e)
+{
+    mote_txn *t;
+    mote_query *q = NULL;
+    float at[VDIM] = {1, 1, 1, 1};
+    uint64_t *ids = NULL, count = 0;
+    size_t n = 0;
+    int rc = mote_begin(s, MOTE_TXN_RDONLY, &t);
+    if (rc)
+        return rc;
+    if (!(rc = mote_count(t, e, &count)) && !(rc = mote_query_new(e, &q)) &&
+        !(rc = mote_query_nearest(q, 0, at, VDIM, 10, MOTE_DIST_COSINE)) &&
+        !(rc = mote_query_search(q, MOTE_NEAR_INDEX, 0)) && !(rc = mote_query_ids(t, q, &ids, &n)))
+        CHECK(n == (count < 10 ? count : 10));
+    mote_free(ids);
+    mote_query_free(q);
+    mote_abort(t);
+    return rc;
+}
+
+static void v_put(mote_txn *t, mote_entity *e, uint64_t id, int *rc)
+{
+    float v[VDIM] = {(float)(id % 5), (float)(id % 3), (float)(id % 7), 1};
+    mote_value x = {0};
+    x.v.s.p = v;
+    x.v.s.n = sizeof v;
+    if (!*rc)
+        *rc = mote_put(t, e, id, &x, MOTE_PUT_UPSERT, NULL);
+}
+
+/*
+ * A vector index with the n-th allocation failing, in every step: loading
+ * the index into memory (a search), a transaction that inserts, changes and
+ * removes vectors (the changes applied at the commit), the image brought up
+ * to date, a search again. Every call returns OK or MOTE_NOMEM; afterwards
+ * the store holds the commit or not, mote check finds the index sound, and
+ * searches through it work.
+ */
+TEST(fault_malloc_vector_index)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_open("/f/v.mote", &o, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "V", vfprops, 1, &e));
+    int rc = MOTE_OK;
+    for (uint64_t id = 1; id <= VBASE; id++)
+        v_put(t, e, id, &rc);
+    OK(rc);
+    OK(mote_commit(t));
+    OK(mote_close(s));
+    size_t len;
+    const uint8_t *img = memio_get(&m, "/f/v.mote", &len);
+    uint8_t *base = malloc(len);
+    memcpy(base, img, len);
+    memio_free(&m);
+    long n;
+    for (n = 1;; n++) {
+        memio_init(&m);
+        memio_set(&m, "/f/v.mote", base, len);
+        o.flags = 0;
+        OK(mote_open("/f/v.mote", &o, &s));
+        OK(mote_begin(s, 0, &t));
+        OK(mote_entity_open(t, "V", vfprops, 1, &e));
+        OK(mote_commit(t));
+        alloc_n = 0;
+        alloc_fail_at = n;
+        mote__alloc_hook = fail_nth;
+        rc = v_search(s, e);
+        CHECK(rc == MOTE_OK || rc == MOTE_NOMEM);
+        int committed = 0, acked = 0; /* objects added minus removed */
+        if (!(rc = mote_begin(s, 0, &t))) {
+            for (uint64_t id = VBASE + 1; id <= VBASE + 10; id++) { /* new */
+                v_put(t, e, id, &rc);
+                acked += !rc;
+            }
+            for (uint64_t id = 2; id <= 20; id += 6) /* changed */
+                v_put(t, e, id * 7919 % VBASE + 1, &rc);
+            for (uint64_t id = 5; !rc && id <= 50; id += 15) /* removed */
+                acked -= !(rc = mote_remove(t, e, id));
+            int crc = mote_commit(t);
+            CHECK(crc == MOTE_OK || crc == MOTE_NOMEM);
+            committed = crc == MOTE_OK;
+            CHECK(rc == MOTE_OK || rc == MOTE_NOMEM);
+        }
+        rc = v_search(s, e);
+        CHECK(rc == MOTE_OK || rc == MOTE_NOMEM);
+        mote__alloc_hook = NULL;
+        int more = alloc_n >= n;
+        uint64_t count;
+        OK(mote_count(NULL, e, &count));
+        CHECK(count == (uint64_t)(VBASE + (committed ? acked : 0)));
+        OK(mote_check(s, NULL, NULL));
+        OK(v_search(s, e));
+        OK(mote_close(s));
+        memio_free(&m);
+        if (!more)
+            break;
+    }
+    printf("%ld allocation failure cases\n", n);
+    free(base);
 }

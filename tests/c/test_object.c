@@ -14,10 +14,10 @@ static mote_value S(const char *s) { mote_value v = {0}; v.v.s.p = s; v.v.s.n = 
 static mote_value N(void) { mote_value v = {0}; v.null = 1; return v; }
 
 static const mote_prop_def note_props[] = {
-    {"timestamp", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL},
-    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
-    {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL},
-    {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
+    {"timestamp", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}},
+    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
 };
 
 static mote_entity *open_notes(mote_store *s)
@@ -77,14 +77,14 @@ TEST(obj_put_get_types)
 {
     mote_store *s = test_open(test_path("o.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"b", MOTE_T_BOOL, 0, 0, NULL, NULL},          {"i8", MOTE_T_INT8, 0, 0, NULL, NULL},
-        {"i16", MOTE_T_INT16, 0, 0, NULL, NULL},       {"i32", MOTE_T_INT32, 0, 0, NULL, NULL},
-        {"i64", MOTE_T_INT64, 0, 0, NULL, NULL},       {"f32", MOTE_T_FLOAT32, 0, 0, NULL, NULL},
-        {"f64", MOTE_T_FLOAT64, 0, 0, NULL, NULL},     {"s", MOTE_T_STRING, 0, 0, NULL, NULL},
-        {"by", MOTE_T_BYTES, 0, 0, NULL, NULL},        {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL},
-        {"d", MOTE_T_DATE, 0, 0, NULL, NULL},          {"dec", MOTE_T_DECIMAL, 0, 0, NULL, NULL},
-        {"js", MOTE_T_JSON, 0, 0, NULL, NULL},         {"vec", MOTE_T_VECTOR, 0, 3, NULL, NULL},
-        {"opt", MOTE_T_INT64, MOTE_P_NULLABLE, 0, NULL, NULL},
+        {"b", MOTE_T_BOOL, 0, 0, NULL, NULL, {0}},          {"i8", MOTE_T_INT8, 0, 0, NULL, NULL, {0}},
+        {"i16", MOTE_T_INT16, 0, 0, NULL, NULL, {0}},       {"i32", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
+        {"i64", MOTE_T_INT64, 0, 0, NULL, NULL, {0}},       {"f32", MOTE_T_FLOAT32, 0, 0, NULL, NULL, {0}},
+        {"f64", MOTE_T_FLOAT64, 0, 0, NULL, NULL, {0}},     {"s", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
+        {"by", MOTE_T_BYTES, 0, 0, NULL, NULL, {0}},        {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}},
+        {"d", MOTE_T_DATE, 0, 0, NULL, NULL, {0}},          {"dec", MOTE_T_DECIMAL, 0, 0, NULL, NULL, {0}},
+        {"js", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},         {"vec", MOTE_T_VECTOR, 0, 3, NULL, NULL, {0}},
+        {"opt", MOTE_T_INT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
     };
     mote_txn *t;
     mote_entity *e;
@@ -153,7 +153,7 @@ TEST(obj_put_get_types)
     OK(mote_commit(t));
     /* bad definitions */
     OK(mote_begin(s, 0, &t));
-    mote_prop_def bd[2] = {{"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL}, {"x", MOTE_T_INT8, 0, 0, NULL, NULL}};
+    mote_prop_def bd[2] = {{"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL, {0}}, {"x", MOTE_T_INT8, 0, 0, NULL, NULL, {0}}};
     CHECK_RC(mote_entity_open(t, "Bad", bd, 1, &e), MOTE_INVALID);
     bd[0].flags = 0;
     CHECK_RC(mote_entity_open(t, "Bad", bd, 2, &e), MOTE_INVALID); /* twice */
@@ -225,8 +225,8 @@ TEST(obj_unique_index)
 {
     mote_store *s = test_open(test_path("u.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"email", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
-        {"n", MOTE_T_INT32, 0, 0, NULL, NULL},
+        {"email", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"n", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
     };
     mote_txn *t;
     mote_entity *e;
@@ -298,11 +298,11 @@ TEST(obj_schema_evolution)
     /* v2: drop timestamp, rename note -> remark, add score (indexed, int64)
      * and tag (nullable); level becomes unique? no: text gets unique */
     static const mote_prop_def v2[] = {
-        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL},
-        {"remark", MOTE_T_STRING, MOTE_P_NULLABLE, 0, "note", NULL},
-        {"score", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL},
-        {"tag", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL, {0}},
+        {"remark", MOTE_T_STRING, MOTE_P_NULLABLE, 0, "note", NULL, {0}},
+        {"score", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"tag", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
     };
     s = test_open(p, NULL);
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
@@ -428,11 +428,11 @@ typedef struct dobj {
 } dobj;
 
 static const mote_prop_def dprops[DN] = {
-    {"a", MOTE_T_INT32, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"s", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL},
-    {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"u", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"t", MOTE_T_STRING, 0, 0, NULL, NULL},
+    {"a", MOTE_T_INT32, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"s", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"u", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"t", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
 };
 
 static void rand_str(uint64_t *rs, char *out)
@@ -891,9 +891,9 @@ TEST(obj_aggregate_edges)
 {
     mote_store *s = test_open(test_path("agg.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"n", MOTE_T_INT64, 0, 0, NULL, NULL},
-        {"s", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
-        {"j", MOTE_T_JSON, 0, 0, NULL, NULL},
+        {"n", MOTE_T_INT64, 0, 0, NULL, NULL, {0}},
+        {"s", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"j", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},
     };
     mote_txn *t;
     mote_entity *e;
@@ -928,10 +928,10 @@ TEST(obj_aggregate_edges)
 /* ---- relations -------------------------------------------------------------------- */
 
 static const mote_prop_def person_props[] = {
-    {"name", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL},
-    {"level", MOTE_T_INT32, 0, 0, NULL, NULL},
-    {"parent", MOTE_T_TOONE, 0, 0, NULL, "Person"},
-    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "Person"},
+    {"name", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"level", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
+    {"parent", MOTE_T_TOONE, 0, 0, NULL, "Person", {0}},
+    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "Person", {0}},
 };
 
 static uint64_t add_person(mote_txn *t, mote_entity *e, const char *name, int level,
@@ -1039,7 +1039,7 @@ TEST(obj_relations)
     OK(mote_commit(t));
     OK(mote_check(s, NULL, NULL));
     /* bad definitions */
-    mote_prop_def bad[1] = {{"p", MOTE_T_TOONE, 0, 0, NULL, NULL}};
+    mote_prop_def bad[1] = {{"p", MOTE_T_TOONE, 0, 0, NULL, NULL, {0}}};
     mote_entity *be;
     OK(mote_begin(s, 0, &t));
     CHECK_RC(mote_entity_open(t, "B", bad, 1, &be), MOTE_INVALID); /* no target */
@@ -1138,10 +1138,10 @@ static void twin_values(uint64_t *rs, mote_value *v, char (*txt)[24], size_t i, 
 static void twin_run(int with_unique)
 {
     mote_prop_def props[] = {
-        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL},
-        {"code", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
-        {"n", MOTE_T_INT64, 0, 0, NULL, NULL},
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"code", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"n", MOTE_T_INT64, 0, 0, NULL, NULL, {0}},
     };
     if (with_unique)
         props[2].flags |= MOTE_P_INDEXED | MOTE_P_UNIQUE;
@@ -1341,7 +1341,7 @@ TEST(obj_deferred_index_entries)
     mote_abort(t);
 
     /* more deferred entries than one batch holds (written on the way) */
-    static const mote_prop_def one_prop[] = {{"k", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL}};
+    static const mote_prop_def one_prop[] = {{"k", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}}};
     mote_entity *big;
     OK(mote_begin(s, 0, &t));
     OK(mote_entity_open(t, "Big", one_prop, 1, &big));

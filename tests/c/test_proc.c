@@ -364,7 +364,7 @@ TEST(footprint_memory_per_open_store)
 /* ---- entity handles opened from several threads ------------------------------- */
 
 static const mote_prop_def tprops[] = {
-    {"n", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL},
+    {"n", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
 };
 static mote_store *es;
 

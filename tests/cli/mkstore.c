@@ -66,33 +66,33 @@ static mote_value str_v(const void *p, size_t n)
 enum { TS, DAY, F64, F32, VEC, DOC, NAME, TAGS, DEC, RAW, FLAG, NUM, NTHING };
 
 static const mote_prop_def tag_def[] = {
-    {"label", MOTE_T_STRING, 0, 0, NULL, NULL},
+    {"label", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
 };
 
 static const mote_prop_def thing_def[NTHING] = {
-    {"ts", MOTE_T_TIMESTAMP, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"day", MOTE_T_DATE, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"f64", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"f32", MOTE_T_FLOAT32, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE, 3, NULL, NULL},
-    {"doc", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"name", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"tags", MOTE_T_TOMANY, 0, 0, NULL, "Tag"},
-    {"dec", MOTE_T_DECIMAL, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"raw", MOTE_T_BYTES, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"flag", MOTE_T_BOOL, MOTE_P_NULLABLE, 0, NULL, NULL},
-    {"num", MOTE_T_INT32, MOTE_P_NULLABLE, 0, NULL, NULL},
+    {"ts", MOTE_T_TIMESTAMP, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"day", MOTE_T_DATE, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"f64", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"f32", MOTE_T_FLOAT32, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE, 3, NULL, NULL, {0}},
+    {"doc", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"name", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"tags", MOTE_T_TOMANY, 0, 0, NULL, "Tag", {0}},
+    {"dec", MOTE_T_DECIMAL, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"raw", MOTE_T_BYTES, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"flag", MOTE_T_BOOL, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"num", MOTE_T_INT32, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
 };
 
 static const mote_prop_def when_def[] = {
-    {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL},
-    {"day", MOTE_T_DATE, 0, 0, NULL, NULL},
-    {"ns", MOTE_T_INT64, 0, 0, NULL, NULL},
-    {"days", MOTE_T_INT32, 0, 0, NULL, NULL},
+    {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}},
+    {"day", MOTE_T_DATE, 0, 0, NULL, NULL, {0}},
+    {"ns", MOTE_T_INT64, 0, 0, NULL, NULL, {0}},
+    {"days", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
 };
 
 static const mote_prop_def doc_def[] = {
-    {"doc", MOTE_T_JSON, 0, 0, NULL, NULL},
+    {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},
 };
 
 /* Doc rows, in id order; run.sh has the expected value of each. */
@@ -114,8 +114,8 @@ static const char *const docs[] = {
 };
 
 static const mote_prop_def fuzz_def[] = {
-    {"raw", MOTE_T_BYTES, 0, 0, NULL, NULL},
-    {"doc", MOTE_T_JSON, 0, 0, NULL, NULL},
+    {"raw", MOTE_T_BYTES, 0, 0, NULL, NULL, {0}},
+    {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},
 };
 
 /* Random JSON-like text: values from pieces, some of them not JSON. */

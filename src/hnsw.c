@@ -1175,7 +1175,7 @@ static int object_vector(const mote_entity *e, unsigned prop, mote_cursor *oc, u
     int rc = mote__obj_seek(e, oc, id, &r);
     if (rc == MOTE_NOTFOUND)
         return MOTE_OK;
-    if (rc || (rc = mote_record_get(&r, prop, &val, NULL)) || val.null)
+    if (rc || (rc = mote_record_get(&r, prop, &val, NULL)) || !has_vector(&val))
         return rc;
     if (val.v.s.n != (size_t)e->props[prop].dim * 4)
         return CORRUPT("%s: object %llu holds a vector of %zu bytes", e->name,

@@ -67,7 +67,7 @@ static int check_entity(void *ctx, const char *name)
         }
         for (unsigned i = 0; i < np; i++) {
             const mprop *p = &e->props[i];
-            if (p->vindex_tree && !vals[i].null) {
+            if (p->vindex_tree && has_vector(&vals[i])) {
                 uint8_t nk[9] = {'n'};
                 mote__wr_be64(nk + 1, id);
                 nvec[i]++;

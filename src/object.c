@@ -247,8 +247,8 @@ static int note_vectors(mote_txn *t, mote_entity *e, uint64_t id, const mote_val
         if (!p->vindex_tree)
             continue;
         int changed = ov && nv ? !same_value(p->type, &ov[i], &nv[i])
-                      : ov     ? !ov[i].null
-                               : !nv[i].null;
+                      : ov     ? has_vector(&ov[i])
+                               : has_vector(&nv[i]);
         if (changed)
             rc = mote__hnsw_note(t, e, i, id);
     }

@@ -212,6 +212,9 @@ static inline int type_is_var(int t)
     return t == MOTE_T_STRING || t == MOTE_T_BYTES || t == MOTE_T_DECIMAL ||
            t == MOTE_T_JSON || t == MOTE_T_VECTOR;
 }
+/* Does v (a vector property's value) hold a vector? Not when NULL, nor when
+ * the record predates the property (a non-nullable one reads as 0 bytes). */
+static inline int has_vector(const mote_value *v) { return !v->null && v->v.s.n; }
 static inline int type_is_float(int t) { return t == MOTE_T_FLOAT32 || t == MOTE_T_FLOAT64; }
 static inline int type_is_rel(int t) { return t == MOTE_T_TOONE || t == MOTE_T_TOMANY; }
 static inline int type_indexable(int t)

@@ -954,7 +954,7 @@ static int near_add(void *ctx, uint64_t id, const mote_record *r)
     nheap *h = ctx;
     mote_value v;
     int rc = mote_record_get(r, h->nr->prop, &v, NULL);
-    if (rc || v.null)
+    if (rc || !has_vector(&v))
         return rc;
     if (v.v.s.n != (size_t)h->nr->dim * 4)
         return CORRUPT("%s: object %llu holds a vector of %zu bytes", r->e->name,

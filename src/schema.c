@@ -884,7 +884,7 @@ static int build_vindex(mote_txn *t, mote_entity *e, unsigned prop)
             (rc = mote__record_init(&r, e, v.data, v.size, mote__be64(k.data))) ||
             (rc = mote_record_get(&r, prop, &val, NULL)))
             break;
-        if (!val.null && (rc = mote__hnsw_note(t, e, prop, r.id)))
+        if (has_vector(&val) && (rc = mote__hnsw_note(t, e, prop, r.id)))
             break;
     }
     mote_cursor_close(c);

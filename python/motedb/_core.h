@@ -49,6 +49,7 @@ typedef struct FieldInfo {
     Py_ssize_t offset;   /* slot offset in instances */
     int kind, mtype;
     unsigned flags, dim;
+    int hdist;           /* vector index (MOTE_P_HNSW): its distance, else 0 */
     int64_t imin, imax;  /* integer range of the property type */
     const char *cname;   /* UTF-8 of name (owned by name) */
     char *renamed;       /* renamed_from, PyMem, or NULL */
@@ -92,7 +93,7 @@ typedef struct {
 } OrderObject;
 
 /* C_NEAR: Property.nearest(): prop, op = the distance (MOTE_DIST_*), vals =
- * (the vector as float32 bytes,), k; only as the query's condition or one
+ * (the vector as float32 bytes,), k, how (MOTE_NEAR_*) and ef; only as the query's condition or one
  * conjunct of it (& , never | or ~) */
 enum { C_LEAF, C_AND, C_OR, C_LINK, C_NEAR };
 
@@ -106,6 +107,8 @@ typedef struct {
     PyObject *kids;       /* and/or: tuple of conditions */
     PyTypeObject *owner;  /* the entity class */
     uint64_t k;           /* C_NEAR: how many */
+    int how;              /* C_NEAR: MOTE_NEAR_* */
+    unsigned ef;          /* C_NEAR: the index search's breadth (0: default) */
 } CondObject;
 
 /* Does condition c hold a nearest() clause? */

@@ -21,7 +21,7 @@ from . import _core
 # types and flags (mote.h), as the extension exports them.
 from ._core import (
     K_BOOL, K_BYTES, K_DATE, K_DATETIME, K_DECIMAL, K_DICT, K_FLOAT, K_ID, K_INT, K_LIST, K_STR,
-    K_TOMANY, K_TOONE, K_VECTOR, P_INDEXED, P_NULLABLE, P_UNIQUE, T_BOOL, T_BYTES, T_DATE,
+    K_TOMANY, K_TOONE, K_VECTOR, P_HNSW, P_INDEXED, P_NULLABLE, P_UNIQUE, T_BOOL, T_BYTES, T_DATE,
     T_DECIMAL, T_FLOAT32, T_FLOAT64, T_INT8, T_INT16, T_INT32, T_INT64, T_JSON, T_STRING,
     T_TIMESTAMP, T_TOMANY, T_TOONE, T_VECTOR,
 )
@@ -50,18 +50,62 @@ Float32 = _Marker("Float32")
 _INT_MARKERS = {Int8: T_INT8, Int16: T_INT16, Int32: T_INT32}
 
 
-class Vector:
-    """``Annotated[list[float], motedb.Vector(dim)]``: a float32 vector of ``dim`` floats."""
+_DISTANCES = {"cosine": 1, "euclidean": 2, "dot": 3}  # MOTE_DIST_*
 
-    __slots__ = ("dim",)
 
-    def __init__(self, dim: int) -> None:
-        if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= 65536:
-            raise ValueError(f"motedb.Vector: dimension must be an int from 1 to 65536, got {dim!r}")
-        self.dim = dim
+class Hnsw:
+    """A vector index for ``motedb.Vector(dim, index=motedb.Hnsw(...))``: an HNSW graph.
+
+    ``distance``: the distance its searches use, ``"cosine"`` (the default), ``"euclidean"``
+    or ``"dot"``; a ``nearest()`` with another distance is answered by exact search.
+    ``m``: links per node and level (2 to 100, default 16; twice as many at the bottom level):
+    more finds more of the true nearest at a higher cost per vector.
+    ``ef_construction``: the breadth of the search that places a new vector (m to 4096,
+    default 200). Both are kept in the store; declaring other values rebuilds the index.
+    """
+
+    __slots__ = ("distance", "m", "ef_construction")
+
+    def __init__(self, distance: str = "cosine", m: int = 16, ef_construction: int = 200) -> None:
+        if distance not in _DISTANCES:
+            raise ValueError(f"motedb.Hnsw: distance is 'cosine', 'euclidean' or 'dot', got {distance!r}")
+        if not isinstance(m, int) or isinstance(m, bool) or not 2 <= m <= 100:
+            raise ValueError(f"motedb.Hnsw: m must be an int from 2 to 100, got {m!r}")
+        if (not isinstance(ef_construction, int) or isinstance(ef_construction, bool)
+                or not m <= ef_construction <= 4096):
+            raise ValueError(f"motedb.Hnsw: ef_construction must be an int from m ({m}) to 4096, "
+                             f"got {ef_construction!r}")
+        self.distance = distance
+        self.m = m
+        self.ef_construction = ef_construction
 
     def __repr__(self) -> str:
-        return f"motedb.Vector({self.dim})"
+        return f"motedb.Hnsw(distance={self.distance!r}, m={self.m}, ef_construction={self.ef_construction})"
+
+
+class Vector:
+    """``Annotated[list[float], motedb.Vector(dim)]``: a float32 vector of ``dim`` floats.
+
+    ``index=motedb.Hnsw(...)`` keeps a vector index over the property, which
+    ``nearest()`` uses on large stores (see :class:`Hnsw`).
+    """
+
+    __slots__ = ("dim", "index")
+
+    def __init__(self, dim: int, index: Hnsw | None = None) -> None:
+        if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= 65536:
+            raise ValueError(f"motedb.Vector: dimension must be an int from 1 to 65536, got {dim!r}")
+        if index is Hnsw:
+            index = Hnsw()
+        if index is not None and not isinstance(index, Hnsw):
+            raise TypeError(f"motedb.Vector: index is motedb.Hnsw(...) or None, got {index!r}")
+        self.dim = dim
+        self.index = index
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"motedb.Vector({self.dim})"
+        return f"motedb.Vector({self.dim}, index={self.index!r})"
 
 
 class Field:
@@ -195,7 +239,7 @@ def _split(where: str, tp):
 
 
 def _kind_of(where: str, tp, markers):
-    """-> (kind, mote type, dim)."""
+    """-> (kind, mote type, dim, vector index or None)."""
     vec = [m for m in markers if isinstance(m, Vector)]
     ints = [m for m in markers if m in _INT_MARKERS]
     f32 = Float32 in markers
@@ -205,31 +249,31 @@ def _kind_of(where: str, tp, markers):
     if vec:
         if origin not in (list, tuple) and tp is not typing.Any:
             raise TypeError(f"{where}: motedb.Vector needs a list[float] annotation, got {tp!r}")
-        return K_VECTOR, T_VECTOR, vec[0].dim
+        return K_VECTOR, T_VECTOR, vec[0].dim, vec[0].index
     if ints and tp is not int:
         raise TypeError(f"{where}: {ints[0]!r} needs an int annotation, got {tp!r}")
     if f32 and tp is not float:
         raise TypeError(f"{where}: motedb.Float32 needs a float annotation, got {tp!r}")
     if tp is bool:
-        return K_BOOL, T_BOOL, 0
+        return K_BOOL, T_BOOL, 0, None
     if tp is int:
-        return K_INT, _INT_MARKERS[ints[0]] if ints else T_INT64, 0
+        return K_INT, _INT_MARKERS[ints[0]] if ints else T_INT64, 0, None
     if tp is float:
-        return K_FLOAT, T_FLOAT32 if f32 else T_FLOAT64, 0
+        return K_FLOAT, T_FLOAT32 if f32 else T_FLOAT64, 0, None
     if tp is str:
-        return K_STR, T_STRING, 0
+        return K_STR, T_STRING, 0, None
     if tp is bytes:
-        return K_BYTES, T_BYTES, 0
+        return K_BYTES, T_BYTES, 0, None
     if tp is _dt.datetime:
-        return K_DATETIME, T_TIMESTAMP, 0
+        return K_DATETIME, T_TIMESTAMP, 0, None
     if tp is _dt.date:
-        return K_DATE, T_DATE, 0
+        return K_DATE, T_DATE, 0, None
     if tp is _decimal.Decimal:
-        return K_DECIMAL, T_DECIMAL, 0
+        return K_DECIMAL, T_DECIMAL, 0, None
     if origin is dict:
-        return K_DICT, T_JSON, 0
+        return K_DICT, T_JSON, 0, None
     if origin is list:
-        return K_LIST, T_JSON, 0
+        return K_LIST, T_JSON, 0, None
     raise TypeError(f"{where}: type {tp!r} is not supported (bool, int, float, str, bytes, datetime, "
                     f"date, Decimal, dict, list, and X | None of those)")
 
@@ -238,7 +282,7 @@ def prepare(name: str, bases: tuple, ns: dict):
     """Called by the entity metaclass: -> (namespace with __slots__, field specs).
 
     A spec is (name, kind, mote type, flags, dim, default, default_factory, renamed_from,
-    relation target entity name or None);
+    relation target entity name or None[, vector index: (distance, m, ef_construction)]);
     the first one is the id."""
     if "__slots__" in ns:
         raise TypeError(f"entity {name}: do not declare __slots__ (motedb makes them from the annotations)")
@@ -301,8 +345,10 @@ def prepare(name: str, bases: tuple, ns: dict):
         for m in markers:
             if not isinstance(m, (_Marker, Vector)):
                 raise TypeError(f"{where}: unknown annotation marker {m!r}")
-        kind, mtype, dim = _kind_of(where, base, markers)
+        kind, mtype, dim, vindex = _kind_of(where, base, markers)
         flags = P_NULLABLE if nullable else 0
+        if vindex is not None:
+            flags |= P_HNSW
         if Unique in markers:
             flags |= P_UNIQUE | P_INDEXED
         elif Index in markers:
@@ -315,7 +361,9 @@ def prepare(name: str, bases: tuple, ns: dict):
         if default is MISSING and factory is MISSING and nullable:
             default = None  # X | None fields default to None
         specs.append((attr, kind, mtype, flags, dim, default,
-                      None if factory is MISSING else factory, renamed, None))
+                      None if factory is MISSING else factory, renamed, None,
+                      None if vindex is None else
+                      (_DISTANCES[vindex.distance], vindex.m, vindex.ef_construction)))
         names.append(attr)
     for attr, v in ns.items():
         if isinstance(v, Field):

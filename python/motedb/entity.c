@@ -118,10 +118,11 @@ static EntityInfo *build_info(PyTypeObject *type, PyObject *name, PyObject *spec
     }
     for (Py_ssize_t i = 0; i <= n; i++) {
         PyObject *spec = PyList_GET_ITEM(specs, i), *fname, *dflt, *factory, *renamed, *target;
+        PyObject *hnsw = Py_None;
         int kind, mtype;
         unsigned flags, dim;
-        if (!PyArg_ParseTuple(spec, "UiiIIOOOO", &fname, &kind, &mtype, &flags, &dim, &dflt,
-                              &factory, &renamed, &target))
+        if (!PyArg_ParseTuple(spec, "UiiIIOOOO|O", &fname, &kind, &mtype, &flags, &dim, &dflt,
+                              &factory, &renamed, &target, &hnsw))
             goto fail;
         PyObject *descr = PyDict_GetItemWithError(type->tp_dict, fname);
         if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
@@ -189,6 +190,12 @@ static EntityInfo *build_info(PyTypeObject *type, PyObject *name, PyObject *spec
         d->flags = flags;
         d->dim = dim;
         d->renamed_from = f->renamed;
+        if (hnsw != Py_None) { /* (distance, m, ef_construction), checked by _schema.py */
+            if (!PyArg_ParseTuple(hnsw, "iII", &d->hnsw.distance, &d->hnsw.m,
+                                  &d->hnsw.ef_construction))
+                goto fail;
+            f->hdist = d->hnsw.distance;
+        }
         if (target != Py_None) {
             if (!PyUnicode_Check(target) || !(d->target = PyUnicode_AsUTF8(target)))
                 goto fail;
@@ -576,6 +583,8 @@ static CondObject *cond_alloc(int kind, PyTypeObject *owner)
     c->kids = NULL;
     c->owner = (PyTypeObject *)Py_NewRef(owner);
     c->k = 0;
+    c->how = MOTE_NEAR_AUTO;
+    c->ef = 0;
     PyObject_GC_Track(c);
     return c;
 }
@@ -922,14 +931,22 @@ static PyObject *cond_repr(PyObject *self)
     if (c->kind == C_LINK)
         return PyUnicode_FromFormat("%R.has(%R)", (PyObject *)c->prop,
                                     PyTuple_GET_ITEM(c->kids, 0));
-    if (c->kind == C_NEAR)
-        return PyUnicode_FromFormat("%s.%U.nearest(<%zd floats>, k=%llu, distance='%s')",
+    if (c->kind == C_NEAR) {
+        char ef[32] = "";
+        if (c->ef)
+            snprintf(ef, sizeof ef, ", ef=%u", c->ef);
+        return PyUnicode_FromFormat("%s.%U.nearest(<%zd floats>, k=%llu, distance='%s'%s%s)",
                                     prop_entity(c->prop), c->prop->name,
                                     PyBytes_GET_SIZE(PyTuple_GET_ITEM(c->vals, 0)) / 4,
                                     (unsigned long long)c->k,
                                     c->op == MOTE_DIST_EUCLIDEAN ? "euclidean"
                                     : c->op == MOTE_DIST_DOT     ? "dot"
-                                                                 : "cosine");
+                                                                 : "cosine",
+                                    ef,
+                                    c->how == MOTE_NEAR_EXACT   ? ", exact=True"
+                                    : c->how == MOTE_NEAR_INDEX ? ", exact=False"
+                                                                : "");
+    }
     if (c->kind != C_LEAF) {
         PyObject *sep = PyUnicode_FromString(c->kind == C_AND ? " & " : " | ");
         PyObject *parts = PyList_New(0), *res = NULL;
@@ -1168,15 +1185,17 @@ static PyObject *prop_has(PyObject *self, PyObject *sub)
     return (PyObject *)c;
 }
 
-/* Memory.embedding.nearest(vector, k=10, distance="cosine"): the k objects
- * nearest to vector (combined with & with other conditions: the k nearest
- * of the objects they match). */
+/* Memory.embedding.nearest(vector, k=10, distance=None, ef=None, exact=None):
+ * the k objects nearest to vector (combined with & with other conditions:
+ * the k nearest of the objects they match). distance None: the vector
+ * index's, else cosine; exact None: the planner's choice (mote_query_search). */
 static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"vector", "k", "distance", NULL};
-    PyObject *vec, *kobj = NULL;
-    const char *dist = "cosine";
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$Os:nearest", kwlist, &vec, &kobj, &dist))
+    static char *kwlist[] = {"vector", "k", "distance", "ef", "exact", NULL};
+    PyObject *vec, *kobj = NULL, *efobj = Py_None, *exobj = Py_None;
+    const char *dist = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OzOO:nearest", kwlist, &vec, &kobj, &dist,
+                                     &efobj, &exobj))
         return NULL;
     PropertyObject *p = (PropertyObject *)self;
     FieldInfo *f = prop_field(p);
@@ -1201,7 +1220,8 @@ static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
             return NULL;
         }
     }
-    int metric = !strcmp(dist, "cosine")      ? MOTE_DIST_COSINE
+    int metric = !dist                        ? (f->hdist ? f->hdist : MOTE_DIST_COSINE)
+                 : !strcmp(dist, "cosine")    ? MOTE_DIST_COSINE
                  : !strcmp(dist, "euclidean") ? MOTE_DIST_EUCLIDEAN
                  : !strcmp(dist, "dot")       ? MOTE_DIST_DOT
                                               : 0;
@@ -1209,6 +1229,37 @@ static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "%s.%s.nearest(): distance is 'cosine', 'euclidean' or "
                      "'dot', got '%s'", ent, f->cname, dist);
         return NULL;
+    }
+    unsigned long ef = 0;
+    if (efobj != Py_None) {
+        if (!PyLong_Check(efobj) || PyBool_Check(efobj)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s.nearest(): ef is an int, got %.100s", ent,
+                         f->cname, Py_TYPE(efobj)->tp_name);
+            return NULL;
+        }
+        ef = PyLong_AsUnsignedLong(efobj);
+        if ((ef == (unsigned long)-1 && PyErr_Occurred()) || ef == 0 || ef > 100000) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s.%s.nearest(): ef must be from 1 to 100000, got %R",
+                         ent, f->cname, efobj);
+            return NULL;
+        }
+    }
+    int how = MOTE_NEAR_AUTO;
+    if (exobj != Py_None) {
+        if (!PyBool_Check(exobj)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s.nearest(): exact is True, False or None, got "
+                         "%.100s", ent, f->cname, Py_TYPE(exobj)->tp_name);
+            return NULL;
+        }
+        how = exobj == Py_True ? MOTE_NEAR_EXACT : MOTE_NEAR_INDEX;
+        if (how == MOTE_NEAR_INDEX && f->hdist != metric) {
+            PyErr_Format(PyExc_ValueError, "%s.%s.nearest(exact=False): %s", ent, f->cname,
+                         f->hdist ? "the vector index is for another distance"
+                                  : "the property has no vector index (motedb.Vector(dim, "
+                                    "index=motedb.Hnsw()))");
+            return NULL;
+        }
     }
     PyObject *bytes = vector_of(ent, f, vec);
     if (!bytes)
@@ -1232,6 +1283,8 @@ static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
     c->prop = (PropertyObject *)Py_NewRef(self);
     c->op = metric;
     c->k = k;
+    c->how = how;
+    c->ef = (unsigned)ef;
     c->vals = PyTuple_Pack(1, bytes);
     Py_DECREF(bytes);
     if (!c->vals) {
@@ -1268,9 +1321,13 @@ static PyMethodDef prop_methods[] = {
     {"contains", (PyCFunction)(void (*)(void))prop_contains, METH_VARARGS | METH_KEYWORDS,
      "contains(s, case_sensitive=True): substring."},
     {"nearest", (PyCFunction)(void (*)(void))prop_nearest, METH_VARARGS | METH_KEYWORDS,
-     "nearest(vector, *, k=10, distance='cosine'): the k objects whose vector is nearest "
-     "(distance 'cosine', 'euclidean' or 'dot'); & with other conditions for the k nearest "
-     "of their matches. Query.find_with_scores() gives the distances."},
+     "nearest(vector, *, k=10, distance=None, ef=None, exact=None): the k objects whose "
+     "vector is nearest (distance 'cosine', 'euclidean' or 'dot'; None: the vector index's, "
+     "else 'cosine'); & with other conditions for the k nearest of their matches. With a "
+     "vector index (motedb.Hnsw): exact=None lets the planner choose (exact search for small "
+     "stores and small candidate sets), True compares every match, False searches the index; "
+     "ef is the index search's breadth (default 64, or k if larger). "
+     "Query.find_with_scores() gives the distances."},
     {"desc", prop_desc, METH_NOARGS, "Order by this property, descending."},
     {"asc", prop_asc, METH_NOARGS, "Order by this property, ascending."},
     {"nulls_last", prop_nulls_last, METH_NOARGS, "Order ascending with NULLs last."},

@@ -169,7 +169,8 @@ static int q_build(QueryObject *q)
         PyObject *vb = PyTuple_GET_ITEM(near->vals, 0);
         if ((rc = mote_query_nearest(q->mq, (unsigned)near->prop->index,
                                      (const float *)(const void *)PyBytes_AS_STRING(vb),
-                                     (size_t)PyBytes_GET_SIZE(vb) / 4, near->k, near->op)))
+                                     (size_t)PyBytes_GET_SIZE(vb) / 4, near->k, near->op)) ||
+            (rc = mote_query_search(q->mq, near->how, near->ef)))
             goto fail_rc;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(q->orders); i++) {

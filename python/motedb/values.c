@@ -507,6 +507,17 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
         PyObject *tmp = vector_of(ent, f, v);
         if (!tmp)
             return -1;
+        for (unsigned i = 0; f->hdist && i < f->dim; i++) { /* (the C layer says MOTE_RANGE) */
+            float x;
+            memcpy(&x, PyBytes_AS_STRING(tmp) + 4 * (size_t)i, 4);
+            if (!isfinite(x)) {
+                PyErr_Format(PyExc_ValueError, "%s.%s: component %u of the vector is %s: an "
+                             "indexed vector must be finite", ent, f->cname, i,
+                             isnan(x) ? "NaN" : "infinite");
+                Py_DECREF(tmp);
+                return -1;
+            }
+        }
         return keep_bytes(tmp, PyBytes_AS_STRING(tmp), PyBytes_GET_SIZE(tmp), out, keep, nk);
     }
     default:

@@ -530,6 +530,47 @@ TEST(hnsw_schema_changes)
     free(data);
 }
 
+/* A vector property (not nullable) added to stored objects: their records
+ * predate it and read as 0 bytes, which is no vector, for exact search and
+ * for an index built over them, then for objects given a vector later. */
+TEST(hnsw_property_added_to_stored_objects)
+{
+    const unsigned dim = 8;
+    float *data = make_data(50, dim, 0, 71);
+    mote_store *s = test_open(test_path("a.mote"), NULL);
+    mote_txn *t;
+    mote_entity *e;
+    mote_prop_def d[2] = {hprops(dim, 0, 0, 0), hprops(dim, 0, 0, 1)};
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Doc", d, 1, &e)); /* topic only */
+    for (uint64_t id = 1; id <= 30; id++) {
+        mote_value v = {0};
+        v.v.i = (int64_t)id;
+        OK(mote_put(t, e, id, &v, MOTE_PUT_INSERT, NULL));
+    }
+    OK(mote_commit(t));
+    uint64_t got[10];
+    for (int indexed = 0; indexed < 2; indexed++) {
+        d[1].flags = indexed ? MOTE_P_HNSW : 0;
+        OK(mote_begin(s, 0, &t));
+        OK(mote_entity_open(t, "Doc", d, 2, &e));
+        CHECK(nearest(t, e, data, dim, 5, MOTE_DIST_COSINE, MOTE_NEAR_EXACT, 0, got, NULL) ==
+              (size_t)(indexed ? 2 : 0));
+        if (!indexed)
+            put_range(t, e, 31, 2, data, dim);
+        OK(mote_commit(t));
+        check_clean(s);
+        OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+        for (int how = MOTE_NEAR_EXACT; how <= indexed + 1; how++) {
+            CHECK(nearest(t, e, data, dim, 5, MOTE_DIST_COSINE, how, 0, got, NULL) == 2);
+            CHECK(got[0] == 31 && got[1] == 32);
+        }
+        mote_abort(t);
+    }
+    OK(mote_close(s));
+    free(data);
+}
+
 TEST(hnsw_errors)
 {
     mote_store *s = test_open(test_path("e.mote"), NULL);

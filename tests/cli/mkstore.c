@@ -113,6 +113,30 @@ static const char *const docs[] = {
     "",
 };
 
+/* mkstore --near FILE: entity Near, 300 vectors of 4 floats with a vector
+ * index (mote stat shows it, mote check verifies it). */
+static const mote_prop_def near_def[] = {
+    {"vec", MOTE_T_VECTOR, MOTE_P_HNSW, 4, NULL, NULL, {MOTE_DIST_EUCLIDEAN, 8, 0}},
+};
+
+static int near_store(const char *path)
+{
+    mote_txn *t;
+    mote_entity *near;
+    if (mote_open(path, NULL, &s) || mote_begin(s, 0, &t) ||
+        mote_entity_open(t, "Near", near_def, 1, &near))
+        return fail("near");
+    for (int i = 0; i < 300; i++) {
+        float x[4] = {(float)(i % 7), (float)(i % 11), (float)(i % 13), (float)i / 100.0f};
+        mote_value v = {0};
+        v.v.s.p = x;
+        v.v.s.n = sizeof x;
+        if (mote_put(t, near, 0, &v, MOTE_PUT_INSERT, NULL))
+            return fail("put Near");
+    }
+    return mote_commit(t) || mote_close(s) ? fail("commit") : 0;
+}
+
 static const mote_prop_def fuzz_def[] = {
     {"raw", MOTE_T_BYTES, 0, 0, NULL, NULL, {0}},
     {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},
@@ -242,8 +266,10 @@ int main(int argc, char **argv)
     int holding = argc == 3 && !strcmp(argv[1], "--hold");
     if (argc == 3 && !strcmp(argv[1], "--add-tag"))
         return add_tag(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--near"))
+        return near_store(argv[2]);
     if (argc != 2 && !holding) {
-        fprintf(stderr, "usage: mkstore [--hold | --add-tag] FILE\n");
+        fprintf(stderr, "usage: mkstore [--hold | --add-tag | --near] FILE\n");
         return 2;
     }
     if (mote_open(argv[argc - 1], NULL, &s)) {

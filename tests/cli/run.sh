@@ -30,6 +30,8 @@ t "dump unknown entity: exit 1" exit_is 1 "$B/mote" dump "$D/a.mote" Nope
 # dump's rule for values JSON has no plain form for (tools/mote.c): a store
 # with each of them, made through the public API by tests/cli/mkstore.c
 "$B/tests/cli/mkstore" "$D/d.mote"
+"$B/tests/cli/mkstore" --near "$D/near.mote"
+t "stat: a vector index" bash -c "'$B/mote' stat '$D/near.mote' | grep -Eq '^  vector index vec: 300 vectors, [0-9]+ bytes \([0-9.]+ bytes per vector, [0-9.]+ links; vectors 16 bytes each, in the objects\), [0-9]+ levels, euclidean, m 8, ef_construction 200$'"
 # a store another process has open, in a write transaction: stat, check and
 # dump read the latest commit (3 Tags; the held one is not committed)
 coproc HOLD { "$B/tests/cli/mkstore" --hold "$D/live.mote"; }
@@ -139,6 +141,7 @@ elif what == "Fuzz":
     assert len(r) == 3000 and 500 < valid < 2500, valid
 PY
 t "mkstore's store is consistent" exit_is 0 "$B/mote" check "$D/d.mote"
+t "a vector index is consistent" exit_is 0 "$B/mote" check "$D/near.mote"
 t "dump: lines are strict JSON in UTF-8, all entities" bash -c "'$B/mote' dump '$D/d.mote' > '$D/d.json' && python3 '$D/dump.py' '$D/d.json' all"
 t "dump: each kind of value (ISO times, NaN strings, to-many ids, NULLs)" python3 "$D/dump.py" "$D/d.json" Thing
 t "dump: JSON properties (bare NaN tokens replaced, bad text as a string)" python3 "$D/dump.py" "$D/d.json" Doc

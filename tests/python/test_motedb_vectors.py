@@ -142,3 +142,154 @@ def test_nearest_errors(memories):
     assert "nearest" in repr(near) and "k=10" in repr(near)
     assert box.query(near).plan() == "exact nearest, scan"
     assert box.query(near & (Memory.topic == 3)).plan() == "exact nearest, index"
+
+
+# ---- vector indexes (motedb.Hnsw) ------------------------------------------------------
+
+class Indexed(motedb.Entity):
+    id: int = 0
+    topic: Annotated[int, motedb.Index] = 0
+    embedding: Annotated[Optional[list[float]], motedb.Vector(DIM, index=motedb.Hnsw())] = None
+
+
+def clustered(rng, n):
+    """Synthetic clustered vectors (40 centres, Gaussian spread): the shape of embeddings."""
+    centres = [[rng.gauss(0, 1) for _ in range(DIM)] for _ in range(40)]
+    return [[c + rng.gauss(0, 0.3) for c in rng.choice(centres)] for _ in range(n)]
+
+
+@pytest.fixture()
+def indexed(tmp_path):
+    rng = random.Random(11)
+    vecs = clustered(rng, 6000)
+    store = motedb.open(tmp_path / "hnsw.mote")
+    box = store.box(Indexed)
+    objs = [Indexed(topic=rng.randrange(100), embedding=v) for v in vecs]
+    box.put_many(objs)
+    yield store, box, objs, rng
+    store.close()
+
+
+def test_index_recall_and_distances(indexed):
+    """recall@10 >= 0.95 at the default parameters; every distance is the exact one."""
+    store, box, objs, rng = indexed
+    found = total = 0
+    for _ in range(40):
+        q = [rng.gauss(0, 1) for _ in range(DIM)]
+        got = box.query(Indexed.embedding.nearest(q, k=10, exact=False)).find_with_scores()
+        want = reference(objs, q, "cosine", 10)
+        found += len({o.id for o, _ in got} & {i for _, i in want})
+        total += 10
+        assert len(got) == 10
+        for o, d in got:
+            assert d == pytest.approx(distance(o.embedding, q, "cosine"), abs=1e-5)
+        assert [d for _, d in got] == sorted(d for _, d in got)
+    assert found / total >= 0.95
+
+
+@pytest.mark.parametrize("share", [1, 10, 50])
+def test_index_filtered_gives_exactly_k(indexed, share):
+    """A filter of 1, 10 and 50 % through the index: exactly k results, all matching."""
+    store, box, objs, rng = indexed
+    for _ in range(10):
+        q = [rng.gauss(0, 1) for _ in range(DIM)]
+        got = box.query(Indexed.embedding.nearest(q, k=10, exact=False)
+                        & (Indexed.topic < share)).find()
+        assert len(got) == 10
+        assert all(o.topic < share for o in got)
+        want = {i for _, i in reference(objs, q, "cosine", 10, keep=lambda o: o.topic < share)}
+        assert len({o.id for o in got} & want) >= 8
+
+
+def test_index_follows_updates_removes_and_reopen(indexed, tmp_path):
+    store, box, objs, rng = indexed
+    q = objs[100].embedding
+    assert box.query(Indexed.embedding.nearest(q, k=1, exact=False)).first().id == objs[100].id
+    box.remove(objs[100].id)
+    assert box.query(Indexed.embedding.nearest(q, k=1, exact=False)).first().id != objs[100].id
+    o = objs[200]
+    o.embedding = [-x for x in q]  # now the farthest from q
+    box.put(o)
+    far = box.query(Indexed.embedding.nearest([-x for x in q], k=1, exact=False)).first()
+    assert far.id == o.id
+    with pytest.raises(RuntimeError):
+        with store.write():
+            box.put(Indexed(embedding=q))
+            assert box.query(Indexed.embedding.nearest(q, k=1, exact=False)).first().embedding \
+                == pytest.approx(q)
+            raise RuntimeError("roll back")
+    assert box.query(Indexed.embedding.nearest(q, k=1, exact=False)).first().embedding \
+        != pytest.approx(q)
+    store.close()
+    store2 = motedb.open(tmp_path / "hnsw.mote")
+    box2 = store2.box(Indexed)
+    assert box2.query(Indexed.embedding.nearest([-x for x in q], k=1, exact=False)).first().id \
+        == o.id
+    store2.close()
+
+
+def vector_class(index_src):
+    """class Memory (the fixture's entity name) with `embedding`'s index given by index_src."""
+    ns = {"motedb": motedb, "Annotated": Annotated, "Optional": Optional, "DIM": DIM}
+    exec("class Memory(motedb.Entity):\n id: int = 0\n topic: Annotated[int, motedb.Index] = 0\n"
+         " level: int = 0\n embedding: Annotated[Optional[list[float]], motedb.Vector(DIM"
+         f"{index_src})] = None\n", ns)
+    return ns["Memory"]
+
+
+def test_index_declared_on_existing_data_and_changed(tmp_path):
+    """A class that gains the index builds it from the stored objects; other parameters
+    rebuild it; a class without the marker drops the index, never the vectors."""
+    rng = random.Random(3)
+    with motedb.open(tmp_path / "a.mote") as store:
+        store.box(Memory).put_many([Memory(embedding=v) for v in clustered(rng, 3000)])
+    q = [rng.gauss(0, 1) for _ in range(DIM)]
+    for src, dist in [(", index=motedb.Hnsw()", "cosine"),
+                      (", index=motedb.Hnsw(distance='euclidean', m=8)", "euclidean"),
+                      ("", None)]:
+        cls = vector_class(src)
+        with motedb.open(tmp_path / "a.mote") as store:
+            box = store.box(cls)
+            assert box.count() == 3000
+            want = box.query(cls.embedding.nearest(q, k=10, distance=dist, exact=True)).ids()
+            if dist is None:
+                with pytest.raises(ValueError, match="no vector index"):
+                    cls.embedding.nearest(q, exact=False)
+                continue
+            got = box.query(cls.embedding.nearest(q, k=10, exact=False)).ids()
+            assert len(got) == 10 and len(set(got) & set(want)) >= 9
+
+
+def test_index_parameters_and_errors():
+    assert repr(motedb.Hnsw()) == "motedb.Hnsw(distance='cosine', m=16, ef_construction=200)"
+    assert repr(motedb.Vector(4, index=motedb.Hnsw)) == \
+        "motedb.Vector(4, index=motedb.Hnsw(distance='cosine', m=16, ef_construction=200))"
+    for bad in [dict(distance="manhattan"), dict(m=1), dict(m=101), dict(m=True),
+                dict(m=16, ef_construction=8), dict(ef_construction=5000)]:
+        with pytest.raises(ValueError, match="motedb.Hnsw"):
+            motedb.Hnsw(**bad)
+    with pytest.raises(TypeError, match="index is motedb.Hnsw"):
+        motedb.Vector(4, index="hnsw")
+    q = [0.5] * DIM
+    with pytest.raises(ValueError, match="ef must be"):
+        Indexed.embedding.nearest(q, ef=0)
+    with pytest.raises(TypeError, match="ef is an int"):
+        Indexed.embedding.nearest(q, ef=1.5)
+    with pytest.raises(TypeError, match="exact is True, False or None"):
+        Indexed.embedding.nearest(q, exact=1)
+    with pytest.raises(ValueError, match="another distance"):
+        Indexed.embedding.nearest(q, distance="dot", exact=False)
+    with pytest.raises(ValueError, match="no vector index"):
+        Memory.embedding.nearest(q, exact=False)
+    assert "ef=50, exact=False" in repr(Indexed.embedding.nearest(q, ef=50, exact=False))
+
+
+def test_index_refuses_nan_and_writes_nothing(tmp_path):
+    with motedb.open(tmp_path / "n.mote") as store:
+        box = store.box(Indexed)
+        box.put(Indexed(embedding=[1.0] * DIM))
+        bad = [1.0] * DIM
+        bad[3] = float("nan")
+        with pytest.raises(ValueError, match="component 3"):
+            box.put_many([Indexed(embedding=[2.0] * DIM), Indexed(embedding=bad)])
+        assert box.count() == 1

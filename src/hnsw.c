@@ -278,6 +278,7 @@ typedef struct onode {
     uint8_t del;     /* removed by the overlay */
     uint8_t dirty;   /* changed since it was last written to the tree */
     uint8_t stored;  /* has a record in the tree now */
+    uint8_t arena;   /* a dense node: vec and list[0] are in the overlay's arena */
     float *vec;      /* isnew: its row */
     uint32_t *list[HMAXL]; /* changed lists (count, slots); NULL: the image's */
 } onode;
@@ -295,12 +296,41 @@ typedef struct hover {
     uint32_t entry;
     int top;
     uint64_t live;
+    /* The arena: the rows and level-0 lists of the dense nodes, in chunks of
+     * 16, 32, 64, ... nodes, so that a search finds them by arithmetic on
+     * the slot (and can fetch a row ahead) instead of through the node. */
+    uint32_t stride, l0len; /* floats per row; uint32s per level-0 list */
+    float *vch[27];
+    uint32_t *lch[27];
 } hover;
+
+/* Dense node j's chunk of the arena, and its place in it (*at). */
+static inline unsigned arena_chunk(uint32_t j, uint32_t *at)
+{
+    unsigned c = 31u - (unsigned)__builtin_clz(j / 16 + 1);
+    *at = j - 16 * ((1u << c) - 1);
+    return c;
+}
+
+static inline float *arena_row(const hover *o, uint32_t j)
+{
+    uint32_t at;
+    unsigned c = arena_chunk(j, &at);
+    return o->vch[c] + (size_t)at * o->stride;
+}
+
+static inline uint32_t *arena_l0(const hover *o, uint32_t j)
+{
+    uint32_t at;
+    unsigned c = arena_chunk(j, &at);
+    return o->lch[c] + (size_t)at * o->l0len;
+}
 
 static void onode_free(onode *x)
 {
-    mote__free(x->vec);
-    for (int l = 0; l < HMAXL; l++)
+    if (!x->arena)
+        mote__free(x->vec);
+    for (int l = !!x->arena; l < HMAXL; l++)
         mote__free(x->list[l]);
 }
 
@@ -314,6 +344,10 @@ static void over_free(hover *o)
         onode_free(&o->dense[i]);
     mote__free(o->nodes);
     mote__free(o->dense);
+    for (int c = 0; c < 27; c++) {
+        mote__free(o->vch[c]);
+        mote__free(o->lch[c]);
+    }
     mote__free(o->mine);
     map_free(&o->at);
     map_free(&o->ids);
@@ -332,6 +366,8 @@ static hover *over_new(const hgraph *g)
         return NULL;
     }
     o->base = g->n;
+    o->stride = g->stride;
+    o->l0len = g->m0 + 1;
     o->entry = g->entry;
     o->top = g->top;
     o->live = g->live;
@@ -367,7 +403,21 @@ static onode *over_add(hover *o, uint32_t s)
             o->dense = nd;
             o->capdense = cap;
         }
+        uint32_t at;
+        unsigned c = arena_chunk(o->ndense, &at);
+        size_t n = (size_t)16 << c;
+        if (!o->vch[c] && !(o->vch[c] = mote__malloc(n * o->stride * sizeof(float))))
+            goto nomem;
+        if (!o->lch[c] && !(o->lch[c] = mote__malloc(n * o->l0len * 4)))
+            goto nomem;
         x = &o->dense[o->ndense++];
+        memset(x, 0, sizeof *x);
+        x->slot = s;
+        x->arena = 1;
+        x->vec = arena_row(o, s - o->base);
+        x->list[0] = arena_l0(o, s - o->base);
+        memset(x->list[0], 0, (size_t)o->l0len * 4);
+        return x;
     } else {
         if (o->n == o->cap) {
             uint32_t cap = o->cap ? o->cap * 2 : 64;
@@ -398,7 +448,9 @@ typedef struct hview {
 
 static inline const float *v_vec(const hview *v, uint32_t s)
 {
-    if (!v->o || (s < v->g->n && v->g->id[s]))
+    if (v->o && s >= v->o->base)
+        return arena_row(v->o, s - v->o->base);
+    if (!v->o || v->g->id[s])
         return v->g->vec + (size_t)s * v->g->stride;
     return over_find(v->o, s)->vec;
 }
@@ -406,6 +458,8 @@ static inline const float *v_vec(const hview *v, uint32_t s)
 static inline const uint32_t *v_list(const hview *v, uint32_t s, int l)
 {
     if (v->o) {
+        if (!l && s >= v->o->base)
+            return arena_l0(v->o, s - v->o->base);
         const onode *x = over_find(v->o, s);
         if (x && x->list[l])
             return x->list[l];
@@ -656,15 +710,20 @@ static int search_level(hsearch *S, const float *q, uint32_t ep, float dep, size
             break;
         const uint32_t *L = direct ? graph_list(g, c.s, l) : v_list(&S->v, c.s, l);
         uint32_t cnt = L[0];
-        if (direct && cnt)
-            __builtin_prefetch(g->vec + (size_t)L[1] * g->stride);
+        /* each row is fetched while the one before it is compared */
+        const float *next = !cnt ? NULL : direct ? g->vec + (size_t)L[1] * g->stride
+                                                 : v_vec(&S->v, L[1]);
+        if (next)
+            __builtin_prefetch(next);
         for (uint32_t i = 1; i <= cnt; i++) {
             uint32_t nb = L[i];
-            if (direct && i < cnt)
-                __builtin_prefetch(g->vec + (size_t)L[i + 1] * g->stride);
+            const float *row = next;
+            if (i < cnt) {
+                next = direct ? g->vec + (size_t)L[i + 1] * g->stride : v_vec(&S->v, L[i + 1]);
+                __builtin_prefetch(next);
+            }
             if (visit(S, nb))
                 continue;
-            const float *row = direct ? g->vec + (size_t)nb * g->stride : v_vec(&S->v, nb);
             float d = dist(S, row, q);
             if (S->nt < ef || d < bound) {
                 if ((rc = heap_room(&S->cand, &S->ccap, S->nc + 1)))
@@ -804,11 +863,10 @@ static int insert(hwork *w, uint64_t id, const float *row)
     x->lvl = (uint8_t)lvl;
     x->isnew = 1;
     x->dirty = 1;
-    x->vec = mote__malloc((size_t)g->stride * sizeof(float));
-    if (!x->vec)
+    if (!x->arena && !(x->vec = mote__malloc((size_t)g->stride * sizeof(float))))
         return mote__err(MOTE_NOMEM, "out of memory (vector index)");
     memcpy(x->vec, row, (size_t)g->stride * sizeof(float));
-    for (int l = 0; l <= lvl; l++) {
+    for (int l = !!x->arena; l <= lvl; l++) {
         x->list[l] = mote__calloc(max_links(g, l) + 1, 4);
         if (!x->list[l])
             return mote__err(MOTE_NOMEM, "out of memory (vector index)");

@@ -111,6 +111,20 @@ static int scan_entity(void *ctx, const char *name)
             }
             mote_query_free(q);
         }
+        /* each vector index: loaded from its records and searched */
+        for (unsigned i = 0; i < mote_entity_nprops(e); i++) {
+            mote_prop_def d;
+            float vec[64] = {0.5f};
+            if (mote_entity_prop_def(e, i, &d) || !(d.flags & MOTE_P_HNSW) || d.dim > 64 ||
+                mote_query_new(e, &q))
+                continue;
+            uint64_t *ids;
+            size_t n;
+            if (!mote_query_nearest(q, i, vec, d.dim, 5, d.hnsw.distance) &&
+                !mote_query_search(q, MOTE_NEAR_INDEX, 0) && !mote_query_ids(t, q, &ids, &n))
+                mote_free(ids);
+            mote_query_free(q);
+        }
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * make_corpus.c — writes the fuzzers' seed corpus: store images of several
- * shapes (tiny, multi-level, overflow values, unclean, new, commit chains) for fuzz_file, and a
+ * shapes (tiny, multi-level, overflow values, unclean, new, commit chains, a vector
+ * index) for fuzz_file, and a
  * few op programs for fuzz_api. Usage: make_corpus DIR (creates DIR/file
  * and DIR/api). The corpus is committed; rerun only when the format changes.
  */
@@ -74,12 +75,12 @@ static void objects(const char *dir)
     memio m;
     mote_store *s = create(&m, "/c/o.mote");
     static const mote_prop_def props[] = {
-        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL},
-        {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL},
-        {"parent", MOTE_T_TOONE, 0, 0, NULL, "Note"},
-        {"links", MOTE_T_TOMANY, 0, 0, NULL, "Note"},
-        {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL},
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL, {0}},
+        {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"parent", MOTE_T_TOONE, 0, 0, NULL, "Note", {0}},
+        {"links", MOTE_T_TOMANY, 0, 0, NULL, "Note", {0}},
+        {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
     };
     mote_txn *t;
     mote_entity *e;
@@ -109,6 +110,48 @@ static void objects(const char *dir)
     const uint8_t *img = memio_get(&m, "/c/o.mote", &len);
     save(dir, "objects", 0, img, len);
     save(dir, "objects", 1, img, len);
+    mote_close(s);
+    memio_free(&m);
+}
+
+/* A store with a vector index (hnsw.c): 300 objects, some removed (their
+ * neighbours' lists repaired), in two commits. */
+static void vectors(const char *dir)
+{
+    memio m;
+    mote_store *s = create(&m, "/c/v.mote");
+    static const mote_prop_def props[] = {
+        {"tag", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, 8, NULL, NULL,
+         {MOTE_DIST_EUCLIDEAN, 4, 0}},
+    };
+    mote_txn *t;
+    mote_entity *e;
+    if (mote_begin(s, 0, &t) || mote_entity_open(t, "Emb", props, 2, &e))
+        exit(8);
+    for (int i = 0; i < 300; i++) {
+        float x[8];
+        for (int j = 0; j < 8; j++)
+            x[j] = (float)((i * 7 + j * 13) % 17) - 8.0f;
+        mote_value v[2];
+        memset(v, 0, sizeof v);
+        v[0].v.i = i % 10;
+        v[1].v.s.p = x;
+        v[1].v.s.n = sizeof x;
+        v[1].null = i % 29 == 0;
+        if (mote_put(t, e, 0, v, 0, NULL))
+            exit(9);
+    }
+    if (mote_commit(t) || mote_begin(s, 0, &t))
+        exit(10);
+    for (uint64_t id = 5; id <= 300; id += 11)
+        mote_remove(t, e, id);
+    if (mote_commit(t))
+        exit(11);
+    size_t len;
+    const uint8_t *img = memio_get(&m, "/c/v.mote", &len);
+    save(dir, "vectors", 0, img, len);
+    save(dir, "vectors", 1, img, len);
     mote_close(s);
     memio_free(&m);
 }
@@ -190,6 +233,7 @@ int main(int argc, char **argv)
     store(d, "levels", 600, 60, 1);
     store(d, "overflow", 40, 9000, 0);
     objects(d);
+    vectors(d);
     fresh(d);
     chain(d, "chain", 12, 1);
     chain(d, "chain-unclean", 40, 0);

@@ -627,10 +627,14 @@ static int heap_room(hcand **h, size_t *cap, size_t n)
     return MOTE_OK;
 }
 
-/* max: 1 for a max-heap (the farthest on top), 0 for a min-heap */
-static inline int above(hcand a, hcand b, int max) { return max ? a.d > b.d : a.d < b.d; }
+/* max: 1 for a max-heap (the farthest on top), 0 for a min-heap; ties by
+ * slot, so that every order is the same whatever the heap's history */
+static inline int above(hcand a, hcand b, int max)
+{
+    return max ? a.d > b.d || (a.d == b.d && a.s > b.s) : a.d < b.d || (a.d == b.d && a.s < b.s);
+}
 
-static void heap_push(hcand *h, size_t *n, hcand c, int max)
+static inline void heap_push(hcand *h, size_t *n, hcand c, int max)
 {
     size_t i = (*n)++;
     while (i > 0 && above(c, h[(i - 1) / 2], max)) {
@@ -640,28 +644,36 @@ static void heap_push(hcand *h, size_t *n, hcand c, int max)
     h[i] = c;
 }
 
-static hcand heap_pop(hcand *h, size_t *n, int max)
+/* Put `last` in place i, moving it down (h[0..n) with a hole at i). */
+static inline void heap_down(hcand *h, size_t n, size_t i, hcand last, int max)
 {
-    hcand top = h[0], last = h[--*n];
-    size_t i = 0;
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
         hcand best = last;
-        if (l < *n && above(h[l], best, max)) {
+        if (l < n && above(h[l], best, max)) {
             m = l;
             best = h[l];
         }
-        if (r < *n && above(h[r], best, max))
+        if (r < n && above(h[r], best, max))
             m = r;
         if (m == i)
             break;
         h[i] = h[m];
         i = m;
     }
-    if (*n)
-        h[i] = last;
+    h[i] = last;
+}
+
+static inline hcand heap_pop(hcand *h, size_t *n, int max)
+{
+    hcand top = h[0];
+    if (--*n)
+        heap_down(h, *n, 0, h[*n], max);
     return top;
 }
+
+/* The top replaced by c (a full heap keeping the best: pop and push in one). */
+static inline void heap_replace(hcand *h, size_t n, hcand c, int max) { heap_down(h, n, 0, c, max); }
 
 /* ---- searching a level ---------------------------------------------------------------- */
 
@@ -732,9 +744,10 @@ static int search_level(hsearch *S, const float *q, uint32_t ep, float dep, size
                 if (S->accept && (ok = S->accept(S->actx, v_id(&S->v, nb))) < 0)
                     return S->err = -ok;
                 if (ok) {
-                    heap_push(S->top, &S->nt, (hcand){d, nb}, 1);
-                    if (S->nt > ef)
-                        heap_pop(S->top, &S->nt, 1);
+                    if (S->nt < ef)
+                        heap_push(S->top, &S->nt, (hcand){d, nb}, 1);
+                    else
+                        heap_replace(S->top, S->nt, (hcand){d, nb}, 1);
                 }
                 if (S->nt)
                     bound = S->top[0].d;
@@ -750,15 +763,15 @@ static int cmp_cand(const void *a, const void *b)
     return x->d < y->d ? -1 : x->d > y->d ? 1 : (x->s > y->s) - (x->s < y->s);
 }
 
-/* S->top's results into out (ascending); returns their number. */
+/* S->top's results into out (ascending: nearest first, ties by slot);
+ * returns their number. S->top is left empty. */
 static size_t take_results(hsearch *S, hcand *out)
 {
     size_t n = S->nt;
-    memcpy(out, S->top, n * sizeof *out);
-    qsort(out, n, sizeof *out, cmp_cand);
+    for (size_t i = n; i-- > 0;)
+        out[i] = heap_pop(S->top, &S->nt, 1);
     return n;
 }
-
 /* The heuristic: of c[0..n) (ascending by distance to the base) keep at most
  * m, each nearer to the base than to every one kept before it; in place.
  * Returns the number kept. */

@@ -69,7 +69,8 @@ _core._init(prepare=_schema.prepare, Decimal=_decimal.Decimal, dumps=_dumps,
 
 
 def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = True,
-         sync: bool = True, timeout: float | None = 5.0, exclusive: bool = False) -> Store:
+         sync: bool = True, timeout: float | None = 5.0, exclusive: bool = False,
+         page_size: int | None = None) -> Store:
     """Open the store file at ``path`` (created if missing unless ``create=False``).
 
     Any number of processes may have a store open at once (web workers, a CLI beside a
@@ -80,9 +81,13 @@ def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = Tru
     (``StoreLockedError`` for them). ``readonly=True`` opens it for reading only;
     ``sync=False`` makes commits fast but not durable (a crash of the process loses
     nothing committed; a crash of the machine may lose the latest commits or leave the
-    file damaged). Use the store as a context manager or call ``close()``."""
+    file damaged). ``page_size`` (bytes, a power of two from 4096 to 65536; default 4096)
+    applies when the file is created and is kept by it: an object of more than a quarter
+    of a page is stored in pages of its own, so a store of objects of 1-2 KB (a vector of
+    384 floats) takes about half the space with 8192. Use the store as a context manager
+    or call ``close()``."""
     return Store(path, readonly=readonly, create=create, sync=sync, timeout=timeout,
-                 exclusive=exclusive)
+                 exclusive=exclusive, page_size=page_size)
 
 
 __all__ = [

@@ -177,12 +177,23 @@ int schema_error(StoreObject *st, int rc)
 
 static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"path", "readonly", "create", "sync", "timeout", "exclusive", NULL};
-    PyObject *path, *timeout = NULL;
+    static char *kwlist[] = {"path", "readonly", "create", "sync", "timeout", "exclusive",
+                             "page_size", NULL};
+    PyObject *path, *timeout = NULL, *psobj = Py_None;
     int readonly = 0, create = 1, sync = 1, exclusive = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pppOp:Store", kwlist, &path, &readonly,
-                                     &create, &sync, &timeout, &exclusive))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pppOpO:Store", kwlist, &path, &readonly,
+                                     &create, &sync, &timeout, &exclusive, &psobj))
         return NULL;
+    long page_size = 0; /* at creation; 0: the library's default */
+    if (psobj != Py_None) {
+        page_size = PyLong_Check(psobj) && !PyBool_Check(psobj) ? PyLong_AsLong(psobj) : -1;
+        if (page_size < 4096 || page_size > 65536 || (page_size & (page_size - 1))) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "page_size must be a power of two from 4096 to 65536, "
+                         "not %R", psobj);
+            return NULL;
+        }
+    }
     int busy_ms = 5000; /* timeout: seconds to wait for another process's writer */
     if (timeout && timeout != Py_None) {
         double sec = PyFloat_AsDouble(timeout);
@@ -214,6 +225,7 @@ static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     memset(&o, 0, sizeof o);
     o.flags = (readonly ? MOTE_RDONLY : 0) | (create && !readonly ? MOTE_CREATE : 0) |
               (sync ? 0 : MOTE_NOSYNC) | (exclusive ? MOTE_EXCLUSIVE : 0);
+    o.page_size = (unsigned)page_size;
     mote_store *s = NULL;
     int rc;
     const char *cpath = PyBytes_AS_STRING(bpath);

@@ -293,3 +293,28 @@ def test_index_refuses_nan_and_writes_nothing(tmp_path):
         with pytest.raises(ValueError, match="component 3"):
             box.put_many([Indexed(embedding=[2.0] * DIM), Indexed(embedding=bad)])
         assert box.count() == 1
+
+
+def test_page_size_at_creation(tmp_path):
+    """A 384-float vector (1,536 bytes) is more than a quarter of a 4 KB page, so each one
+    takes an overflow page of its own; with 8 KB pages it stays in the tree's leaves."""
+    sizes = {}
+    for ps in (None, 8192):
+        path = tmp_path / f"p{ps}.mote"
+        with motedb.open(path, page_size=ps) as store:
+            box = store.box(Big)
+            box.put_many([Big(embedding=[float(i % 7)] * 384) for i in range(300)])
+        with motedb.open(path, page_size=16384) as store:  # kept by the file: ignored
+            assert store.box(Big).count() == 300
+        sizes[ps] = path.stat().st_size
+    raw = 300 * 384 * 4
+    assert sizes[None] > 2 * raw and sizes[8192] < 1.5 * raw, sizes
+    for bad in (0, 1000, 4097, 131072, True, "8192"):
+        with pytest.raises(ValueError, match="page_size must be a power of two"):
+            motedb.open(tmp_path / "bad.mote", page_size=bad)
+
+
+class Big(motedb.Entity):
+    id: int = 0
+    embedding: Annotated[list[float], motedb.Vector(384)] = motedb.field(
+        default_factory=lambda: [0.0] * 384)

@@ -146,27 +146,46 @@ naive: {
 }
 }
 
+/* A C-contiguous buffer of float32 (in this machine's order) that v exports,
+ * as a memoryview (a new reference) in *mv: 1; v is not one: 0; it is one
+ * of the wrong length: -1 (raised). */
+static int float32_buffer(const char *ent, const FieldInfo *f, PyObject *v, PyObject **mv)
+{
+    *mv = NULL;
+    if (!PyObject_CheckBuffer(v) || PyBytes_Check(v) || PyUnicode_Check(v))
+        return 0;
+    PyObject *m = PyMemoryView_FromObject(v);
+    if (!m) {
+        PyErr_Clear();
+        return 0;
+    }
+    const Py_buffer *b = PyMemoryView_GET_BUFFER(m);
+    const char *fmt = b->format;
+    if (!fmt || (strcmp(fmt, "f") && strcmp(fmt, "<f") && strcmp(fmt, "=f")) ||
+        b->itemsize != 4 || !PyBuffer_IsContiguous(b, 'C')) {
+        Py_DECREF(m);
+        return 0;
+    }
+    if ((size_t)b->len != (size_t)f->dim * 4) {
+        PyErr_Format(PyExc_ValueError, "%s.%s: vector of %zd floats, expected %u", ent,
+                     f->cname, b->len / 4, f->dim);
+        Py_DECREF(m);
+        return -1;
+    }
+    *mv = m;
+    return 1;
+}
+
 PyObject *vector_of(const char *ent, const FieldInfo *f, PyObject *v)
 {
-    if (PyObject_CheckBuffer(v) && !PyBytes_Check(v) && !PyUnicode_Check(v)) {
-        Py_buffer view;
-        if (PyObject_GetBuffer(v, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
-            int f32 = view.format && (!strcmp(view.format, "f") || !strcmp(view.format, "<f") ||
-                                      !strcmp(view.format, "=f")) && view.itemsize == 4;
-            if (f32) {
-                PyObject *b = NULL;
-                if ((size_t)view.len != (size_t)f->dim * 4)
-                    PyErr_Format(PyExc_ValueError, "%s.%s: vector of %zd floats, expected %u",
-                                 ent, f->cname, view.len / 4, f->dim);
-                else
-                    b = PyBytes_FromStringAndSize(view.buf, view.len);
-                PyBuffer_Release(&view);
-                return b;
-            }
-            PyBuffer_Release(&view);
-        } else {
-            PyErr_Clear();
-        }
+    PyObject *mv;
+    int is = float32_buffer(ent, f, v, &mv);
+    if (is) {
+        PyObject *b = is < 0 ? NULL
+                             : PyBytes_FromStringAndSize(PyMemoryView_GET_BUFFER(mv)->buf,
+                                                         PyMemoryView_GET_BUFFER(mv)->len);
+        Py_XDECREF(mv);
+        return b;
     }
     if (PyUnicode_Check(v) || PyBytes_Check(v) || PyDict_Check(v) || !PySequence_Check(v)) {
         wrong_type(ent, f, v);
@@ -504,12 +523,17 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
     case K_LIST:
         return json_of(ent, f, v, out, keep, nk);
     case K_VECTOR: {
-        PyObject *tmp = vector_of(ent, f, v);
-        if (!tmp)
+        /* a float32 buffer (NumPy) is read in place, else the floats are
+         * gathered into a bytes; either is kept until the put is done */
+        PyObject *tmp;
+        int is = float32_buffer(ent, f, v, &tmp);
+        if (is < 0 || (!is && !(tmp = vector_of(ent, f, v))))
             return -1;
+        const char *p = is ? PyMemoryView_GET_BUFFER(tmp)->buf : PyBytes_AS_STRING(tmp);
+        Py_ssize_t n = is ? PyMemoryView_GET_BUFFER(tmp)->len : PyBytes_GET_SIZE(tmp);
         for (unsigned i = 0; f->hdist && i < f->dim; i++) { /* (the C layer says MOTE_RANGE) */
             float x;
-            memcpy(&x, PyBytes_AS_STRING(tmp) + 4 * (size_t)i, 4);
+            memcpy(&x, p + 4 * (size_t)i, 4);
             if (!isfinite(x)) {
                 PyErr_Format(PyExc_ValueError, "%s.%s: component %u of the vector is %s: an "
                              "indexed vector must be finite", ent, f->cname, i,
@@ -518,7 +542,7 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
                 return -1;
             }
         }
-        return keep_bytes(tmp, PyBytes_AS_STRING(tmp), PyBytes_GET_SIZE(tmp), out, keep, nk);
+        return keep_bytes(tmp, p, n, out, keep, nk);
     }
     default:
         PyErr_SetString(PyExc_SystemError, "motedb: unknown field kind");

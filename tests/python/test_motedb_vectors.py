@@ -99,6 +99,17 @@ def test_float32_buffers_and_tuples(memories):
     assert as_list == as_buffer == as_tuple == [i for _, i in reference(objs, q, "cosine", 7)]
     rows = box.query(Memory.embedding.nearest(q, k=3)).tuples("id", "topic")
     assert [r[0] for r in rows] == as_list[:3]
+    # puts: a float32 buffer is read in place, a strided one (not contiguous) and a
+    # float64 one element by element, a buffer of the wrong length refused
+    wide = array.array("f", [float(i) for i in range(2 * DIM)])
+    doubles = array.array("d", [float(i) for i in range(DIM)])
+    ids = box.put_many([Memory(embedding=array.array("f", q)), Memory(embedding=memoryview(wide)[::2]),
+                        Memory(embedding=doubles)])
+    assert box.get(ids[0]).embedding == q
+    assert box.get(ids[1]).embedding == [float(i) for i in range(0, 2 * DIM, 2)]
+    assert box.get(ids[2]).embedding == [float(i) for i in range(DIM)]
+    with pytest.raises(ValueError, match=f"vector of {2 * DIM} floats, expected {DIM}"):
+        box.put(Memory(embedding=wide))
 
 
 def test_nearest_in_a_transaction_sees_its_writes(memories):

@@ -1385,6 +1385,12 @@ typedef struct hindex {
     hover *pending;
     uint64_t pend_gen, pend_stamp;
     uint64_t pin;           /* serial of the write transaction whose overlay rests on g */
+    /* the state record last read by a read transaction (under hstate's mu):
+     * every reader of the same snapshot (txnid) sees the same one */
+    uint64_t mtxn;          /* 0: none */
+    uint32_t mtree;
+    int mfound;
+    hmeta mM;
 } hindex;
 
 typedef struct hnote {
@@ -1453,6 +1459,34 @@ static hindex *index_get(hstate *H, uint32_t eid, uint16_t pid)
     if (!x)
         mote__err(MOTE_NOMEM, "out of memory (vector index)");
     return x;
+}
+
+/* meta_read, for a read transaction through x's copy of the state record
+ * when it read it last in the same snapshot. */
+static int meta_get(hstate *H, hindex *x, mote_txn *t, uint32_t tree, hmeta *M, int *found)
+{
+    if (t->write)
+        return meta_read(t, tree, M, found);
+    pthread_mutex_lock(&H->mu);
+    int hit = x->mtxn && x->mtxn == t->txnid && x->mtree == tree;
+    if (hit) {
+        *M = x->mM;
+        *found = x->mfound;
+    }
+    pthread_mutex_unlock(&H->mu);
+    if (hit)
+        return MOTE_OK;
+    int rc = meta_read(t, tree, M, found);
+    if (!rc) {
+        pthread_mutex_lock(&H->mu);
+        x->mtxn = t->txnid;
+        x->mtree = tree;
+        x->mfound = *found;
+        if (*found)
+            x->mM = *M;
+        pthread_mutex_unlock(&H->mu);
+    }
+    return rc;
 }
 
 static int same_params(const hparams *a, const hparams *b)
@@ -2081,68 +2115,80 @@ int mote__hnsw_size(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t *
     *n = 0;
     if (!e->props[prop].vindex_tree)
         return MOTE_OK;
-    if (t->write && (rc = mote__hnsw_flush(t)))
-        return rc;
-    if (!(rc = meta_read(t, e->props[prop].vindex_tree, &M, &found)) && found)
+    if (t->write) {
+        if ((rc = mote__hnsw_flush(t)))
+            return rc;
+        rc = meta_read(t, e->props[prop].vindex_tree, &M, &found);
+    } else {
+        hstate *H = state_get(t->s);
+        hindex *x = H ? index_get(H, e->eid, e->props[prop].id) : NULL;
+        rc = x ? meta_get(H, x, t, e->props[prop].vindex_tree, &M, &found) : MOTE_NOMEM;
+    }
+    if (!rc && found)
         *n = M.count;
     return rc;
 }
 
-/* Under x's read lock: search view v for the `want` nearest to vec (ef:
- * breadth), through the filter if any. */
-static int search_view(const hview *v, uint32_t entry, int top, const float *vec, int metric,
-                       uint64_t want, size_t ef, int (*accept)(void *, uint64_t), void *actx,
-                       uint64_t **ids, size_t *n)
+/* Under the index's read lock: search view v (entry, top) for r->want
+ * nearest to r->vec, through r->accept if any; r->ids (and r->dist). */
+static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
 {
     hsearch S;
     const hgraph *g = v->g;
+    size_t ef = r->ef > r->want ? r->ef : (size_t)r->want;
     float *q = mote__malloc((size_t)g->stride * 4);
     hcand *res = NULL;
     uint64_t *out = NULL;
+    double *dists = NULL;
     size_t got = 0;
     search_init(&S, v);
-    S.accept = accept;
-    S.actx = actx;
+    S.accept = r->accept;
+    S.actx = r->actx;
     int rc = q ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory (vector search)");
     if (!rc && entry != HNONE) {
-        make_row(metric, (const uint8_t *)vec, g->P.dim, g->stride, q);
+        make_row(r->metric, (const uint8_t *)r->vec, g->P.dim, g->stride, q);
         float dep = dist(&S, v_vec(v, entry), q);
         for (int l = top; l > 0; l--)
             greedy(&S, q, &entry, &dep, l);
-        if (!(rc = search_level(&S, q, entry, dep, ef > want ? ef : (size_t)want, 0)) &&
+        if (!(rc = search_level(&S, q, entry, dep, ef, 0)) &&
             !(res = mote__malloc((S.nt + 1) * sizeof *res)))
             rc = mote__err(MOTE_NOMEM, "out of memory (vector search)");
         if (!rc)
             got = take_results(&S, res);
     }
-    if (got > want)
-        got = (size_t)want;
-    if (!rc && !(out = mote__malloc((got + 1) * 8)))
+    if (got > r->want)
+        got = (size_t)r->want;
+    int rows = r->rowdist && r->metric != MOTE_DIST_COSINE; /* rows = stored vectors */
+    if (!rc && (!(out = mote__malloc((got + 1) * 8)) ||
+                (rows && !(dists = mote__malloc((got + 1) * sizeof *dists)))))
         rc = mote__err(MOTE_NOMEM, "out of memory (vector search)");
-    for (size_t i = 0; !rc && i < got; i++)
+    for (size_t i = 0; !rc && i < got; i++) {
         out[i] = v_id(v, res[i].s);
+        if (rows)
+            dists[i] = r->rowdist(r->dctx, (const uint8_t *)v_vec(v, res[i].s));
+    }
     search_free(&S);
     mote__free(q);
     mote__free(res);
     if (rc) {
         mote__free(out);
+        mote__free(dists);
         return rc;
     }
-    *ids = out;
-    *n = got;
+    r->ids = out;
+    r->dist = dists;
+    r->n = got;
     return MOTE_OK;
 }
 
-int mote__hnsw_nearest(mote_txn *t, const mote_entity *e, unsigned prop, const float *vec,
-                       int metric, uint64_t want, unsigned ef, int force,
-                       int (*accept)(void *, uint64_t), void *actx, uint64_t **ids,
-                       size_t *n, int *served)
+int mote__hnsw_nearest(mote_txn *t, const mote_entity *e, unsigned prop, hnear *r)
 {
     const mprop *p = &e->props[prop];
-    *ids = NULL;
-    *n = 0;
-    *served = 0;
-    if (!p->vindex_tree || p->hmetric != metric)
+    r->ids = NULL;
+    r->dist = NULL;
+    r->n = 0;
+    r->served = 0;
+    if (!p->vindex_tree || p->hmetric != r->metric)
         return MOTE_OK;
     hstate *H = state_get(t->s);
     if (!H)
@@ -2156,20 +2202,20 @@ int mote__hnsw_nearest(mote_txn *t, const mote_entity *e, unsigned prop, const f
             w = write_find(H, e->eid, p->id);
     }
     hmeta M;
-    if ((rc = meta_read(t, p->vindex_tree, &M, &found)) || !found ||
-        (!force && M.count < MOTE_HNSW_EXACT_BELOW))
-        return rc;
-    if (!ef)
-        ef = MOTE_HNSW_EF;
     hindex *x = w ? w->x : index_get(H, e->eid, p->id);
     if (!x)
         return MOTE_NOMEM;
+    if ((rc = meta_get(H, x, t, p->vindex_tree, &M, &found)) || !found ||
+        (!r->force && M.count < MOTE_HNSW_EXACT_BELOW))
+        return rc;
+    if (!r->ef)
+        r->ef = MOTE_HNSW_EF;
     if (w) { /* the image is pinned under the overlay */
         pthread_rwlock_rdlock(&x->lock);
         hview v = {x->g, w->o};
-        rc = search_view(&v, w->o->entry, w->o->top, vec, metric, want, ef, accept, actx, ids, n);
+        rc = search_view(&v, w->o->entry, w->o->top, r);
         pthread_rwlock_unlock(&x->lock);
-        *served = !rc;
+        r->served = !rc;
         return rc;
     }
     pthread_rwlock_rdlock(&x->lock);
@@ -2191,8 +2237,8 @@ int mote__hnsw_nearest(mote_txn *t, const mote_entity *e, unsigned prop, const f
         pthread_rwlock_rdlock(&x->lock);
     }
     hview v = {x->g, NULL};
-    rc = search_view(&v, x->g->entry, x->g->top, vec, metric, want, ef, accept, actx, ids, n);
+    rc = search_view(&v, x->g->entry, x->g->top, r);
     pthread_rwlock_unlock(&x->lock);
-    *served = !rc;
+    r->served = !rc;
     return rc;
 }

@@ -307,16 +307,31 @@ int mote__hnsw_check(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t 
 struct hwrite *mote__hnsw_take(mote_txn *t);
 void mote__hnsw_end(struct hwrite *taken, int committed);
 void mote__hnsw_detach(mote_store *s);
-/* Approximate nearest neighbours through the index of e's property prop:
- * up to `want` ids, nearest first; ef: search breadth (0: default); force:
- * whatever the index's size; accept (may be NULL): a filter, 1 take, 0
- * pass by, < 0 -(error). *served = 0 when the index cannot answer (none for
- * this metric, too small, a snapshot older than the image in memory): the
- * caller searches exactly. */
-int mote__hnsw_nearest(mote_txn *t, const mote_entity *e, unsigned prop, const float *vec,
-                       int metric, uint64_t want, unsigned ef, int force,
-                       int (*accept)(void *, uint64_t), void *actx, uint64_t **ids,
-                       size_t *n, int *served);
+/* A search through a vector index (mote__hnsw_nearest). */
+typedef struct hnear {
+    const float *vec;   /* the query vector (the property's dim floats) */
+    int metric;         /* MOTE_DIST_* */
+    uint64_t want;      /* results wanted */
+    unsigned ef;        /* breadth (0: MOTE_HNSW_EF) */
+    int force;          /* search whatever the index's size */
+    int (*accept)(void *ctx, uint64_t id); /* a filter or NULL: 1 take, 0 pass
+                                               by, < 0 -(error) */
+    void *actx;
+    /* optional: a result's exact distance from its row, where the index's
+     * rows are the stored vectors (euclidean, dot; not cosine, whose rows
+     * are normalised): called under the index's lock */
+    double (*rowdist)(void *ctx, const uint8_t *row);
+    void *dctx;
+    /* out: up to want ids, nearest first (malloc'd), their distances
+     * (malloc'd, NULL when rowdist was not called); served = 0 when the
+     * index cannot answer (none for this metric, too small, a snapshot
+     * older than the image in memory): the caller searches exactly */
+    uint64_t *ids;
+    double *dist;
+    size_t n;
+    int served;
+} hnear;
+int mote__hnsw_nearest(mote_txn *t, const mote_entity *e, unsigned prop, hnear *r);
 
 /* relation.c: the backlink tree of an entity ("@b:<eid>"), a backlink key
  * (22 bytes), and whether object id is in the object tree `tree`. */

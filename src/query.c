@@ -949,6 +949,8 @@ static double near_distance(const qnear *nr, const vec_kernels *K, const uint8_t
     return isnan(d) ? INFINITY : d; /* (a stored NaN sorts last) */
 }
 
+static int near_push(nheap *h, uint64_t id, double d);
+
 static int near_add(void *ctx, uint64_t id, const mote_record *r)
 {
     nheap *h = ctx;
@@ -959,7 +961,12 @@ static int near_add(void *ctx, uint64_t id, const mote_record *r)
     if (v.v.s.n != (size_t)h->nr->dim * 4)
         return CORRUPT("%s: object %llu holds a vector of %zu bytes", r->e->name,
                        (unsigned long long)id, v.v.s.n);
-    double d = near_distance(h->nr, h->K, v.v.s.p);
+    return near_push(h, id, near_distance(h->nr, h->K, v.v.s.p));
+}
+
+/* Object id at distance d into h, if among the k nearest so far. */
+static int near_push(nheap *h, uint64_t id, double d)
+{
     if (h->n == h->nr->k) { /* full: replace the farthest if this one is nearer */
         if (!farther(h->dist[0], h->ids[0], d, id))
             return MOTE_OK;
@@ -1044,29 +1051,39 @@ static int near_accept(void *ctx, uint64_t id)
     return rc ? -rc : mote__query_eval(f->q, f->q->root, &r);
 }
 
+/* A result's exact distance from the index's row of it (hnear.rowdist). */
+static double near_rowdist(void *ctx, const uint8_t *row)
+{
+    const nheap *h = ctx;
+    return near_distance(h->nr, h->K, row);
+}
+
 /* The k nearest through the index into h (*done = 0: the index did not
  * answer, or found fewer than k: search exactly). */
 static int near_index(mote_txn *t, mote_query *q, nheap *h, int *done)
 {
     const qnear *nr = q->near;
     nfilter f = {q, NULL};
-    uint64_t *ids = NULL;
-    size_t n = 0;
-    int served = 0, rc = mote_cursor_open(t, q->e->eid, &f.oc);
+    hnear r = {nr->vec, nr->metric, nr->k, q->near_ef, q->near_how == MOTE_NEAR_INDEX,
+               q->root >= 0 ? near_accept : NULL, &f, near_rowdist, h, NULL, NULL, 0, 0};
+    int rc = mote_cursor_open(t, q->e->eid, &f.oc);
     *done = 0;
     if (!rc)
-        rc = mote__hnsw_nearest(t, q->e, nr->prop, nr->vec, nr->metric, nr->k, q->near_ef,
-                                q->near_how == MOTE_NEAR_INDEX,
-                                q->root >= 0 ? near_accept : NULL, &f, &ids, &n, &served);
-    /* exact distances, as an exact search gives them, and their order */
-    for (size_t i = 0; !rc && served && n == nr->k && i < n; i++) {
-        mote_record r;
-        if (!(rc = fetch_obj(q->e, f.oc, ids[i], &r)))
-            rc = near_add(h, ids[i], &r);
+        rc = mote__hnsw_nearest(t, q->e, nr->prop, &r);
+    /* exact distances, as an exact search gives them (from the index's rows
+     * where they are the stored vectors, else from the records), and their
+     * order */
+    for (size_t i = 0; !rc && r.served && r.n == nr->k && i < r.n; i++) {
+        mote_record rec;
+        if (r.dist)
+            rc = near_push(h, r.ids[i], r.dist[i]);
+        else if (!(rc = fetch_obj(q->e, f.oc, r.ids[i], &rec)))
+            rc = near_add(h, r.ids[i], &rec);
     }
-    *done = !rc && served && n == nr->k;
+    *done = !rc && r.served && r.n == nr->k;
     mote_cursor_close(f.oc);
-    mote__free(ids);
+    mote__free(r.ids);
+    mote__free(r.dist);
     return rc;
 }
 

@@ -31,9 +31,11 @@
  *
  * IN MEMORY. Searching through tree lookups would cost a descent per
  * visited node, so each open store keeps, per index, one graph image (the
- * cache, struct hgraph): vectors as float rows (normalised for cosine, so
- * a distance is one dot product), level-0 lists in one array, node numbers
- * (slots) instead of ids. It is built from the tree on first use (read
+ * cache, struct hgraph): vectors as float rows (the stored floats; for
+ * cosine with the inverse norm in front, so a distance is one dot product
+ * and two multiplications, and a result's exact distance, as exact search
+ * computes it from the record, comes from its row), level-0 lists in one
+ * array, node numbers (slots) instead of ids. It is built from the tree on first use (read
  * lock to search, write lock to change it) and names the version it holds
  * by the state's stamp, which a reader compares with its snapshot's: equal,
  * it searches the image; newer, it brings the image up to date; older (a
@@ -179,7 +181,9 @@ typedef struct hparams {
 
 typedef struct hgraph {
     hparams P;
-    uint32_t stride;       /* floats per row: dim rounded up to 8 */
+    uint32_t stride;       /* floats per row: off + dim rounded up to 8 */
+    uint32_t off;          /* where a row's vector starts: 8 for cosine (row[0]
+                              holds 1/|v|), else 0 (the vector alone) */
     uint32_t m0;           /* level-0 list limit: 2m */
     uint64_t gen, stamp;   /* the version of the index it holds */
     uint32_t n, cap;       /* slots used (live or free), allocated */
@@ -219,7 +223,8 @@ static hgraph *graph_new(const hparams *P)
         return NULL;
     }
     g->P = *P;
-    g->stride = (P->dim + 7) & ~7u;
+    g->off = P->metric == MOTE_DIST_COSINE ? 8 : 0;
+    g->stride = g->off + ((P->dim + 7) & ~7u);
     g->m0 = 2 * P->m;
     g->entry = HNONE;
     g->top = -1;
@@ -543,12 +548,15 @@ typedef struct hsearch {
     int err;
 } hsearch;
 
+/* The distance between two rows (make_row): squared L2, the negated dot
+ * product, or 1 - cos from the vectors and their inverse norms. */
 static inline float dist(const hsearch *S, const float *a, const float *b)
 {
     if (S->metric == MOTE_DIST_EUCLIDEAN)
         return S->K->l2sq((const uint8_t *)a, b, S->dim);
-    float d = S->K->dot((const uint8_t *)a, b, S->dim);
-    return S->metric == MOTE_DIST_DOT ? -d : 1.0f - d;
+    if (S->metric == MOTE_DIST_DOT)
+        return -S->K->dot((const uint8_t *)a, b, S->dim);
+    return 1.0f - S->K->dot((const uint8_t *)(a + 8), b + 8, S->dim) * a[0] * b[0];
 }
 
 static int search_init(hsearch *S, const hview *v)
@@ -860,7 +868,7 @@ static uint32_t new_slot(hview *v)
     return v->o->base + v->o->ndense;
 }
 
-/* Insert object id with row (normalised for cosine) into the overlay. */
+/* Insert object id with its row (make_row) into the overlay. */
 static int insert(hwork *w, uint64_t id, const float *row)
 {
     hview *v = &w->S.v;
@@ -1217,22 +1225,21 @@ static int node_decode(const uint8_t *p, size_t n, uint32_t m, int *lvl, uint32_
     return p == end;
 }
 
-/* Normalise v (dim floats) into row (stride floats, the rest zero) for the
- * metric: unit length for cosine (all zeros stays so). */
+/* v (dim floats, as stored) as a row of stride floats: for cosine, 1/|v|
+ * (0 for an all-zero vector), 7 zeros, then v; else v; zeros to the end.
+ * The rows hold the stored floats themselves, so a distance from a row is
+ * the one exact search computes from the record. */
 static void make_row(int metric, const uint8_t *v, uint32_t dim, uint32_t stride, float *row)
 {
-    memcpy(row, v, (size_t)dim * 4);
-    memset(row + dim, 0, (size_t)(stride - dim) * 4);
-    if (metric != MOTE_DIST_COSINE)
+    uint32_t off = metric == MOTE_DIST_COSINE ? 8 : 0;
+    memset(row, 0, (size_t)stride * 4);
+    memcpy(row + off, v, (size_t)dim * 4);
+    if (!off)
         return;
     double ss = 0;
     for (uint32_t i = 0; i < dim; i++)
-        ss += (double)row[i] * row[i];
-    if (ss > 0) {
-        float inv = (float)(1.0 / sqrt(ss));
-        for (uint32_t i = 0; i < dim; i++)
-            row[i] *= inv;
-    }
+        ss += (double)row[off + i] * row[off + i];
+    row[0] = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
 }
 
 /* The vector of object id (through cursor oc on the object tree): *vec
@@ -2158,14 +2165,14 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     }
     if (got > r->want)
         got = (size_t)r->want;
-    int rows = r->rowdist && r->metric != MOTE_DIST_COSINE; /* rows = stored vectors */
+    int rows = r->rowdist != NULL;
     if (!rc && (!(out = mote__malloc((got + 1) * 8)) ||
                 (rows && !(dists = mote__malloc((got + 1) * sizeof *dists)))))
         rc = mote__err(MOTE_NOMEM, "out of memory (vector search)");
     for (size_t i = 0; !rc && i < got; i++) {
         out[i] = v_id(v, res[i].s);
         if (rows)
-            dists[i] = r->rowdist(r->dctx, (const uint8_t *)v_vec(v, res[i].s));
+            dists[i] = r->rowdist(r->dctx, (const uint8_t *)(v_vec(v, res[i].s) + g->off));
     }
     search_free(&S);
     mote__free(q);

@@ -317,13 +317,12 @@ typedef struct hnear {
     int (*accept)(void *ctx, uint64_t id); /* a filter or NULL: 1 take, 0 pass
                                                by, < 0 -(error) */
     void *actx;
-    /* optional: a result's exact distance from its row, where the index's
-     * rows are the stored vectors (euclidean, dot; not cosine, whose rows
-     * are normalised): called under the index's lock */
+    /* optional: a result's exact distance from the stored vector (its row
+     * in the index's image), called under the index's lock */
     double (*rowdist)(void *ctx, const uint8_t *row);
     void *dctx;
     /* out: up to want ids, nearest first (malloc'd), their distances
-     * (malloc'd, NULL when rowdist was not called); served = 0 when the
+     * (malloc'd, NULL without rowdist); served = 0 when the
      * index cannot answer (none for this metric, too small, a snapshot
      * older than the image in memory): the caller searches exactly */
     uint64_t *ids;

@@ -1070,9 +1070,8 @@ static int near_index(mote_txn *t, mote_query *q, nheap *h, int *done)
     *done = 0;
     if (!rc)
         rc = mote__hnsw_nearest(t, q->e, nr->prop, &r);
-    /* exact distances, as an exact search gives them (from the index's rows
-     * where they are the stored vectors, else from the records), and their
-     * order */
+    /* exact distances, as an exact search gives them (from the index's rows,
+     * which are the stored vectors), and their order */
     for (size_t i = 0; !rc && r.served && r.n == nr->k && i < r.n; i++) {
         mote_record rec;
         if (r.dist)

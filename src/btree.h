@@ -55,6 +55,8 @@ struct mote_cursor {
     unsigned run_end;      /* this cursor's tree (NULL: not known; reset on every move) */
     uint32_t klen;
     int saved;
+    unsigned ahead;        /* forward steps to a next leaf since the last descent:
+                              from the second on, leaves are read ahead */
     struct mote_cursor *next_in_txn;
     uint8_t key[MAX_IKEY]; /* the current key, once saved (last: not cleared at open) */
 };

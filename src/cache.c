@@ -161,6 +161,44 @@ int mote__validate_aux(const mote_store *s, const uint8_t *buf, int type)
     return MOTE_OK;
 }
 
+void mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, int level)
+{
+    mote_store *s = t->s;
+    uint32_t first = n ? ptr_pgno(ptrs[0]) : 0, end = rd32(t->root->data + 32), run = 0;
+    if (n < 2 || store_forked(s) || first < 2)
+        return;
+    pthread_mutex_lock(&s->mu);
+    while (run < n && ptr_pgno(ptrs[run]) == first + run && first + run < end &&
+           !(t->write && ptr_birth(ptrs[run]) == (uint32_t)t->txnid) &&
+           !cache_find(s, first + run))
+        run++;
+    pthread_mutex_unlock(&s->mu);
+    uint8_t *buf = run >= 2 ? mote__malloc((size_t)run * s->P) : NULL;
+    if (!buf || s->io->pread(s->io->ctx, s->fd, buf, (size_t)run * s->P,
+                             (uint64_t)first << s->page_shift) != (ssize_t)((size_t)run * s->P)) {
+        mote__free(buf);
+        return;
+    }
+    for (uint32_t i = 0; i < run; i++) {
+        const uint8_t *data = buf + (size_t)i * s->P;
+        mpage *np;
+        if (mote__verify_page(s, data, ptrs[i], "tree") ||
+            (level < 0 ? mote__validate_aux(s, data, PAGE_OVERFLOW)
+                       : mote__node_validate(data, s->P, level, first + i)) ||
+            !(np = mote__mpage_alloc(s->P)))
+            continue; /* (the message set is overwritten by the next error) */
+        memcpy(np->data, data, s->P);
+        np->pgno = first + i;
+        np->birth = rd64(data + 8);
+        pthread_mutex_lock(&s->mu);
+        if (cache_find(s, np->pgno) || mote__cache_insert(s, np))
+            mote__free(np);
+        mote__cache_evict(s);
+        pthread_mutex_unlock(&s->mu);
+    }
+    mote__free(buf);
+}
+
 int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out)
 {
     mote_store *s = t->s;

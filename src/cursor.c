@@ -24,6 +24,7 @@ void mote__cur_reset(mote_cursor *c)
             mote__page_put(c->t->s, c->pg[d]);
     c->depth = 0;
     c->run_leaf = NULL;
+    c->ahead = 0;
 }
 
 /* Load the child at c->idx[d] of level d into level d+1. */
@@ -127,7 +128,16 @@ static int cur_move(mote_cursor *c, int dir)
             mote__page_put(c->t->s, c->pg[x]);
     c->depth = up + 1;
     c->idx[up] += dir > 0 ? 1 : (unsigned)-1;
+    c->ahead += dir > 0;
     for (int x = up;; x++) {
+        const uint8_t *n = cur_node(c, x);
+        if (dir > 0 && c->ahead >= 2 && n_level(n) == 1) { /* a scan: read leaves ahead */
+            const uint8_t *ptrs[16];
+            unsigned k = 0;
+            for (unsigned i = c->idx[x]; i < n_nkeys(n) && k < 16; i++)
+                ptrs[k++] = n + n_off(n, i);
+            mote__page_readahead(c->t, ptrs, k, 0);
+        }
         int rc = cur_down(c, x);
         if (rc)
             return rc;
@@ -311,6 +321,7 @@ static int cur_redescend(mote_cursor *c, const uint8_t *k, uint32_t kl)
             mote__page_put(c->t->s, c->pg[x]);
     c->depth = u + 1;
     c->run_leaf = NULL;
+    c->ahead = 0; /* lookups: no read ahead */
     for (int d = u;; d++) {
         const uint8_t *n = cur_node(c, d);
         if (d >= MAX_DEPTH - 1)

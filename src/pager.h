@@ -436,6 +436,12 @@ static inline uint32_t root_cap(const mote_store *s) { return s->P - 8 - SLOT_RO
 /* Page by child pointer: the txn's dirty copy, or a pinned, verified cache
  * page. `level` is the level the page must have (-1: overflow page). */
 int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out);
+/* Read ahead for a scan: of the pages ptrs[0..n) point to (children of one
+ * branch, at `level`, in order), the run of consecutive page numbers from
+ * ptrs[0] that is in no cache is read with one request, each page checked
+ * as mote__page_get checks it, and cached unpinned. Best effort: nothing
+ * is reported; a page that fails is left for mote__page_get. */
+void mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, int level);
 void mote__page_put(mote_store *s, mpage *pg); /* unpin (no-op if dirty) */
 /* Make the child behind `ptr` (inside a writable node) writable: returns the
  * dirty page, copying it to a new page number if needed and updating ptr. */

@@ -326,3 +326,37 @@ TEST(io_crc32c)
         CHECK(mote__crc32c(mote__crc32c(seed, buf + at, cut), buf + at + cut, n - cut) == hw);
     }
 }
+
+/* A scan of a store just opened reads its leaves ahead, up to 16 pages in
+ * one request (with 200 leaves: at most 30 reads, not 200); a lookup
+ * reads only its path. */
+TEST(io_scan_reads_ahead)
+{
+    memio m;
+    memio_init(&m);
+    mote_store *s = mopen(&m, MOTE_CREATE);
+    put_n(s, 0, 6000, 100); /* ~33 entries per leaf: ~180 leaves */
+    OK(mote_close(s));
+    s = mopen(&m, 0);
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    memio_reset_counts(&m);
+    uint8_t k[4] = {0, 0, 0x0b, 0xb8}; /* 3000 */
+    OK(mote_kv_get(t, tr, k, 4, NULL));
+    long lookup = m.reads;
+    mote_cursor *c;
+    OK(mote_cursor_open(t, tr, &c));
+    int n = 0;
+    for (int rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c))
+        n++;
+    mote_cursor_close(c);
+    printf("a lookup: %ld reads; a scan of %d entries: %ld reads\n", lookup, n, m.reads - lookup);
+    CHECK(n == 6000);
+    CHECK(lookup <= 3);
+    CHECK(m.reads - lookup <= 30);
+    mote_abort(t);
+    OK(mote_close(s));
+    memio_free(&m);
+}

@@ -749,6 +749,8 @@ static int search_level(hsearch *S, const float *q, uint32_t ep, float dep, size
                 if ((rc = heap_room(&S->cand, &S->ccap, S->nc + 1)))
                     return rc;
                 heap_push(S->cand, &S->nc, (hcand){d, nb}, 0);
+                /* its list is read when it comes off the heap: fetch it now */
+                __builtin_prefetch(direct ? graph_list(g, nb, l) : v_list(&S->v, nb, l));
                 if (S->accept && (ok = S->accept(S->actx, v_id(&S->v, nb))) < 0)
                     return S->err = -ok;
                 if (ok) {

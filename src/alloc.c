@@ -82,7 +82,7 @@ static int page_new(mote_txn *t, mpage **out, int zero)
             bit_clr(t->bm, pgno);
     }
     if (rc) {
-        mote__free(pg);
+        mote__mpage_free(pg, t->s->P);
         return rc;
     }
     if (zero)
@@ -107,7 +107,7 @@ int mote__page_free(mote_txn *t, uint32_t pgno, uint64_t birth32)
     mpage *d = birth32 == (uint32_t)t->txnid ? dirty_find(t, pgno) : NULL;
     if (d) {
         dirty_remove(t, d);
-        mote__free(d);
+        mote__mpage_free(d, s->P);
         bit_clr(t->bm, pgno);
         if (pgno < t->hint)
             t->hint = pgno;

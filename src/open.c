@@ -146,7 +146,7 @@ static void store_free(mote_store *s)
     for (uint32_t i = 0; s->hash && i <= s->hash_mask; i++)
         for (mpage *p = s->hash[i], *nx; p; p = nx) {
             nx = p->hnext;
-            mote__free(p);
+            mote__mpage_free(p, s->P);
         }
     mote__free(s->hash);
     mote__free(s->bm);

@@ -578,7 +578,7 @@ static void txn_free(mote_txn *t)
     for (uint32_t i = 0; t->dhash && i <= t->dmask; i++)
         for (mpage *p = t->dhash[i], *nx; p; p = nx) {
             nx = p->hnext;
-            mote__free(p);
+            mote__mpage_free(p, s->P);
         }
     mote__free(t->dhash);
     mote__free(t->bm);
@@ -857,7 +857,7 @@ static void publish(mote_txn *t, mpage **pages, uint32_t npg)
         p->refs = 0;
         p->hnext = NULL;
         if (mote__cache_insert(s, p))
-            mote__free(p);
+            mote__mpage_free(p, s->P);
     }
     mote__free(t->dhash);
     t->dhash = NULL;

@@ -407,6 +407,7 @@ int mote__bm_grow(uint8_t **b, uint32_t *cap, uint32_t need);
  * number) and trim to its limit (both under s->mu); checks of an overflow or
  * bitmap page read from the file. */
 mpage *mote__mpage_alloc(uint32_t P);
+void mote__mpage_free(mpage *pg, uint32_t P); /* (a pool keeps some for reuse) */
 /* Double a hash table of pages chained by hnext (64 slots at first), moving
  * its pages; MOTE_NOMEM (table unchanged) if it cannot. */
 int mote__page_rehash(mpage ***hash, uint32_t *mask);

@@ -152,3 +152,20 @@ class Venv:
     def exec_module(self, module, argv, env=None):
         """Replace this process by `python -m module argv...` in the environment (bench.* from this checkout)."""
         os.execve(self.python, [self.python, "-m", module, *argv], python_env(env))
+
+    def enter(self, module, argv):
+        """A suite's `python3 -m module`: unless this process already runs in the environment, create or reuse it
+        (a requirement that does not install makes only its engine unavailable, recorded in the stamp), build this
+        checkout's motedb into it (a failed build makes MoteDB unavailable; its engine module says why) and replace
+        this process by `python -m module argv` there. Returns only inside the environment."""
+        if self.active():
+            return
+
+        def say(msg):
+            print(f"{module}: {msg}", file=sys.stderr, flush=True)
+        self.ensure(log=say, partial=True)
+        try:
+            self.install_motedb(log=say)
+        except RuntimeError as e:
+            say(str(e))
+        self.exec_module(module, argv)

@@ -6,16 +6,7 @@ import sys
 def main():
     from bench.stores import VENV
 
-    if not VENV.active():
-        def say(msg):
-            print(f"bench.stores: {msg}", file=sys.stderr, flush=True)
-        # A requirement that does not install makes only its engine unavailable (recorded in the stamp).
-        VENV.ensure(log=say, partial=True)
-        try:
-            VENV.install_motedb(log=say)
-        except RuntimeError as e:  # MoteDB is then unavailable; its engine module says why
-            say(str(e))
-        VENV.exec_module("bench.stores", sys.argv[1:])
+    VENV.enter("bench.stores", sys.argv[1:])
     from .cli import main as cli_main
     return cli_main(sys.argv[1:])
 

@@ -29,20 +29,21 @@ PROFILES = {
         # index selects more than 2,048 objects (50 % here) through the graph too, so the smoke exercises both
         "datasets": [("synthetic", 128, 5_000), ("real", 128, 5_000)],
         "queries": 20, "efs": [10, 20, 40, 80], "passes": 2, "min_point_s": 0.05, "budget_s": 5.0, "warmup": 5,
-        "build_reps": 1,
+        "build_reps": 1, "rounds": 1,
         "agents_stores": 4, "agents_passes": 2, "load_timeout": 0.0,
     },
     "quick": {
         "datasets": [("synthetic", 128, 20_000), ("real", 128, 20_000)],
-        "queries": 200, "efs": [10, 16, 24, 32, 48, 64, 96, 128, 256], "passes": 3, "min_point_s": 1.0,
-        "budget_s": 10.0, "warmup": 20, "build_reps": 3,
+        "queries": 200, "efs": [10, 16, 24, 32, 48, 64, 96, 128, 256], "passes": 3, "min_point_s": 0.4,
+        "budget_s": 4.0, "warmup": 20, "build_reps": 3, "rounds": 3,
         "agents_stores": 100, "agents_passes": 3, "load_timeout": 30.0,
     },
     "full": {
         "datasets": [("real", 128, 100_000), ("real", 384, 100_000), ("synthetic", 128, 100_000),
                      ("synthetic", 384, 100_000)],
         "queries": 1_000, "efs": [10, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512], "passes": 3,
-        "min_point_s": 2.0, "budget_s": 60.0, "warmup": 50, "build_reps": 3, "agents_stores": 1_000, "agents_passes": 2,
+        "min_point_s": 2.0, "budget_s": 60.0, "warmup": 50, "build_reps": 3, "rounds": 3, "agents_stores": 1_000,
+        "agents_passes": 2,
         "load_timeout": 300.0,
     },
 }

@@ -2,6 +2,7 @@
 targets of issue 18, the charts (matplotlib, PNG) and the smoke checks."""
 
 import math
+import statistics
 from pathlib import Path
 
 from . import K, RECALL_TARGET
@@ -12,6 +13,45 @@ HNSWLIB, OBJECTBOX, SQLITE_VEC, MOTEDB, MOTEDB_EXACT = "hnswlib", "ObjectBox", "
 
 
 # --- the flat tables and the summary ------------------------------------------------------------------------------
+
+def merge_rounds(results):
+    """One engine's search phases, one per round, as one result: each point (sweep: per ef; filtered: per
+    selectivity) with the median over the rounds of its QPS and latencies, its recall and plan from the first
+    round (the same index and queries every round), `qps_rounds` and the passes of all rounds; open and first
+    search times are medians too; memory and the operating ef are the first round's. Not ok if a round failed."""
+    first = results[0]
+    if len(results) == 1 or not all(r.get("ok") for r in results):
+        merged = dict(first)
+        merged["ok"] = all(r.get("ok") for r in results)
+        merged["errors"] = [e for r in results for e in r.get("errors", [])]
+        return merged
+    merged = dict(first)
+
+    def points(key, ident):
+        out = []
+        for p in first.get(key) or []:
+            same = [q for r in results for q in (r.get(key) or []) if q.get(ident) == p.get(ident)]
+            m = dict(p)
+            m["qps_rounds"] = [q["qps"] for q in same]
+            m["qps"] = statistics.median(m["qps_rounds"])
+            for lat in ("latency_median_us", "latency_p99_us", "latency_mean_us"):
+                if all(q.get(lat) is not None for q in same):
+                    m[lat] = statistics.median(q[lat] for q in same)
+            m["passes"] = sum(q.get("passes", 0) for q in same)
+            m["qps_passes"] = [x for q in same for x in q.get("qps_passes", [])]
+            out.append(m)
+        return out
+
+    merged["sweep"] = points("sweep", "ef")
+    merged["filtered"] = points("filtered", "selectivity_pct")
+    for key in ("open_s", "first_search_s"):
+        if all(r.get(key) is not None for r in results):
+            merged[key] = statistics.median(r[key] for r in results)
+    merged["gates"] = {f"{where} (round {i + 1})": g for i, r in enumerate(results)
+                       for where, g in (r.get("gates") or {}).items()}
+    merged["errors"] = [e for r in results for e in r.get("errors", [])]
+    return merged
+
 
 def best_point(run):
     """The sweep point with the most QPS among those reaching RECALL_TARGET (None if none does): the QPS at matched
@@ -234,7 +274,8 @@ def markdown(results):
         f"ef_construction = {par['hnsw']['ef_construction']}, ef_search swept over {par['ef_search_sweep']}; "
         f"QPS = median of the timed passes over all queries (at least {par['timed_passes']} passes and "
         f"{par.get('point_min_search_s', 0)} s of searching, at most {par.get('max_passes', '–')} passes or "
-        f"{par['point_budget_s']} s); recall@{K} of the first pass; build time: median of "
+        f"{par['point_budget_s']} s), then the median over {par.get('rounds', 1)} round(s) in which every engine "
+        f"searches in turn after all have built; recall@{K} of the first pass; build time: median of "
         f"{par.get('build_reps', 1)} build(s) from scratch. {_exact_sentence(results)}",
         "",
     ]

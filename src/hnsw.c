@@ -2124,15 +2124,11 @@ int mote__hnsw_size(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t *
     *n = 0;
     if (!e->props[prop].vindex_tree)
         return MOTE_OK;
-    if (t->write) {
-        if ((rc = mote__hnsw_flush(t)))
-            return rc;
-        rc = meta_read(t, e->props[prop].vindex_tree, &M, &found);
-    } else {
-        hstate *H = state_get(t->s);
-        hindex *x = H ? index_get(H, e->eid, e->props[prop].id) : NULL;
-        rc = x ? meta_get(H, x, t, e->props[prop].vindex_tree, &M, &found) : MOTE_NOMEM;
-    }
+    if (t->write && (rc = mote__hnsw_flush(t)))
+        return rc;
+    hstate *H = state_get(t->s);
+    hindex *x = H ? index_get(H, e->eid, e->props[prop].id) : NULL;
+    rc = x ? meta_get(H, x, t, e->props[prop].vindex_tree, &M, &found) : MOTE_NOMEM;
     if (!rc && found)
         *n = M.count;
     return rc;

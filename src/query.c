@@ -1064,8 +1064,10 @@ static int near_index(mote_txn *t, mote_query *q, nheap *h, int *done)
 {
     const qnear *nr = q->near;
     nfilter f = {q, NULL};
-    hnear r = {nr->vec, nr->metric, nr->k, q->near_ef, q->near_how == MOTE_NEAR_INDEX,
-               q->root >= 0 ? near_accept : NULL, &f, near_rowdist, h, NULL, NULL, 0, 0};
+    hnear r = {.vec = nr->vec, .metric = nr->metric, .want = nr->k, .ef = q->near_ef,
+               .force = q->near_how == MOTE_NEAR_INDEX,
+               .accept = q->root >= 0 ? near_accept : NULL, .actx = &f,
+               .rowdist = near_rowdist, .dctx = h};
     int rc = mote_cursor_open(t, q->e->eid, &f.oc);
     *done = 0;
     if (!rc)

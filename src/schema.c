@@ -566,8 +566,10 @@ fail:
     return rc;
 }
 
-/* Build the index of property `prop` from the existing objects. */
-int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop)
+/* Call fn(t, e, prop, id, value) for each stored object of e, in id order,
+ * with its value of property `prop`, until fn returns non-zero. */
+static int each_value(mote_txn *t, mote_entity *e, unsigned prop,
+                      int (*fn)(mote_txn *, mote_entity *, unsigned, uint64_t, mote_value *))
 {
     mote_cursor *c;
     int rc = mote_cursor_open(t, e->eid, &c);
@@ -575,38 +577,46 @@ int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop)
         return rc;
     for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
         mote_val k, v;
-        if ((rc = mote_cursor_get(c, &k, &v)))
-            break;
         mote_record r;
         mote_value val;
-        uint64_t id = 0;
-        for (int i = 0; i < 8 && i < (int)k.size; i++)
-            id = id << 8 | ((const uint8_t *)k.data)[i];
-        if ((rc = mote__record_init(&r, e, v.data, v.size, id)) ||
-            (rc = mote_record_get(&r, prop, &val, NULL)))
+        if ((rc = mote_cursor_get(c, &k, &v)))
             break;
-        /* copy variable data: the index write may move the record's page */
-        uint8_t *copy = NULL;
-        if (type_is_var(e->props[prop].type) && !val.null) {
-            copy = mote__malloc(val.v.s.n + 1);
-            if (!copy) {
-                rc = mote__err(MOTE_NOMEM, "out of memory building an index");
-                break;
-            }
-            if (val.v.s.n) /* (an absent value has no bytes: p is NULL) */
-                memcpy(copy, val.v.s.p, val.v.s.n);
-            val.v.s.p = copy;
+        if (k.size != 8) {
+            rc = CORRUPT("%s: an object key of %zu bytes", e->name, k.size);
+            break;
         }
-        rc = mote__index_add(t, e, &e->props[prop], &val, r.id);
-        mote__free(copy);
-        if (rc == MOTE_UNIQUE)
-            rc = mote__err(MOTE_SCHEMA, "%s.%s: cannot be unique, objects share "
-                           "a value", e->name, e->props[prop].name);
-        if (rc)
+        if ((rc = mote__record_init(&r, e, v.data, v.size, mote__be64(k.data))) ||
+            (rc = mote_record_get(&r, prop, &val, NULL)) || (rc = fn(t, e, prop, r.id, &val)))
             break;
     }
     mote_cursor_close(c);
     return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+static int index_one(mote_txn *t, mote_entity *e, unsigned prop, uint64_t id, mote_value *val)
+{
+    /* copy variable data: the index write may move the record's page */
+    uint8_t *copy = NULL;
+    if (type_is_var(e->props[prop].type) && !val->null) {
+        copy = mote__malloc(val->v.s.n + 1);
+        if (!copy)
+            return mote__err(MOTE_NOMEM, "out of memory building an index");
+        if (val->v.s.n) /* (an absent value has no bytes: p is NULL) */
+            memcpy(copy, val->v.s.p, val->v.s.n);
+        val->v.s.p = copy;
+    }
+    int rc = mote__index_add(t, e, &e->props[prop], val, id);
+    mote__free(copy);
+    if (rc == MOTE_UNIQUE)
+        rc = mote__err(MOTE_SCHEMA, "%s.%s: cannot be unique, objects share a value", e->name,
+                       e->props[prop].name);
+    return rc;
+}
+
+/* Build the index of property `prop` from the existing objects. */
+int mote__schema_build_index(mote_txn *t, mote_entity *e, unsigned prop)
+{
+    return each_value(t, e, prop, index_one);
 }
 
 /* ---- evolving the stored schema ---------------------------------------------------- */
@@ -868,27 +878,16 @@ static int same_prefix(const sschema *ss, const mote_prop_def *d, unsigned n)
     return 1;
 }
 
+static int note_one(mote_txn *t, mote_entity *e, unsigned prop, uint64_t id, mote_value *val)
+{
+    return has_vector(val) ? mote__hnsw_note(t, e, prop, id) : MOTE_OK;
+}
+
 /* Build the vector index of property `prop` from the existing objects: each
  * object with a vector is noted, and inserted at the flush. */
 static int build_vindex(mote_txn *t, mote_entity *e, unsigned prop)
 {
-    mote_cursor *c;
-    int rc = mote_cursor_open(t, e->eid, &c);
-    if (rc)
-        return rc;
-    for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
-        mote_val k, v;
-        mote_record r;
-        mote_value val;
-        if ((rc = mote_cursor_get(c, &k, &v)) || k.size != 8 ||
-            (rc = mote__record_init(&r, e, v.data, v.size, mote__be64(k.data))) ||
-            (rc = mote_record_get(&r, prop, &val, NULL)))
-            break;
-        if (has_vector(&val) && (rc = mote__hnsw_note(t, e, prop, r.id)))
-            break;
-    }
-    mote_cursor_close(c);
-    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    return each_value(t, e, prop, note_one);
 }
 
 /* The vector index of e's property i after an evolution (had: the stored

@@ -229,6 +229,9 @@ PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent);
 /* A vector value (a sequence of numbers, or a buffer of float32) as bytes
  * of dim little-endian float32s; ValueError for a wrong length. */
 PyObject *vector_of(const char *ent, const FieldInfo *f, PyObject *v);
+/* The first of n float32 values at p that is NaN or infinite (its index;
+ * -1 if none), and what it is in *what ("NaN" or "infinite"). */
+long vector_nonfinite(const char *p, unsigned n, const char **what);
 PyObject *json_text(PyObject *v);
 PyObject *json_value(const char *p, size_t n);
 PyObject *build_obj(PyTypeObject *cls, const EntityInfo *in, const mote_record *r);

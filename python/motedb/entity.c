@@ -1264,16 +1264,13 @@ static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
     PyObject *bytes = vector_of(ent, f, vec);
     if (!bytes)
         return NULL;
-    const char *b = PyBytes_AS_STRING(bytes);
-    for (unsigned i = 0; i < f->dim; i++) {
-        float x;
-        memcpy(&x, b + 4 * (size_t)i, 4);
-        if (!isfinite(x)) {
-            PyErr_Format(PyExc_ValueError, "%s.%s.nearest(): component %u of the vector is %s",
-                         ent, f->cname, i, isnan(x) ? "NaN" : "infinite");
-            Py_DECREF(bytes);
-            return NULL;
-        }
+    const char *what;
+    long bad = vector_nonfinite(PyBytes_AS_STRING(bytes), f->dim, &what);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "%s.%s.nearest(): component %ld of the vector is %s", ent,
+                     f->cname, bad, what);
+        Py_DECREF(bytes);
+        return NULL;
     }
     CondObject *c = cond_alloc(C_NEAR, p->owner);
     if (!c) {

@@ -176,17 +176,22 @@ static int float32_buffer(const char *ent, const FieldInfo *f, PyObject *v, PyOb
     return 1;
 }
 
-PyObject *vector_of(const char *ent, const FieldInfo *f, PyObject *v)
+long vector_nonfinite(const char *p, unsigned n, const char **what)
 {
-    PyObject *mv;
-    int is = float32_buffer(ent, f, v, &mv);
-    if (is) {
-        PyObject *b = is < 0 ? NULL
-                             : PyBytes_FromStringAndSize(PyMemoryView_GET_BUFFER(mv)->buf,
-                                                         PyMemoryView_GET_BUFFER(mv)->len);
-        Py_XDECREF(mv);
-        return b;
+    for (unsigned i = 0; i < n; i++) {
+        float x;
+        memcpy(&x, p + 4 * (size_t)i, 4);
+        if (!isfinite(x)) {
+            *what = isnan(x) ? "NaN" : "infinite";
+            return (long)i;
+        }
     }
+    return -1;
+}
+
+/* v, a sequence of numbers (not a float32 buffer), as float32 bytes. */
+static PyObject *vector_of_seq(const char *ent, const FieldInfo *f, PyObject *v)
+{
     if (PyUnicode_Check(v) || PyBytes_Check(v) || PyDict_Check(v) || !PySequence_Check(v)) {
         wrong_type(ent, f, v);
         return NULL;
@@ -238,6 +243,19 @@ fail:
     Py_DECREF(seq);
     Py_DECREF(b);
     return NULL;
+}
+
+PyObject *vector_of(const char *ent, const FieldInfo *f, PyObject *v)
+{
+    PyObject *mv;
+    int is = float32_buffer(ent, f, v, &mv);
+    if (!is)
+        return vector_of_seq(ent, f, v);
+    PyObject *b = is < 0 ? NULL
+                         : PyBytes_FromStringAndSize(PyMemoryView_GET_BUFFER(mv)->buf,
+                                                     PyMemoryView_GET_BUFFER(mv)->len);
+    Py_XDECREF(mv);
+    return b;
 }
 
 /* The current exception as an object (new reference, NULL if none); the
@@ -527,20 +545,17 @@ int to_value(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
          * gathered into a bytes; either is kept until the put is done */
         PyObject *tmp;
         int is = float32_buffer(ent, f, v, &tmp);
-        if (is < 0 || (!is && !(tmp = vector_of(ent, f, v))))
+        if (is < 0 || (!is && !(tmp = vector_of_seq(ent, f, v))))
             return -1;
         const char *p = is ? PyMemoryView_GET_BUFFER(tmp)->buf : PyBytes_AS_STRING(tmp);
         Py_ssize_t n = is ? PyMemoryView_GET_BUFFER(tmp)->len : PyBytes_GET_SIZE(tmp);
-        for (unsigned i = 0; f->hdist && i < f->dim; i++) { /* (the C layer says MOTE_RANGE) */
-            float x;
-            memcpy(&x, p + 4 * (size_t)i, 4);
-            if (!isfinite(x)) {
-                PyErr_Format(PyExc_ValueError, "%s.%s: component %u of the vector is %s: an "
-                             "indexed vector must be finite", ent, f->cname, i,
-                             isnan(x) ? "NaN" : "infinite");
-                Py_DECREF(tmp);
-                return -1;
-            }
+        const char *what;
+        long bad = f->hdist ? vector_nonfinite(p, f->dim, &what) : -1;
+        if (bad >= 0) { /* (the C layer would say MOTE_RANGE) */
+            PyErr_Format(PyExc_ValueError, "%s.%s: component %ld of the vector is %s: an indexed "
+                         "vector must be finite", ent, f->cname, bad, what);
+            Py_DECREF(tmp);
+            return -1;
         }
         return keep_bytes(tmp, p, n, out, keep, nk);
     }

@@ -1,6 +1,10 @@
 /* test_io.c — structural budgets measured with the counting in-memory
  * shim: syncs per commit, syscalls for open and close. */
+#include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "checksum.h"
 #include "memio.h"
@@ -359,4 +363,55 @@ TEST(io_scan_reads_ahead)
     mote_abort(t);
     OK(mote_close(s));
     memio_free(&m);
+}
+
+/* The POSIX shim's fstat leaves the file's times unseen. On Linux 6.13+
+ * (multigrain timestamps) a query of a file's times makes the next write
+ * stamp a fine-grained mtime, which dirties the inode, so the next
+ * fdatasync writes the inode block as well: each commit of several
+ * processes, which stat the store at the start of a write, paid a second
+ * write in its sync. Seen from here: after a write that stamped the file,
+ * a second write stamps it again (later than a clock read between the two)
+ * only if its times were queried in between. A real fstat in between shows
+ * that this kernel stamps that way (else there is nothing to check); the
+ * shim's fstat in between must not (a write may still land on a new
+ * clock tick: one attempt of 20 without a new stamp is enough). */
+static int stamped_again(int fd, int shim)
+{
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);          /* the times are seen... */
+    CHECK(pwrite(fd, "a", 1, 0) == 1);   /* ...so this write stamps them finely */
+    struct timespec between;
+    clock_gettime(CLOCK_REALTIME, &between);
+    if (shim) {
+        mote_fileinfo fi;
+        CHECK(mote_io_posix.fstat(mote_io_posix.ctx, fd, &fi) == 0 && fi.size == 1);
+    } else {
+        CHECK(fstat(fd, &st) == 0);
+    }
+    CHECK(pwrite(fd, "b", 1, 0) == 1);
+    CHECK(fstat(fd, &st) == 0);
+    return st.st_mtim.tv_sec > between.tv_sec ||
+           (st.st_mtim.tv_sec == between.tv_sec && st.st_mtim.tv_nsec > between.tv_nsec);
+}
+
+TEST(io_stat_leaves_times_unseen)
+{
+    int fd = open(test_path("times"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    int fine = 1;
+    for (int i = 0; i < 5; i++)
+        fine &= stamped_again(fd, 0);
+    if (!fine) {
+        printf("this kernel stamps writes coarsely after a query: nothing to check\n");
+        close(fd);
+        return;
+    }
+    int unstamped = 0;
+    for (int i = 0; i < 20 && !unstamped; i++)
+        unstamped = !stamped_again(fd, 1);
+    printf("a fine stamp after fstat: yes; after the shim's fstat: %s\n",
+           unstamped ? "no" : "yes, in 20 of 20 attempts");
+    CHECK(unstamped);
+    close(fd);
 }

@@ -323,22 +323,14 @@ TEST(share_visibility)
     CHECK(!segment_exists(p));
 }
 
-/* A snapshot held in one process while two others write in turn: the
- * second writer does not know which pages the first one's commits freed
- * (they are pending in that process, or it is gone), so it must not reuse
- * any page free in the latest commit until the snapshot ends. */
-TEST(share_writer_switch_under_old_snapshot)
+/* A snapshot held in one process (at commit 40 of store p, open as s)
+ * while two others write 60 commits each in turn: it reads what it read
+ * before they wrote. */
+static void snapshot_under_two_writers(const char *p, mote_store *s)
 {
-    const char *p = test_path("sw.mote");
-    mote_options small = {MOTE_CREATE, 0, 4, NULL}; /* a tiny cache: reads go to the file */
-    mote_store *s = test_open(p, &small);
-    uint64_t rs = 3;
-    int rc;
-    for (int i = 0; i < 40; i++)
-        CHECK(write_one(s, &rs, &rc) != 0);
-    CHECK(read_one(s, 0) == 40);
     mote_txn *t;
     uint32_t tr;
+    int rc;
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t)); /* the old snapshot, at 40 */
     OK(mote_kv_tree(t, "t", 0, &tr));
     uint8_t before[NKEYS][400];
@@ -364,7 +356,69 @@ TEST(share_writer_switch_under_old_snapshot)
     mote_abort(t);
     CHECK(read_one(s, 0) == 160);
     OK(mote_check(s, NULL, NULL));
+}
+
+/* A store of 40 commits, open with a tiny cache (reads go to the file). */
+static mote_store *store_of_40(const char *p)
+{
+    mote_options small = {MOTE_CREATE, 0, 4, NULL};
+    mote_store *s = test_open(p, &small);
+    uint64_t rs = 3;
+    int rc;
+    for (int i = 0; i < 40; i++)
+        CHECK(write_one(s, &rs, &rc) != 0);
+    CHECK(read_one(s, 0) == 40);
+    return s;
+}
+
+/* The second writer does not know which pages the first one's commits
+ * freed (they are pending in that process, or it is gone), so it must not
+ * reuse any page free in the latest commit until the snapshot ends. */
+TEST(share_writer_switch_under_old_snapshot)
+{
+    const char *p = test_path("sw.mote");
+    mote_store *s = store_of_40(p);
+    snapshot_under_two_writers(p, s);
     OK(mote_close(s));
+}
+
+/* The slots past the segment's header page (a process's slot is a cache
+ * line; 59 fit there): with 64 other processes holding the store open, a
+ * snapshot held in the 65th still keeps its pages from reuse. */
+TEST(share_slots_past_the_header_page)
+{
+    const char *p = test_path("slots.mote");
+    OK(mote_close(store_of_40(p)));
+    enum { HOLDERS = 64 };
+    int ready[2], go[2];
+    CHECK(pipe(ready) == 0 && pipe(go) == 0);
+    pid_t pids[HOLDERS];
+    for (int i = 0; i < HOLDERS; i++) {
+        if ((pids[i] = fork()) == 0) {
+            close(ready[0]);
+            close(go[1]);
+            mote_store *c = open_or_exit(p, 0);
+            char b = 1;
+            if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) != 0)
+                _exit(3);
+            OK(mote_close(c));
+            _exit(0);
+        }
+    }
+    close(ready[1]);
+    close(go[0]);
+    char b;
+    for (int i = 0; i < HOLDERS; i++)
+        CHECK(read(ready[0], &b, 1) == 1);
+    mote_options small = {0, 0, 4, NULL};
+    mote_store *s = test_open(p, &small); /* slot HOLDERS or above */
+    snapshot_under_two_writers(p, s);
+    close(go[1]); /* the holders close */
+    for (int i = 0; i < HOLDERS; i++)
+        wait_ok(pids[i]);
+    close(ready[0]);
+    OK(mote_close(s));
+    CHECK(!segment_exists(p));
 }
 
 /* A commit that frees more pages than the shared ring holds (341): the

@@ -444,9 +444,12 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
     *out = NULL;
     if (store_forked(s))
         return mote__forked_err(s);
-    mote_txn *t = mote__calloc(1, sizeof *t);
+    /* (malloc and memset, not calloc: glibc's calloc skips its per-thread
+     * cache, and a read transaction is begun per query) */
+    mote_txn *t = mote__malloc(sizeof *t);
     if (!t)
         return mote__err(MOTE_NOMEM, "out of memory beginning a transaction");
+    memset(t, 0, sizeof *t);
     t->s = s;
     t->write = write != 0;
     t->lazy = write == 2;

@@ -427,7 +427,7 @@ static int cmp_range(const void *a, const void *b)
  * caches other processes keep cold: ARCHITECTURE.md, "Concurrency"). */
 static range *new_ranges(size_t n)
 {
-    range *r = mote__malloc(n * sizeof *r);
+    range *r = n <= SIZE_MAX / sizeof *r ? mote__malloc(n * sizeof *r) : NULL;
     for (size_t i = 0; r && i < n; i++)
         r[i].lol = r[i].hil = 0;
     return r;

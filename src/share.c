@@ -194,16 +194,16 @@ _Static_assert(sizeof(segslot) == SLOT_BYTES && SEG_HEADER % SLOT_BYTES == 0 &&
                    (SEG_BYTES + ROOT_MAX + PAGE_AREA) % SLOT_BYTES == 0,
                "a slot per cache line");
 _Static_assert(offsetof(struct segment, ring_tag) == SEG_PAGE, "the ring's place");
+_Static_assert(offsetof(struct segment, root) == SEG_BYTES, "the root copies' place");
+_Static_assert(sizeof(struct segment) == SEG_MAP, "the segment's size");
+_Static_assert(sizeof(pagecopy) == 64, "a page copy's header");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics in shared memory");
 
 /* Slot i: in the header's page, or after the copies (const in, as strchr). */
 static inline segslot *seg_slot(const struct segment *seg, unsigned i)
 {
     return (segslot *)(i < HEAD_SLOTS ? &seg->slot[i] : &seg->more[i - HEAD_SLOTS]);
 }
-_Static_assert(offsetof(struct segment, root) == SEG_BYTES, "the root copies' place");
-_Static_assert(sizeof(struct segment) == SEG_MAP, "the segment's size");
-_Static_assert(sizeof(pagecopy) == 64, "a page copy's header");
-_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics in shared memory");
 
 static _Atomic int nmapped; /* segments this process maps */
 

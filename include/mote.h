@@ -133,9 +133,9 @@ typedef struct mote_options {
  * never wait for a writer and never hold one up, and sees the commits of
  * the others at its next transaction; one write transaction at a time
  * runs across all of them (mote_begin waits for another process's, see
- * mote_busy_timeout). What the
- * processes share is a page of shared memory, /dev/shm/motedb-<dev>-<ino>,
- * with the store file's permission bits; the last process to close the
+ * mote_busy_timeout). What the processes share is a page of shared
+ * memory, /dev/shm/motedb-<dev>-<ino>, with the store file's permission
+ * bits; the last process to close the
  * store removes it, and a process killed at any point blocks the others no
  * longer than it takes to notice (its locks go with it) and loses nothing
  * acknowledged. With MOTE_EXCLUSIVE (and where shared memory is not

@@ -128,19 +128,19 @@ typedef struct mote_options {
  * Open the store file at `path`. `opts` may be NULL: read-write, create if
  * missing. A file that is already open in this process gives MOTE_BUSY.
  *
- * Processes: up to 187 processes may have a store open at once, read-only
- * or not (one more gets MOTE_BUSY). Each reads consistent snapshots that
- * never wait for a writer and never hold one up, and sees the commits of
- * the others at its next transaction; one write transaction at a time
- * runs across all of them (mote_begin waits for another process's, see
- * mote_busy_timeout). What the processes share is a page of shared
- * memory, /dev/shm/motedb-<dev>-<ino>, with the store file's permission
- * bits; the last process to close the
- * store removes it, and a process killed at any point blocks the others no
- * longer than it takes to notice (its locks go with it) and loses nothing
- * acknowledged. With MOTE_EXCLUSIVE (and where shared memory is not
- * available, or once a process holds a quarter of vm.max_map_count stores
- * open) the store is open exclusively: other processes get MOTE_LOCKED.
+ * Processes: up to 187 processes may have a store open at once, read-only or
+ * not (one more gets MOTE_BUSY). Each reads consistent snapshots that never
+ * wait for a writer and never hold one up, and sees the commits of the
+ * others at its next transaction; one write transaction at a time runs
+ * across all of them (mote_begin waits for another process's, see
+ * mote_busy_timeout). What the processes share is a page of shared memory,
+ * /dev/shm/motedb-<dev>-<ino>, with the store file's permission bits; the
+ * last process to close the store removes it, and a process killed at any
+ * point blocks the others no longer than it takes to notice (its locks go
+ * with it) and loses nothing acknowledged. With MOTE_EXCLUSIVE (and where
+ * shared memory is not available, or once a process holds a quarter of
+ * vm.max_map_count stores open) the store is open exclusively: other
+ * processes get MOTE_LOCKED.
  * A process that may only read the store file (no write permission, a
  * read-only file system) opens it read-only without the shared memory (it
  * may not open that): it holds no writer up, sees the newest commit at each

@@ -3,11 +3,19 @@
  *
  * Stored vectors are little-endian float32s at any address in a record;
  * loads go through memcpy (or unaligned vector loads), never through a
- * float pointer. The AVX2 set is compiled for that target only
- * (__attribute__((target))) and chosen at run time, so the library still
- * runs on CPUs without it. Four accumulators of eight lanes hide the
- * latency of the fused multiply-adds; the portable set keeps four scalar
- * ones for the same reason.
+ * float pointer. The AVX-512 and AVX2 sets are compiled for their targets
+ * only (__attribute__((target))) and chosen at run time, the widest the CPU
+ * has, so the library still runs on CPUs without them. Four accumulators
+ * hide the latency of the fused multiply-adds; the portable set keeps four
+ * scalar ones for the same reason.
+ *
+ * Why AVX-512 where AVX2 does the same arithmetic: a stored row is mostly
+ * not in the CPU's caches when a graph search reaches it, and half as many
+ * load instructions per row let more of its cache lines be fetched at once.
+ * Measured on this project's AMD EPYC (a scratch driver, one dot product of
+ * a random row of 384 floats at a time, three runs): 108-141 ns per product
+ * with AVX2, 74-90 with AVX-512 among 20,000 rows; 158-176 against 95-123
+ * among 100,000; with 128 floats (8 lines) both 13 ns.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -179,9 +187,98 @@ AVX static float x_l2sq(const uint8_t *a, const float *q, size_t dim)
 }
 
 static const vec_kernels avx2 = {x_dot, x_dot_norm, x_l2sq, "avx2"};
+
+/* ---- AVX-512 -------------------------------------------------------------------- */
+
+#define AVX512 __attribute__((target("avx512f")))
+
+/* Floats i.. of a stored vector and of q: 16, or the `left` < 16 of the end
+ * (masked loads: nothing past the end is read). */
+AVX512 static inline __m512 za(const uint8_t *a, size_t i, __mmask16 m)
+{
+    return _mm512_maskz_loadu_ps(m, a + 4 * i);
+}
+
+AVX512 static inline __mmask16 tail_mask(size_t left) { return (__mmask16)((1u << left) - 1); }
+
+AVX512 static float z_dot(const uint8_t *a, const float *q, size_t dim)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    const __mmask16 all = 0xFFFF;
+    size_t i = 0;
+    for (; i + 64 <= dim; i += 64) {
+        s0 = _mm512_fmadd_ps(za(a, i, all), _mm512_loadu_ps(q + i), s0);
+        s1 = _mm512_fmadd_ps(za(a, i + 16, all), _mm512_loadu_ps(q + i + 16), s1);
+        s2 = _mm512_fmadd_ps(za(a, i + 32, all), _mm512_loadu_ps(q + i + 32), s2);
+        s3 = _mm512_fmadd_ps(za(a, i + 48, all), _mm512_loadu_ps(q + i + 48), s3);
+    }
+    for (; i + 16 <= dim; i += 16)
+        s0 = _mm512_fmadd_ps(za(a, i, all), _mm512_loadu_ps(q + i), s0);
+    if (i < dim) {
+        __mmask16 m = tail_mask(dim - i);
+        s1 = _mm512_fmadd_ps(za(a, i, m), _mm512_maskz_loadu_ps(m, q + i), s1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+AVX512 static void z_dot_norm(const uint8_t *a, const float *q, size_t dim, float *dot, float *aa)
+{
+    __m512 d0 = _mm512_setzero_ps(), d1 = d0, n0 = d0, n1 = d0;
+    const __mmask16 all = 0xFFFF;
+    size_t i = 0;
+    for (; i + 32 <= dim; i += 32) {
+        __m512 x = za(a, i, all), y = za(a, i + 16, all);
+        d0 = _mm512_fmadd_ps(x, _mm512_loadu_ps(q + i), d0);
+        d1 = _mm512_fmadd_ps(y, _mm512_loadu_ps(q + i + 16), d1);
+        n0 = _mm512_fmadd_ps(x, x, n0);
+        n1 = _mm512_fmadd_ps(y, y, n1);
+    }
+    for (; i < dim; i += 16) { /* (the last, masked) */
+        __mmask16 m = dim - i >= 16 ? all : tail_mask(dim - i);
+        __m512 x = za(a, i, m);
+        d0 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, q + i), d0);
+        n0 = _mm512_fmadd_ps(x, x, n0);
+    }
+    *dot = _mm512_reduce_add_ps(_mm512_add_ps(d0, d1));
+    *aa = _mm512_reduce_add_ps(_mm512_add_ps(n0, n1));
+}
+
+AVX512 static float z_l2sq(const uint8_t *a, const float *q, size_t dim)
+{
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+    const __mmask16 all = 0xFFFF;
+    size_t i = 0;
+    for (; i + 32 <= dim; i += 32) {
+        __m512 x = _mm512_sub_ps(za(a, i, all), _mm512_loadu_ps(q + i));
+        __m512 y = _mm512_sub_ps(za(a, i + 16, all), _mm512_loadu_ps(q + i + 16));
+        s0 = _mm512_fmadd_ps(x, x, s0);
+        s1 = _mm512_fmadd_ps(y, y, s1);
+    }
+    for (; i < dim; i += 16) {
+        __mmask16 m = dim - i >= 16 ? all : tail_mask(dim - i);
+        __m512 x = _mm512_sub_ps(za(a, i, m), _mm512_maskz_loadu_ps(m, q + i));
+        s0 = _mm512_fmadd_ps(x, x, s0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+static const vec_kernels avx512 = {z_dot, z_dot_norm, z_l2sq, "avx512"};
 #endif
 
 const vec_kernels *mote__vec_kernels_portable(void) { return &portable; }
+
+size_t mote__vec_kernels_all(const vec_kernels **out)
+{
+    size_t n = 0;
+#ifdef VEC_X86
+    if (__builtin_cpu_supports("avx512f"))
+        out[n++] = &avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        out[n++] = &avx2;
+#endif
+    out[n++] = &portable;
+    return n;
+}
 
 const vec_kernels *mote__vec_kernels(void)
 {
@@ -189,13 +286,13 @@ const vec_kernels *mote__vec_kernels(void)
     const vec_kernels *k = chosen;
     if (k)
         return k;
-    k = &portable;
-#ifdef VEC_X86
+    const vec_kernels *all[3];
+    size_t n = mote__vec_kernels_all(all);
+    k = all[0];
     const char *env = getenv("MOTE_VEC_KERNELS");
-    if (!(env && !strcmp(env, "portable")) && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma"))
-        k = &avx2;
-#endif
+    for (size_t i = 0; env && i < n; i++) /* a set asked for by name, if this CPU has it */
+        if (!strcmp(env, all[i]->name))
+            k = all[i];
     chosen = k;
     return k;
 }

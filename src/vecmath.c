@@ -192,13 +192,15 @@ static const vec_kernels avx2 = {x_dot, x_dot_norm, x_l2sq, "avx2"};
 
 #define AVX512 __attribute__((target("avx512f")))
 
-/* Floats i.. of a stored vector and of q: 16, or the `left` < 16 of the end
- * (masked loads: nothing past the end is read). */
+/* 16 floats of a stored vector from float i, those that mask m keeps (a
+ * masked load reads nothing it leaves out: the tail of a row of any
+ * length is read without going past it). */
 AVX512 static inline __m512 za(const uint8_t *a, size_t i, __mmask16 m)
 {
     return _mm512_maskz_loadu_ps(m, a + 4 * i);
 }
 
+/* The mask of the last `left` (< 16) floats. */
 AVX512 static inline __mmask16 tail_mask(size_t left) { return (__mmask16)((1u << left) - 1); }
 
 AVX512 static float z_dot(const uint8_t *a, const float *q, size_t dim)

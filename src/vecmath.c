@@ -200,8 +200,11 @@ AVX512 static inline __m512 za(const uint8_t *a, size_t i, __mmask16 m)
     return _mm512_maskz_loadu_ps(m, a + 4 * i);
 }
 
-/* The mask of the last `left` (< 16) floats. */
-AVX512 static inline __mmask16 tail_mask(size_t left) { return (__mmask16)((1u << left) - 1); }
+/* The mask of the floats from i on, at most 16, in a row of dim (i < dim). */
+AVX512 static inline __mmask16 mask_at(size_t i, size_t dim)
+{
+    return dim - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (dim - i)) - 1);
+}
 
 AVX512 static float z_dot(const uint8_t *a, const float *q, size_t dim)
 {
@@ -214,11 +217,9 @@ AVX512 static float z_dot(const uint8_t *a, const float *q, size_t dim)
         s2 = _mm512_fmadd_ps(za(a, i + 32, all), _mm512_loadu_ps(q + i + 32), s2);
         s3 = _mm512_fmadd_ps(za(a, i + 48, all), _mm512_loadu_ps(q + i + 48), s3);
     }
-    for (; i + 16 <= dim; i += 16)
-        s0 = _mm512_fmadd_ps(za(a, i, all), _mm512_loadu_ps(q + i), s0);
-    if (i < dim) {
-        __mmask16 m = tail_mask(dim - i);
-        s1 = _mm512_fmadd_ps(za(a, i, m), _mm512_maskz_loadu_ps(m, q + i), s1);
+    for (; i < dim; i += 16) { /* (the last, masked) */
+        __mmask16 m = mask_at(i, dim);
+        s0 = _mm512_fmadd_ps(za(a, i, m), _mm512_maskz_loadu_ps(m, q + i), s0);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
@@ -236,7 +237,7 @@ AVX512 static void z_dot_norm(const uint8_t *a, const float *q, size_t dim, floa
         n1 = _mm512_fmadd_ps(y, y, n1);
     }
     for (; i < dim; i += 16) { /* (the last, masked) */
-        __mmask16 m = dim - i >= 16 ? all : tail_mask(dim - i);
+        __mmask16 m = mask_at(i, dim);
         __m512 x = za(a, i, m);
         d0 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, q + i), d0);
         n0 = _mm512_fmadd_ps(x, x, n0);
@@ -257,7 +258,7 @@ AVX512 static float z_l2sq(const uint8_t *a, const float *q, size_t dim)
         s1 = _mm512_fmadd_ps(y, y, s1);
     }
     for (; i < dim; i += 16) {
-        __mmask16 m = dim - i >= 16 ? all : tail_mask(dim - i);
+        __mmask16 m = mask_at(i, dim);
         __m512 x = _mm512_sub_ps(za(a, i, m), _mm512_maskz_loadu_ps(m, q + i));
         s0 = _mm512_fmadd_ps(x, x, s0);
     }

@@ -18,8 +18,15 @@
  *              write commits per second (all processes), read p50 latency
  *              (all reads, and gets and filters apart)
  *   writer     3 reader processes for 2T; a writer process (writes only)
- *              starts at T: the readers' reads per second with the writer
- *              over those without it
+ *              starts at T (it sleeps until then): the readers' reads per
+ *              second with the writer over those without it. On 2 CPUs the
+ *              3 readers already use all the CPU there is, so whatever the
+ *              writer and the kernel's writeback take comes out of theirs:
+ *              that ratio is split into the readers' CPU time with / without
+ *              (what the writer and the interrupts of its I/O took from
+ *              them) and their reads per second of user CPU with / without
+ *              (what the writes cost each read: cold caches, pages to read
+ *              again), with the writer's commits/s
  *   scaling    reads per second of 1 reader process, then of 2 (no writer)
  * Every process runs 0.5 s before anything is counted (caches warm). Each
  * scenario R times (--reps, default 3), medians; engines in turn within
@@ -38,7 +45,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -399,6 +408,7 @@ static const engine engines[] = {
 typedef struct report {
     uint64_t reads[2], writes[2]; /* in [from, split) and [split, to) */
     uint64_t sink;                /* the check values, so reads cannot be skipped */
+    double cpu[2][2];             /* CPU seconds in each part: [part][0] user, [1] all */
     int nsamples[2];              /* [0] gets, [1] filters */
     uint64_t seen[2];
     double samples[2][MAX_SAMPLES]; /* read latencies in µs (reservoirs) */
@@ -412,6 +422,18 @@ static uint64_t xrand(uint64_t *s)
     return *s;
 }
 
+/* This process's CPU seconds so far: c[0] in user mode, c[1] in all. The
+ * kernel charges the interrupts and softirqs it handles (the disk's
+ * completions, say) to whichever process they interrupt, as system time:
+ * user time is the one that only the process's own work fills. */
+static void process_cpu_s(double c[2])
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    c[0] = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+    c[1] = c[0] + (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 /* Run reads (and writes, with probability write_pct %) from `start` to
  * `end` (CLOCK_MONOTONIC ns), counting those in [from, split) and
  * [split, end) apart (before `from`: warming up, not counted). */
@@ -422,10 +444,23 @@ static void worker(const engine *e, const char *dir, int fd, uint64_t seed, int 
     report *r = bench_xcalloc(1, sizeof *r);
     uint64_t rs = seed | 1, v = seed << 20;
     char text[TEXT_LEN + 1];
+    /* Sleep until 1 ms before the start, then spin to it: a process that
+     * starts later (the writer scenario's writer) must not take CPU from
+     * the others while it waits. */
+    if (start > bench_now_ns() + 1000000u) {
+        uint64_t wake = start - 1000000u;
+        struct timespec ts = {(time_t)(wake / 1000000000u), (long)(wake % 1000000000u)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
     while (bench_now_ns() < start)
         ;
+    double cpu_at[3][2] = {{0}}; /* at from, split, end */
+    int part = 0;                 /* boundaries passed */
     for (uint64_t now = bench_now_ns(); now < end; now = bench_now_ns()) {
         int half = now >= split, counted = now >= from;
+        for (; part < counted + half; part++)
+            process_cpu_s(cpu_at[part]);
         uint64_t x = xrand(&rs);
         if ((int)(x % 100) < write_pct) {
             make_text(text, 1 + x / 100 % N_OBJ, ++v);
@@ -446,6 +481,11 @@ static void worker(const engine *e, const char *dir, int fd, uint64_t seed, int 
         else if ((x = xrand(&rs) % seen) < MAX_SAMPLES)
             r->samples[kind][x] = us;
     }
+    for (; part < 3; part++)
+        process_cpu_s(cpu_at[part]);
+    for (int k = 0; k < 2; k++)
+        for (int h = 0; h < 2; h++)
+            r->cpu[h][k] = cpu_at[h + 1][k] - cpu_at[h][k];
     e->close(h);
     const char *p = (const char *)r;
     for (size_t n = sizeof *r, done = 0; done < n;) {
@@ -508,13 +548,22 @@ static report *run_workers(const engine *e, const char *dir, const role *roles, 
 
 /* ---- scenarios ------------------------------------------------------------------ */
 
-enum { M_WRITES, M_READ_P50, M_GET_P50, M_FILTER_P50, M_READS, M_WRITER_RATIO, M_READS1,
-       M_READS2, M_SCALING, NMETRICS };
+enum { M_WRITES, M_READ_P50, M_GET_P50, M_FILTER_P50, M_READS, M_WRITER_RATIO,
+       M_WRITER_CPU, M_WRITER_PER_CPU, M_WRITER_COMMITS, M_READS1, M_READS2, M_SCALING,
+       NMETRICS };
 static const char *metric_names[NMETRICS] = {
     "mixed: write commits/s", "mixed: read p50 µs", "mixed: get p50 µs",
     "mixed: filter p50 µs", "mixed: reads/s",
-    "writer: readers' reads/s with / without", "scaling: reads/s, 1 reader",
+    "writer: readers' reads/s with / without", "writer: readers' CPU with / without",
+    "writer: readers' reads per user CPU-s with / without", "writer: the writer's commits/s",
+    "scaling: reads/s, 1 reader",
     "scaling: reads/s, 2 readers", "scaling: 2 readers / 1"};
+
+/* Metrics that are an engine's own ratio (no column of MoteDB over others). */
+static int is_ratio(int k)
+{
+    return k == M_WRITER_RATIO || k == M_WRITER_CPU || k == M_WRITER_PER_CPU || k == M_SCALING;
+}
 
 enum { SC_MIXED = 1, SC_WRITER = 2, SC_SCALING = 4 };
 
@@ -558,11 +607,20 @@ writer:
     role wr[4] = {{0, 0, 2}, {0, 0, 2}, {0, 0, 2}, {100, 1, 2}};
     r = run_workers(e, dir, wr, 4, T, 1);
     uint64_t before = 0, after = 0;
+    double cpu[2][2] = {{0}}; /* [without, with][user, all] */
     for (int i = 0; i < 3; i++) {
         before += r[i].reads[0];
         after += r[i].reads[1];
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 2; k++)
+                cpu[h][k] += r[i].cpu[h][k];
     }
     m[M_WRITER_RATIO] = before ? (double)after / (double)before : NAN;
+    m[M_WRITER_CPU] = cpu[0][1] > 0 ? cpu[1][1] / cpu[0][1] : NAN;
+    m[M_WRITER_PER_CPU] = cpu[0][0] > 0 && cpu[1][0] > 0 && before
+                              ? ((double)after / cpu[1][0]) / ((double)before / cpu[0][0])
+                              : NAN;
+    m[M_WRITER_COMMITS] = (double)r[3].writes[1] / T;
     free(r);
 scaling:
     if (!(scenarios & SC_SCALING))
@@ -742,12 +800,12 @@ int main(int argc, char **argv)
         for (int e = 0; e < N_ENGINES; e++) {
             if (isnan(med[e][k]))
                 snprintf(cells[1 + k][1 + e], CELL, "-");
-            else if (k == M_WRITER_RATIO || k == M_SCALING)
+            else if (is_ratio(k))
                 snprintf(cells[1 + k][1 + e], CELL, "%.2f", med[e][k]);
             else
                 bench_fmt_num(cells[1 + k][1 + e], CELL, med[e][k]);
         }
-        if (k == M_WRITER_RATIO || k == M_SCALING)
+        if (is_ratio(k))
             continue;
         int lower = k == M_READ_P50 || k == M_GET_P50 || k == M_FILTER_P50; /* latencies */
         for (int o = 1; o <= 2; o++) {

@@ -826,6 +826,43 @@ const char *mote_query_plan(mote_txn *txn, mote_query *q);
 /* Free memory the library returned (mote_query_ids, mote_links, ...). */
 void mote_free(void *p);
 
+/* ---- Full-text tokens -----------------------------------------------------
+ *
+ * How text is cut into the tokens that full-text search indexes and
+ * queries (issue 19; the same function for both, so a query's words meet
+ * the stored ones). Text is UTF-8; a byte that does not begin a valid
+ * sequence (overlong, surrogate, past U+10FFFF, cut short) separates tokens
+ * like a space, so a damaged string never fails. A token is a run of
+ * letters, digits, private-use characters and marks (Unicode L*, N*, Co,
+ * M*); anything else separates ("snake_case", "3.14" and "e-mail" are two
+ * tokens each). Han ideographs, Hiragana and Katakana are one token per
+ * character (Chinese and Japanese put no spaces between words, so a phrase
+ * of them matches as a substring). Each token is case folded (Σ, σ and ς
+ * all become σ; ß stays ß) and, unless MOTE_TOKEN_KEEP_DIACRITICS, Latin
+ * and Greek letters lose their diacritics (é, É, ê: e; ά: α; Cyrillic й
+ * stays й), and combining diacritics (U+0300-036F and the other combining
+ * diacritic blocks) are dropped: the manner of SQLite FTS5's `unicode61`
+ * tokenizer with `remove_diacritics 2`, extended to Greek. The tables come
+ * from Unicode 14.0 (tools/gen_unicode.py); text is not normalized first,
+ * but with diacritics removed "e" + U+0301 and the precomposed "é" give
+ * the same token. A folded token longer than MOTE_TOKEN_MAX bytes is cut to
+ * its longest prefix of whole characters within that; the rest of the run
+ * gives no token.
+ */
+#define MOTE_TOKEN_MAX 255 /* bytes of one folded token */
+enum { MOTE_TOKEN_KEEP_DIACRITICS = 1 };
+
+/* Called for each token in order: its folded UTF-8 bytes token[0..len)
+ * (not NUL-terminated; valid until the call returns), its position (0, 1,
+ * 2... within the text) and the bytes text[start..end) it came from. Return
+ * 0 to go on, non-zero to stop (mote_tokenize returns that value). */
+typedef int (*mote_token_fn)(void *ctx, const char *token, size_t len, uint32_t pos,
+                             size_t start, size_t end);
+/* Cut text[0..len) into tokens, calling fn for each. MOTE_OK, the value fn
+ * stopped with, or MOTE_INVALID (fn NULL, text NULL with len > 0, a flag
+ * other than MOTE_TOKEN_KEEP_DIACRITICS, or more than 2^32 - 1 tokens). */
+int mote_tokenize(const char *text, size_t len, unsigned flags, mote_token_fn fn, void *ctx);
+
 /* ---- Maintenance --------------------------------------------------------- */
 
 /*

@@ -15,7 +15,8 @@ import sys
 
 # Bottom to top. A layer is its header(s) and the .c files that implement it.
 LAYERS = [
-    ("support", ["support.h", "checksum.h", "vecmath.h", "util.c", "checksum.c", "vecmath.c"]),
+    ("support", ["support.h", "checksum.h", "vecmath.h", "tokenize.h", "unicode_tab.h", "util.c",
+                 "checksum.c", "vecmath.c", "tokenize.c"]),
     ("io", ["io.h", "io.c"]),
     ("node", ["node.h", "node.c"]),
     ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c", "share.c"]),

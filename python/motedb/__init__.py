@@ -46,6 +46,7 @@ from ._core import (  # noqa: F401  (re-exported)
     Transaction,
     TransactionError,
     UniqueViolationError,
+    tokenize,
 )
 from ._schema import Float32, Hnsw, Index, Int8, Int16, Int32, ToMany, ToOne, Unique, Vector, field
 
@@ -96,5 +97,5 @@ __all__ = [
     "NotFoundError", "Order", "Property", "Query", "QueryIterator", "ReadOnlyError",
     "SchemaError", "Store", "StoreLockedError", "ToMany", "ToOne", "Transaction",
     "TransactionError", "Unique", "UniqueViolationError", "Vector", "__version__", "field",
-    "open",
+    "open", "tokenize",
 ]

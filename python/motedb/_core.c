@@ -73,7 +73,51 @@ static PyObject *mod_json_value(PyObject *self, PyObject *b)
     return json_value(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
 }
 
+/* motedb.tokenize: the tokens full-text search makes of a text. */
+static int append_token(void *ctx, const char *token, size_t len, uint32_t pos, size_t start,
+                        size_t end)
+{
+    (void)pos, (void)start, (void)end;
+    PyObject *t = PyUnicode_DecodeUTF8(token, (Py_ssize_t)len, "strict");
+    if (!t)
+        return MOTE_NOMEM; /* not reached: tokens are valid UTF-8 */
+    int rc = PyList_Append((PyObject *)ctx, t);
+    Py_DECREF(t);
+    return rc ? MOTE_NOMEM : 0;
+}
+
+static PyObject *mod_tokenize(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    (void)self;
+    static char *kwlist[] = {"text", "keep_diacritics", NULL};
+    PyObject *text;
+    int keep = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|$p:tokenize", kwlist, &text, &keep))
+        return NULL;
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(text, &n);
+    if (!s)
+        return NULL;
+    PyObject *out = PyList_New(0);
+    if (!out)
+        return NULL;
+    int rc = mote_tokenize(s, (size_t)n, keep ? MOTE_TOKEN_KEEP_DIACRITICS : 0, append_token, out);
+    if (rc) {
+        Py_DECREF(out);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, mote_strerror(rc));
+        return NULL;
+    }
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"tokenize", (PyCFunction)(void (*)(void))mod_tokenize, METH_VARARGS | METH_KEYWORDS,
+     "tokenize(text, *, keep_diacritics=False) -> list[str]\n\n"
+     "The tokens full-text search makes of text, in order: runs of letters, digits\n"
+     "and marks, case folded, Latin and Greek letters without their diacritics\n"
+     "unless keep_diacritics; each Han, Hiragana and Katakana character a token of\n"
+     "its own; tokens cut to 255 UTF-8 bytes (mote.h, \"Full-text tokens\")."},
     {"_init", (PyCFunction)(void (*)(void))mod_init, METH_VARARGS | METH_KEYWORDS,
      "Set the Python helpers (called by motedb/__init__.py)."},
     {"_json_value", mod_json_value, METH_O,

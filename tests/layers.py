@@ -23,7 +23,7 @@ LAYERS = [
     ("btree", ["btree.h", "btree.c", "cursor.c", "overflow.c"]),
     ("kv", ["kv.h", "kv.c"]),
     ("object", ["object.h", "query.h", "object.c", "schema.c", "record.c", "query.c", "match.c",
-                "aggregate.c", "relation.c", "objcheck.c", "hnsw.c"]),
+                "aggregate.c", "relation.c", "objcheck.c", "hnsw.c", "text.h", "text.c"]),
     ("top", ["check.h", "check.c", "store.c"]),
 ]
 

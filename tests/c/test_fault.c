@@ -348,3 +348,75 @@ TEST(fault_malloc_vector_index)
     printf("%ld allocation failure cases\n", n);
     free(base);
 }
+
+/* A full-text index (text.c) under every allocation failure of a batch of
+ * changes, its write and a search: the transaction fails with MOTE_NOMEM
+ * (and is aborted) or commits, and the index is whole either way. */
+#include "text.h"
+
+static const char *const ft_texts[] = {
+    "the quick brown fox", "jumps over the lazy dog", "Élan vital and café crème",
+    "中文分词 and the fox", "error timeout in the connection pool", "a b c d e f g the",
+};
+#define FT_N (sizeof ft_texts / sizeof *ft_texts)
+
+TEST(fault_malloc_text_index)
+{
+    const char *path = test_path("ft.mote");
+    mote_store *s;
+    mote_txn *t;
+    uint32_t tree;
+    text_batch b = {0};
+    OK(mote_open(path, NULL, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "ft", MOTE_TREE_CREATE, &tree));
+    for (uint64_t id = 1; id <= 60; id++)
+        OK(mote__text_note(&b, id, ft_texts[id % FT_N], strlen(ft_texts[id % FT_N]), 1));
+    OK(mote__text_apply(t, tree, &b));
+    OK(mote_commit(t));
+    uint64_t docs = 60;
+    long n;
+    for (n = 1;; n++) {
+        alloc_n = 0;
+        alloc_fail_at = n;
+        mote__alloc_hook = fail_nth;
+        int rc = mote_begin(s, 0, &t);
+        if (!rc) {
+            /* documents 61.. added, 1.. removed, 30.. changed */
+            for (uint64_t i = 0; !rc && i < 8; i++) {
+                const char *x = ft_texts[(i + 1) % FT_N], *y = ft_texts[(30 + i) % FT_N];
+                if (!(rc = mote__text_note(&b, 61 + i + docs, x, strlen(x), 1)))
+                    rc = mote__text_note(&b, 1 + i, ft_texts[(1 + i) % FT_N],
+                                         strlen(ft_texts[(1 + i) % FT_N]), 0);
+                if (!rc && !(rc = mote__text_note(&b, 30 + i, y, strlen(y), 0)))
+                    rc = mote__text_note(&b, 30 + i, x, strlen(x), 1);
+            }
+            if (!rc)
+                rc = mote__text_apply(t, tree, &b);
+            uint64_t ids[5];
+            double sc[5];
+            size_t got;
+            if (!rc)
+                rc = mote__text_search(t, tree, "the fox", 7, 0, 5, ids, sc, &got);
+            CHECK(rc == MOTE_OK || rc == MOTE_NOMEM);
+            b.n = b.nd = b.terms_len = b.npos = 0; /* what a failed transaction leaves */
+            if (rc)
+                mote_abort(t);
+            else if ((rc = mote_commit(t)))
+                CHECK(rc == MOTE_NOMEM);
+        }
+        mote__alloc_hook = NULL;
+        int more = alloc_n >= n;
+        OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+        text_stat st;
+        OK(mote__text_verify(t, tree, &st, NULL, NULL));
+        mote_abort(t);
+        if (!rc)
+            break; /* the first run that failed nothing: committed */
+        CHECK(st.docs == docs && more);
+    }
+    CHECK(n > 20); /* so many allocations were failed, each once */
+    printf("%ld allocation failures\n", n - 1);
+    mote__text_batch_free(&b);
+    OK(mote_close(s));
+}

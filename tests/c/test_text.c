@@ -176,3 +176,310 @@ TEST(text_tokenize_stops_and_refuses)
     }
     CHECK(mote__uni_class(0x110000) == 0 && !strcmp(mote__uni_version(), "14.0.0"));
 }
+
+/* ---- the index (text.c) against a model ------------------------------------------- */
+
+#include <math.h>
+
+#include "text.h"
+
+#define M_DOCS 400
+#define M_WORDS 30
+
+/* The model: each document's text (NULL: not in the index). */
+typedef struct tmodel {
+    char *text[M_DOCS + 1];
+} tmodel;
+
+static char *random_text(uint64_t *rs)
+{
+    size_t n = 1 + test_rand(rs) % 40, cap = 16 * n + 8;
+    int long_one = test_rand(rs) % 50 == 0; /* a posting longer than a block */
+    if (long_one)
+        cap += 8 * 900;
+    char *t = malloc(cap), *p = t;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = test_rand(rs) % 1000;
+        unsigned w = (unsigned)(r * r / 1000 * M_WORDS / 1000); /* skewed: w0 most often */
+        p += sprintf(p, "%sW%u%s", i ? (r & 1 ? " " : ", ") : "", w, r % 7 ? "" : "!");
+    }
+    if (long_one)
+        for (int i = 0; i < 900; i++)
+            p += sprintf(p, " w3");
+    *p = 0;
+    return t;
+}
+
+/* The postings the model gives, flattened in the index's order: a line
+ * "term id pos,pos,..." each, sorted as the index sorts them. */
+typedef struct mline {
+    char term[16];
+    uint64_t id;
+    char pos[8192];
+} mline;
+
+typedef struct mtok {
+    char term[1024][16];
+    uint32_t pos[1024];
+    size_t n;
+} mtok;
+
+static int mtok_add(void *ctx, const char *token, size_t len, uint32_t pos, size_t start,
+                    size_t end)
+{
+    (void)start, (void)end;
+    mtok *m = ctx;
+    CHECK(len < 16 && m->n < 1024);
+    memcpy(m->term[m->n], token, len);
+    m->term[m->n][len] = 0;
+    m->pos[m->n++] = pos;
+    return 0;
+}
+
+static int cmp_mline(const void *x, const void *y)
+{
+    const mline *a = x, *b = y;
+    int c = strcmp(a->term, b->term);
+    return c ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+static mline *model_lines(const tmodel *m, size_t *n, uint64_t *docs, uint64_t *tokens)
+{
+    size_t cap = 64, k = 0;
+    mline *l = malloc(cap * sizeof *l);
+    static mtok mt;
+    *docs = *tokens = 0;
+    for (uint64_t id = 1; id <= M_DOCS; id++) {
+        if (!m->text[id])
+            continue;
+        mt.n = 0;
+        OK(mote_tokenize(m->text[id], strlen(m->text[id]), 0, mtok_add, &mt));
+        ++*docs;
+        *tokens += mt.n;
+        for (size_t i = 0; i < mt.n; i++) {
+            size_t j = 0;
+            while (j < i && strcmp(mt.term[j], mt.term[i]))
+                j++;
+            if (j < i)
+                continue; /* the term's first occurrence makes its line */
+            if (k == cap)
+                l = realloc(l, (cap *= 2) * sizeof *l);
+            mline *x = &l[k++];
+            strcpy(x->term, mt.term[i]);
+            x->id = id;
+            char *p = x->pos;
+            for (size_t q = i; q < mt.n; q++)
+                if (!strcmp(mt.term[q], mt.term[i]))
+                    p += sprintf(p, "%u,", mt.pos[q]);
+        }
+    }
+    qsort(l, k, sizeof *l, cmp_mline);
+    *n = k;
+    return l;
+}
+
+typedef struct cmpstate {
+    mline *l;
+    size_t n, at;
+} cmpstate;
+
+static int compare_posting(void *ctx, const char *term, size_t tlen, uint64_t id,
+                           const uint32_t *pos, uint32_t tf)
+{
+    cmpstate *c = ctx;
+    CHECK(c->at < c->n);
+    const mline *x = &c->l[c->at++];
+    char p[8192], *q = p;
+    for (uint32_t i = 0; i < tf; i++)
+        q += sprintf(q, "%u,", pos[i]);
+    if (strlen(x->term) != tlen || memcmp(x->term, term, tlen) || x->id != id || strcmp(x->pos, p)) {
+        fprintf(stderr, "posting %zu: index \"%.*s\" %llu %s, model \"%s\" %llu %s\n", c->at - 1,
+                (int)tlen, term, (unsigned long long)id, p, x->term, (unsigned long long)x->id,
+                x->pos);
+        abort();
+    }
+    return 0;
+}
+
+/* BM25 of the model's documents for query terms q[0..nq), FTS5's formula,
+ * computed here from the texts; ids and scores of the best k. */
+static size_t model_search(const tmodel *m, const char (*q)[16], size_t nq, int all, size_t k,
+                           uint64_t *ids, double *scores)
+{
+    static mtok mt;
+    static uint32_t tf[M_DOCS + 1][4], dl[M_DOCS + 1];
+    double N = 0, tokens = 0, df[4] = {0};
+    for (uint64_t id = 1; id <= M_DOCS; id++) {
+        memset(tf[id], 0, sizeof tf[id]);
+        if (!m->text[id])
+            continue;
+        mt.n = 0;
+        OK(mote_tokenize(m->text[id], strlen(m->text[id]), 0, mtok_add, &mt));
+        N++;
+        tokens += (double)mt.n;
+        dl[id] = (uint32_t)mt.n;
+        for (size_t i = 0; i < mt.n; i++)
+            for (size_t j = 0; j < nq; j++)
+                tf[id][j] += !strcmp(mt.term[i], q[j]);
+        for (size_t j = 0; j < nq; j++)
+            df[j] += tf[id][j] > 0;
+    }
+    size_t n = 0;
+    static uint64_t rid[M_DOCS];
+    static double rs[M_DOCS];
+    for (uint64_t id = 1; id <= M_DOCS; id++) {
+        if (!m->text[id])
+            continue;
+        size_t held = 0;
+        double s = 0;
+        for (size_t j = 0; j < nq; j++) {
+            if (!tf[id][j])
+                continue;
+            held++;
+            double idf = log((N - df[j] + 0.5) / (df[j] + 0.5));
+            if (idf <= 0)
+                idf = 1e-6;
+            s += idf * (tf[id][j] * (1.2 + 1)) /
+                 (tf[id][j] + 1.2 * (1 - 0.75 + 0.75 * dl[id] / (tokens / N)));
+        }
+        if (held && (!all || held == nq)) {
+            /* insert in order: score descending, id ascending */
+            size_t at = n;
+            while (at > 0 && rs[at - 1] < s)
+                at--;
+            memmove(rid + at + 1, rid + at, (n - at) * sizeof *rid);
+            memmove(rs + at + 1, rs + at, (n - at) * sizeof *rs);
+            rid[at] = id;
+            rs[at] = s;
+            n++;
+        }
+    }
+    n = n < k ? n : k;
+    memcpy(ids, rid, n * sizeof *ids);
+    memcpy(scores, rs, n * sizeof *scores);
+    return n;
+}
+
+static void check_against_model(mote_store *s, uint32_t tree, const tmodel *m, uint64_t *rs)
+{
+    mote_txn *t;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    text_stat st;
+    OK(mote__text_verify(t, tree, &st, NULL, NULL));
+    size_t n;
+    uint64_t docs, tokens;
+    mline *l = model_lines(m, &n, &docs, &tokens);
+    CHECK(st.docs == docs && st.tokens == tokens && st.postings == n);
+    cmpstate c = {l, n, 0};
+    OK(mote__text_each(t, tree, compare_posting, &c));
+    CHECK(c.at == n);
+    free(l);
+    for (int r = 0; r < 8; r++) {
+        char q[16][16] = {{0}}, qtext[64] = "";
+        size_t nq = 1 + test_rand(rs) % 3;
+        for (size_t j = 0; j < nq; j++) {
+            unsigned w = (unsigned)(test_rand(rs) % (M_WORDS + 2)); /* some held by none */
+            snprintf(q[j], sizeof q[j], "w%u", w);
+            for (size_t x = 0; x < j; x++)
+                if (!strcmp(q[x], q[j]))
+                    snprintf(q[j], sizeof q[j], "w%u", M_WORDS + 5 + (unsigned)j);
+            strcat(qtext, j ? " " : "");
+            strcat(qtext, q[j]);
+        }
+        int all = (int)(test_rand(rs) & 1);
+        size_t k = 1 + test_rand(rs) % 20;
+        uint64_t ids[20], mids[20];
+        double sc[20], msc[20];
+        size_t got, want = model_search(m, (const char(*)[16])q, nq, all, k, mids, msc);
+        OK(mote__text_search(t, tree, qtext, strlen(qtext), all, k, ids, sc, &got));
+        CHECK(got == want);
+        for (size_t i = 0; i < got; i++) {
+            if (fabs(sc[i] - msc[i]) > 1e-9 * fabs(msc[i]))
+                fprintf(stderr, "query \"%s\": result %zu: %.17g, model %.17g\n", qtext, i,
+                        sc[i], msc[i]);
+            CHECK(fabs(sc[i] - msc[i]) <= 1e-9 * fabs(msc[i]));
+            /* equal scores may come in either order of ids only if they differ in
+             * the last bits; then both lists hold the same ids */
+            if (ids[i] != mids[i])
+                CHECK(i + 1 < got && fabs(sc[i] - sc[i + 1]) <= 1e-9 * sc[i]);
+        }
+    }
+    mote_abort(t);
+}
+
+TEST(text_index_model)
+{
+    const char *path = test_path("text.mote");
+    mote_store *s;
+    OK(mote_open(path, NULL, &s));
+    mote_txn *t;
+    uint32_t tree;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "ft", MOTE_TREE_CREATE, &tree));
+    OK(mote_commit(t));
+    static tmodel m, before;
+    uint64_t rs = 2026;
+    text_batch b = {0};
+    int rounds = 120 * test_scale();
+    for (int round = 0; round < rounds; round++) {
+        before = m; /* shares the texts: a change makes a new one */
+        char *owned[M_DOCS * 4];
+        size_t nowned = 0;
+        OK(mote_begin(s, 0, &t));
+        int ops = 1 + (int)(test_rand(&rs) % (round % 10 == 0 ? 300 : 12));
+        for (int o = 0; o < ops; o++) {
+            uint64_t id = 1 + test_rand(&rs) % M_DOCS;
+            int what = (int)(test_rand(&rs) % 3); /* 0 put, 1 remove, 2 put twice */
+            for (int rep = 0; rep < (what == 2 ? 2 : 1); rep++) {
+                if (m.text[id])
+                    OK(mote__text_note(&b, id, m.text[id], strlen(m.text[id]), 0));
+                if (what == 1) {
+                    m.text[id] = NULL;
+                    break;
+                }
+                char *x = random_text(&rs);
+                CHECK(nowned < sizeof owned / sizeof *owned);
+                owned[nowned++] = x;
+                m.text[id] = x;
+                OK(mote__text_note(&b, id, x, strlen(x), 1));
+            }
+        }
+        OK(mote__text_apply(t, tree, &b));
+        if (test_rand(&rs) % 6 == 0) {
+            mote_abort(t);
+            m = before;
+            for (size_t i = 0; i < nowned; i++)
+                free(owned[i]);
+        } else {
+            OK(mote_commit(t));
+            /* free the texts no document holds now: the replaced ones, and
+             * those of this round that a later change replaced */
+            for (uint64_t id = 1; id <= M_DOCS; id++)
+                if (before.text[id] && before.text[id] != m.text[id])
+                    free(before.text[id]);
+            for (size_t i = 0; i < nowned; i++) {
+                uint64_t id = 1;
+                while (id <= M_DOCS && m.text[id] != owned[i])
+                    id++;
+                if (id > M_DOCS)
+                    free(owned[i]);
+            }
+        }
+        if (round % 10 == 9 || round == rounds - 1)
+            check_against_model(s, tree, &m, &rs);
+    }
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    text_stat st;
+    OK(mote__text_verify(t, tree, &st, NULL, NULL));
+    printf("text index: %llu documents, %llu tokens, %llu terms, %llu postings in %llu blocks\n",
+           (unsigned long long)st.docs, (unsigned long long)st.tokens,
+           (unsigned long long)st.terms, (unsigned long long)st.postings,
+           (unsigned long long)st.blocks);
+    CHECK(st.blocks > st.terms); /* terms spread over several blocks */
+    CHECK(st.big > 0);            /* and postings longer than a block */
+    mote_abort(t);
+    for (uint64_t id = 1; id <= M_DOCS; id++)
+        free(m.text[id]);
+    mote__text_batch_free(&b);
+    OK(mote_close(s));
+}

@@ -1,0 +1,875 @@
+/*
+ * text.c — full-text indexes: an inverted index of one string property in
+ * one kv tree, with BM25 ranking (issue 19).
+ *
+ * THE TREE. Documents are objects (their ids); terms are the tokens of
+ * mote_tokenize (tokenize.c: never empty, no 0x00 byte, at most 255 bytes).
+ *
+ *   "s"                        the totals: varint documents, varint tokens
+ *   "t" term                   varint documents holding the term (its df)
+ *   "p" term 0x00 first-id     a block of the term's postings, first-id
+ *                              (u64 big-endian) its lowest document:
+ *                              varint count, then per posting varint id
+ *                              minus the previous one (the first: minus
+ *                              first-id, so 0), varint tf, and tf
+ *                              positions, each a varint minus the previous
+ *                              (the first as it is)
+ *   "d" id                     varint tokens of document id (u64 BE)
+ *
+ * A term's blocks partition its postings by id: block i holds the ids from
+ * its first-id up to the next block's first-id, excluded. A block is at
+ * most TEXT_BLOCK_MAX bytes unless one posting alone is longer (a document
+ * that holds a term thousands of times); it is then alone in its block, a
+ * value over a quarter page in overflow pages. Since 0x00 ends the term in
+ * a block's key, a term's blocks are adjacent and no other term's key
+ * falls between them ("ab" 0x00 ... sorts before "ab" "c" ...).
+ *
+ * WRITES. A write transaction collects its changes in a text_batch: a
+ * document added gives one entry per distinct term, with its positions,
+ * and one for the document (its length); a document removed, the same
+ * from the text it was indexed with, without positions. mote__text_apply
+ * sorts them by (term, id, removal first) and walks each term's blocks
+ * once: the block that holds the first change's id is found with one seek
+ * (the last block starting at or before it, else the term's first), the
+ * changes up to the next block's first-id are merged into its decoded
+ * postings, and the result is written back as one block or split into
+ * several of at most TEXT_BLOCK_MAX bytes (a block emptied is deleted).
+ * So a single put costs one block rewrite per distinct term, and a batch of
+ * 10,000 documents one per block touched, not per posting. Blocks that
+ * shrink are not merged with their neighbours (a later compaction could).
+ *
+ * SEARCH. BM25 as SQLite FTS5's bm25() computes it, so that rankings can
+ * be compared: for each query term with df documents among N,
+ * idf = ln((N - df + 0.5) / (df + 0.5)), or 1e-6 where that is not
+ * positive; a document's score is the sum over the terms it holds of
+ * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), with dl its
+ * length in tokens and avgdl the mean. FTS5 returns the negated sum (lower
+ * is better); here higher is better. The postings of every term are read
+ * into one array, sorted by id, and each document's length read with one
+ * cursor moving forward.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text.h"
+#include "tokenize.h"
+
+typedef struct tx_entry {
+    size_t term;      /* offset in the batch's terms */
+    uint32_t tlen;
+    int add;          /* 1: the document holds the term now; 0: no longer */
+    uint64_t id;
+    size_t seq;       /* the note it came from (the batch's notes in order) */
+    size_t pos;       /* offset in the batch's positions (add) */
+    uint32_t tf;
+} tx_entry;
+
+typedef struct tx_doc {
+    uint64_t id;
+    int add;
+    size_t seq;
+    uint64_t len;     /* tokens */
+} tx_doc;
+
+#define KEY_MAX (1 + MOTE_TOKEN_MAX + 1 + 8)
+
+/* ---- growing arrays ------------------------------------------------------ */
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return MOTE_OK;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    if (c > SIZE_MAX / size)
+        return mote__err(MOTE_NOMEM, "out of memory indexing text");
+    void *q = mote__realloc(*p, c * size);
+    if (!q)
+        return mote__err(MOTE_NOMEM, "out of memory indexing text");
+    *p = q;
+    *cap = c;
+    return MOTE_OK;
+}
+
+void mote__text_batch_free(text_batch *b)
+{
+    mote__free(b->e);
+    mote__free(b->d);
+    mote__free(b->terms);
+    mote__free(b->pos);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- noting a document ------------------------------------------------------ */
+
+/* One token of a document being noted: its term in the scratch arena. */
+typedef struct occ {
+    size_t term;
+    uint32_t tlen, pos;
+} occ;
+
+typedef struct noting {
+    occ *o;
+    size_t n, cap;
+    char *arena;
+    size_t used, acap;
+} noting;
+
+static int note_token(void *ctx, const char *token, size_t len, uint32_t pos, size_t start,
+                      size_t end)
+{
+    (void)start, (void)end;
+    noting *g = ctx;
+    int rc;
+    if ((rc = grow((void **)&g->o, &g->cap, g->n + 1, sizeof *g->o)) ||
+        (rc = grow((void **)&g->arena, &g->acap, g->used + len, 1)))
+        return rc;
+    memcpy(g->arena + g->used, token, len);
+    g->o[g->n++] = (occ){g->used, (uint32_t)len, pos};
+    g->used += len;
+    return 0;
+}
+
+static int term_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+/* The bytes the terms being sorted point into: qsort has no context
+ * argument (qsort_r's differs between glibc and the BSDs). */
+static _Thread_local const char *tl_terms;
+
+static int cmp_occ(const void *x, const void *y)
+{
+    const occ *a = x, *b = y;
+    int c = term_cmp(tl_terms + a->term, a->tlen, tl_terms + b->term, b->tlen);
+    return c ? c : (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, int add)
+{
+    noting g = {0};
+    int rc = mote_tokenize(utf8, len, 0, note_token, &g);
+    if (!rc && g.n) {
+        tl_terms = g.arena;
+        qsort(g.o, g.n, sizeof *g.o, cmp_occ);
+    }
+    if (!rc)
+        rc = grow((void **)&b->d, &b->dcap, b->nd + 1, sizeof *b->d);
+    for (size_t i = 0; !rc && i < g.n;) {
+        size_t j = i + 1;
+        while (j < g.n && !term_cmp(g.arena + g.o[i].term, g.o[i].tlen, g.arena + g.o[j].term,
+                                    g.o[j].tlen))
+            j++;
+        if ((rc = grow((void **)&b->e, &b->cap, b->n + 1, sizeof *b->e)) ||
+            (rc = grow((void **)&b->terms, &b->terms_cap, b->terms_len + g.o[i].tlen, 1)) ||
+            (add && (rc = grow((void **)&b->pos, &b->pos_cap, b->npos + (j - i), sizeof *b->pos))))
+            break;
+        memcpy(b->terms + b->terms_len, g.arena + g.o[i].term, g.o[i].tlen);
+        b->e[b->n++] = (tx_entry){b->terms_len, g.o[i].tlen, add, id, b->nd, b->npos,
+                                  (uint32_t)(j - i)};
+        b->terms_len += g.o[i].tlen;
+        if (add)
+            for (size_t k = i; k < j; k++)
+                b->pos[b->npos++] = g.o[k].pos;
+        i = j;
+    }
+    if (!rc)
+        b->d[b->nd++] = (tx_doc){id, add, b->nd, g.n};
+    mote__free(g.o);
+    mote__free(g.arena);
+    return rc;
+}
+
+/* ---- keys and blocks ------------------------------------------------------------ */
+
+static size_t post_key(uint8_t *k, const char *term, size_t tlen, uint64_t id)
+{
+    k[0] = 'p';
+    memcpy(k + 1, term, tlen);
+    k[1 + tlen] = 0;
+    mote__wr_be64(k + 2 + tlen, id);
+    return tlen + 10;
+}
+
+/* Is key (of the cursor) a block of term? Its first id into *first. */
+static int is_block_of(const mote_val *key, const char *term, size_t tlen, uint64_t *first)
+{
+    const uint8_t *k = key->data;
+    if (key->size != tlen + 10 || k[0] != 'p' || memcmp(k + 1, term, tlen) || k[1 + tlen])
+        return 0;
+    *first = mote__be64(k + 2 + tlen);
+    return 1;
+}
+
+/* A decoded posting; its positions in a side array. */
+typedef struct post {
+    uint64_t id;
+    size_t pos;
+    uint32_t tf;
+} post;
+
+typedef struct postings {
+    post *p;
+    size_t n, cap;
+    uint32_t *pos;
+    size_t npos, pos_cap;
+} postings;
+
+static int decode_block(const uint8_t *b, size_t len, uint64_t first, postings *out)
+{
+    const uint8_t *p = b, *end = b + len;
+    uint64_t count, id = first, v;
+    unsigned u;
+    if (!(u = mote__varint_get(p, end, &count)) || count == 0 || count > len)
+        return CORRUPT("text index: a block's count is damaged");
+    p += u;
+    int rc;
+    if ((rc = grow((void **)&out->p, &out->cap, out->n + count, sizeof *out->p)))
+        return rc;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t d, tf;
+        if (!(u = mote__varint_get(p, end, &d)))
+            return CORRUPT("text index: a block is cut short");
+        p += u;
+        if ((i == 0 && d != 0) || (i > 0 && (d == 0 || id + d < id)))
+            return CORRUPT("text index: a block's ids do not ascend");
+        id += d;
+        if (!(u = mote__varint_get(p, end, &tf)) || tf == 0 || tf > (uint64_t)(end - p))
+            return CORRUPT("text index: a posting's count is damaged");
+        p += u;
+        if ((rc = grow((void **)&out->pos, &out->pos_cap, out->npos + tf, sizeof *out->pos)))
+            return rc;
+        out->p[out->n++] = (post){id, out->npos, (uint32_t)tf};
+        uint64_t at = 0;
+        for (uint64_t j = 0; j < tf; j++) {
+            if (!(u = mote__varint_get(p, end, &v)) || (j && v == 0) || at + v > UINT32_MAX)
+                return CORRUPT("text index: a posting's positions are damaged");
+            p += u;
+            at += v;
+            out->pos[out->npos++] = (uint32_t)at;
+        }
+    }
+    if (p != end)
+        return CORRUPT("text index: a block has bytes after its postings");
+    return MOTE_OK;
+}
+
+static size_t posting_size(const post *p, const uint32_t *pos, uint64_t prev)
+{
+    size_t n = mote__varint_size(p->id - prev) + mote__varint_size(p->tf);
+    for (uint32_t j = 0, at = 0; j < p->tf; j++) {
+        n += mote__varint_size(pos[p->pos + j] - at);
+        at = pos[p->pos + j];
+    }
+    return n;
+}
+
+static size_t encode_posting(uint8_t *o, const post *p, const uint32_t *pos, uint64_t prev)
+{
+    size_t n = mote__varint_put(o, p->id - prev);
+    n += mote__varint_put(o + n, p->tf);
+    for (uint32_t j = 0, at = 0; j < p->tf; j++) {
+        n += mote__varint_put(o + n, pos[p->pos + j] - at);
+        at = pos[p->pos + j];
+    }
+    return n;
+}
+
+/* Write postings ps[0..n) of term as blocks of at most TEXT_BLOCK_MAX
+ * bytes (a posting longer than that alone in its block). */
+static int write_blocks(mote_txn *t, uint32_t tree, const char *term, size_t tlen,
+                        const post *ps, size_t n, const uint32_t *pos, uint8_t **buf,
+                        size_t *cap)
+{
+    uint8_t key[KEY_MAX];
+    for (size_t i = 0; i < n;) {
+        /* how many postings fit, at least one */
+        size_t j = i, bytes = 0;
+        for (uint64_t prev = ps[i].id; j < n; j++) {
+            size_t s = posting_size(&ps[j], pos, prev);
+            if (j > i && mote__varint_size(j - i + 1) + bytes + s > TEXT_BLOCK_MAX)
+                break;
+            bytes += s;
+            prev = ps[j].id;
+        }
+        int rc = grow((void **)buf, cap, bytes + 10, 1);
+        if (rc)
+            return rc;
+        size_t len = mote__varint_put(*buf, j - i);
+        for (size_t k = i; k < j; k++)
+            len += encode_posting(*buf + len, &ps[k], pos, k == i ? ps[i].id : ps[k - 1].id);
+        size_t kl = post_key(key, term, tlen, ps[i].id);
+        if ((rc = mote_kv_put(t, tree, key, kl, *buf, len, 0)))
+            return rc;
+        i = j;
+    }
+    return MOTE_OK;
+}
+
+/* ---- applying a batch -------------------------------------------------------------- */
+
+static int cmp_entry(const void *x, const void *y)
+{
+    const tx_entry *a = x, *b = y;
+    int c = term_cmp(tl_terms + a->term, a->tlen, tl_terms + b->term, b->tlen);
+    if (c)
+        return c;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq); /* in the order noted */
+}
+
+static int cmp_doc(const void *x, const void *y)
+{
+    const tx_doc *a = x, *b = y;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+static int get_varints(mote_txn *t, uint32_t tree, const void *key, size_t kl, uint64_t *v,
+                       int n)
+{
+    mote_val val;
+    for (int i = 0; i < n; i++)
+        v[i] = 0;
+    int rc = mote_kv_get(t, tree, key, kl, &val);
+    if (rc)
+        return rc;
+    const uint8_t *p = val.data, *end = p + val.size;
+    for (int i = 0; i < n; i++) {
+        unsigned u = mote__varint_get(p, end, &v[i]);
+        if (!u)
+            return CORRUPT("text index: a count is damaged");
+        p += u;
+    }
+    return p == end ? MOTE_OK : CORRUPT("text index: a count has extra bytes");
+}
+
+static int put_varints(mote_txn *t, uint32_t tree, const void *key, size_t kl,
+                       const uint64_t *v, int n)
+{
+    uint8_t b[20];
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += mote__varint_put(b + len, v[i]);
+    return mote_kv_put(t, tree, key, kl, b, len, 0);
+}
+
+/* Merge the changes e[0..n) (one term, sorted) into the block that holds
+ * e[0].id and those after it up to the next block; *used: how many changes
+ * it took; *df: the change in the term's document count. */
+static int apply_block(mote_txn *t, uint32_t tree, mote_cursor *c, const text_batch *b,
+                       const tx_entry *e, size_t n, size_t *used, int64_t *df, postings *old,
+                       postings *neu, uint8_t **buf, size_t *cap)
+{
+    const char *term = b->terms + e[0].term;
+    size_t tlen = e[0].tlen;
+    uint8_t key[KEY_MAX];
+    size_t kl = post_key(key, term, tlen, e[0].id);
+    mote_val k, v;
+    uint64_t first = 0, next = UINT64_MAX;
+    int have = 0;
+    int rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_LE);
+    if (!rc && !(rc = mote_cursor_get(c, &k, NULL)))
+        have = is_block_of(&k, term, tlen, &first);
+    if (rc && rc != MOTE_NOTFOUND)
+        return rc;
+    if (!have) { /* before the term's first block, if any */
+        rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE);
+        if (!rc && !(rc = mote_cursor_get(c, &k, NULL)))
+            have = is_block_of(&k, term, tlen, &first);
+        if (rc && rc != MOTE_NOTFOUND)
+            return rc;
+    }
+    old->n = old->npos = 0;
+    if (have) {
+        if ((rc = mote_cursor_get(c, NULL, &v)) ||
+            (rc = decode_block(v.data, v.size, first, old)))
+            return rc;
+        rc = mote_cursor_next(c);
+        if (!rc && !(rc = mote_cursor_get(c, &k, NULL)) && !is_block_of(&k, term, tlen, &next))
+            next = UINT64_MAX;
+        if (rc && rc != MOTE_NOTFOUND)
+            return rc;
+    }
+    size_t m = 0;
+    while (m < n && e[m].id < next)
+        m++;
+    /* merge old postings with changes e[0..m): both ascend by id */
+    neu->n = 0;
+    neu->npos = 0;
+    size_t i = 0, j = 0;
+    while (i < old->n || j < m) {
+        if (j < m && (i == old->n || e[j].id <= old->p[i].id)) {
+            /* the changes of one document: what counts is whether it held
+             * the term before them (their first one removes it) and after
+             * them (their last one adds it, with its positions) */
+            size_t g = j + 1;
+            while (g < m && e[g].id == e[j].id)
+                g++;
+            int present = i < old->n && old->p[i].id == e[j].id, was = !e[j].add;
+            if (was != present)
+                return CORRUPT(present ? "text index: a document's term is indexed twice"
+                                       : "text index: a removed document's term has no "
+                                         "posting");
+            i += present;
+            const tx_entry *last = &e[g - 1];
+            if (last->add) {
+                if ((rc = grow((void **)&neu->p, &neu->cap, neu->n + 1, sizeof *neu->p)) ||
+                    (rc = grow((void **)&neu->pos, &neu->pos_cap, neu->npos + last->tf,
+                               sizeof *neu->pos)))
+                    return rc;
+                memcpy(neu->pos + neu->npos, b->pos + last->pos, last->tf * sizeof *neu->pos);
+                neu->p[neu->n++] = (post){last->id, neu->npos, last->tf};
+                neu->npos += last->tf;
+            }
+            *df += last->add - was;
+            j = g;
+        } else {
+            const post *o = &old->p[i++];
+            if ((rc = grow((void **)&neu->p, &neu->cap, neu->n + 1, sizeof *neu->p)) ||
+                (rc = grow((void **)&neu->pos, &neu->pos_cap, neu->npos + o->tf,
+                           sizeof *neu->pos)))
+                return rc;
+            memcpy(neu->pos + neu->npos, old->pos + o->pos, o->tf * sizeof *neu->pos);
+            neu->p[neu->n++] = (post){o->id, neu->npos, o->tf};
+            neu->npos += o->tf;
+        }
+    }
+    *used = m;
+    if (have && (!neu->n || neu->p[0].id != first)) {
+        kl = post_key(key, term, tlen, first);
+        if ((rc = mote_kv_del(t, tree, key, kl)))
+            return rc;
+    }
+    return write_blocks(t, tree, term, tlen, neu->p, neu->n, neu->pos, buf, cap);
+}
+
+int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
+{
+    int rc = MOTE_OK;
+    mote_cursor *c = NULL;
+    postings old = {0}, neu = {0};
+    uint8_t *buf = NULL, key[KEY_MAX];
+    size_t cap = 0;
+    uint64_t tot[2];
+    if (!b->nd)
+        return MOTE_OK;
+    if ((rc = get_varints(t, tree, "s", 1, tot, 2)) == MOTE_NOTFOUND)
+        rc = MOTE_OK;
+    qsort(b->d, b->nd, sizeof *b->d, cmp_doc);
+    for (size_t i = 0, g; !rc && i < b->nd; i = g) {
+        /* one document's notes, in order: the first says whether it was
+         * indexed (a removal, with the length it was indexed with), the
+         * last whether it is now */
+        const tx_doc *first = &b->d[i], *last;
+        for (g = i + 1; g < b->nd && b->d[g].id == first->id; g++)
+            ;
+        last = &b->d[g - 1];
+        uint64_t len = 0;
+        key[0] = 'd';
+        mote__wr_be64(key + 1, first->id);
+        int exists = (rc = get_varints(t, tree, key, 9, &len, 1)) == MOTE_OK;
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+        if (!rc && !first->add && (!exists || len != first->len))
+            rc = CORRUPT("text index: a removed document is not in it as noted");
+        if (!rc && first->add && exists)
+            rc = CORRUPT("text index: an added document is in it already");
+        if (rc)
+            break;
+        if (exists) {
+            tot[0]--;
+            tot[1] -= len;
+        }
+        if (last->add) {
+            tot[0]++;
+            tot[1] += last->len;
+            rc = put_varints(t, tree, key, 9, &last->len, 1);
+        } else if (exists) {
+            rc = mote_kv_del(t, tree, key, 9);
+        }
+    }
+    if (!rc)
+        rc = tot[0] ? put_varints(t, tree, "s", 1, tot, 2) : mote_kv_del(t, tree, "s", 1);
+    if (rc == MOTE_NOTFOUND)
+        rc = MOTE_OK;
+    if (!rc && b->n) {
+        tl_terms = b->terms;
+        qsort(b->e, b->n, sizeof *b->e, cmp_entry);
+        rc = mote_cursor_open(t, tree, &c);
+    }
+    for (size_t i = 0; !rc && i < b->n;) {
+        const char *term = b->terms + b->e[i].term;
+        size_t tlen = b->e[i].tlen, j = i + 1;
+        while (j < b->n && !term_cmp(term, tlen, b->terms + b->e[j].term, b->e[j].tlen))
+            j++;
+        int64_t df = 0;
+        for (size_t k = i, used = 0; !rc && k < j; k += used)
+            rc = apply_block(t, tree, c, b, b->e + k, j - k, &used, &df, &old, &neu, &buf, &cap);
+        if (!rc && df) {
+            uint64_t have;
+            key[0] = 't';
+            memcpy(key + 1, term, tlen);
+            if ((rc = get_varints(t, tree, key, 1 + tlen, &have, 1)) == MOTE_NOTFOUND)
+                rc = MOTE_OK;
+            if (!rc && (int64_t)have + df < 0)
+                rc = CORRUPT("text index: a term's document count is too low");
+            have += (uint64_t)df;
+            if (!rc)
+                rc = have ? put_varints(t, tree, key, 1 + tlen, &have, 1)
+                          : mote_kv_del(t, tree, key, 1 + tlen);
+        }
+        i = j;
+    }
+    mote_cursor_close(c);
+    mote__free(old.p);
+    mote__free(old.pos);
+    mote__free(neu.p);
+    mote__free(neu.pos);
+    mote__free(buf);
+    b->n = b->nd = b->terms_len = b->npos = 0;
+    return rc;
+}
+
+/* ---- reading ---------------------------------------------------------------------- */
+
+int mote__text_each(mote_txn *t, uint32_t tree,
+                    int (*fn)(void *ctx, const char *term, size_t tlen, uint64_t id,
+                              const uint32_t *pos, uint32_t tf),
+                    void *ctx)
+{
+    mote_cursor *c;
+    postings ps = {0};
+    int rc = mote_cursor_open(t, tree, &c);
+    if (rc)
+        return rc;
+    for (rc = mote_cursor_seek(c, "p", 1, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        if ((rc = mote_cursor_get(c, &k, &v)))
+            break;
+        const uint8_t *kp = k.data;
+        if (!k.size || kp[0] != 'p')
+            break;
+        if (k.size < 11 || kp[k.size - 9] != 0) {
+            rc = CORRUPT("text index: a block's key is damaged");
+            break;
+        }
+        size_t tlen = k.size - 10;
+        ps.n = ps.npos = 0;
+        if ((rc = decode_block(v.data, v.size, mote__be64(kp + k.size - 8), &ps)))
+            break;
+        char term[MOTE_TOKEN_MAX];
+        memcpy(term, kp + 1, tlen < sizeof term ? tlen : sizeof term);
+        for (size_t i = 0; !rc && i < ps.n; i++)
+            rc = fn(ctx, term, tlen, ps.p[i].id, ps.pos + ps.p[i].pos, ps.p[i].tf);
+        if (rc)
+            break;
+    }
+    mote_cursor_close(c);
+    mote__free(ps.p);
+    mote__free(ps.pos);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+/* A posting of the search: document, query term, tf. */
+typedef struct hit {
+    uint64_t id;
+    uint32_t term, tf;
+} hit;
+
+static int cmp_hit(const void *x, const void *y)
+{
+    const hit *a = x, *b = y;
+    return a->id != b->id ? (a->id < b->id ? -1 : 1) : (a->term > b->term) - (a->term < b->term);
+}
+
+typedef struct scored {
+    uint64_t id;
+    double score;
+} scored;
+
+static int cmp_scored(const void *x, const void *y)
+{
+    const scored *a = x, *b = y;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+typedef struct qterms {
+    char (*t)[MOTE_TOKEN_MAX];
+    uint32_t *len;
+    size_t n, cap, lcap;
+} qterms;
+
+static int add_qterm(void *ctx, const char *token, size_t len, uint32_t pos, size_t start,
+                     size_t end)
+{
+    (void)pos, (void)start, (void)end;
+    qterms *q = ctx;
+    for (size_t i = 0; i < q->n; i++)
+        if (q->len[i] == len && !memcmp(q->t[i], token, len))
+            return 0;
+    int rc;
+    if ((rc = grow((void **)&q->t, &q->cap, q->n + 1, sizeof *q->t)) ||
+        (rc = grow((void **)&q->len, &q->lcap, q->n + 1, sizeof *q->len)))
+        return rc;
+    memcpy(q->t[q->n], token, len);
+    q->len[q->n++] = (uint32_t)len;
+    return 0;
+}
+
+int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
+                      size_t k, uint64_t *ids, double *scores, size_t *n)
+{
+    qterms qt = {0};
+    hit *h = NULL;
+    size_t nh = 0, hcap = 0;
+    scored *sc = NULL;
+    double *idf = NULL;
+    postings ps = {0};
+    mote_cursor *c = NULL;
+    uint64_t tot[2];
+    *n = 0;
+    int rc = mote_tokenize(q, qlen, 0, add_qterm, &qt);
+    if (!rc && (rc = get_varints(t, tree, "s", 1, tot, 2)) == MOTE_NOTFOUND) {
+        rc = MOTE_OK;
+        goto out; /* an empty index */
+    }
+    if (rc || !qt.n || !k)
+        goto out;
+    if (!(idf = mote__calloc(qt.n, sizeof *idf))) {
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+        goto out;
+    }
+    rc = mote_cursor_open(t, tree, &c);
+    for (size_t i = 0; !rc && i < qt.n; i++) {
+        uint8_t key[KEY_MAX];
+        uint64_t df;
+        key[0] = 't';
+        memcpy(key + 1, qt.t[i], qt.len[i]);
+        if ((rc = get_varints(t, tree, key, 1 + qt.len[i], &df, 1)) == MOTE_NOTFOUND) {
+            rc = MOTE_OK;
+            if (all)
+                goto out; /* a term no document holds */
+            continue;
+        }
+        double x = log(((double)tot[0] - (double)df + 0.5) / ((double)df + 0.5));
+        idf[i] = x > 0 ? x : 1e-6;
+        size_t kl = post_key(key, qt.t[i], qt.len[i], 0);
+        for (rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
+            mote_val kv, vv;
+            uint64_t first;
+            if ((rc = mote_cursor_get(c, &kv, &vv)))
+                break;
+            if (!is_block_of(&kv, qt.t[i], qt.len[i], &first))
+                break;
+            ps.n = ps.npos = 0;
+            if ((rc = decode_block(vv.data, vv.size, first, &ps)) ||
+                (rc = grow((void **)&h, &hcap, nh + ps.n, sizeof *h)))
+                break;
+            for (size_t j = 0; j < ps.n; j++)
+                h[nh++] = (hit){ps.p[j].id, (uint32_t)i, ps.p[j].tf};
+        }
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+    }
+    if (rc || !nh)
+        goto out;
+    qsort(h, nh, sizeof *h, cmp_hit);
+    if (!(sc = mote__malloc(nh * sizeof *sc))) {
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+        goto out;
+    }
+    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
+    size_t ns = 0;
+    for (size_t i = 0; !rc && i < nh;) {
+        size_t j = i + 1;
+        while (j < nh && h[j].id == h[i].id)
+            j++;
+        if (!all || j - i == qt.n) {
+            uint8_t key[9];
+            uint64_t dl;
+            key[0] = 'd';
+            mote__wr_be64(key + 1, h[i].id);
+            if ((rc = get_varints(t, tree, key, 9, &dl, 1)) == MOTE_NOTFOUND)
+                rc = CORRUPT("text index: a document with postings has no length");
+            double s = 0, norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * (double)dl / avgdl);
+            for (size_t x = i; x < j; x++)
+                s += idf[h[x].term] * (h[x].tf * (TEXT_K1 + 1)) / (h[x].tf + norm);
+            sc[ns++] = (scored){h[i].id, s};
+        }
+        i = j;
+    }
+    if (rc)
+        goto out;
+    qsort(sc, ns, sizeof *sc, cmp_scored);
+    for (size_t i = 0; i < ns && i < k; i++) {
+        ids[i] = sc[i].id;
+        scores[i] = sc[i].score;
+    }
+    *n = ns < k ? ns : k;
+out:
+    mote_cursor_close(c);
+    mote__free(qt.t);
+    mote__free(qt.len);
+    mote__free(h);
+    mote__free(sc);
+    mote__free(idf);
+    mote__free(ps.p);
+    mote__free(ps.pos);
+    return rc;
+}
+
+/* ---- verifying ---------------------------------------------------------------------- */
+
+typedef struct vstate {
+    mote_txn *t;
+    uint32_t tree;
+    text_stat *st;
+    char term[MOTE_TOKEN_MAX];
+    size_t tlen;
+    uint64_t term_docs, last_id;
+    int have_term;
+    int bad;
+    void (*report)(void *, const char *);
+    void *ctx;
+} vstate;
+
+static void problem(vstate *v, const char *fmt, ...)
+{
+    v->bad++;
+    if (!v->report)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    v->report(v->ctx, line);
+}
+
+static void end_term(vstate *v)
+{
+    if (!v->have_term)
+        return;
+    uint8_t key[KEY_MAX];
+    uint64_t df;
+    key[0] = 't';
+    memcpy(key + 1, v->term, v->tlen);
+    int rc = get_varints(v->t, v->tree, key, 1 + v->tlen, &df, 1);
+    if (rc || df != v->term_docs)
+        problem(v, "text index: term \"%.*s\" counts %llu documents, its postings %llu",
+                (int)v->tlen, v->term, rc ? 0ull : (unsigned long long)df,
+                (unsigned long long)v->term_docs);
+    v->have_term = 0;
+}
+
+static int verify_posting(void *ctx, const char *term, size_t tlen, uint64_t id,
+                          const uint32_t *pos, uint32_t tf)
+{
+    vstate *v = ctx;
+    (void)pos, (void)tf;
+    if (!v->have_term || v->tlen != tlen || memcmp(v->term, term, tlen)) {
+        end_term(v);
+        if (!tlen || tlen > MOTE_TOKEN_MAX)
+            problem(v, "text index: a term of %zu bytes", tlen);
+        v->tlen = tlen < MOTE_TOKEN_MAX ? tlen : MOTE_TOKEN_MAX;
+        memcpy(v->term, term, v->tlen);
+        v->have_term = 1;
+        v->term_docs = 0;
+        v->last_id = 0;
+        v->st->terms++;
+    } else if (id <= v->last_id) {
+        problem(v, "text index: term \"%.*s\": document %llu after %llu", (int)tlen, term,
+                (unsigned long long)id, (unsigned long long)v->last_id);
+    }
+    uint8_t key[9];
+    key[0] = 'd';
+    mote__wr_be64(key + 1, id);
+    if (mote_kv_get(v->t, v->tree, key, 9, NULL) != MOTE_OK)
+        problem(v, "text index: document %llu has postings but no length",
+                (unsigned long long)id);
+    v->last_id = id;
+    v->term_docs++;
+    v->st->postings++;
+    return 0;
+}
+
+int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
+                      void (*report)(void *ctx, const char *problem), void *ctx)
+{
+    memset(st, 0, sizeof *st);
+    vstate v = {.t = t, .tree = tree, .st = st, .report = report, .ctx = ctx};
+    int rc = mote__text_each(t, tree, verify_posting, &v);
+    if (rc == MOTE_CORRUPT) {
+        problem(&v, "text index: %s", mote_errmsg(NULL));
+        rc = MOTE_OK;
+    }
+    if (rc)
+        return rc;
+    end_term(&v);
+    /* blocks, terms, documents and their lengths */
+    mote_cursor *c;
+    if ((rc = mote_cursor_open(t, tree, &c)))
+        return rc;
+    uint64_t terms = 0, docs = 0, tokens = 0;
+    for (rc = mote_cursor_first(c); !rc; rc = mote_cursor_next(c)) {
+        mote_val k, val;
+        if ((rc = mote_cursor_get(c, &k, &val)))
+            break;
+        const uint8_t *kp = k.data;
+        if (kp[0] == 'p') {
+            st->blocks++;
+            st->block_bytes += val.size;
+            if (val.size > TEXT_BLOCK_MAX) {
+                st->big++;
+                uint64_t cnt;
+                if (mote__varint_get(val.data, (const uint8_t *)val.data + val.size, &cnt) &&
+                    cnt > 1)
+                    problem(&v, "text index: a block of %zu bytes holds %llu postings",
+                            val.size, (unsigned long long)cnt);
+            }
+        } else if (kp[0] == 't') {
+            terms++;
+        } else if (kp[0] == 'd' && k.size == 9) {
+            const uint8_t *p = val.data;
+            uint64_t len = 0;
+            if (!mote__varint_get(p, p + val.size, &len))
+                problem(&v, "text index: a document's length is damaged");
+            docs++;
+            tokens += len;
+        } else if (!(kp[0] == 's' && k.size == 1)) {
+            problem(&v, "text index: an entry of unknown kind 0x%02x", kp[0]);
+        }
+    }
+    mote_cursor_close(c);
+    if (rc != MOTE_NOTFOUND)
+        return rc;
+    uint64_t tot[2];
+    rc = get_varints(t, tree, "s", 1, tot, 2);
+    if (rc == MOTE_NOTFOUND)
+        tot[0] = tot[1] = 0, rc = MOTE_OK;
+    if (rc == MOTE_CORRUPT)
+        problem(&v, "text index: the totals are damaged"), rc = MOTE_OK;
+    if (rc)
+        return rc;
+    if (terms != st->terms)
+        problem(&v, "text index: %llu term counts for %llu terms with postings",
+                (unsigned long long)terms, (unsigned long long)st->terms);
+    if (tot[0] != docs || tot[1] != tokens)
+        problem(&v, "text index: totals say %llu documents and %llu tokens, there are %llu "
+                "and %llu", (unsigned long long)tot[0], (unsigned long long)tot[1],
+                (unsigned long long)docs, (unsigned long long)tokens);
+    st->docs = docs;
+    st->tokens = tokens;
+    return v.bad ? MOTE_CORRUPT : MOTE_OK;
+}

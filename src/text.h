@@ -1,0 +1,74 @@
+/*
+ * text.h — full-text indexes (issue 19): an inverted index of one string
+ * property kept in one kv tree, changed in sorted batches, searched with
+ * BM25 ranking. The tree's layout and the rules are in text.c's opening
+ * comment. This part is the index itself; declaring one on a property and
+ * keeping it up to date in puts and removes is the object layer's next
+ * step (issue 19).
+ */
+#ifndef MOTE_TEXT_H
+#define MOTE_TEXT_H
+
+#include "kv.h"
+
+/* BM25's parameters (SQLite FTS5's bm25() defaults). */
+#define TEXT_K1 1.2
+#define TEXT_B 0.75
+/* Bytes of one block of postings (a kv value, below a quarter of a 4 KB
+ * page with the longest key: no overflow pages). */
+#define TEXT_BLOCK_MAX 700u
+
+/* The changes to one index that a write transaction collects before it
+ * writes them in one sorted pass (mote__text_apply). */
+typedef struct text_batch {
+    struct tx_entry *e; /* one per (term, document, add or remove) */
+    size_t n, cap;
+    struct tx_doc *d;   /* one per (document, add or remove) */
+    size_t nd, dcap;
+    char *terms;        /* the terms' bytes */
+    size_t terms_len, terms_cap;
+    uint32_t *pos;      /* the added terms' positions */
+    size_t npos, pos_cap;
+} text_batch;
+
+/* Note that document id's text (utf8[0..len)) enters the index (`add`
+ * non-zero) or leaves it (the text it was indexed with). An update is the
+ * removal of the old text, then the addition of the new one; a document
+ * may change several times in one batch (what counts is whether it was
+ * indexed before the first note, and its text after the last). After an
+ * error (MOTE_NOMEM) the batch holds part of a note: the transaction must
+ * fail, and the batch be emptied. */
+int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, int add);
+/* Write the batch into tree (a write transaction's) and empty it. A
+ * removal of a document or term the tree does not hold: MOTE_CORRUPT. */
+int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b);
+void mote__text_batch_free(text_batch *b);
+
+/* The k best documents of tree for query text q (tokenized as documents
+ * are): every document holding at least one of its terms (all of them with
+ * `all`), by BM25 score, highest first (equal scores: lower id first).
+ * ids[0..*n) and scores[0..*n), n <= k. */
+int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
+                      size_t k, uint64_t *ids, double *scores, size_t *n);
+
+/* The index's totals: documents, tokens, distinct terms, postings, blocks
+ * (big: those over TEXT_BLOCK_MAX bytes, one posting each), bytes of the
+ * blocks' values. */
+typedef struct text_stat {
+    uint64_t docs, tokens, terms, postings, blocks, big, block_bytes;
+} text_stat;
+/* Check tree's structure (blocks ordered and well formed, each term's
+ * document count equal to its postings, documents and tokens equal to the
+ * totals) and fill *st; each problem goes to report (may be NULL) and
+ * makes the result MOTE_CORRUPT. */
+int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
+                      void (*report)(void *ctx, const char *problem), void *ctx);
+/* Each posting of tree in order: fn(ctx, term, term_len, id, positions,
+ * tf) (positions ascending); non-zero from fn stops (returned). For tests
+ * and mote check. */
+int mote__text_each(mote_txn *t, uint32_t tree,
+                    int (*fn)(void *ctx, const char *term, size_t tlen, uint64_t id,
+                              const uint32_t *pos, uint32_t tf),
+                    void *ctx);
+
+#endif

@@ -432,6 +432,9 @@ enum {
 #define MOTE_P_UNIQUE 0x4u   /* unique value index (implies indexed) */
 #define MOTE_P_HNSW 0x8u     /* MOTE_T_VECTOR: an HNSW index for nearest queries,
                                 with the parameters in mote_prop_def.hnsw */
+#define MOTE_P_FULLTEXT 0x10u /* MOTE_T_STRING: a full-text index (BM25) for
+                                 mote_query_match; its entity's schema record is
+                                 then format 4, which libraries before it refuse */
 
 /*
  * The parameters of a vector index (MOTE_P_HNSW). Zero fields take the
@@ -536,7 +539,8 @@ typedef struct mote_record {
     size_t size;
     uint64_t id;
     double distance;     /* mote_query_find of a nearest query: the object's
-                            distance from the query vector; else 0 */
+                            distance from the query vector; of a match
+                            query: its BM25 score; else 0 */
     const void *layout_; /* private: the record's parsed layout (may be NULL) */
     size_t nulls_;       /* private */
 } mote_record;
@@ -738,6 +742,33 @@ int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t di
  */
 enum { MOTE_NEAR_AUTO = 0, MOTE_NEAR_EXACT = 1, MOTE_NEAR_INDEX = 2 };
 int mote_query_search(mote_query *q, int how, unsigned ef);
+
+/*
+ * Full-text match: the query's matches (its conditions, as for any query)
+ * whose string property `prop` (with a full-text index, MOTE_P_FULLTEXT)
+ * holds at least one of the terms of text[0..len) (every one with
+ * MOTE_MATCH_ALL), ranked by BM25, best first (equal scores: lower id
+ * first); only the k best (k >= 1), then offset and limit within those.
+ * The terms are text's tokens (mote_tokenize: case and diacritics do not
+ * count); a text without any gives no matches. BM25 as SQLite FTS5's bm25()
+ * computes it with k1 = 1.2 and b = 0.75: each term's idf is
+ * ln((N - df + 0.5) / (df + 0.5)), at least 1e-6, over the N objects with a
+ * text in the property (df of them hold the term); an object's score is
+ * the sum over the terms it holds of idf * tf * 2.2 / (tf + 1.2 * (0.25 +
+ * 0.75 * dl / avgdl)), tf the term's count in its text, dl its length in
+ * tokens, avgdl the mean. FTS5 gives the negated sum; here higher is
+ * better. mote_query_find gives each record's score (mote_record.distance),
+ * mote_query_scored ids and scores. With conditions the best-ranked
+ * candidates are read in order until k meet them, so a filtered match
+ * gives k results whenever k objects match. A write transaction's match
+ * sees its own changes. MOTE_TYPE if prop is not a string property;
+ * MOTE_INVALID without a full-text index on it, for k = 0, an unknown
+ * flag, or a query with an order or a nearest clause. Again on the same
+ * query: replaces the clause. The text is copied.
+ */
+enum { MOTE_MATCH_ALL = 1 };
+int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len, uint64_t k,
+                     unsigned flags);
 
 /* A vector index as transaction txn sees it (mote_vindex_stat). */
 typedef struct mote_vstat {

@@ -3,19 +3,33 @@
  * every record readable by its layouts, each object in each of its indexes
  * (a unique entry naming it), as many entries in each index as objects,
  * every to-many link with its backlink and naming existing objects, each
- * object's vector in its vector index and the index's graph (hnsw.c), and
- * the id sequence not below the highest id below 2^63. Problems are reported
+ * object's vector in its vector index and the index's graph (hnsw.c), each
+ * object's text in its full-text index with every term and position, and
+ * that index's structure and totals (text.c), and the id sequence not below
+ * the highest id below 2^63. Problems are reported
  * one by one (mote_problems); only an error that stops the walk is returned.
  */
 #include <stdlib.h>
 
 #include "object.h"
+#include "text.h"
 
 
 typedef struct ocheck {
     mote_txn *t;
     mote_problems *pr;
 } ocheck;
+
+typedef struct tproblem {
+    mote_problems *pr;
+    const char *entity, *prop;
+} tproblem;
+
+static void text_problem(void *ctx, const char *problem)
+{
+    tproblem *p = ctx;
+    mote__problem(p->pr, "%s.%s: %s", p->entity, p->prop, problem);
+}
 
 static int check_entity(void *ctx, const char *name)
 {
@@ -35,7 +49,10 @@ static int check_entity(void *ctx, const char *name)
         return mote__err(MOTE_NOMEM, "out of memory checking %s", name);
     }
     uint64_t nobj = 0, maxid = 0;
-    uint64_t *nvec = mote__calloc(np + 1, sizeof *nvec); /* vectors per vector index */
+    /* per property: vectors in its vector index; texts, and their distinct
+     * terms, in its full-text index */
+    uint64_t *nvec = mote__calloc(3 * (size_t)np + 1, sizeof *nvec);
+    uint64_t *ntext = nvec + np, *nterms = nvec + 2 * (size_t)np;
     if (!nvec) {
         mote_cursor_close(c);
         mote__free(vals);
@@ -60,6 +77,7 @@ static int check_entity(void *ctx, const char *name)
             break;
         }
         memcpy(copy, v.data, v.size);
+        int fatal = MOTE_OK; /* an error that stops the check */
         if (mote__decode_all(e, copy, v.size, id, vals)) {
             mote__problem(k->pr, "%s: object %llu: %s", name, (unsigned long long)id,
                      mote_errmsg(t->s));
@@ -75,6 +93,20 @@ static int check_entity(void *ctx, const char *name)
                     mote__problem(k->pr, "%s.%s: object %llu is missing from the vector "
                                   "index", name, p->name, (unsigned long long)id);
             }
+            if (p->text_tree && !vals[i].null) {
+                uint64_t terms;
+                int tr = mote__text_check_doc(t, p->text_tree, id, vals[i].v.s.p, vals[i].v.s.n,
+                                              &terms);
+                ntext[i]++;
+                nterms[i] += terms;
+                if (tr == MOTE_CORRUPT)
+                    mote__problem(k->pr, "%s.%s: object %llu in the full-text index: %s", name,
+                                  p->name, (unsigned long long)id, mote_errmsg(t->s));
+                else if (tr) {
+                    fatal = tr;
+                    break;
+                }
+            }
             if (!p->index_tree)
                 continue;
             uint8_t ik[IDX_MAX_VALUE + 16];
@@ -89,6 +121,10 @@ static int check_entity(void *ctx, const char *name)
                 mote__problem(k->pr, "%s.%s: unique index names another object for %llu", name,
                          p->name, (unsigned long long)id);
         }
+        if (fatal) {
+            rc = fatal;
+            break;
+        }
     }
     mote_cursor_close(c);
     mote__free(copy);
@@ -96,6 +132,20 @@ static int check_entity(void *ctx, const char *name)
     for (unsigned i = 0; (!rc || rc == MOTE_NOTFOUND) && i < np; i++)
         if (e->props[i].vindex_tree)
             rc = mote__hnsw_check(t, e, i, nvec[i], k->pr);
+    for (unsigned i = 0; (!rc || rc == MOTE_NOTFOUND) && i < np; i++) {
+        if (!e->props[i].text_tree)
+            continue;
+        text_stat st;
+        tproblem tp = {k->pr, name, e->props[i].name};
+        rc = mote__text_verify(t, e->props[i].text_tree, &st, text_problem, &tp);
+        if (rc == MOTE_CORRUPT)
+            rc = MOTE_OK; /* reported */
+        else if (!rc && (st.docs != ntext[i] || st.postings != nterms[i]))
+            mote__problem(k->pr, "%s.%s: the full-text index holds %llu texts and %llu postings, "
+                          "the objects %llu and %llu", name, e->props[i].name,
+                          (unsigned long long)st.docs, (unsigned long long)st.postings,
+                          (unsigned long long)ntext[i], (unsigned long long)nterms[i]);
+    }
     mote__free(nvec);
     if (rc && rc != MOTE_NOTFOUND)
         return rc;

@@ -42,6 +42,7 @@ void mote__objects_take(mote_txn *t, objend *out)
     out->seq_dirty = x->seq_dirty;
     x->new_entities = NULL;
     x->seq_dirty = NULL;
+    mote__text_reset(x); /* written before a commit; an abort drops them */
     out->hnsw = mote__hnsw_take(t);
 }
 
@@ -72,6 +73,7 @@ void mote__objects_detach(mote_store *s)
     mote__entities_free(s);
     mote__free(o->writer.obuf);
     mote__free(o->writer.oldbuf);
+    mote__text_free(&o->writer);
     memset(o, 0, sizeof *o);
 }
 
@@ -236,15 +238,30 @@ static int same_value(int type, const mote_value *a, const mote_value *b)
     return mote__value_cmp(type, a, b) == 0;
 }
 
-/* Note the vector index changes of object id (old values ov, new nv; NULL:
- * none, for a new or a removed object): each indexed vector that differs. */
-static int note_vectors(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *ov,
+/* A text-indexed value of object id changed from ov to nv (either may be
+ * NULL: a new or a removed object): the old text leaves its full-text
+ * index, the new one enters it. */
+static int note_text(mote_txn *t, const mprop *p, uint64_t id, const mote_value *ov,
+                     const mote_value *nv)
+{
+    if (ov && nv && same_value(p->type, ov, nv))
+        return MOTE_OK;
+    int rc = mote__text_note_value(t, p, id, ov, 0);
+    return rc ? rc : mote__text_note_value(t, p, id, nv, 1);
+}
+
+/* Note the vector and full-text index changes of object id (old values ov,
+ * new nv; NULL: none, for a new or a removed object): each indexed vector
+ * and text that differs. */
+static int note_derived(mote_txn *t, mote_entity *e, uint64_t id, const mote_value *ov,
                         const mote_value *nv)
 {
     int rc = MOTE_OK;
     for (unsigned i = 0; !rc && i < e->nall; i++) {
         const mprop *p = &e->props[i];
-        if (!p->vindex_tree)
+        if (p->text_tree)
+            rc = note_text(t, p, id, ov ? &ov[i] : NULL, nv ? &nv[i] : NULL);
+        if (rc || !p->vindex_tree)
             continue;
         int changed = ov && nv ? !same_value(p->type, &ov[i], &nv[i])
                       : ov     ? has_vector(&ov[i])
@@ -323,8 +340,8 @@ static int put_one(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
         if (!rc)
             rc = mote__index_add(t, e, p, &vals[i], id);
     }
-    if (!rc && e->vindexes)
-        rc = note_vectors(t, e, id, ov, vals);
+    if (!rc && (e->vindexes || e->tindexes))
+        rc = note_derived(t, e, id, ov, vals);
     if (ov && ov != stackv)
         mote__free(ov);
     return rc;
@@ -388,7 +405,9 @@ static void seq_mark(mote_txn *t, mote_entity *e)
 
 int mote__entities_flush(mote_txn *t)
 {
-    int rc = mote__hnsw_flush(t);
+    int rc = mote__text_flush(t);
+    if (!rc)
+        rc = mote__hnsw_flush(t);
     for (mote_entity *e = OTX(t)->seq_dirty; e; e = e->seq_next_dirty) {
         if (!rc && e->seq_serial == t->serial)
             rc = write_seq(t, e, e->seq_hi);
@@ -693,8 +712,8 @@ static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value
         }
         if (!rc)
             rc = ob_record(e, &b, first + i, v);
-        if (!rc && e->vindexes)
-            rc = note_vectors(t, e, first + i, NULL, v);
+        if (!rc && (e->vindexes || e->tindexes))
+            rc = note_derived(t, e, first + i, NULL, v);
     }
     if (!rc)
         rc = ob_seal_indexes(&b, e);
@@ -772,6 +791,8 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
             if (!rc && e->props[j].vindex_tree && !(rc = mote_record_get(&r, j, &ov, NULL)) &&
                 !same_value(MOTE_T_VECTOR, &ov, &v[j]))
                 rc = mote__hnsw_note(t, e, j, ids[i]);
+            if (!rc && e->props[j].text_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
+                rc = note_text(t, &e->props[j], ids[i], &ov, &v[j]);
         }
         if (!rc)
             rc = ob_record(e, &b, ids[i], v);
@@ -965,7 +986,7 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
     if (rc)
         return rc;
     unsigned np = e->nall;
-    int any_index = e->vindexes;
+    int any_index = e->vindexes || e->tindexes;
     for (unsigned i = 0; i < np; i++)
         any_index |= e->props[i].index_tree != 0;
     if (any_index) {
@@ -976,8 +997,8 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
         for (unsigned i = 0; !rc && i < np; i++)
             if (e->props[i].index_tree)
                 rc = index_del(t, &e->props[i], &ov[i], id);
-        if (!rc && e->vindexes)
-            rc = note_vectors(t, e, id, ov, NULL);
+        if (!rc && (e->vindexes || e->tindexes))
+            rc = note_derived(t, e, id, ov, NULL);
         mote__free(ov);
     }
     if (!rc)
@@ -1022,6 +1043,8 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
                 rc = kb_index(&b.ib[j], &e->props[j], &ov, ids[i], 1);
             if (!rc && e->props[j].vindex_tree)
                 rc = mote__hnsw_note(t, e, j, ids[i]);
+            if (!rc && e->props[j].text_tree && !(rc = mote_record_get(&r, j, &ov, NULL)))
+                rc = mote__text_note_value(t, &e->props[j], ids[i], &ov, 0);
         }
         if (!rc)
             rc = kb_add(&b.ob, k, 8, 1);

@@ -21,6 +21,9 @@
  *                    "n" + id (u64 BE) -> one node: u8 level, then per
  *                      level from 0: varint count, the neighbours' ids
  *                      ascending as varints (the first, then differences)
+ *   "@t:<eid>:<pid>" a string property's full-text index (text.c): totals,
+ *                    per-term document counts, blocks of postings,
+ *                    documents' lengths
  *
  * RECORD (one object's value)
  *   varint layout number
@@ -94,6 +97,7 @@ typedef struct mprop {
     uint8_t hmetric;
     uint16_t hm, hefc;
     uint32_t vindex_tree;
+    uint32_t text_tree;  /* MOTE_P_FULLTEXT: "@t:<eid>:<pid>", 0 if none */
 } mprop;
 
 typedef struct mlayout {
@@ -116,6 +120,7 @@ struct mote_entity {
     unsigned nall;       /* nprops + kept properties (see KEPT PROPERTIES) */
     mprop *props;        /* definition order, then the kept ones */
     int vindexes;        /* some property has a vector index (MOTE_P_HNSW) */
+    int tindexes;        /* some property has a full-text index (MOTE_P_FULLTEXT) */
     unsigned nlayouts;
     mlayout *layouts;    /* the last one is the current layout */
     uint64_t hash;       /* of the definition (0: opened as stored) */
@@ -150,6 +155,9 @@ typedef struct objtxn {
     mote_entity *seq_dirty;    /* entities whose id sequence to save */
     uint8_t *obuf, *oldbuf;    /* an encoded record; a copy of an old one */
     size_t obuf_cap, oldbuf_cap;
+    struct textw *text;        /* full-text changes to write before the commit
+                                  (text.c), one per index it changed */
+    size_t ntext, text_cap;
 } objtxn;
 
 typedef struct objstore {
@@ -164,6 +172,17 @@ static inline objtxn *OTX(const mote_txn *t) { return &OBJ(t->s)->writer; }
 
 /* store.c: free what the object layer's state holds (the store closes). */
 void mote__objects_detach(mote_store *s);
+/* text.c: full-text indexes in the object layer. Note that object id's
+ * value v of property p (with a full-text index) enters the index (add) or
+ * leaves it; a NULL value is not indexed. The notes are written by
+ * mote__text_flush (before the commit, and before a search in the same
+ * transaction); mote__text_reset drops them (the transaction ends);
+ * mote__text_free frees their memory (the store closes). */
+int mote__text_note_value(mote_txn *t, const mprop *p, uint64_t id, const mote_value *v,
+                          int add);
+int mote__text_flush(mote_txn *t);
+void mote__text_reset(objtxn *x);
+void mote__text_free(objtxn *x);
 /* Before a write transaction commits: bring its vector indexes up to date
  * and save the id sequences it changed. */
 int mote__entities_flush(mote_txn *t);

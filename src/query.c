@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "query.h"
+#include "text.h"
 #include "vecmath.h"
 
 /* A filtered nearest query compares every candidate exactly when a value
@@ -66,6 +67,7 @@ void mote_query_free(mote_query *q)
     mote__free(q->order);
     mote__free(q->agg_buf);
     mote__free(q->near);
+    mote__free(q->match);
     mote__free(q);
 }
 
@@ -262,9 +264,10 @@ int mote_query_order(mote_query *q, unsigned prop, unsigned flags)
     if (!type_indexable(q->e->props[prop].type))
         return mote__err(MOTE_TYPE, "%s.%s: %s values have no order", q->e->name,
                          q->e->props[prop].name, mote__type_name(q->e->props[prop].type));
-    if (q->near)
-        return mote__err(MOTE_INVALID, "%s: a nearest query is ordered by distance; it takes "
-                         "no other order", q->e->name);
+    if (q->near || q->match)
+        return mote__err(MOTE_INVALID, "%s: a %s query is ordered by %s; it takes no other "
+                         "order", q->e->name, q->near ? "nearest" : "match",
+                         q->near ? "distance" : "score");
     qorder *o = mote__realloc(q->order, (q->norder + 1) * sizeof *o);
     if (!o)
         return mote__err(MOTE_NOMEM, "out of memory");
@@ -296,6 +299,9 @@ int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t di
     if (q->norder)
         return mote__err(MOTE_INVALID, "%s: a nearest query is ordered by distance; it takes "
                          "no other order", e->name);
+    if (q->match)
+        return mote__err(MOTE_INVALID, "%s: a query is either a match or a nearest query",
+                         e->name);
     float qq = 0;
     for (size_t i = 0; i < dim; i++) {
         if (!isfinite(vec[i]))
@@ -314,6 +320,41 @@ int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t di
     memcpy(nr->vec, vec, dim * sizeof(float));
     mote__free(q->near);
     q->near = nr;
+    return MOTE_OK;
+}
+
+int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len, uint64_t k,
+                     unsigned flags)
+{
+    if (!q || (!text && len))
+        return mote__err(MOTE_INVALID, "mote_query_match: NULL argument");
+    mote_entity *e = q->e;
+    if (prop >= e->nprops)
+        return mote__err(MOTE_INVALID, "%s: no property %u", e->name, prop);
+    const mprop *p = &e->props[prop];
+    if (p->type != MOTE_T_STRING)
+        return mote__err(MOTE_TYPE, "%s.%s: match needs a string property, not %s", e->name,
+                         p->name, mote__type_name(p->type));
+    if (!(p->flags & MOTE_P_FULLTEXT))
+        return mote__err(MOTE_INVALID, "%s.%s: match needs a full-text index on the property "
+                         "(MOTE_P_FULLTEXT)", e->name, p->name);
+    if (!k)
+        return mote__err(MOTE_INVALID, "%s.%s: match needs k >= 1", e->name, p->name);
+    if (flags & ~(unsigned)MOTE_MATCH_ALL)
+        return mote__err(MOTE_INVALID, "%s.%s: unknown match flags 0x%x", e->name, p->name,
+                         flags);
+    if (q->norder || q->near)
+        return mote__err(MOTE_INVALID, "%s: a match query is ordered by score; it takes no "
+                         "order and no nearest clause", e->name);
+    qmatch *m = mote__malloc(sizeof *m + len + 1);
+    if (!m)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    *m = (qmatch){.prop = prop, .flags = flags, .k = k, .len = len};
+    if (len)
+        memcpy(m->text, text, len);
+    m->text[len] = 0;
+    mote__free(q->match);
+    q->match = m;
     return MOTE_OK;
 }
 
@@ -592,6 +633,8 @@ const char *mote_query_plan(mote_txn *t, mote_query *q)
     if (q->near && t && near_use_index(t, q, &pl, &use))
         use = 0;
     mote__free(pl.ranges);
+    if (q->match)
+        return q->root < 0 ? "full-text match" : "full-text match, filtered";
     if (!q->near)
         return pl.desc;
     if (use)
@@ -1100,8 +1143,79 @@ static int near_index(mote_txn *t, mote_query *q, nheap *h, int *done)
     return rc;
 }
 
+/* Offset and limit within ranked results ids[0..*n) and their scores. */
+static void ranked_window(const mote_query *q, uint64_t *ids, double *score, size_t *n)
+{
+    size_t count = *n, start = q->offset < count ? (size_t)q->offset : count;
+    size_t cnt = count - start;
+    if (q->limit && cnt > q->limit)
+        cnt = (size_t)q->limit;
+    if (start && cnt) {
+        memmove(ids, ids + start, cnt * sizeof *ids);
+        memmove(score, score + start, cnt * sizeof *score);
+    }
+    *n = cnt;
+}
+
+/* The k best matches of a full-text query by BM25 score, highest first,
+ * that also meet its conditions (the candidates are taken in score order
+ * and each one's record evaluated until k have met them), after offset and
+ * limit: ids and scores (malloc'd; *score may be NULL if not wanted). */
+static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score, size_t *n)
+{
+    const qmatch *m = q->match;
+    const mprop *p = &q->e->props[m->prop];
+    uint64_t *id = NULL;
+    double *sc = NULL;
+    size_t na = 0, k = 0;
+    mote_cursor *oc = NULL;
+    int rc = mote__query_check(t, q);
+    if (!rc)
+        rc = resolve_links(t, q);
+    if (!rc && !p->text_tree) /* a handle of a definition without the index */
+        rc = mote__err(MOTE_INVALID, "%s.%s: match needs a full-text index on the property",
+                       q->e->name, p->name);
+    if (!rc && t->write) /* this transaction's own changes */
+        rc = mote__text_flush(t);
+    if (!rc)
+        rc = mote__text_search(t, p->text_tree, m->text, m->len, m->flags & MOTE_MATCH_ALL,
+                               &id, &sc, &na);
+    if (!rc && q->root >= 0)
+        rc = mote_cursor_open(t, q->e->eid, &oc);
+    for (size_t i = 0; !rc && i < na && k < m->k; i++) {
+        if (oc) {
+            mote_record r;
+            if ((rc = mote__obj_seek(q->e, oc, id[i], &r)) == MOTE_NOTFOUND)
+                rc = CORRUPT("%s.%s: the full-text index holds object %llu, which is not "
+                             "stored", q->e->name, p->name, (unsigned long long)id[i]);
+            int ok = rc ? 0 : mote__query_eval(q, q->root, &r);
+            if (ok < 0)
+                rc = -ok;
+            if (rc || !ok)
+                continue;
+        }
+        id[k] = id[i];
+        sc[k++] = sc[i];
+    }
+    mote_cursor_close(oc);
+    if (rc) {
+        mote__free(id);
+        mote__free(sc);
+        return rc;
+    }
+    ranked_window(q, id, sc, &k);
+    *ids = id;
+    *n = k;
+    if (score)
+        *score = sc;
+    else
+        mote__free(sc);
+    return MOTE_OK;
+}
+
 /* The k nearest matches, nearest first, after offset and limit: ids and
- * distances (malloc'd; *dist may be NULL if not wanted). */
+ * distances (malloc'd; *dist may be NULL if not wanted). A match query's
+ * best matches and scores likewise (match_run). */
 static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist, size_t *n)
 {
     plan pl;
@@ -1109,6 +1223,8 @@ static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist
     if (dist)
         *dist = NULL;
     *n = 0;
+    if (q->match)
+        return match_run(t, q, ids, dist, n);
     int rc = mote__query_check(t, q);
     if (!rc)
         rc = resolve_links(t, q);
@@ -1142,15 +1258,9 @@ static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist
         h.n = m - 1;
         nheap_sift_down(&h, 0);
     }
-    size_t start = q->offset < count ? (size_t)q->offset : count, cnt = count - start;
-    if (q->limit && cnt > q->limit)
-        cnt = (size_t)q->limit;
-    if (start && cnt) {
-        memmove(h.ids, h.ids + start, cnt * sizeof *h.ids);
-        memmove(h.dist, h.dist + start, cnt * sizeof *h.dist);
-    }
+    ranked_window(q, h.ids, h.dist, &count);
     *ids = h.ids;
-    *n = cnt;
+    *n = count;
     if (dist)
         *dist = h.dist;
     else
@@ -1166,7 +1276,7 @@ int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
     int empty;
     *ids = NULL;
     *n = 0;
-    if (q->near)
+    if (q->near || q->match)
         return nearest_run(t, q, ids, NULL, n);
     coll c;
     memset(&c, 0, sizeof c);
@@ -1243,9 +1353,9 @@ int mote_query_scored(mote_txn *t, mote_query *q, uint64_t **ids, double **dist,
     *ids = NULL;
     *dist = NULL;
     *n = 0;
-    if (!q->near)
-        return mote__err(MOTE_INVALID, "%s: mote_query_scored of a query that is not a "
-                         "nearest query (mote_query_nearest)", q->e->name);
+    if (!q->near && !q->match)
+        return mote__err(MOTE_INVALID, "%s: mote_query_scored of a query that is neither a "
+                         "nearest nor a match query", q->e->name);
     return nearest_run(t, q, ids, dist, n);
 }
 
@@ -1287,7 +1397,7 @@ int mote_query_find(mote_txn *t, mote_query *q, mote_record_fn fn, void *ctx)
     IMPLICIT(t, q ? q->e : NULL, 0, mote_query_find(t_, q, fn, ctx));
     if (!fn)
         return mote__err(MOTE_INVALID, "mote_query_find: callback is NULL");
-    if (q->near) { /* the k nearest, then their records with their distances */
+    if (q->near || q->match) { /* the k best, then their records with their scores */
         uint64_t *ids;
         double *dist;
         size_t n;
@@ -1395,7 +1505,7 @@ int mote_query_count(mote_txn *t, mote_query *q, uint64_t *count)
     int rc = mote__query_check(t, q);
     if (!rc && !count)
         rc = mote__err(MOTE_INVALID, "mote_query_count: count is NULL");
-    if (!rc && q->near) { /* min(k, matches with a vector), after offset and limit */
+    if (!rc && (q->near || q->match)) { /* min(k, matches), after offset and limit */
         uint64_t *ids;
         size_t n;
         if (!(rc = nearest_run(t, q, &ids, NULL, &n)))
@@ -1454,7 +1564,7 @@ mote_entity *mote__query_entity(const mote_query *q) { return q->e; }
 
 int mote__query_unbounded(const mote_query *q)
 {
-    return q->root < 0 && !q->offset && !q->limit && !q->near;
+    return q->root < 0 && !q->offset && !q->limit && !q->near && !q->match;
 }
 
 void mote__query_keep(mote_query *q, uint8_t *bytes)

@@ -43,6 +43,15 @@ typedef struct qnear {
     float vec[]; /* dim floats */
 } qnear;
 
+/* A full-text clause (mote_query_match). */
+typedef struct qmatch {
+    unsigned prop;
+    unsigned flags; /* MOTE_MATCH_* */
+    uint64_t k;
+    size_t len;
+    char text[];    /* the query text, len bytes */
+} qmatch;
+
 struct mote_query {
     mote_entity *e;
     qnode *nodes;
@@ -55,6 +64,7 @@ struct mote_query {
     qnear *near;      /* nearest neighbours (replaces an order), or NULL */
     int near_how;     /* MOTE_NEAR_* (mote_query_search) */
     unsigned near_ef; /* search breadth through an index, 0: the default */
+    qmatch *match;    /* full-text match (replaces an order), or NULL */
 };
 
 /* match.c: does the condition tree below `node` hold for record r? 1 = match,

@@ -112,7 +112,11 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
         if (d[i].type == MOTE_T_TOMANY && d[i].flags)
             return mote__err(MOTE_INVALID, "%s.%s: a to-many relation takes no flags",
                              name, d[i].name);
-        if (d[i].flags & ~(MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_HNSW))
+        if ((d[i].flags & MOTE_P_FULLTEXT) && d[i].type != MOTE_T_STRING)
+            return mote__err(MOTE_INVALID, "%s.%s: a full-text index is for string properties, "
+                             "not %s", name, d[i].name, mote__type_name(d[i].type));
+        if (d[i].flags & ~(MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_HNSW |
+                           MOTE_P_FULLTEXT))
             return mote__err(MOTE_INVALID, "%s.%s: unknown flags 0x%x", name,
                              d[i].name, d[i].flags);
         const mote_hnsw_def *h = &d[i].hnsw;
@@ -193,7 +197,7 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
     } while (0)
     NEED(12);
     unsigned format = rd32(p);
-    if (format < 1 || format > 3)
+    if (format < 1 || format > 4)
         return mote__err(MOTE_FORMAT, "entity %s: schema format %u unknown (written by a "
                          "newer MoteDB?)", ename, format);
     ss->eid = rd32(p + 4);
@@ -237,6 +241,8 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
             }
             ss->former[i].n = nf;
         }
+        if ((q->flags & MOTE_P_FULLTEXT) && (format < 4 || q->type != MOTE_T_STRING))
+            goto bad;
         if (q->flags & MOTE_P_HNSW) { /* format 3 */
             NEED(5);
             q->hmetric = p[0];
@@ -290,14 +296,18 @@ nomem:
 static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
 {
     size_t n = 12 + 2 + 8;
-    unsigned format = 2; /* 3 when a property has a vector index */
+    /* 3 when a property has a vector index, 4 a full-text one (so that a
+     * library that would not maintain it refuses the entity) */
+    unsigned format = 2;
     for (unsigned i = 0; i < ss->np; i++) {
         n += 9 + strlen(ss->p[i].name) + (ss->p[i].target ? 1 + strlen(ss->p[i].target) : 0);
         n += 1;
         if (ss->p[i].flags & MOTE_P_HNSW) {
             n += 5;
-            format = 3;
+            format = format > 3 ? format : 3;
         }
+        if (ss->p[i].flags & MOTE_P_FULLTEXT)
+            format = 4;
         for (unsigned k = 0; k < ss->former[i].n; k++)
             n += 1 + strlen(ss->former[i].s[k]);
     }
@@ -468,6 +478,11 @@ static int vindex_tree_name(char *buf, size_t n, uint32_t eid, uint16_t pid)
     return snprintf(buf, n, "@h:%u:%u", eid, pid);
 }
 
+static int text_tree_name(char *buf, size_t n, uint32_t eid, uint16_t pid)
+{
+    return snprintf(buf, n, "@t:%u:%u", eid, pid);
+}
+
 /* Build a handle from a schema whose first ndecl properties are the
  * definition's (hash: its hash, 0 for the stored view; rh: the record's). */
 static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsigned ndecl,
@@ -494,6 +509,7 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsign
         e->props[i].index_tree = 0;
         e->props[i].link_tree = 0;
         e->props[i].vindex_tree = 0;
+        e->props[i].text_tree = 0;
         e->props[i].target = NULL;
         e->props[i].tgt_serial = 0; /* no cached target id */
         if (!(e->props[i].name = dupstr(ss->p[i].name)))
@@ -520,6 +536,13 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsign
             vindex_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
             if ((rc = mote_kv_tree(t, tn, t->write ? MOTE_TREE_CREATE : 0,
                                    &e->props[i].vindex_tree)))
+                goto fail;
+        }
+        if (e->props[i].flags & MOTE_P_FULLTEXT) {
+            e->tindexes = 1;
+            text_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
+            if ((rc = mote_kv_tree(t, tn, t->write ? MOTE_TREE_CREATE : 0,
+                                   &e->props[i].text_tree)))
                 goto fail;
         }
     }
@@ -724,6 +747,8 @@ static const char *flag_change(unsigned was, unsigned now)
     unsigned ix = MOTE_P_INDEXED | MOTE_P_UNIQUE;
     if ((was & MOTE_P_HNSW) != (now & MOTE_P_HNSW))
         return now & MOTE_P_HNSW ? "gains a vector index" : "loses its vector index";
+    if ((was & MOTE_P_FULLTEXT) != (now & MOTE_P_FULLTEXT))
+        return now & MOTE_P_FULLTEXT ? "gains a full-text index" : "loses its full-text index";
     if ((was & MOTE_P_UNIQUE) != (now & MOTE_P_UNIQUE))
         return now & MOTE_P_UNIQUE ? "becomes unique" : "is no longer unique";
     if ((was & ix) != (now & ix))
@@ -890,6 +915,29 @@ static int build_vindex(mote_txn *t, mote_entity *e, unsigned prop)
     return each_value(t, e, prop, note_one);
 }
 
+static int text_one(mote_txn *t, mote_entity *e, unsigned prop, uint64_t id, mote_value *val)
+{
+    return mote__text_note_value(t, &e->props[prop], id, val, 1);
+}
+
+/* The full-text index of e's property i after an evolution (had: the stored
+ * property, NULL if new): built from the objects when it is new, dropped
+ * when it goes (the notes made before were written: mote__text_flush). */
+static int evolve_tindex(mote_txn *t, mote_entity *e, unsigned i, const mprop *had)
+{
+    mprop *p = &e->props[i];
+    int was = had && (had->flags & MOTE_P_FULLTEXT), now = (p->flags & MOTE_P_FULLTEXT) != 0;
+    if (was == now)
+        return MOTE_OK;
+    char tn[64];
+    text_tree_name(tn, sizeof tn, e->eid, p->id);
+    if (!now) {
+        int rc = mote_kv_drop(t, tn);
+        return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    }
+    return each_value(t, e, i, text_one); /* entity_build made its tree */
+}
+
 /* The vector index of e's property i after an evolution (had: the stored
  * property, NULL if new): made again when it is new or its parameters
  * changed, dropped when it goes. */
@@ -922,7 +970,8 @@ static int evolve_indexes(mote_txn *t, mote_entity *e, const sschema *old, const
     int rc = MOTE_OK;
     for (unsigned i = 0; !rc && i < e->nprops; i++) {
         int m = matched[i];
-        if ((rc = evolve_vindex(t, e, i, m >= 0 ? &old->p[m] : NULL)))
+        if ((rc = evolve_vindex(t, e, i, m >= 0 ? &old->p[m] : NULL)) ||
+            (rc = evolve_tindex(t, e, i, m >= 0 ? &old->p[m] : NULL)))
             break;
         unsigned had = m >= 0 ? old->p[m].flags & ix : 0, now = e->props[i].flags & ix;
         int same = had && now && (had & MOTE_P_UNIQUE) == (now & MOTE_P_UNIQUE);
@@ -1019,10 +1068,12 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
     }
     if (rc || e)
         goto out;
-    /* the record changes: apply the vector index notes made under the old
-     * schema (they read records by it), save it, build the handle, then the
-     * indexes */
-    rc = mote__hnsw_flush(t);
+    /* the record changes: apply the vector and full-text index notes made
+     * under the old schema (they read records by it; an index may go), save
+     * it, build the handle, then the indexes */
+    rc = mote__text_flush(t);
+    if (!rc)
+        rc = mote__hnsw_flush(t);
     if (!rc)
         rc = save_schema(t, stree, name, &ns, &rh);
     if (!rc)
@@ -1176,6 +1227,8 @@ int mote_entity_drop_prop(mote_txn *t, const char *name, const char *prop)
         rc = evolve_layouts(name, &old, &ns, &diff);
         uint32_t stree;
         if (!rc)
+            rc = mote__text_flush(t);
+        if (!rc)
             rc = mote__hnsw_flush(t);
         if (!rc)
             rc = schema_tree(t, &stree);
@@ -1199,6 +1252,11 @@ int mote_entity_drop_prop(mote_txn *t, const char *name, const char *prop)
                 mote__hnsw_forget(t, old.eid, gone.id);
             if (tn[0] && (rc = mote_kv_drop(t, tn)) == MOTE_NOTFOUND)
                 rc = MOTE_OK;
+            if (!rc && (gone.flags & MOTE_P_FULLTEXT)) {
+                text_tree_name(tn, sizeof tn, old.eid, gone.id);
+                if ((rc = mote_kv_drop(t, tn)) == MOTE_NOTFOUND)
+                    rc = MOTE_OK;
+            }
         }
     }
     if (e && rc) {

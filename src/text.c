@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "object.h"
 #include "text.h"
 #include "tokenize.h"
 
@@ -628,7 +629,7 @@ static int add_qterm(void *ctx, const char *token, size_t len, uint32_t pos, siz
 }
 
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
-                      size_t k, uint64_t *ids, double *scores, size_t *n)
+                      uint64_t **ids, double **scores, size_t *n)
 {
     qterms qt = {0};
     hit *h = NULL;
@@ -639,12 +640,14 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
     mote_cursor *c = NULL;
     uint64_t tot[2];
     *n = 0;
+    *ids = NULL;
+    *scores = NULL;
     int rc = mote_tokenize(q, qlen, 0, add_qterm, &qt);
     if (!rc && (rc = get_varints(t, tree, "s", 1, tot, 2)) == MOTE_NOTFOUND) {
         rc = MOTE_OK;
         goto out; /* an empty index */
     }
-    if (rc || !qt.n || !k)
+    if (rc || !qt.n)
         goto out;
     if (!(idf = mote__calloc(qt.n, sizeof *idf))) {
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
@@ -712,11 +715,21 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
     if (rc)
         goto out;
     qsort(sc, ns, sizeof *sc, cmp_scored);
-    for (size_t i = 0; i < ns && i < k; i++) {
-        ids[i] = sc[i].id;
-        scores[i] = sc[i].score;
+    uint64_t *oi = mote__malloc((ns + 1) * sizeof *oi);
+    double *os = mote__malloc((ns + 1) * sizeof *os);
+    if (!oi || !os) {
+        mote__free(oi);
+        mote__free(os);
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+        goto out;
     }
-    *n = ns < k ? ns : k;
+    for (size_t i = 0; i < ns; i++) {
+        oi[i] = sc[i].id;
+        os[i] = sc[i].score;
+    }
+    *ids = oi;
+    *scores = os;
+    *n = ns;
 out:
     mote_cursor_close(c);
     mote__free(qt.t);
@@ -872,4 +885,123 @@ int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
     st->docs = docs;
     st->tokens = tokens;
     return v.bad ? MOTE_CORRUPT : MOTE_OK;
+}
+
+/* ---- checking a document ---------------------------------------------------------- */
+
+int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *utf8, size_t len,
+                         uint64_t *terms)
+{
+    noting g = {0};
+    postings ps = {0};
+    mote_cursor *c = NULL;
+    uint64_t dl;
+    uint8_t key[KEY_MAX];
+    *terms = 0;
+    int rc = mote_tokenize(utf8, len, 0, note_token, &g);
+    if (!rc) {
+        tl_terms = g.arena;
+        qsort(g.o, g.n, sizeof *g.o, cmp_occ);
+        key[0] = 'd';
+        mote__wr_be64(key + 1, id);
+        rc = get_varints(t, tree, key, 9, &dl, 1);
+        if (rc == MOTE_NOTFOUND)
+            rc = mote__err(MOTE_CORRUPT, "not in the index");
+        else if (!rc && dl != g.n)
+            rc = mote__err(MOTE_CORRUPT, "indexed with %llu tokens, its text has %zu",
+                           (unsigned long long)dl, g.n);
+    }
+    if (!rc)
+        rc = mote_cursor_open(t, tree, &c);
+    for (size_t i = 0; !rc && i < g.n;) {
+        const char *term = g.arena + g.o[i].term;
+        size_t tlen = g.o[i].tlen, j = i + 1;
+        while (j < g.n && !term_cmp(term, tlen, g.arena + g.o[j].term, g.o[j].tlen))
+            j++;
+        ++*terms;
+        size_t kl = post_key(key, term, tlen, id);
+        mote_val k, v;
+        uint64_t first;
+        ps.n = ps.npos = 0;
+        rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_LE);
+        if (!rc && !(rc = mote_cursor_get(c, &k, &v)) && is_block_of(&k, term, tlen, &first))
+            rc = decode_block(v.data, v.size, first, &ps);
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+        size_t at = 0;
+        while (at < ps.n && ps.p[at].id != id)
+            at++;
+        if (!rc && at == ps.n)
+            rc = mote__err(MOTE_CORRUPT, "term \"%.*s\" has no posting of it", (int)tlen, term);
+        if (!rc && ps.p[at].tf != j - i)
+            rc = mote__err(MOTE_CORRUPT, "term \"%.*s\": %u positions indexed, %zu in the text",
+                           (int)tlen, term, ps.p[at].tf, j - i);
+        for (size_t x = i; !rc && x < j; x++)
+            if (ps.pos[ps.p[at].pos + (x - i)] != g.o[x].pos)
+                rc = mote__err(MOTE_CORRUPT, "term \"%.*s\": its positions differ from the text",
+                               (int)tlen, term);
+        i = j;
+    }
+    mote_cursor_close(c);
+    mote__free(g.o);
+    mote__free(g.arena);
+    mote__free(ps.p);
+    mote__free(ps.pos);
+    return rc;
+}
+
+/* ---- the object layer's part -------------------------------------------------------- */
+
+/* One index's notes in a write transaction. */
+typedef struct textw {
+    uint32_t tree;
+    text_batch b;
+} textw;
+
+int mote__text_note_value(mote_txn *t, const mprop *p, uint64_t id, const mote_value *v,
+                          int add)
+{
+    if (!p->text_tree || !v || v->null)
+        return MOTE_OK;
+    objtxn *x = OTX(t);
+    size_t i = 0;
+    while (i < x->ntext && x->text[i].tree != p->text_tree)
+        i++;
+    if (i == x->ntext) { /* slots past ntext hold empty batches (their memory kept) */
+        size_t old = x->text_cap;
+        int rc = grow((void **)&x->text, &x->text_cap, x->ntext + 1, sizeof *x->text);
+        if (rc)
+            return rc;
+        memset(x->text + old, 0, (x->text_cap - old) * sizeof *x->text);
+        x->text[x->ntext++].tree = p->text_tree;
+    }
+    return mote__text_note(&x->text[i].b, id, v->v.s.p, v->v.s.n, add);
+}
+
+int mote__text_flush(mote_txn *t)
+{
+    objtxn *x = OTX(t);
+    int rc = MOTE_OK;
+    for (size_t i = 0; !rc && i < x->ntext; i++)
+        rc = mote__text_apply(t, x->text[i].tree, &x->text[i].b);
+    mote__text_reset(x);
+    return rc;
+}
+
+void mote__text_reset(objtxn *x)
+{
+    for (size_t i = 0; i < x->ntext; i++) {
+        text_batch *b = &x->text[i].b;
+        b->n = b->nd = b->terms_len = b->npos = 0;
+    }
+    x->ntext = 0; /* the batches' memory is kept in text[ntext..text_cap) */
+}
+
+void mote__text_free(objtxn *x)
+{
+    for (size_t i = 0; i < x->text_cap; i++)
+        mote__text_batch_free(&x->text[i].b);
+    mote__free(x->text);
+    x->text = NULL;
+    x->ntext = x->text_cap = 0;
 }

@@ -44,12 +44,12 @@ int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, in
 int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b);
 void mote__text_batch_free(text_batch *b);
 
-/* The k best documents of tree for query text q (tokenized as documents
- * are): every document holding at least one of its terms (all of them with
- * `all`), by BM25 score, highest first (equal scores: lower id first).
- * ids[0..*n) and scores[0..*n), n <= k. */
+/* The documents of tree that hold at least one of the terms of query
+ * text q (tokenized as documents are; all of them with `all`), by BM25
+ * score, highest first (equal scores: lower id first): malloc'd arrays
+ * *ids and *scores of *n (NULL when none). */
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
-                      size_t k, uint64_t *ids, double *scores, size_t *n);
+                      uint64_t **ids, double **scores, size_t *n);
 
 /* The index's totals: documents, tokens, distinct terms, postings, blocks
  * (big: those over TEXT_BLOCK_MAX bytes, one posting each), bytes of the
@@ -63,6 +63,12 @@ typedef struct text_stat {
  * makes the result MOTE_CORRUPT. */
 int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
                       void (*report)(void *ctx, const char *problem), void *ctx);
+/* Is document id indexed in tree with text utf8[0..len): its length, and
+ * each of its terms with its positions? MOTE_CORRUPT with a message saying
+ * what differs. *terms: its distinct terms (a check adds them up: the
+ * index's postings must number as many). */
+int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *utf8, size_t len,
+                         uint64_t *terms);
 /* Each posting of tree in order: fn(ctx, term, term_len, id, positions,
  * tf) (positions ascending); non-zero from fn stops (returned). For tests
  * and mote check. */

@@ -304,7 +304,7 @@ static int compare_posting(void *ctx, const char *term, size_t tlen, uint64_t id
 /* BM25 of the model's documents for query terms q[0..nq), FTS5's formula,
  * computed here from the texts; ids and scores of the best k. */
 static size_t model_search(const tmodel *m, const char (*q)[16], size_t nq, int all, size_t k,
-                           uint64_t *ids, double *scores)
+                           const int *keep, uint64_t *ids, double *scores)
 {
     static mtok mt;
     static uint32_t tf[M_DOCS + 1][4], dl[M_DOCS + 1];
@@ -342,7 +342,7 @@ static size_t model_search(const tmodel *m, const char (*q)[16], size_t nq, int 
             s += idf * (tf[id][j] * (1.2 + 1)) /
                  (tf[id][j] + 1.2 * (1 - 0.75 + 0.75 * dl[id] / (tokens / N)));
         }
-        if (held && (!all || held == nq)) {
+        if (held && (!all || held == nq) && (!keep || keep[id])) {
             /* insert in order: score descending, id ascending */
             size_t at = n;
             while (at > 0 && rs[at - 1] < s)
@@ -388,11 +388,12 @@ static void check_against_model(mote_store *s, uint32_t tree, const tmodel *m, u
         }
         int all = (int)(test_rand(rs) & 1);
         size_t k = 1 + test_rand(rs) % 20;
-        uint64_t ids[20], mids[20];
-        double sc[20], msc[20];
-        size_t got, want = model_search(m, (const char(*)[16])q, nq, all, k, mids, msc);
-        OK(mote__text_search(t, tree, qtext, strlen(qtext), all, k, ids, sc, &got));
-        CHECK(got == want);
+        uint64_t *ids, mids[20];
+        double *sc, msc[20];
+        size_t got, want = model_search(m, (const char(*)[16])q, nq, all, k, NULL, mids, msc);
+        OK(mote__text_search(t, tree, qtext, strlen(qtext), all, &ids, &sc, &got));
+        CHECK(got >= want && (got == want || want == k));
+        got = want;
         for (size_t i = 0; i < got; i++) {
             if (fabs(sc[i] - msc[i]) > 1e-9 * fabs(msc[i]))
                 fprintf(stderr, "query \"%s\": result %zu: %.17g, model %.17g\n", qtext, i,
@@ -403,6 +404,8 @@ static void check_against_model(mote_store *s, uint32_t tree, const tmodel *m, u
             if (ids[i] != mids[i])
                 CHECK(i + 1 < got && fabs(sc[i] - sc[i + 1]) <= 1e-9 * sc[i]);
         }
+        mote_free(ids);
+        mote_free(sc);
     }
     mote_abort(t);
 }
@@ -482,4 +485,284 @@ TEST(text_index_model)
         free(m.text[id]);
     mote__text_batch_free(&b);
     OK(mote_close(s));
+}
+
+/* ---- full-text indexes of objects (mote_query_match) -------------------------------- */
+
+enum { FT_TOPIC, FT_TEXT, FT_NPROPS };
+static const mote_prop_def ft_props[FT_NPROPS] = {
+    [FT_TOPIC] = {.name = "topic", .type = MOTE_T_INT32, .flags = MOTE_P_INDEXED},
+    [FT_TEXT] = {.name = "text", .type = MOTE_T_STRING,
+                 .flags = MOTE_P_FULLTEXT | MOTE_P_NULLABLE},
+};
+
+typedef struct omodel {
+    tmodel m;              /* texts of objects with one (NULL: none, or no object) */
+    int present[M_DOCS + 1];
+    int topic[M_DOCS + 1];
+} omodel;
+
+static void ft_put(mote_txn *t, mote_entity *e, omodel *om, uint64_t id, int topic,
+                   char *text)
+{
+    mote_value v[FT_NPROPS] = {{0}};
+    v[FT_TOPIC].v.i = topic;
+    v[FT_TEXT].null = !text;
+    if (text) {
+        v[FT_TEXT].v.s.p = text;
+        v[FT_TEXT].v.s.n = strlen(text);
+    }
+    OK(mote_put(t, e, id, v, MOTE_PUT_UPSERT, NULL));
+    om->present[id] = 1;
+    om->topic[id] = topic;
+    om->m.text[id] = text;
+}
+
+static size_t ft_results; /* matches found in all: the test finds some */
+
+/* Match `qtext` (terms q) with k, all, and topic == topic when topic >= 0,
+ * in t: the same ids and scores as the model's. */
+static void ft_match(mote_txn *t, mote_entity *e, const omodel *om, const char (*q)[16],
+                     size_t nq, int all, size_t k, int topic)
+{
+    char qtext[80] = "";
+    for (size_t j = 0; j < nq; j++) {
+        strcat(qtext, j ? " " : "");
+        strcat(qtext, q[j]);
+    }
+    static int keep[M_DOCS + 1];
+    for (uint64_t id = 1; id <= M_DOCS; id++)
+        keep[id] = topic < 0 || (om->present[id] && om->topic[id] == topic);
+    uint64_t mids[40];
+    double msc[40];
+    size_t want = model_search(&om->m, q, nq, all, k, keep, mids, msc);
+    mote_query *qq;
+    OK(mote_query_new(e, &qq));
+    if (topic >= 0) {
+        int c;
+        mote_value v = {0};
+        v.v.i = topic;
+        OK(mote_query_cond(qq, FT_TOPIC, MOTE_EQ, &v, 1, 0, &c));
+        OK(mote_query_where(qq, c));
+    }
+    OK(mote_query_match(qq, FT_TEXT, qtext, strlen(qtext), k, all ? MOTE_MATCH_ALL : 0));
+    CHECK(!strcmp(mote_query_plan(t, qq), topic >= 0 ? "full-text match, filtered"
+                                                      : "full-text match"));
+    uint64_t *ids, count;
+    double *sc;
+    size_t n;
+    OK(mote_query_scored(t, qq, &ids, &sc, &n));
+    OK(mote_query_count(t, qq, &count));
+    CHECK(n == want && count == want);
+    ft_results += n;
+    for (size_t i = 0; i < n; i++) {
+        CHECK(fabs(sc[i] - msc[i]) <= 1e-9 * fabs(msc[i]));
+        if (ids[i] != mids[i])
+            CHECK(i + 1 < n && fabs(sc[i] - sc[i + 1]) <= 1e-9 * sc[i]);
+    }
+    mote_free(ids);
+    mote_free(sc);
+    mote_query_free(qq);
+}
+
+static void ft_check(mote_store *s, mote_entity *e, const omodel *om, uint64_t *rs)
+{
+    OK(mote_check(s, NULL, NULL));
+    mote_txn *t;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    for (int r = 0; r < 6; r++) {
+        char q[3][16];
+        size_t nq = 1 + test_rand(rs) % 3;
+        for (size_t j = 0; j < nq; j++)
+            snprintf(q[j], sizeof q[j], "w%u", (unsigned)(j * 11 + test_rand(rs) % 11));
+        ft_match(t, e, om, (const char(*)[16])q, nq, (int)(test_rand(rs) & 1),
+                 1 + test_rand(rs) % 30, r % 2 ? (int)(test_rand(rs) % 4) : -1);
+    }
+    mote_abort(t);
+}
+
+TEST(text_match_objects)
+{
+    const char *path = test_path("ftobj.mote");
+    mote_store *s;
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_open(path, NULL, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+    OK(mote_commit(t));
+    static omodel om, before;
+    char *owned[20000];
+    size_t nowned = 0;
+    uint64_t rs = 77;
+    for (int round = 0; round < 40 * test_scale(); round++) {
+        before = om;
+        OK(mote_begin(s, 0, &t));
+        int ops = 1 + (int)(test_rand(&rs) % (round % 8 == 0 ? 200 : 10));
+        for (int o = 0; o < ops; o++) {
+            uint64_t id = 1 + test_rand(&rs) % M_DOCS;
+            unsigned what = (unsigned)(test_rand(&rs) % 10);
+            if (what < 5) { /* put, a text or (1 in 10) none */
+                char *x = test_rand(&rs) % 10 ? random_text(&rs) : NULL;
+                if (x) {
+                    CHECK(nowned < sizeof owned / sizeof *owned);
+                    owned[nowned++] = x;
+                }
+                ft_put(t, e, &om, id, (int)(test_rand(&rs) % 4), x);
+            } else if (what < 7 && om.present[id]) { /* the text alone */
+                char *x = random_text(&rs);
+                owned[nowned++] = x;
+                mote_value v = {0};
+                v.v.s.p = x;
+                v.v.s.n = strlen(x);
+                unsigned prop = FT_TEXT;
+                OK(mote_update(t, e, id, &prop, &v, 1));
+                om.m.text[id] = x;
+            } else if (what < 9) {
+                int rc = mote_remove(t, e, id);
+                CHECK(rc == (om.present[id] ? MOTE_OK : MOTE_NOTFOUND));
+                om.present[id] = 0;
+                om.m.text[id] = NULL;
+            } else { /* a batch: upserts of some, then removes of others */
+                uint64_t ids[6];
+                mote_value v[6 * FT_NPROPS];
+                memset(v, 0, sizeof v);
+                for (int i = 0; i < 6; i++) {
+                    ids[i] = 1 + (id + 61 * (uint64_t)i) % M_DOCS;
+                    char *x = random_text(&rs);
+                    owned[nowned++] = x;
+                    v[i * FT_NPROPS + FT_TOPIC].v.i = i % 4;
+                    v[i * FT_NPROPS + FT_TEXT].v.s.p = x;
+                    v[i * FT_NPROPS + FT_TEXT].v.s.n = strlen(x);
+                    om.present[ids[i]] = 1;
+                    om.topic[ids[i]] = i % 4;
+                    om.m.text[ids[i]] = x;
+                }
+                OK(mote_put_many(t, e, 6, ids, v, MOTE_PUT_UPSERT, NULL, NULL));
+                uint64_t rm[3] = {1 + (id + 7) % M_DOCS, 1 + (id + 13) % M_DOCS, ids[2]};
+                OK(mote_remove_many(t, e, rm, 3, NULL));
+                for (int i = 0; i < 3; i++) {
+                    om.present[rm[i]] = 0;
+                    om.m.text[rm[i]] = NULL;
+                }
+            }
+        }
+        if (round % 5 == 2) { /* a match inside the write transaction sees its changes */
+            char q[2][16] = {"w0", "w1"};
+            ft_match(t, e, &om, (const char(*)[16])q, 2, 0, 25, -1);
+        }
+        if (test_rand(&rs) % 5 == 0) {
+            mote_abort(t);
+            om = before;
+        } else {
+            OK(mote_commit(t));
+        }
+        if (round % 8 == 7)
+            ft_check(s, e, &om, &rs);
+    }
+    /* after a reopen, the same */
+    OK(mote_close(s));
+    OK(mote_open(path, NULL, &s));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+    mote_abort(t);
+    ft_check(s, e, &om, &rs);
+    /* the index dropped, then declared again over the stored texts */
+    mote_prop_def plain[FT_NPROPS];
+    memcpy(plain, ft_props, sizeof plain);
+    plain[FT_TEXT].flags = MOTE_P_NULLABLE;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", plain, FT_NPROPS, &e));
+    mote_query *qq;
+    OK(mote_query_new(e, &qq));
+    CHECK_RC(mote_query_match(qq, FT_TEXT, "w1", 2, 5, 0), MOTE_INVALID);
+    CHECK_RC(mote_query_match(qq, FT_TOPIC, "w1", 2, 5, 0), MOTE_TYPE);
+    mote_query_free(qq);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+    OK(mote_commit(t));
+    ft_check(s, e, &om, &rs);
+    /* errors */
+    OK(mote_query_new(e, &qq));
+    CHECK_RC(mote_query_match(qq, FT_TEXT, "w1", 2, 0, 0), MOTE_INVALID);
+    CHECK_RC(mote_query_match(qq, FT_TEXT, "w1", 2, 5, 4), MOTE_INVALID);
+    CHECK_RC(mote_query_match(qq, FT_TEXT, NULL, 2, 5, 0), MOTE_INVALID);
+    OK(mote_query_match(qq, FT_TEXT, "", 0, 5, 0)); /* no terms: no matches */
+    uint64_t count;
+    OK(mote_query_count(NULL, qq, &count));
+    CHECK(count == 0);
+    CHECK_RC(mote_query_order(qq, FT_TOPIC, 0), MOTE_INVALID);
+    mote_query_free(qq);
+    mote_prop_def bad[FT_NPROPS];
+    memcpy(bad, ft_props, sizeof bad);
+    bad[FT_TOPIC].flags |= MOTE_P_FULLTEXT;
+    OK(mote_begin(s, 0, &t));
+    CHECK_RC(mote_entity_open(t, "Bad", bad, FT_NPROPS, &e), MOTE_INVALID);
+    mote_abort(t);
+    OK(mote_close(s));
+    for (size_t i = 0; i < nowned; i++)
+        free(owned[i]);
+    printf("%zu matches compared\n", ft_results);
+    CHECK(ft_results > 500);
+}
+
+static void count_problem(void *ctx, const char *problem)
+{
+    (void)problem;
+    ++*(int *)ctx;
+}
+
+/* mote check finds a full-text index that differs from the objects' texts:
+ * a document's length gone, a block gone, a term's count wrong. */
+TEST(text_check_finds_damage)
+{
+    const char *path = test_path("ftdamage.mote");
+    for (int damage = 0; damage < 3; damage++) {
+        mote_store *s;
+        mote_txn *t;
+        mote_entity *e;
+        remove(path);
+        OK(mote_open(path, NULL, &s));
+        OK(mote_begin(s, 0, &t));
+        OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+        static omodel om;
+        uint64_t rs = 5;
+        for (uint64_t id = 1; id <= 50; id++)
+            ft_put(t, e, &om, id, 1, random_text(&rs));
+        OK(mote_commit(t));
+        OK(mote_check(s, NULL, NULL));
+        OK(mote_begin(s, 0, &t));
+        uint32_t tree = 0;
+        char tn[32];
+        for (unsigned eid = 1; !tree && eid < 10; eid++)
+            for (unsigned pid = 0; !tree && pid < 4; pid++) {
+                snprintf(tn, sizeof tn, "@t:%u:%u", eid, pid);
+                if (mote_kv_tree(t, tn, 0, &tree))
+                    tree = 0;
+            }
+        CHECK(tree);
+        mote_cursor *c;
+        mote_val k;
+        uint8_t key[300];
+        OK(mote_cursor_open(t, tree, &c));
+        const char *start = damage == 0 ? "d" : damage == 1 ? "p" : "t";
+        OK(mote_cursor_seek(c, start, 1, MOTE_SEEK_GE));
+        OK(mote_cursor_get(c, &k, NULL));
+        memcpy(key, k.data, k.size);
+        size_t kl = k.size;
+        mote_cursor_close(c);
+        if (damage < 2)
+            OK(mote_kv_del(t, tree, key, kl));
+        else
+            OK(mote_kv_put(t, tree, key, kl, "\x07", 1, 0)); /* 7 documents */
+        OK(mote_commit(t));
+        int problems = 0;
+        CHECK_RC(mote_check(s, count_problem, &problems), MOTE_CORRUPT);
+        CHECK(problems >= 1);
+        OK(mote_close(s));
+        for (uint64_t id = 1; id <= 50; id++)
+            free(om.m.text[id]);
+    }
 }

@@ -770,6 +770,19 @@ enum { MOTE_MATCH_ALL = 1 };
 int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len, uint64_t k,
                      unsigned flags);
 
+/* A full-text index as transaction txn sees it (mote_text_stat). */
+typedef struct mote_tstat {
+    uint64_t texts;    /* objects with a text in the property */
+    uint64_t tokens;   /* words in all of them */
+    uint64_t terms;    /* distinct words */
+    uint64_t postings; /* (word, object) pairs */
+    uint64_t blocks;   /* blocks of postings */
+    uint64_t bytes;    /* bytes of its records (keys and values) */
+} mote_tstat;
+/* The state of property prop's full-text index: MOTE_NOTFOUND if it has
+ * none. Reads every record of the index. */
+int mote_text_stat(mote_txn *txn, mote_entity *e, unsigned prop, mote_tstat *out);
+
 /* A vector index as transaction txn sees it (mote_vindex_stat). */
 typedef struct mote_vstat {
     uint64_t vectors;     /* nodes: objects with a vector in the property */

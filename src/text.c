@@ -1005,3 +1005,43 @@ void mote__text_free(objtxn *x)
     x->text = NULL;
     x->ntext = x->text_cap = 0;
 }
+
+int mote_text_stat(mote_txn *t, mote_entity *e, unsigned prop, mote_tstat *out)
+{
+    IMPLICIT(t, e, 0, mote_text_stat(t_, e, prop, out));
+    if (!out)
+        return mote__err(MOTE_INVALID, "mote_text_stat: NULL argument");
+    memset(out, 0, sizeof *out);
+    int rc = mote__obj_check(t, e, 0);
+    if (rc)
+        return rc;
+    if (prop >= e->nall)
+        return mote__err(MOTE_INVALID, "%s: no property %u", e->name, prop);
+    const mprop *p = &e->props[prop];
+    if (!p->text_tree)
+        return MOTE_NOTFOUND;
+    if (t->write && (rc = mote__text_flush(t)))
+        return rc;
+    mote_cursor *c;
+    if ((rc = mote_cursor_open(t, p->text_tree, &c)))
+        return rc;
+    for (rc = mote_cursor_first(c); !rc; rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        uint64_t x = 0;
+        if ((rc = mote_cursor_get(c, &k, &v)))
+            break;
+        out->bytes += k.size + v.size;
+        const uint8_t *kp = k.data, *vp = v.data;
+        if (kp[0] == 'p' && mote__varint_get(vp, vp + v.size, &x)) {
+            out->blocks++;
+            out->postings += x;
+        } else if (kp[0] == 't') {
+            out->terms++;
+        } else if (kp[0] == 'd' && mote__varint_get(vp, vp + v.size, &x)) {
+            out->texts++;
+            out->tokens += x;
+        }
+    }
+    mote_cursor_close(c);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}

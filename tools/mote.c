@@ -102,6 +102,21 @@ static int stat_entity(void *ctx, const char *name)
                dist[vs.distance >= 1 && vs.distance <= 3 ? vs.distance : 0], vs.m,
                vs.ef_construction);
     }
+    for (unsigned i = 0; i < mote_entity_nprops(e); i++) {
+        mote_prop_def d;
+        mote_tstat ts;
+        if (mote_entity_prop_def(e, i, &d) || !(d.flags & MOTE_P_FULLTEXT) ||
+            mote_text_stat(t, e, i, &ts))
+            continue;
+        printf("  full-text index %s: %llu texts, %llu words, %llu distinct, %llu postings in "
+               "%llu blocks, %llu bytes", d.name, (unsigned long long)ts.texts,
+               (unsigned long long)ts.tokens, (unsigned long long)ts.terms,
+               (unsigned long long)ts.postings, (unsigned long long)ts.blocks,
+               (unsigned long long)ts.bytes);
+        if (ts.tokens)
+            printf(" (%.2f bytes per word)", (double)ts.bytes / (double)ts.tokens);
+        printf("\n");
+    }
     return 0;
 }
 

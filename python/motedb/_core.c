@@ -156,7 +156,7 @@ static int add_constants(PyObject *m)
         C("T_DECIMAL", MOTE_T_DECIMAL), C("T_JSON", MOTE_T_JSON), C("T_VECTOR", MOTE_T_VECTOR),
         C("T_TOONE", MOTE_T_TOONE), C("T_TOMANY", MOTE_T_TOMANY),
         C("P_NULLABLE", MOTE_P_NULLABLE), C("P_INDEXED", MOTE_P_INDEXED),
-        C("P_UNIQUE", MOTE_P_UNIQUE), C("P_HNSW", MOTE_P_HNSW),
+        C("P_UNIQUE", MOTE_P_UNIQUE), C("P_HNSW", MOTE_P_HNSW), C("P_FULLTEXT", MOTE_P_FULLTEXT),
     };
 #undef C
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)

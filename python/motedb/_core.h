@@ -93,9 +93,11 @@ typedef struct {
 } OrderObject;
 
 /* C_NEAR: Property.nearest(): prop, op = the distance (MOTE_DIST_*), vals =
- * (the vector as float32 bytes,), k, how (MOTE_NEAR_*) and ef; only as the query's condition or one
- * conjunct of it (& , never | or ~) */
-enum { C_LEAF, C_AND, C_OR, C_LINK, C_NEAR };
+ * (the vector as float32 bytes,), k, how (MOTE_NEAR_*) and ef. C_MATCH:
+ * Property.matches(): prop, op = MOTE_MATCH_* flags, vals = (the text as
+ * UTF-8 bytes,), k. Either (a ranked clause) only as the query's condition
+ * or one conjunct of it (& , never | or ~), one per query. */
+enum { C_LEAF, C_AND, C_OR, C_LINK, C_NEAR, C_MATCH };
 
 typedef struct {
     PyObject_HEAD
@@ -111,8 +113,8 @@ typedef struct {
     unsigned ef;          /* C_NEAR: the index search's breadth (0: default) */
 } CondObject;
 
-/* Does condition c hold a nearest() clause? */
-int cond_has_near(const CondObject *c);
+/* Does condition c hold a ranked clause (nearest() or matches())? */
+int cond_ranked(const CondObject *c);
 
 /* store.c */
 typedef struct TxnSlot {

@@ -21,8 +21,8 @@ from . import _core
 # types and flags (mote.h), as the extension exports them.
 from ._core import (
     K_BOOL, K_BYTES, K_DATE, K_DATETIME, K_DECIMAL, K_DICT, K_FLOAT, K_ID, K_INT, K_LIST, K_STR,
-    K_TOMANY, K_TOONE, K_VECTOR, P_HNSW, P_INDEXED, P_NULLABLE, P_UNIQUE, T_BOOL, T_BYTES, T_DATE,
-    T_DECIMAL, T_FLOAT32, T_FLOAT64, T_INT8, T_INT16, T_INT32, T_INT64, T_JSON, T_STRING,
+    K_TOMANY, K_TOONE, K_VECTOR, P_FULLTEXT, P_HNSW, P_INDEXED, P_NULLABLE, P_UNIQUE, T_BOOL,
+    T_BYTES, T_DATE, T_DECIMAL, T_FLOAT32, T_FLOAT64, T_INT8, T_INT16, T_INT32, T_INT64, T_JSON, T_STRING,
     T_TIMESTAMP, T_TOMANY, T_TOONE, T_VECTOR,
 )
 
@@ -42,6 +42,7 @@ class _Marker:
 
 
 Index = _Marker("Index")
+FullText = _Marker("FullText")
 Unique = _Marker("Unique")
 Int8 = _Marker("Int8")
 Int16 = _Marker("Int16")
@@ -355,6 +356,11 @@ def prepare(name: str, bases: tuple, ns: dict):
             flags |= P_INDEXED
         if flags & P_INDEXED and kind in (K_DECIMAL, K_DICT, K_LIST, K_VECTOR):
             raise TypeError(f"{where}: {base!r} properties cannot be indexed")
+        if FullText in markers:
+            if kind != K_STR:
+                raise TypeError(f"{where}: a full-text index (motedb.FullText) is for str "
+                                f"properties, not {base!r}")
+            flags |= P_FULLTEXT
         if isinstance(default, _MUTABLE):
             raise ValueError(f"{where}: mutable default {default!r}: use "
                              f"motedb.field(default_factory={type(default).__name__})")

@@ -589,14 +589,14 @@ static CondObject *cond_alloc(int kind, PyTypeObject *owner)
     return c;
 }
 
-int cond_has_near(const CondObject *c)
+int cond_ranked(const CondObject *c)
 {
-    if (c->kind == C_NEAR)
+    if (c->kind == C_NEAR || c->kind == C_MATCH)
         return 1;
     if (c->kind != C_AND && c->kind != C_OR)
         return 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->kids); i++)
-        if (cond_has_near((const CondObject *)PyTuple_GET_ITEM(c->kids, i)))
+        if (cond_ranked((const CondObject *)PyTuple_GET_ITEM(c->kids, i)))
             return 1;
     return 0;
 }
@@ -813,14 +813,14 @@ PyObject *cond_group(int kind, PyObject *a, PyObject *b)
                      x->owner->tp_name, y->owner->tp_name);
         return NULL;
     }
-    int nx = cond_has_near(x), ny = cond_has_near(y);
+    int nx = cond_ranked(x), ny = cond_ranked(y);
     if ((nx || ny) && kind == C_OR) {
-        PyErr_Format(PyExc_TypeError, "%R | %R: nearest() chooses among the objects the other "
-                     "conditions match; combine it with & only", a, b);
+        PyErr_Format(PyExc_TypeError, "%R | %R: nearest() and matches() choose among the "
+                     "objects the other conditions match; combine them with & only", a, b);
         return NULL;
     }
     if (nx && ny) {
-        PyErr_Format(PyExc_TypeError, "%R & %R: one nearest() per query", a, b);
+        PyErr_Format(PyExc_TypeError, "%R & %R: one nearest() or matches() per query", a, b);
         return NULL;
     }
     PyObject *kids = PyList_New(0);
@@ -863,8 +863,8 @@ static PyObject *cond_invert(PyObject *self)
         PyErr_Format(PyExc_TypeError, "~%R: a relation condition cannot be negated", self);
         return NULL;
     }
-    if (cond_has_near(c)) {
-        PyErr_Format(PyExc_TypeError, "~%R: nearest() cannot be negated", self);
+    if (cond_ranked(c)) {
+        PyErr_Format(PyExc_TypeError, "~%R: nearest() and matches() cannot be negated", self);
         return NULL;
     }
     if (c->kind != C_LEAF) { /* De Morgan */
@@ -931,6 +931,11 @@ static PyObject *cond_repr(PyObject *self)
     if (c->kind == C_LINK)
         return PyUnicode_FromFormat("%R.has(%R)", (PyObject *)c->prop,
                                     PyTuple_GET_ITEM(c->kids, 0));
+    if (c->kind == C_MATCH)
+        return PyUnicode_FromFormat("%s.%U.matches(%R, k=%llu%s)", prop_entity(c->prop),
+                                    c->prop->name, PyTuple_GET_ITEM(c->vals, 1),
+                                    (unsigned long long)c->k,
+                                    c->op & MOTE_MATCH_ALL ? ", all_terms=True" : "");
     if (c->kind == C_NEAR) {
         char ef[32] = "";
         if (c->ef)
@@ -1291,6 +1296,65 @@ static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
     return (PyObject *)c;
 }
 
+/* Memory.text.matches(text, k=10, all_terms=False): the k objects whose
+ * text (a property with a full-text index) holds text's words (all of them
+ * with all_terms), best BM25 score first; & with other conditions: the k
+ * best of the objects they match. */
+static PyObject *prop_matches(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"text", "k", "all_terms", NULL};
+    PyObject *text, *kobj = NULL;
+    int all = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$Op:matches", kwlist, &text, &kobj, &all))
+        return NULL;
+    PropertyObject *p = (PropertyObject *)self;
+    FieldInfo *f = prop_field(p);
+    const char *ent = prop_entity(p);
+    if (!f || f->kind != K_STR || !(f->flags & MOTE_P_FULLTEXT)) {
+        PyErr_Format(PyExc_TypeError, "%R.matches(): the property has no full-text index "
+                     "(Annotated[str, motedb.FullText])", self);
+        return NULL;
+    }
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s.matches(): the text is a str, got %.100s", ent,
+                     f->cname, Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    unsigned long long k = 10;
+    if (kobj) {
+        if (!PyLong_Check(kobj) || PyBool_Check(kobj)) {
+            PyErr_Format(PyExc_TypeError, "%s.%s.matches(): k is an int, got %.100s", ent,
+                         f->cname, Py_TYPE(kobj)->tp_name);
+            return NULL;
+        }
+        k = PyLong_AsUnsignedLongLong(kobj);
+        if ((k == (unsigned long long)-1 && PyErr_Occurred()) || k == 0) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s.%s.matches(): k must be at least 1, got %R", ent,
+                         f->cname, kobj);
+            return NULL;
+        }
+    }
+    PyObject *utf8 = PyUnicode_AsUTF8String(text);
+    if (!utf8)
+        return NULL;
+    CondObject *c = cond_alloc(C_MATCH, p->owner);
+    if (!c) {
+        Py_DECREF(utf8);
+        return NULL;
+    }
+    c->prop = (PropertyObject *)Py_NewRef(self);
+    c->op = all ? MOTE_MATCH_ALL : 0;
+    c->k = k;
+    c->vals = PyTuple_Pack(2, utf8, text);
+    Py_DECREF(utf8);
+    if (!c->vals) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
 static PyObject *prop_get_target(PyObject *self, void *closure)
 {
     (void)closure;
@@ -1317,6 +1381,11 @@ static PyMethodDef prop_methods[] = {
      "endswith(s, case_sensitive=True)."},
     {"contains", (PyCFunction)(void (*)(void))prop_contains, METH_VARARGS | METH_KEYWORDS,
      "contains(s, case_sensitive=True): substring."},
+    {"matches", (PyCFunction)(void (*)(void))prop_matches, METH_VARARGS | METH_KEYWORDS,
+     "matches(text, *, k=10, all_terms=False): the k objects whose text (a property with a "
+     "full-text index, motedb.FullText) holds any of text's words (every one with "
+     "all_terms), best BM25 score first; & with other conditions for the k best of their "
+     "matches. find_with_scores() gives the scores."},
     {"nearest", (PyCFunction)(void (*)(void))prop_nearest, METH_VARARGS | METH_KEYWORDS,
      "nearest(vector, *, k=10, distance=None, ef=None, exact=None): the k objects whose "
      "vector is nearest (distance 'cosine', 'euclidean' or 'dot'; None: the vector index's, "

@@ -128,12 +128,12 @@ static int q_build(QueryObject *q)
     q->mqe = b->e;
     q->nleaves = 0;
     CondObject *root = (CondObject *)q->cond, *near = NULL;
-    if (root && root->kind == C_NEAR) { /* nearest() alone */
+    if (root && (root->kind == C_NEAR || root->kind == C_MATCH)) { /* alone */
         near = root;
         root = NULL;
     }
-    if (root && root->kind == C_AND && cond_has_near(root)) {
-        /* nearest() & the others: the others are the condition */
+    if (root && root->kind == C_AND && cond_ranked(root)) {
+        /* nearest() or matches() & the others: the others are the condition */
         Py_ssize_t n = PyTuple_GET_SIZE(root->kids), m = 0;
         int *kids = PyMem_Malloc(sizeof *kids * (size_t)n), node;
         if (!kids) {
@@ -142,7 +142,7 @@ static int q_build(QueryObject *q)
         }
         for (Py_ssize_t i = 0; i < n; i++) {
             CondObject *k = (CondObject *)PyTuple_GET_ITEM(root->kids, i);
-            if (k->kind == C_NEAR)
+            if (k->kind == C_NEAR || k->kind == C_MATCH)
                 near = k;
             else if (q_add_cond(q, k, &kids[m++]) < 0) {
                 PyMem_Free(kids);
@@ -165,7 +165,12 @@ static int q_build(QueryObject *q)
         if ((rc = mote_query_where(q->mq, node)))
             goto fail_rc;
     }
-    if (near) { /* (the bytes of a PyBytes are aligned for floats) */
+    if (near && near->kind == C_MATCH) {
+        PyObject *tb = PyTuple_GET_ITEM(near->vals, 0);
+        if ((rc = mote_query_match(q->mq, (unsigned)near->prop->index, PyBytes_AS_STRING(tb),
+                                   (size_t)PyBytes_GET_SIZE(tb), near->k, (unsigned)near->op)))
+            goto fail_rc;
+    } else if (near) { /* (the bytes of a PyBytes are aligned for floats) */
         PyObject *vb = PyTuple_GET_ITEM(near->vals, 0);
         if ((rc = mote_query_nearest(q->mq, (unsigned)near->prop->index,
                                      (const float *)(const void *)PyBytes_AS_STRING(vb),
@@ -306,9 +311,9 @@ static PyObject *query_order_by(PyObject *self, PyObject *args)
     QueryObject *q = (QueryObject *)self;
     if (q_check_busy(q) < 0)
         return NULL;
-    if (q->cond && cond_has_near((CondObject *)q->cond)) {
-        PyErr_Format(PyExc_TypeError, "order_by(): a query with nearest() comes ordered by "
-                     "distance, nearest first");
+    if (q->cond && cond_ranked((CondObject *)q->cond)) {
+        PyErr_Format(PyExc_TypeError, "order_by(): a query with nearest() or matches() comes "
+                     "ordered by distance or score, best first");
         return NULL;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
@@ -539,14 +544,16 @@ static PyObject *query_find(PyObject *self, PyObject *unused)
     return res;
 }
 
-/* nearest(): [(object, distance), ...], nearest first */
+/* nearest(): [(object, distance), ...], nearest first; matches(): [(object,
+ * score), ...], highest first */
 static PyObject *query_find_with_scores(PyObject *self, PyObject *unused)
 {
     (void)unused;
     QueryObject *q = (QueryObject *)self;
-    if (!q->cond || !cond_has_near((CondObject *)q->cond)) {
-        PyErr_Format(PyExc_TypeError, "find_with_scores(): the query has no nearest() "
-                     "condition (%s.prop.nearest(vector, k=...))", q->box->info->cname);
+    if (!q->cond || !cond_ranked((CondObject *)q->cond)) {
+        PyErr_Format(PyExc_TypeError, "find_with_scores(): the query has no nearest() or "
+                     "matches() condition (%s.prop.nearest(vector, k=...), "
+                     "%s.prop.matches(text, k=...))", q->box->info->cname, q->box->info->cname);
         return NULL;
     }
     if (q->limit_zero)
@@ -1236,7 +1243,8 @@ static PyMethodDef query_methods[] = {
     {"limit", query_limit, METH_O, "limit(n) -> self: at most n results."},
     {"find", query_find, METH_NOARGS, "find() -> [objects]."},
     {"find_with_scores", query_find_with_scores, METH_NOARGS,
-     "find_with_scores() -> [(object, distance)], nearest first: a query with nearest()."},
+     "find_with_scores() -> [(object, distance)], nearest first: a query with nearest(); "
+     "[(object, score)], highest BM25 score first: a query with matches()."},
     {"first", query_first, METH_NOARGS, "first() -> object or None."},
     {"count", query_count, METH_NOARGS, "count() -> int (after offset / limit)."},
     {"ids", query_ids, METH_NOARGS, "ids() -> [ids]."},

@@ -137,6 +137,32 @@ static int near_store(const char *path)
     return mote_commit(t) || mote_close(s) ? fail("commit") : 0;
 }
 
+/* mkstore --text FILE: entity Doc, 200 texts of 3 words each (600 words,
+ * 20 distinct) with a full-text index (mote stat shows it, mote check
+ * verifies it). */
+static const mote_prop_def text_def[] = {
+    {"body", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}},
+};
+
+static int text_store(const char *path)
+{
+    mote_txn *t;
+    mote_entity *doc;
+    if (mote_open(path, NULL, &s) || mote_begin(s, 0, &t) ||
+        mote_entity_open(t, "Doc", text_def, 1, &doc))
+        return fail("text");
+    for (int i = 0; i < 200; i++) {
+        char b[64];
+        mote_value v = {0};
+        v.v.s.p = b;
+        v.v.s.n = (size_t)snprintf(b, sizeof b, "Word%d word%d WORD%d", i % 7, 7 + i % 6,
+                                   13 + i % 7);
+        if (mote_put(t, doc, 0, &v, MOTE_PUT_INSERT, NULL))
+            return fail("put Doc");
+    }
+    return mote_commit(t) || mote_close(s) ? fail("commit") : 0;
+}
+
 static const mote_prop_def fuzz_def[] = {
     {"raw", MOTE_T_BYTES, 0, 0, NULL, NULL, {0}},
     {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},
@@ -268,8 +294,10 @@ int main(int argc, char **argv)
         return add_tag(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--near"))
         return near_store(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--text"))
+        return text_store(argv[2]);
     if (argc != 2 && !holding) {
-        fprintf(stderr, "usage: mkstore [--hold | --add-tag | --near] FILE\n");
+        fprintf(stderr, "usage: mkstore [--hold | --add-tag | --near | --text] FILE\n");
         return 2;
     }
     if (mote_open(argv[argc - 1], NULL, &s)) {

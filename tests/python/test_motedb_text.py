@@ -131,3 +131,195 @@ def test_examples_and_errors() -> None:
         motedb.tokenize("x", True)  # type: ignore[misc]
     with pytest.raises(UnicodeEncodeError):
         motedb.tokenize("lone \ud83d surrogate")
+
+
+# ---- full-text indexes and matches() ------------------------------------------------
+# Data: synthetic (random documents over a small vocabulary with accents
+# and CJK, so that terms repeat), and in the FTS5 comparison the same
+# corpus given to SQLite.
+
+import math  # noqa: E402
+import sqlite3  # noqa: E402
+from typing import Annotated  # noqa: E402
+
+K1, B = 1.2, 0.75
+WORDS = ["alpha", "Beta", "gamma", "délta", "DELTA", "epsilon", "zeta", "eta", "theta",
+         "iota", "kappa", "lambda", "mu", "timeout", "error", "connection", "中", "文"]
+
+
+class Memory(motedb.Entity):
+    id: int = 0
+    topic: Annotated[int, motedb.Index] = 0
+    text: Annotated[str, motedb.FullText] | None = None
+
+
+def bm25_reference(texts: dict[int, str | None], query: str, all_terms: bool = False,
+                   keep=lambda i: True) -> list[tuple[int, float]]:
+    """FTS5's bm25() (negated), from the texts and the reference tokenizer."""
+    docs = {i: reference(t) for i, t in texts.items() if t is not None}
+    terms = list(dict.fromkeys(reference(query)))
+    n = len(docs)
+    if not n or not terms:
+        return []
+    avgdl = sum(len(d) for d in docs.values()) / n
+    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+    out = []
+    for i, d in docs.items():
+        held = [t for t in terms if t in d]
+        if not held or (all_terms and len(held) < len(terms)) or not keep(i):
+            continue
+        s = 0.0
+        for t in held:
+            idf = math.log((n - df[t] + 0.5) / (df[t] + 0.5))
+            idf = idf if idf > 0 else 1e-6
+            tf = d.count(t)
+            s += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len(d) / avgdl))
+        out.append((i, s))
+    out.sort(key=lambda x: (-x[1], x[0]))
+    return out
+
+
+def same_ranking(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+    assert len(got) == len(want)
+    for (gi, gs), (wi, ws) in zip(got, want):
+        assert math.isclose(gs, ws, rel_tol=1e-9, abs_tol=1e-15), (gi, gs, wi, ws)
+    # where ids differ in order, their scores are equal to the last bits
+    for (gi, gs), (wi, ws) in zip(got, want):
+        if gi != wi:
+            assert math.isclose(gs, ws, rel_tol=1e-9)
+
+
+texts_st = st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=12).map(" ".join),
+                    min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts_st, st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+       st.booleans(), st.integers(min_value=1, max_value=40), st.integers(0, 2))
+def test_match_scores_equal_reference(tmp_path_factory, texts, query, all_terms, k, topic):
+    path = tmp_path_factory.mktemp("ft") / "m.mote"
+    with motedb.open(str(path)) as store:
+        box = store.box(Memory)
+        ids = box.put_many([Memory(topic=i % 3, text=t) for i, t in enumerate(texts)])
+        by_id = {i: t for i, t in zip(ids, texts)}
+        topics = {i: n % 3 for n, i in enumerate(ids)}
+        cond = Memory.text.matches(query, k=k, all_terms=all_terms)
+        got = [(m.id, s) for m, s in box.query(cond).find_with_scores()]
+        same_ranking(got, bm25_reference(by_id, query, all_terms)[:k])
+        filtered = [(m.id, s) for m, s in
+                    box.query(cond & (Memory.topic == topic)).find_with_scores()]
+        want = bm25_reference(by_id, query, all_terms, keep=lambda i: topics[i] == topic)[:k]
+        same_ranking(filtered, want)
+
+
+def test_scores_equal_sqlite_fts5(tmp_path) -> None:
+    # the same corpus in SQLite FTS5 (unicode61, remove_diacritics 2): bm25()
+    # negated equals the score, for every document, ASCII and Latin text
+    rng = __import__("random").Random(7)
+    words = [w for w in WORDS if w.isascii() or w == "délta"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 15))) for _ in range(300)]
+    con = sqlite3.connect(":memory:")
+    try:
+        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+    except sqlite3.OperationalError:
+        pytest.skip("this sqlite3 has no FTS5")
+    con.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(texts, 1))
+    with motedb.open(str(tmp_path / "f.mote")) as store:
+        box = store.box(Memory)
+        box.put_many([Memory(id=i, text=t) for i, t in enumerate(texts, 1)])
+        for query in ["alpha", "timeout error", "delta", "connection zeta mu", "kappa iota"]:
+            fts = {rowid: -score for rowid, score in con.execute(
+                "SELECT rowid, bm25(t) FROM t WHERE t MATCH ?",
+                [" OR ".join(query.split())])}
+            ours = {m.id: s for m, s in
+                    box.query(Memory.text.matches(query, k=1000)).find_with_scores()}
+            assert ours.keys() == fts.keys()
+            for i, s in ours.items():
+                assert math.isclose(s, fts[i], rel_tol=1e-9), (query, i, s, fts[i])
+
+
+class Rollback(Exception):
+    pass
+
+
+def test_changes_aborts_and_reopen(tmp_path) -> None:
+    rng = __import__("random").Random(3)
+    path = str(tmp_path / "c.mote")
+    model: dict[int, tuple[int, str | None]] = {}
+    for round_ in range(12):
+        with motedb.open(path) as store:
+            box = store.box(Memory)
+            for _ in range(6):
+                aborted = rng.random() < 0.25
+                saved = dict(model)
+                try:
+                    with store.write():
+                        for _ in range(rng.randint(1, 25)):
+                            i = rng.randint(1, 60)
+                            r = rng.random()
+                            if r < 0.5:
+                                t = None if rng.random() < 0.1 else " ".join(
+                                    rng.choice(WORDS) for _ in range(rng.randint(0, 10)))
+                                box.put(Memory(id=i, topic=i % 3, text=t))
+                                model[i] = (i % 3, t)
+                            elif r < 0.7 and i in model:
+                                t = " ".join(rng.choice(WORDS) for _ in range(3))
+                                obj = box.get(i)
+                                obj.text = t
+                                box.put(obj)
+                                model[i] = (model[i][0], t)
+                            elif i in model:
+                                box.remove(i)
+                                del model[i]
+                        # a match inside the transaction sees its own changes
+                        q = "timeout alpha"
+                        got = [(m.id, s) for m, s in
+                               box.query(Memory.text.matches(q, k=100)).find_with_scores()]
+                        same_ranking(got, bm25_reference(
+                            {i: t for i, (_, t) in model.items()}, q)[:100])
+                        if aborted:
+                            raise Rollback
+                except Rollback:
+                    model = saved
+            for q in ["alpha", "gamma theta", "中 timeout", "delta"]:
+                got = [(m.id, s) for m, s in
+                       box.query(Memory.text.matches(q, k=100)).find_with_scores()]
+                same_ranking(got, bm25_reference({i: t for i, (_, t) in model.items()}, q)[:100])
+
+
+def test_index_declared_over_stored_texts(tmp_path) -> None:
+    path = str(tmp_path / "d.mote")
+
+    class Note(motedb.Entity):
+        id: int = 0
+        text: str = ""
+
+    with motedb.open(path) as store:
+        store.box(Note).put_many([Note(text="the timeout error"), Note(text="a cup of tea")])
+
+    class Note(motedb.Entity):  # noqa: F811 (the same entity, now with the index)
+        id: int = 0
+        text: Annotated[str, motedb.FullText] = ""
+
+    with motedb.open(path) as store:
+        box = store.box(Note)
+        assert [n.text for n in box.query(Note.text.matches("TEA")).find()] == ["a cup of tea"]
+
+
+def test_match_errors() -> None:
+    with pytest.raises(TypeError, match="full-text index"):
+        Memory.topic.matches("x")
+    with pytest.raises(TypeError):
+        Memory.text.matches(b"x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at least 1"):
+        Memory.text.matches("x", k=0)
+    with pytest.raises(TypeError, match="& only"):
+        Memory.text.matches("x") | (Memory.topic == 1)
+    with pytest.raises(TypeError, match="negated"):
+        ~Memory.text.matches("x")
+    with pytest.raises(TypeError, match="one nearest"):
+        Memory.text.matches("x") & Memory.text.matches("y")
+    with pytest.raises(TypeError, match="str properties"):
+        class Bad(motedb.Entity):
+            id: int = 0
+            n: Annotated[int, motedb.FullText] = 0

@@ -59,21 +59,25 @@
 #include "tokenize.h"
 
 typedef struct tx_entry {
-    size_t term;      /* offset in the batch's terms */
-    uint32_t tlen;
-    int add;          /* 1: the document holds the term now; 0: no longer */
     uint64_t id;
-    size_t seq;       /* the note it came from (the batch's notes in order) */
-    size_t pos;       /* offset in the batch's positions (add) */
+    uint32_t term;    /* its index in the batch's terms */
+    uint32_t seq;     /* the note it came from (the batch's notes in order) */
+    uint32_t pos;     /* offset in the batch's positions (add) */
     uint32_t tf;
+    uint8_t add;      /* 1: the document holds the term now; 0: no longer */
 } tx_entry;
 
 typedef struct tx_doc {
     uint64_t id;
-    int add;
-    size_t seq;
+    uint32_t seq;
+    uint8_t add;
     uint64_t len;     /* tokens */
 } tx_doc;
+
+typedef struct tx_term {
+    size_t off;       /* its bytes in the batch's terms */
+    uint32_t len, hash;
+} tx_term;
 
 #define KEY_MAX (1 + MOTE_TOKEN_MAX + 1 + 8)
 
@@ -100,24 +104,80 @@ void mote__text_batch_free(text_batch *b)
 {
     mote__free(b->e);
     mote__free(b->d);
+    mote__free(b->t);
     mote__free(b->terms);
+    mote__free(b->slots);
     mote__free(b->pos);
     memset(b, 0, sizeof *b);
 }
 
+void mote__text_batch_clear(text_batch *b)
+{
+    if (b->nt)
+        memset(b->slots, 0, b->nslots * sizeof *b->slots);
+    b->n = b->nd = b->nt = b->terms_len = b->npos = 0;
+}
+
+static uint32_t term_hash(const char *p, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * 16777619u;
+    return h;
+}
+
+/* The index of term p[0..n) in the batch, added if new. */
+static int intern(text_batch *b, const char *p, size_t n, uint32_t *out)
+{
+    int rc;
+    if (2 * (b->nt + 1) > b->nslots) { /* grow the table and place the terms again */
+        size_t ns = b->nslots ? 2 * b->nslots : 1024;
+        uint32_t *sl = mote__calloc(ns, sizeof *sl);
+        if (!sl)
+            return mote__err(MOTE_NOMEM, "out of memory indexing text");
+        for (size_t i = 0; i < b->nt; i++) {
+            size_t at = b->t[i].hash & (ns - 1);
+            while (sl[at])
+                at = (at + 1) & (ns - 1);
+            sl[at] = (uint32_t)i + 1;
+        }
+        mote__free(b->slots);
+        b->slots = sl;
+        b->nslots = ns;
+    }
+    uint32_t h = term_hash(p, n);
+    size_t at = h & (b->nslots - 1);
+    for (; b->slots[at]; at = (at + 1) & (b->nslots - 1)) {
+        const tx_term *t = &b->t[b->slots[at] - 1];
+        if (t->hash == h && t->len == n && !memcmp(b->terms + t->off, p, n)) {
+            *out = b->slots[at] - 1;
+            return MOTE_OK;
+        }
+    }
+    if (b->nt >= UINT32_MAX - 1)
+        return mote__err(MOTE_FULL, "text index: too many terms in one transaction");
+    if ((rc = grow((void **)&b->t, &b->tcap, b->nt + 1, sizeof *b->t)) ||
+        (rc = grow((void **)&b->terms, &b->terms_cap, b->terms_len + n, 1)))
+        return rc;
+    memcpy(b->terms + b->terms_len, p, n);
+    b->t[b->nt] = (tx_term){b->terms_len, (uint32_t)n, h};
+    b->terms_len += n;
+    b->slots[at] = (uint32_t)++b->nt;
+    *out = (uint32_t)b->nt - 1;
+    return MOTE_OK;
+}
+
 /* ---- noting a document ------------------------------------------------------ */
 
-/* One token of a document being noted: its term in the scratch arena. */
+/* One token of a document being noted: its term's index in the batch. */
 typedef struct occ {
-    size_t term;
-    uint32_t tlen, pos;
+    uint32_t term, pos;
 } occ;
 
 typedef struct noting {
+    text_batch *b;
     occ *o;
     size_t n, cap;
-    char *arena;
-    size_t used, acap;
 } noting;
 
 static int note_token(void *ctx, const char *token, size_t len, uint32_t pos, size_t start,
@@ -125,13 +185,12 @@ static int note_token(void *ctx, const char *token, size_t len, uint32_t pos, si
 {
     (void)start, (void)end;
     noting *g = ctx;
+    uint32_t term = 0;
     int rc;
     if ((rc = grow((void **)&g->o, &g->cap, g->n + 1, sizeof *g->o)) ||
-        (rc = grow((void **)&g->arena, &g->acap, g->used + len, 1)))
+        (rc = intern(g->b, token, len, &term)))
         return rc;
-    memcpy(g->arena + g->used, token, len);
-    g->o[g->n++] = (occ){g->used, (uint32_t)len, pos};
-    g->used += len;
+    g->o[g->n++] = (occ){term, pos};
     return 0;
 }
 
@@ -141,49 +200,43 @@ static int term_cmp(const char *a, size_t al, const char *b, size_t bl)
     return c ? c : (al > bl) - (al < bl);
 }
 
-/* The bytes the terms being sorted point into: qsort has no context
- * argument (qsort_r's differs between glibc and the BSDs). */
-static _Thread_local const char *tl_terms;
-
 static int cmp_occ(const void *x, const void *y)
 {
     const occ *a = x, *b = y;
-    int c = term_cmp(tl_terms + a->term, a->tlen, tl_terms + b->term, b->tlen);
-    return c ? c : (a->pos > b->pos) - (a->pos < b->pos);
+    if (a->term != b->term)
+        return a->term < b->term ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
 }
 
 int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, int add)
 {
-    noting g = {0};
+    noting g = {.b = b};
+    if (b->nd >= UINT32_MAX || b->npos >= UINT32_MAX - len)
+        return mote__err(MOTE_FULL, "text index: too many changes in one batch");
     int rc = mote_tokenize(utf8, len, 0, note_token, &g);
-    if (!rc && g.n) {
-        tl_terms = g.arena;
+    if (!rc && g.n)
         qsort(g.o, g.n, sizeof *g.o, cmp_occ);
-    }
     if (!rc)
         rc = grow((void **)&b->d, &b->dcap, b->nd + 1, sizeof *b->d);
     for (size_t i = 0; !rc && i < g.n;) {
         size_t j = i + 1;
-        while (j < g.n && !term_cmp(g.arena + g.o[i].term, g.o[i].tlen, g.arena + g.o[j].term,
-                                    g.o[j].tlen))
+        while (j < g.n && g.o[j].term == g.o[i].term)
             j++;
         if ((rc = grow((void **)&b->e, &b->cap, b->n + 1, sizeof *b->e)) ||
-            (rc = grow((void **)&b->terms, &b->terms_cap, b->terms_len + g.o[i].tlen, 1)) ||
             (add && (rc = grow((void **)&b->pos, &b->pos_cap, b->npos + (j - i), sizeof *b->pos))))
             break;
-        memcpy(b->terms + b->terms_len, g.arena + g.o[i].term, g.o[i].tlen);
-        b->e[b->n++] = (tx_entry){b->terms_len, g.o[i].tlen, add, id, b->nd, b->npos,
-                                  (uint32_t)(j - i)};
-        b->terms_len += g.o[i].tlen;
+        b->e[b->n++] = (tx_entry){.id = id, .term = g.o[i].term, .seq = (uint32_t)b->nd,
+                                  .pos = (uint32_t)b->npos, .tf = (uint32_t)(j - i),
+                                  .add = (uint8_t)(add != 0)};
         if (add)
             for (size_t k = i; k < j; k++)
                 b->pos[b->npos++] = g.o[k].pos;
         i = j;
     }
     if (!rc)
-        b->d[b->nd++] = (tx_doc){id, add, b->nd, g.n};
+        b->d[b->nd++] = (tx_doc){.id = id, .seq = (uint32_t)b->nd, .add = (uint8_t)(add != 0),
+                                 .len = g.n};
     mote__free(g.o);
-    mote__free(g.arena);
     return rc;
 }
 
@@ -282,11 +335,71 @@ static size_t encode_posting(uint8_t *o, const post *p, const uint32_t *pos, uin
     return n;
 }
 
+/* The writes of one apply, made at its end as one sorted batch
+ * (mote__kv_apply: one descent per leaf, and appended keys fill their
+ * leaves where puts one at a time would split them in the middle). Keys
+ * and values are copied into buf, each value right after its key; the ops
+ * point into it once sealed (buf moves while it grows). */
+typedef struct opbuf {
+    mote_kvop *ops;
+    size_t *off; /* key offset of ops[i] in buf */
+    size_t n, cap, ocap;
+    uint8_t *buf;
+    size_t len, bcap;
+} opbuf;
+
+/* Add a put of key (vlen bytes of value to fill at *val) or a delete. */
+static int op_add(opbuf *o, const void *key, size_t kl, size_t vlen, int del, uint8_t **val)
+{
+    int rc;
+    if ((rc = grow((void **)&o->ops, &o->cap, o->n + 1, sizeof *o->ops)) ||
+        (rc = grow((void **)&o->off, &o->ocap, o->n + 1, sizeof *o->off)) ||
+        (rc = grow((void **)&o->buf, &o->bcap, o->len + kl + vlen, 1)))
+        return rc;
+    memcpy(o->buf + o->len, key, kl);
+    o->ops[o->n] = (mote_kvop){.klen = (uint32_t)kl, .del = del, .vlen = vlen};
+    o->off[o->n++] = o->len;
+    if (val)
+        *val = o->buf + o->len + kl;
+    o->len += kl + vlen;
+    return MOTE_OK;
+}
+
+static int cmp_op(const void *x, const void *y)
+{
+    const mote_kvop *a = x, *b = y;
+    int c = memcmp(a->key, b->key, a->klen < b->klen ? a->klen : b->klen);
+    return c ? c : (a->klen > b->klen) - (a->klen < b->klen);
+}
+
+/* Make the writes, in key order. A key is written once, except a block
+ * whose first posting changed: its old key is deleted, and one of the new
+ * blocks may start with the same id again (the put wins). */
+static int op_write(mote_txn *t, uint32_t tree, opbuf *o)
+{
+    for (size_t i = 0; i < o->n; i++) {
+        o->ops[i].key = o->buf + o->off[i];
+        o->ops[i].val = o->ops[i].del ? NULL : o->buf + o->off[i] + o->ops[i].klen;
+    }
+    qsort(o->ops, o->n, sizeof *o->ops, cmp_op);
+    size_t m = 0;
+    for (size_t i = 0; i < o->n; i++) {
+        if (m && !cmp_op(&o->ops[m - 1], &o->ops[i])) {
+            if (!o->ops[m - 1].del && !o->ops[i].del)
+                return CORRUPT("text index: a key written twice");
+            if (o->ops[m - 1].del)
+                o->ops[m - 1] = o->ops[i];
+            continue;
+        }
+        o->ops[m++] = o->ops[i];
+    }
+    return m ? mote__kv_apply(t, tree, o->ops, m, NULL) : MOTE_OK;
+}
+
 /* Write postings ps[0..n) of term as blocks of at most TEXT_BLOCK_MAX
  * bytes (a posting longer than that alone in its block). */
-static int write_blocks(mote_txn *t, uint32_t tree, const char *term, size_t tlen,
-                        const post *ps, size_t n, const uint32_t *pos, uint8_t **buf,
-                        size_t *cap)
+static int write_blocks(opbuf *o, const char *term, size_t tlen, const post *ps, size_t n,
+                        const uint32_t *pos)
 {
     uint8_t key[KEY_MAX];
     for (size_t i = 0; i < n;) {
@@ -299,15 +412,14 @@ static int write_blocks(mote_txn *t, uint32_t tree, const char *term, size_t tle
             bytes += s;
             prev = ps[j].id;
         }
-        int rc = grow((void **)buf, cap, bytes + 10, 1);
+        size_t kl = post_key(key, term, tlen, ps[i].id), len = mote__varint_size(j - i) + bytes;
+        uint8_t *v;
+        int rc = op_add(o, key, kl, len, 0, &v);
         if (rc)
             return rc;
-        size_t len = mote__varint_put(*buf, j - i);
+        size_t at = mote__varint_put(v, j - i);
         for (size_t k = i; k < j; k++)
-            len += encode_posting(*buf + len, &ps[k], pos, k == i ? ps[i].id : ps[k - 1].id);
-        size_t kl = post_key(key, term, tlen, ps[i].id);
-        if ((rc = mote_kv_put(t, tree, key, kl, *buf, len, 0)))
-            return rc;
+            at += encode_posting(v + at, &ps[k], pos, k == i ? ps[i].id : ps[k - 1].id);
         i = j;
     }
     return MOTE_OK;
@@ -315,15 +427,73 @@ static int write_blocks(mote_txn *t, uint32_t tree, const char *term, size_t tle
 
 /* ---- applying a batch -------------------------------------------------------------- */
 
+/* Entries of one term: by document, then in the order noted. */
 static int cmp_entry(const void *x, const void *y)
 {
     const tx_entry *a = x, *b = y;
-    int c = term_cmp(tl_terms + a->term, a->tlen, tl_terms + b->term, b->tlen);
-    if (c)
-        return c;
     if (a->id != b->id)
         return a->id < b->id ? -1 : 1;
-    return (a->seq > b->seq) - (a->seq < b->seq); /* in the order noted */
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* The batch whose terms are being sorted: qsort has no context argument
+ * (qsort_r's differs between glibc and the BSDs). */
+static _Thread_local const text_batch *tl_batch;
+
+static int cmp_term(const void *x, const void *y)
+{
+    const tx_term *a = &tl_batch->t[*(const uint32_t *)x], *b = &tl_batch->t[*(const uint32_t *)y];
+    return term_cmp(tl_batch->terms + a->off, a->len, tl_batch->terms + b->off, b->len);
+}
+
+/* The batch's entries ordered by term (in key order), then document, then
+ * note: a counting sort by the terms' ranks (the distinct terms sorted
+ * once), each term's entries sorted apart unless already in order (a
+ * transaction's puts mostly come in id order). Into *out (malloc'd). */
+static int sort_entries(const text_batch *b, tx_entry **out)
+{
+    uint32_t *order = mote__malloc((b->nt + 1) * sizeof *order);
+    size_t *start = mote__calloc(b->nt + 2, sizeof *start);
+    tx_entry *se = mote__malloc((b->n + 1) * sizeof *se);
+    if (!order || !start || !se) {
+        mote__free(order);
+        mote__free(start);
+        mote__free(se);
+        return mote__err(MOTE_NOMEM, "out of memory indexing text");
+    }
+    for (uint32_t i = 0; i < b->nt; i++)
+        order[i] = i;
+    tl_batch = b;
+    qsort(order, b->nt, sizeof *order, cmp_term);
+    uint32_t *rk = mote__malloc((b->nt + 1) * sizeof *rk);
+    if (!rk) {
+        mote__free(order);
+        mote__free(start);
+        mote__free(se);
+        return mote__err(MOTE_NOMEM, "out of memory indexing text");
+    }
+    for (uint32_t i = 0; i < b->nt; i++)
+        rk[order[i]] = i;
+    for (size_t i = 0; i < b->n; i++)
+        start[rk[b->e[i].term] + 1]++;
+    for (size_t r = 0; r < b->nt; r++)
+        start[r + 1] += start[r];
+    for (size_t i = 0; i < b->n; i++)
+        se[start[rk[b->e[i].term]]++] = b->e[i];
+    /* start[r] is now the end of bucket r */
+    for (size_t r = 0, from = 0; r < b->nt; from = start[r++]) {
+        size_t to = start[r];
+        for (size_t i = from + 1; i < to; i++)
+            if (cmp_entry(&se[i - 1], &se[i]) > 0) {
+                qsort(se + from, to - from, sizeof *se, cmp_entry);
+                break;
+            }
+    }
+    mote__free(rk);
+    mote__free(order);
+    mote__free(start);
+    *out = se;
+    return MOTE_OK;
 }
 
 static int cmp_doc(const void *x, const void *y)
@@ -353,25 +523,26 @@ static int get_varints(mote_txn *t, uint32_t tree, const void *key, size_t kl, u
     return p == end ? MOTE_OK : CORRUPT("text index: a count has extra bytes");
 }
 
-static int put_varints(mote_txn *t, uint32_t tree, const void *key, size_t kl,
-                       const uint64_t *v, int n)
+static int put_varints(opbuf *o, const void *key, size_t kl, const uint64_t *v, int n)
 {
-    uint8_t b[20];
     size_t len = 0;
     for (int i = 0; i < n; i++)
-        len += mote__varint_put(b + len, v[i]);
-    return mote_kv_put(t, tree, key, kl, b, len, 0);
+        len += mote__varint_size(v[i]);
+    uint8_t *p;
+    int rc = op_add(o, key, kl, len, 0, &p);
+    for (int i = 0; !rc && i < n; i++)
+        p += mote__varint_put(p, v[i]);
+    return rc;
 }
 
 /* Merge the changes e[0..n) (one term, sorted) into the block that holds
  * e[0].id and those after it up to the next block; *used: how many changes
  * it took; *df: the change in the term's document count. */
-static int apply_block(mote_txn *t, uint32_t tree, mote_cursor *c, const text_batch *b,
-                       const tx_entry *e, size_t n, size_t *used, int64_t *df, postings *old,
-                       postings *neu, uint8_t **buf, size_t *cap)
+static int apply_block(mote_cursor *c, opbuf *o, const text_batch *b, const tx_entry *e,
+                       size_t n, size_t *used, int64_t *df, postings *old, postings *neu)
 {
-    const char *term = b->terms + e[0].term;
-    size_t tlen = e[0].tlen;
+    const char *term = b->terms + b->t[e[0].term].off;
+    size_t tlen = b->t[e[0].term].len;
     uint8_t key[KEY_MAX];
     size_t kl = post_key(key, term, tlen, e[0].id);
     mote_val k, v;
@@ -447,10 +618,10 @@ static int apply_block(mote_txn *t, uint32_t tree, mote_cursor *c, const text_ba
     *used = m;
     if (have && (!neu->n || neu->p[0].id != first)) {
         kl = post_key(key, term, tlen, first);
-        if ((rc = mote_kv_del(t, tree, key, kl)))
+        if ((rc = op_add(o, key, kl, 0, 1, NULL)))
             return rc;
     }
-    return write_blocks(t, tree, term, tlen, neu->p, neu->n, neu->pos, buf, cap);
+    return write_blocks(o, term, tlen, neu->p, neu->n, neu->pos);
 }
 
 int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
@@ -458,8 +629,8 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
     int rc = MOTE_OK;
     mote_cursor *c = NULL;
     postings old = {0}, neu = {0};
-    uint8_t *buf = NULL, key[KEY_MAX];
-    size_t cap = 0;
+    opbuf o = {0};
+    uint8_t key[KEY_MAX];
     uint64_t tot[2];
     if (!b->nd)
         return MOTE_OK;
@@ -493,28 +664,24 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
         if (last->add) {
             tot[0]++;
             tot[1] += last->len;
-            rc = put_varints(t, tree, key, 9, &last->len, 1);
+            rc = put_varints(&o, key, 9, &last->len, 1);
         } else if (exists) {
-            rc = mote_kv_del(t, tree, key, 9);
+            rc = op_add(&o, key, 9, 0, 1, NULL);
         }
     }
     if (!rc)
-        rc = tot[0] ? put_varints(t, tree, "s", 1, tot, 2) : mote_kv_del(t, tree, "s", 1);
-    if (rc == MOTE_NOTFOUND)
-        rc = MOTE_OK;
-    if (!rc && b->n) {
-        tl_terms = b->terms;
-        qsort(b->e, b->n, sizeof *b->e, cmp_entry);
+        rc = tot[0] ? put_varints(&o, "s", 1, tot, 2) : op_add(&o, "s", 1, 0, 1, NULL);
+    tx_entry *se = NULL;
+    if (!rc && b->n && !(rc = sort_entries(b, &se)))
         rc = mote_cursor_open(t, tree, &c);
-    }
     for (size_t i = 0; !rc && i < b->n;) {
-        const char *term = b->terms + b->e[i].term;
-        size_t tlen = b->e[i].tlen, j = i + 1;
-        while (j < b->n && !term_cmp(term, tlen, b->terms + b->e[j].term, b->e[j].tlen))
+        const char *term = b->terms + b->t[se[i].term].off;
+        size_t tlen = b->t[se[i].term].len, j = i + 1;
+        while (j < b->n && se[j].term == se[i].term)
             j++;
         int64_t df = 0;
         for (size_t k = i, used = 0; !rc && k < j; k += used)
-            rc = apply_block(t, tree, c, b, b->e + k, j - k, &used, &df, &old, &neu, &buf, &cap);
+            rc = apply_block(c, &o, b, se + k, j - k, &used, &df, &old, &neu);
         if (!rc && df) {
             uint64_t have;
             key[0] = 't';
@@ -525,18 +692,23 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
                 rc = CORRUPT("text index: a term's document count is too low");
             have += (uint64_t)df;
             if (!rc)
-                rc = have ? put_varints(t, tree, key, 1 + tlen, &have, 1)
-                          : mote_kv_del(t, tree, key, 1 + tlen);
+                rc = have ? put_varints(&o, key, 1 + tlen, &have, 1)
+                          : op_add(&o, key, 1 + tlen, 0, 1, NULL);
         }
         i = j;
     }
     mote_cursor_close(c);
+    mote__free(se);
+    if (!rc)
+        rc = op_write(t, tree, &o);
+    mote__free(o.ops);
+    mote__free(o.off);
+    mote__free(o.buf);
     mote__free(old.p);
     mote__free(old.pos);
     mote__free(neu.p);
     mote__free(neu.pos);
-    mote__free(buf);
-    b->n = b->nd = b->terms_len = b->npos = 0;
+    mote__text_batch_clear(b);
     return rc;
 }
 
@@ -892,7 +1064,8 @@ int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
 int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *utf8, size_t len,
                          uint64_t *terms)
 {
-    noting g = {0};
+    text_batch tb = {0}; /* its terms only */
+    noting g = {.b = &tb};
     postings ps = {0};
     mote_cursor *c = NULL;
     uint64_t dl;
@@ -900,7 +1073,6 @@ int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *ut
     *terms = 0;
     int rc = mote_tokenize(utf8, len, 0, note_token, &g);
     if (!rc) {
-        tl_terms = g.arena;
         qsort(g.o, g.n, sizeof *g.o, cmp_occ);
         key[0] = 'd';
         mote__wr_be64(key + 1, id);
@@ -914,9 +1086,9 @@ int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *ut
     if (!rc)
         rc = mote_cursor_open(t, tree, &c);
     for (size_t i = 0; !rc && i < g.n;) {
-        const char *term = g.arena + g.o[i].term;
-        size_t tlen = g.o[i].tlen, j = i + 1;
-        while (j < g.n && !term_cmp(term, tlen, g.arena + g.o[j].term, g.o[j].tlen))
+        const char *term = tb.terms + tb.t[g.o[i].term].off;
+        size_t tlen = tb.t[g.o[i].term].len, j = i + 1;
+        while (j < g.n && g.o[j].term == g.o[i].term)
             j++;
         ++*terms;
         size_t kl = post_key(key, term, tlen, id);
@@ -944,7 +1116,7 @@ int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *ut
     }
     mote_cursor_close(c);
     mote__free(g.o);
-    mote__free(g.arena);
+    mote__text_batch_free(&tb);
     mote__free(ps.p);
     mote__free(ps.pos);
     return rc;
@@ -975,7 +1147,10 @@ int mote__text_note_value(mote_txn *t, const mprop *p, uint64_t id, const mote_v
         memset(x->text + old, 0, (x->text_cap - old) * sizeof *x->text);
         x->text[x->ntext++].tree = p->text_tree;
     }
-    return mote__text_note(&x->text[i].b, id, v->v.s.p, v->v.s.n, add);
+    int rc = mote__text_note(&x->text[i].b, id, v->v.s.p, v->v.s.n, add);
+    if (!rc && x->text[i].b.n >= TEXT_BATCH_MAX)
+        rc = mote__text_apply(t, x->text[i].tree, &x->text[i].b);
+    return rc;
 }
 
 int mote__text_flush(mote_txn *t)
@@ -990,10 +1165,8 @@ int mote__text_flush(mote_txn *t)
 
 void mote__text_reset(objtxn *x)
 {
-    for (size_t i = 0; i < x->ntext; i++) {
-        text_batch *b = &x->text[i].b;
-        b->n = b->nd = b->terms_len = b->npos = 0;
-    }
+    for (size_t i = 0; i < x->ntext; i++)
+        mote__text_batch_clear(&x->text[i].b);
     x->ntext = 0; /* the batches' memory is kept in text[ntext..text_cap) */
 }
 

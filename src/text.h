@@ -25,11 +25,18 @@ typedef struct text_batch {
     size_t n, cap;
     struct tx_doc *d;   /* one per (document, add or remove) */
     size_t nd, dcap;
-    char *terms;        /* the terms' bytes */
+    struct tx_term *t;  /* the distinct terms, each once */
+    size_t nt, tcap;
+    char *terms;        /* their bytes */
     size_t terms_len, terms_cap;
+    uint32_t *slots;    /* a hash table of the terms: index + 1, 0 if free */
+    size_t nslots;      /* a power of two, at least twice nt (0: none yet) */
     uint32_t *pos;      /* the added terms' positions */
     size_t npos, pos_cap;
 } text_batch;
+/* A batch that holds this many entries is written at the next note
+ * (memory stays bounded in a transaction that writes many texts). */
+#define TEXT_BATCH_MAX (1u << 20)
 
 /* Note that document id's text (utf8[0..len)) enters the index (`add`
  * non-zero) or leaves it (the text it was indexed with). An update is the
@@ -42,6 +49,8 @@ int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, in
 /* Write the batch into tree (a write transaction's) and empty it. A
  * removal of a document or term the tree does not hold: MOTE_CORRUPT. */
 int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b);
+/* Empty the batch, keeping its memory; free it. */
+void mote__text_batch_clear(text_batch *b);
 void mote__text_batch_free(text_batch *b);
 
 /* The documents of tree that hold at least one of the terms of query

@@ -401,7 +401,7 @@ TEST(fault_malloc_text_index)
             mote_free(ids);
             mote_free(sc);
             CHECK(rc == MOTE_OK || rc == MOTE_NOMEM);
-            b.n = b.nd = b.terms_len = b.npos = 0; /* what a failed transaction leaves */
+            mote__text_batch_clear(&b); /* what a failed transaction does */
             if (rc)
                 mote_abort(t);
             else if ((rc = mote_commit(t)))

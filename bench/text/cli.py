@@ -1,0 +1,273 @@
+"""bench.text: full-text search, MoteDB against SQLite FTS5 in one run (bench/text/README.md).
+
+Measured for each engine on the same passages of real text (bench/vectors/corpus.py: manual pages and Python
+docstrings of this machine), with the same tokenizer settings (FTS5: unicode61, remove_diacritics 2):
+
+  build       storing N passages with their full-text index, in transactions of --batch passages (median of
+              --build-reps builds)
+  bytes       the index: the store's file size minus that of the same passages stored without an index
+  queries     top-10 by BM25 for queries of 1, 2 and 3 words (any of them: OR) and of 2 words (all: AND), the
+              words drawn from random passages; p50 and p99 latency per kind, in --rounds rounds that
+              alternate the engines (a point is the median over the rounds' medians)
+  overlap     of each MoteDB top-10 with FTS5's (|both| / |FTS5's|), averaged per kind
+
+MoteDB ranks as FTS5's bm25() does (k1 1.2, b 0.75), so with the same tokens the rankings are the same; the
+overlap measures where the tokenizers differ. Hybrid text + vector search has no MoteDB API yet: not measured.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sqlite3
+import sys
+import time
+
+from bench.common import envinfo
+from bench.common.stats import median, percentile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROFILES = {  # passages, queries per kind, builds, rounds
+    "smoke": (2_000, 20, 1, 1),
+    "quick": (20_000, 200, 3, 3),
+    "full": (100_000, 1_000, 3, 3),
+}
+KINDS = [("1 word", 1, False), ("2 words OR", 2, False), ("3 words OR", 3, False), ("2 words AND", 2, True)]
+TARGETS = {"overlap": 0.9, "query_p50": 0.5, "build": 1.0, "bytes": 1.0}  # MoteDB / FTS5, issue 19
+
+
+def log(msg):
+    print(f"bench.text: {msg}", file=sys.stderr, flush=True)
+
+
+# ---- engines ---------------------------------------------------------------------------------------------------
+
+class MoteDB:
+    name = "MoteDB"
+
+    def __init__(self):
+        from typing import Annotated
+
+        import motedb
+
+        self.motedb = motedb
+
+        class Passage(motedb.Entity):
+            id: int = 0
+            text: Annotated[str, motedb.FullText] = ""
+
+        class PlainPassage(motedb.Entity):
+            id: int = 0
+            text: str = ""
+
+        self.indexed, self.plain = Passage, PlainPassage
+
+    def build(self, path, texts, batch, index=True):
+        cls = self.indexed if index else self.plain
+        with self.motedb.open(path) as store:
+            box = store.box(cls)
+            for i in range(0, len(texts), batch):
+                box.put_many([cls(id=i + j + 1, text=t) for j, t in enumerate(texts[i:i + batch])])
+
+    def open(self, path):
+        self.store = self.motedb.open(path)
+        self.box = self.store.box(self.indexed)
+
+    def search(self, words, all_terms):
+        cond = self.indexed.text.matches(" ".join(words), k=10, all_terms=all_terms)
+        return self.box.query(cond).ids()
+
+    def close(self):
+        self.store.close()
+
+
+class FTS5:
+    name = "SQLite FTS5"
+
+    def build(self, path, texts, batch, index=True):
+        con = sqlite3.connect(path)
+        if index:
+            con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+        else:
+            con.execute("CREATE TABLE t(rowid INTEGER PRIMARY KEY, x TEXT)")
+        for i in range(0, len(texts), batch):
+            with con:
+                con.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)",
+                                [(i + j + 1, t) for j, t in enumerate(texts[i:i + batch])])
+        con.close()
+
+    def open(self, path):
+        self.con = sqlite3.connect(path)
+
+    def search(self, words, all_terms):
+        q = (" AND " if all_terms else " OR ").join(f'"{w}"' for w in words)
+        return [r[0] for r in self.con.execute(
+            "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10", [q])]
+
+    def close(self):
+        self.con.close()
+
+
+# ---- the run ----------------------------------------------------------------------------------------------------
+
+def draw_queries(texts, n, seed=19):
+    """n queries per kind: words of random passages (as MoteDB tokenizes them: ASCII letters only, so both
+    tokenizers agree on them), frequent words as often as the text has them."""
+    import motedb
+
+    rng = random.Random(seed)
+    pool = []
+    for t in rng.sample(texts, min(len(texts), 3000)):
+        pool += [w for w in motedb.tokenize(t) if w.isascii() and w.isalpha() and len(w) > 1]
+    return {kind: [rng.sample(pool, nw) for _ in range(n)] for kind, nw, _ in KINDS}
+
+
+def file_bytes(path):
+    total = 0
+    for p in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            total += os.path.getsize(p)
+    return total
+
+
+def run(args):
+    n, nq, build_reps, rounds = PROFILES[args.profile]
+    n = args.n or n
+    nq = args.queries or nq
+    build_reps = args.build_reps or build_reps
+    rounds = args.rounds or rounds
+    sys.path.insert(0, REPO)
+    from bench.vectors.corpus import passages
+
+    texts, corpus = passages(os.path.join(REPO, ".bench-tmp", "vectors", "cache"), log=log)
+    if len(texts) < n:
+        log(f"the corpus has {len(texts):,} passages, fewer than {n:,}: using them all")
+    texts = texts[:n]
+    work = os.path.join(args.tmp, f"run-{os.getpid()}")
+    os.makedirs(work, exist_ok=True)
+    engines = [MoteDB(), FTS5()]
+    ext = {"MoteDB": ".mote", "SQLite FTS5": ".db"}
+    results = {"build_s": {}, "index_bytes": {}, "queries": {}, "overlap": {}}
+    try:
+        for e in engines:
+            plain = os.path.join(work, "plain" + ext[e.name])
+            e.build(plain, texts, args.batch, index=False)
+            times = []
+            for rep in range(build_reps):
+                path = os.path.join(work, "index" + ext[e.name])
+                for p in (path, path + "-wal", path + "-shm"):
+                    if os.path.exists(p):
+                        os.remove(p)
+                t0 = time.perf_counter()
+                e.build(path, texts, args.batch)
+                times.append(time.perf_counter() - t0)
+                log(f"{e.name}: build {rep + 1}/{build_reps}: {times[-1]:.2f} s")
+            results["build_s"][e.name] = median(times)
+            results["index_bytes"][e.name] = file_bytes(path) - file_bytes(plain)
+        queries = draw_queries(texts, nq)
+        lat = {e.name: {k: [] for k, _, _ in KINDS} for e in engines}
+        tops = {e.name: {} for e in engines}
+        for r in range(rounds):
+            for e in engines:
+                e.open(os.path.join(work, "index" + ext[e.name]))
+                for kind, _, all_terms in KINDS:
+                    samples = []
+                    for i, words in enumerate(queries[kind]):
+                        t0 = time.perf_counter()
+                        ids = e.search(words, all_terms)
+                        samples.append(time.perf_counter() - t0)
+                        tops[e.name][(kind, i)] = ids
+                    lat[e.name][kind].append(samples)
+                e.close()
+            log(f"queries: round {r + 1}/{rounds}")
+        for e in engines:
+            results["queries"][e.name] = {
+                kind: {"p50_us": median(median(s) for s in lat[e.name][kind]) * 1e6,
+                       "p99_us": median(percentile(s, 99) for s in lat[e.name][kind]) * 1e6}
+                for kind, _, _ in KINDS}
+        for kind, _, _ in KINDS:
+            ov = []
+            for i in range(nq):
+                want = tops["SQLite FTS5"][(kind, i)]
+                if want:
+                    ov.append(len(set(tops["MoteDB"][(kind, i)]) & set(want)) / len(want))
+            results["overlap"][kind] = sum(ov) / len(ov) if ov else None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    env = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "cpu": envinfo.cpu_model(), "cpus": os.cpu_count(), "python": sys.version.split()[0],
+        "sqlite": sqlite3.sqlite_version, "git": envinfo.git(REPO, "rev-parse", "--short", "HEAD"),
+        "passages": len(texts), "text_bytes": sum(len(t.encode()) for t in texts),
+        "queries_per_kind": nq, "batch": args.batch, "build_reps": build_reps, "rounds": rounds,
+        "corpus": corpus, "targets": TARGETS,
+    }
+    return {"environment": env, "results": results}
+
+
+def markdown(res):
+    env, r = res["environment"], res["results"]
+    m, f = "MoteDB", "SQLite FTS5"
+    out = [f"## bench/text — {env['date']}", "",
+           f"- {env['passages']:,} passages of real text ({env['text_bytes'] / 1e6:.1f} MB: manual pages and "
+           f"Python docstrings), stored in transactions of {env['batch']:,}; {env['queries_per_kind']} queries "
+           f"per kind, top-10, {env['rounds']} rounds; SQLite {env['sqlite']}; {env['cpu']}, {env['cpus']} CPUs",
+           "", "| metric | MoteDB | SQLite FTS5 | MoteDB / FTS5 | target |", "|:--|--:|--:|--:|:--|"]
+
+    def row(name, a, b, fmt, target, lower=True):
+        ratio = a / b if a is not None and b else None
+        ok = "" if ratio is None else ("✓" if (ratio <= target if lower else ratio >= target) else "✗")
+        out.append(f"| {name} | {fmt(a)} | {fmt(b)} | {'-' if ratio is None else f'{ratio:.2f}x'} | "
+                   f"{'≤' if lower else '≥'} {target}x {ok} |")
+
+    row("build (s)", r["build_s"][m], r["build_s"][f], lambda x: f"{x:.2f}", TARGETS["build"])
+    row("index bytes", r["index_bytes"][m], r["index_bytes"][f], lambda x: f"{x:,}", TARGETS["bytes"])
+    for kind, _, _ in KINDS:
+        row(f"{kind}: p50 µs", r["queries"][m][kind]["p50_us"], r["queries"][f][kind]["p50_us"],
+            lambda x: f"{x:,.0f}", TARGETS["query_p50"])
+        row(f"{kind}: p99 µs", r["queries"][m][kind]["p99_us"], r["queries"][f][kind]["p99_us"],
+            lambda x: f"{x:,.0f}", 1.0)
+    for kind, _, _ in KINDS:
+        ov = r["overlap"][kind]
+        ok = "" if ov is None else ("✓" if ov >= TARGETS["overlap"] else "✗")
+        out.append(f"| {kind}: top-10 overlap with FTS5 | {'-' if ov is None else f'{ov:.3f}'} | | | "
+                   f"≥ {TARGETS['overlap']} {ok} |")
+    out += ["", "Ratios are MoteDB over FTS5 (lower is better; the overlap: higher). Hybrid text + vector search: "
+            "not measured (no MoteDB API yet)."]
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="python3 -m bench.text", description=__doc__.split("\n\n")[0])
+    prof = ap.add_mutually_exclusive_group()
+    for p in PROFILES:
+        prof.add_argument(f"--{p}", dest="profile", action="store_const", const=p)
+    ap.add_argument("--n", type=int, help="passages (default: the profile's)")
+    ap.add_argument("--queries", type=int, help="queries per kind")
+    ap.add_argument("--batch", type=int, default=1000, help="passages per transaction (default 1000)")
+    ap.add_argument("--build-reps", type=int)
+    ap.add_argument("--rounds", type=int)
+    ap.add_argument("--out", help="directory of results.json and results.md (default results/text/<time>/)")
+    ap.add_argument("--tmp", default=os.path.join(REPO, ".bench-tmp", "text"))
+    ap.set_defaults(profile="quick")
+    args = ap.parse_args(argv)
+    res = run(args)
+    out = args.out or os.path.join(REPO, "results", "text", time.strftime("%Y-%m-%d_%H%M%S"))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as fh:
+        json.dump(res, fh, indent=1)
+    md = markdown(res)
+    with open(os.path.join(out, "results.md"), "w") as fh:
+        fh.write(md)
+    print(md)
+    if args.profile == "smoke":
+        r = res["results"]
+        bad = [k for k, v in r["overlap"].items() if v is None or v < 0.5]
+        bad += [e for e, v in r["build_s"].items() if not v or v <= 0]
+        bad += [e for e, v in r["index_bytes"].items() if not v or v <= 0]
+        if bad:
+            log(f"smoke: implausible results: {bad}")
+            return 1
+        log("smoke: all measurements plausible")
+    return 0

@@ -800,6 +800,88 @@ static int add_qterm(void *ctx, const char *token, size_t len, uint32_t pos, siz
     return 0;
 }
 
+/* Append to h every posting of term (query term number qi). */
+static int hits_all(mote_cursor *c, const char *term, size_t tlen, uint32_t qi, hit **h,
+                    size_t *nh, size_t *hcap, postings *ps)
+{
+    uint8_t key[KEY_MAX];
+    size_t kl = post_key(key, term, tlen, 0);
+    int rc;
+    for (rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
+        mote_val kv, vv;
+        uint64_t first;
+        if ((rc = mote_cursor_get(c, &kv, &vv)))
+            break;
+        if (!is_block_of(&kv, term, tlen, &first))
+            break;
+        ps->n = ps->npos = 0;
+        if ((rc = decode_block(vv.data, vv.size, first, ps)) ||
+            (rc = grow((void **)h, hcap, *nh + ps->n, sizeof **h)))
+            break;
+        for (size_t j = 0; j < ps->n; j++)
+            (*h)[(*nh)++] = (hit){ps->p[j].id, qi, ps->p[j].tf};
+    }
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+/* Append to h the postings of term (query term number qi) for the documents
+ * cand[0..nc) (ascending) that hold it, reading only the blocks that may
+ * hold them; *kept: how many do. For an AND query: the candidates are the
+ * documents holding every rarer term. */
+static int hits_among(mote_cursor *c, const char *term, size_t tlen, uint32_t qi,
+                      const uint64_t *cand, size_t nc, hit **h, size_t *nh, size_t *hcap,
+                      postings *ps, size_t *kept)
+{
+    uint8_t key[KEY_MAX];
+    uint64_t first = 0, next = 0; /* the decoded block holds ids in [first, next) */
+    int loaded = 0, rc = MOTE_OK;
+    *kept = 0;
+    for (size_t i = 0; !rc && i < nc; i++) {
+        uint64_t id = cand[i];
+        if (!loaded || id < first || id >= next) {
+            mote_val k, v;
+            size_t kl = post_key(key, term, tlen, id);
+            ps->n = ps->npos = 0;
+            loaded = 1;
+            first = id;
+            next = id + 1; /* no block: nothing up to here */
+            if ((rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_LE)) == MOTE_NOTFOUND) {
+                rc = MOTE_OK;
+                continue;
+            }
+            if (rc || (rc = mote_cursor_get(c, &k, &v)))
+                break;
+            if (!is_block_of(&k, term, tlen, &first)) {
+                first = id;
+                continue;
+            }
+            if ((rc = decode_block(v.data, v.size, first, ps)))
+                break;
+            next = UINT64_MAX;
+            if (!(rc = mote_cursor_next(c)) && !(rc = mote_cursor_get(c, &k, NULL)) &&
+                !is_block_of(&k, term, tlen, &next))
+                next = UINT64_MAX;
+            if (rc == MOTE_NOTFOUND)
+                rc = MOTE_OK;
+        }
+        size_t lo = 0, hi = ps->n; /* binary search of the block's ids */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (ps->p[mid].id < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < ps->n && ps->p[lo].id == id) {
+            if ((rc = grow((void **)h, hcap, *nh + 1, sizeof **h)))
+                break;
+            (*h)[(*nh)++] = (hit){id, qi, ps->p[lo].tf};
+            ++*kept;
+        }
+    }
+    return rc;
+}
+
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
                       uint64_t **ids, double **scores, size_t *n)
 {
@@ -826,37 +908,69 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
         goto out;
     }
     rc = mote_cursor_open(t, tree, &c);
+    /* every term's document count (its idf); with `all`, the terms by it,
+     * rarest first: its postings are the candidates the others narrow */
+    uint64_t *df = mote__calloc(qt.n, sizeof *df);
+    size_t *by = mote__malloc(qt.n * sizeof *by);
+    if (!rc && (!df || !by))
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
     for (size_t i = 0; !rc && i < qt.n; i++) {
         uint8_t key[KEY_MAX];
-        uint64_t df;
         key[0] = 't';
         memcpy(key + 1, qt.t[i], qt.len[i]);
-        if ((rc = get_varints(t, tree, key, 1 + qt.len[i], &df, 1)) == MOTE_NOTFOUND) {
+        if ((rc = get_varints(t, tree, key, 1 + qt.len[i], &df[i], 1)) == MOTE_NOTFOUND) {
             rc = MOTE_OK;
+            df[i] = 0;
+        }
+        double x = log(((double)tot[0] - (double)df[i] + 0.5) / ((double)df[i] + 0.5));
+        idf[i] = x > 0 ? x : 1e-6;
+        by[i] = i;
+        for (size_t j = i; j > 0 && df[by[j]] < df[by[j - 1]]; j--) { /* insertion: few terms */
+            size_t x2 = by[j];
+            by[j] = by[j - 1];
+            by[j - 1] = x2;
+        }
+    }
+    if (!rc && all && qt.n > 1 && df[by[0]] > 0) {
+        size_t i = by[0], kept = 0;
+        rc = hits_all(c, qt.t[i], qt.len[i], (uint32_t)i, &h, &nh, &hcap, &ps);
+        uint64_t *cand = NULL;
+        for (size_t r = 1; !rc && r < qt.n && nh; r++) {
+            /* the candidates: the documents that held every term so far */
+            size_t nc = 0, from = nh - (r == 1 ? nh : kept);
+            mote__free(cand);
+            if (!(cand = mote__malloc((nh - from + 1) * sizeof *cand))) {
+                rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+                break;
+            }
+            for (size_t x = from; x < nh; x++)
+                cand[nc++] = h[x].id;
+            size_t j = by[r];
+            rc = hits_among(c, qt.t[j], qt.len[j], (uint32_t)j, cand, nc, &h, &nh, &hcap, &ps,
+                            &kept);
+            if (!rc && !kept)
+                nh = 0; /* no document holds them all */
+        }
+        mote__free(cand);
+        mote__free(df);
+        mote__free(by);
+        goto scored;
+    }
+    for (size_t i = 0; !rc && i < qt.n; i++) {
+        if (!df[i]) {
             if (all)
-                goto out; /* a term no document holds */
+                break; /* a term no document holds */
             continue;
         }
-        double x = log(((double)tot[0] - (double)df + 0.5) / ((double)df + 0.5));
-        idf[i] = x > 0 ? x : 1e-6;
-        size_t kl = post_key(key, qt.t[i], qt.len[i], 0);
-        for (rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
-            mote_val kv, vv;
-            uint64_t first;
-            if ((rc = mote_cursor_get(c, &kv, &vv)))
-                break;
-            if (!is_block_of(&kv, qt.t[i], qt.len[i], &first))
-                break;
-            ps.n = ps.npos = 0;
-            if ((rc = decode_block(vv.data, vv.size, first, &ps)) ||
-                (rc = grow((void **)&h, &hcap, nh + ps.n, sizeof *h)))
-                break;
-            for (size_t j = 0; j < ps.n; j++)
-                h[nh++] = (hit){ps.p[j].id, (uint32_t)i, ps.p[j].tf};
-        }
-        if (rc == MOTE_NOTFOUND)
-            rc = MOTE_OK;
+        rc = hits_all(c, qt.t[i], qt.len[i], (uint32_t)i, &h, &nh, &hcap, &ps);
     }
+    if (all && !rc)
+        for (size_t i = 0; i < qt.n; i++)
+            if (!df[i])
+                nh = 0;
+    mote__free(df);
+    mote__free(by);
+scored:
     if (rc || !nh)
         goto out;
     qsort(h, nh, sizeof *h, cmp_hit);

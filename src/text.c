@@ -58,18 +58,22 @@
 #include "text.h"
 #include "tokenize.h"
 
-typedef struct tx_entry {
+/* What entries and documents start with: they sort by it. */
+typedef struct tx_key {
     uint64_t id;
-    uint32_t term;    /* its index in the batch's terms */
     uint32_t seq;     /* the note it came from (the batch's notes in order) */
+} tx_key;
+
+typedef struct tx_entry {
+    tx_key k;
+    uint32_t term;    /* its index in the batch's terms */
     uint32_t pos;     /* offset in the batch's positions (add) */
     uint32_t tf;
     uint8_t add;      /* 1: the document holds the term now; 0: no longer */
 } tx_entry;
 
 typedef struct tx_doc {
-    uint64_t id;
-    uint32_t seq;
+    tx_key k;
     uint8_t add;
     uint64_t len;     /* tokens */
 } tx_doc;
@@ -225,7 +229,7 @@ int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, in
         if ((rc = grow((void **)&b->e, &b->cap, b->n + 1, sizeof *b->e)) ||
             (add && (rc = grow((void **)&b->pos, &b->pos_cap, b->npos + (j - i), sizeof *b->pos))))
             break;
-        b->e[b->n++] = (tx_entry){.id = id, .term = g.o[i].term, .seq = (uint32_t)b->nd,
+        b->e[b->n++] = (tx_entry){.k = {id, (uint32_t)b->nd}, .term = g.o[i].term,
                                   .pos = (uint32_t)b->npos, .tf = (uint32_t)(j - i),
                                   .add = (uint8_t)(add != 0)};
         if (add)
@@ -234,7 +238,7 @@ int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, in
         i = j;
     }
     if (!rc)
-        b->d[b->nd++] = (tx_doc){.id = id, .seq = (uint32_t)b->nd, .add = (uint8_t)(add != 0),
+        b->d[b->nd++] = (tx_doc){.k = {id, (uint32_t)b->nd}, .add = (uint8_t)(add != 0),
                                  .len = g.n};
     mote__free(g.o);
     return rc;
@@ -427,10 +431,11 @@ static int write_blocks(opbuf *o, const char *term, size_t tlen, const post *ps,
 
 /* ---- applying a batch -------------------------------------------------------------- */
 
-/* Entries of one term: by document, then in the order noted. */
-static int cmp_entry(const void *x, const void *y)
+/* Entries (of one term) and documents: by document, then in the order
+ * noted. */
+static int cmp_key(const void *x, const void *y)
 {
-    const tx_entry *a = x, *b = y;
+    const tx_key *a = x, *b = y;
     if (a->id != b->id)
         return a->id < b->id ? -1 : 1;
     return (a->seq > b->seq) - (a->seq < b->seq);
@@ -453,10 +458,12 @@ static int cmp_term(const void *x, const void *y)
 static int sort_entries(const text_batch *b, tx_entry **out)
 {
     uint32_t *order = mote__malloc((b->nt + 1) * sizeof *order);
+    uint32_t *rk = mote__malloc((b->nt + 1) * sizeof *rk); /* a term's rank */
     size_t *start = mote__calloc(b->nt + 2, sizeof *start);
     tx_entry *se = mote__malloc((b->n + 1) * sizeof *se);
-    if (!order || !start || !se) {
+    if (!order || !rk || !start || !se) {
         mote__free(order);
+        mote__free(rk);
         mote__free(start);
         mote__free(se);
         return mote__err(MOTE_NOMEM, "out of memory indexing text");
@@ -465,13 +472,6 @@ static int sort_entries(const text_batch *b, tx_entry **out)
         order[i] = i;
     tl_batch = b;
     qsort(order, b->nt, sizeof *order, cmp_term);
-    uint32_t *rk = mote__malloc((b->nt + 1) * sizeof *rk);
-    if (!rk) {
-        mote__free(order);
-        mote__free(start);
-        mote__free(se);
-        return mote__err(MOTE_NOMEM, "out of memory indexing text");
-    }
     for (uint32_t i = 0; i < b->nt; i++)
         rk[order[i]] = i;
     for (size_t i = 0; i < b->n; i++)
@@ -484,8 +484,8 @@ static int sort_entries(const text_batch *b, tx_entry **out)
     for (size_t r = 0, from = 0; r < b->nt; from = start[r++]) {
         size_t to = start[r];
         for (size_t i = from + 1; i < to; i++)
-            if (cmp_entry(&se[i - 1], &se[i]) > 0) {
-                qsort(se + from, to - from, sizeof *se, cmp_entry);
+            if (cmp_key(&se[i - 1].k, &se[i].k) > 0) {
+                qsort(se + from, to - from, sizeof *se, cmp_key);
                 break;
             }
     }
@@ -496,13 +496,6 @@ static int sort_entries(const text_batch *b, tx_entry **out)
     return MOTE_OK;
 }
 
-static int cmp_doc(const void *x, const void *y)
-{
-    const tx_doc *a = x, *b = y;
-    if (a->id != b->id)
-        return a->id < b->id ? -1 : 1;
-    return (a->seq > b->seq) - (a->seq < b->seq);
-}
 
 static int get_varints(mote_txn *t, uint32_t tree, const void *key, size_t kl, uint64_t *v,
                        int n)
@@ -544,7 +537,7 @@ static int apply_block(mote_cursor *c, opbuf *o, const text_batch *b, const tx_e
     const char *term = b->terms + b->t[e[0].term].off;
     size_t tlen = b->t[e[0].term].len;
     uint8_t key[KEY_MAX];
-    size_t kl = post_key(key, term, tlen, e[0].id);
+    size_t kl = post_key(key, term, tlen, e[0].k.id);
     mote_val k, v;
     uint64_t first = 0, next = UINT64_MAX;
     int have = 0;
@@ -572,21 +565,21 @@ static int apply_block(mote_cursor *c, opbuf *o, const text_batch *b, const tx_e
             return rc;
     }
     size_t m = 0;
-    while (m < n && e[m].id < next)
+    while (m < n && e[m].k.id < next)
         m++;
     /* merge old postings with changes e[0..m): both ascend by id */
     neu->n = 0;
     neu->npos = 0;
     size_t i = 0, j = 0;
     while (i < old->n || j < m) {
-        if (j < m && (i == old->n || e[j].id <= old->p[i].id)) {
+        if (j < m && (i == old->n || e[j].k.id <= old->p[i].id)) {
             /* the changes of one document: what counts is whether it held
              * the term before them (their first one removes it) and after
              * them (their last one adds it, with its positions) */
             size_t g = j + 1;
-            while (g < m && e[g].id == e[j].id)
+            while (g < m && e[g].k.id == e[j].k.id)
                 g++;
-            int present = i < old->n && old->p[i].id == e[j].id, was = !e[j].add;
+            int present = i < old->n && old->p[i].id == e[j].k.id, was = !e[j].add;
             if (was != present)
                 return CORRUPT(present ? "text index: a document's term is indexed twice"
                                        : "text index: a removed document's term has no "
@@ -599,7 +592,7 @@ static int apply_block(mote_cursor *c, opbuf *o, const text_batch *b, const tx_e
                                sizeof *neu->pos)))
                     return rc;
                 memcpy(neu->pos + neu->npos, b->pos + last->pos, last->tf * sizeof *neu->pos);
-                neu->p[neu->n++] = (post){last->id, neu->npos, last->tf};
+                neu->p[neu->n++] = (post){last->k.id, neu->npos, last->tf};
                 neu->npos += last->tf;
             }
             *df += last->add - was;
@@ -636,18 +629,18 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
         return MOTE_OK;
     if ((rc = get_varints(t, tree, "s", 1, tot, 2)) == MOTE_NOTFOUND)
         rc = MOTE_OK;
-    qsort(b->d, b->nd, sizeof *b->d, cmp_doc);
+    qsort(b->d, b->nd, sizeof *b->d, cmp_key);
     for (size_t i = 0, g; !rc && i < b->nd; i = g) {
         /* one document's notes, in order: the first says whether it was
          * indexed (a removal, with the length it was indexed with), the
          * last whether it is now */
         const tx_doc *first = &b->d[i], *last;
-        for (g = i + 1; g < b->nd && b->d[g].id == first->id; g++)
+        for (g = i + 1; g < b->nd && b->d[g].k.id == first->k.id; g++)
             ;
         last = &b->d[g - 1];
         uint64_t len = 0;
         key[0] = 'd';
-        mote__wr_be64(key + 1, first->id);
+        mote__wr_be64(key + 1, first->k.id);
         int exists = (rc = get_varints(t, tree, key, 9, &len, 1)) == MOTE_OK;
         if (rc == MOTE_NOTFOUND)
             rc = MOTE_OK;

@@ -1190,6 +1190,28 @@ static PyObject *prop_has(PyObject *self, PyObject *sub)
     return (PyObject *)c;
 }
 
+/* The k of nearest() and matches() (kobj NULL: 10): an int of at least 1. */
+static int ranked_k(const char *ent, const FieldInfo *f, const char *method, PyObject *kobj,
+                    unsigned long long *k)
+{
+    *k = 10;
+    if (!kobj)
+        return 0;
+    if (!PyLong_Check(kobj) || PyBool_Check(kobj)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s.%s(): k is an int, got %.100s", ent, f->cname, method,
+                     Py_TYPE(kobj)->tp_name);
+        return -1;
+    }
+    *k = PyLong_AsUnsignedLongLong(kobj);
+    if ((*k == (unsigned long long)-1 && PyErr_Occurred()) || *k == 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s.%s.%s(): k must be at least 1, got %R", ent, f->cname,
+                     method, kobj);
+        return -1;
+    }
+    return 0;
+}
+
 /* Memory.embedding.nearest(vector, k=10, distance=None, ef=None, exact=None):
  * the k objects nearest to vector (combined with & with other conditions:
  * the k nearest of the objects they match). distance None: the vector
@@ -1210,21 +1232,9 @@ static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
                      self);
         return NULL;
     }
-    unsigned long long k = 10;
-    if (kobj) {
-        if (!PyLong_Check(kobj) || PyBool_Check(kobj)) {
-            PyErr_Format(PyExc_TypeError, "%s.%s.nearest(): k is an int, got %.100s", ent,
-                         f->cname, Py_TYPE(kobj)->tp_name);
-            return NULL;
-        }
-        k = PyLong_AsUnsignedLongLong(kobj);
-        if ((k == (unsigned long long)-1 && PyErr_Occurred()) || k == 0) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s.%s.nearest(): k must be at least 1, got %R", ent,
-                         f->cname, kobj);
-            return NULL;
-        }
-    }
+    unsigned long long k;
+    if (ranked_k(ent, f, "nearest", kobj, &k) < 0)
+        return NULL;
     int metric = !dist                        ? (f->hdist ? f->hdist : MOTE_DIST_COSINE)
                  : !strcmp(dist, "cosine")    ? MOTE_DIST_COSINE
                  : !strcmp(dist, "euclidean") ? MOTE_DIST_EUCLIDEAN
@@ -1320,21 +1330,9 @@ static PyObject *prop_matches(PyObject *self, PyObject *args, PyObject *kw)
                      f->cname, Py_TYPE(text)->tp_name);
         return NULL;
     }
-    unsigned long long k = 10;
-    if (kobj) {
-        if (!PyLong_Check(kobj) || PyBool_Check(kobj)) {
-            PyErr_Format(PyExc_TypeError, "%s.%s.matches(): k is an int, got %.100s", ent,
-                         f->cname, Py_TYPE(kobj)->tp_name);
-            return NULL;
-        }
-        k = PyLong_AsUnsignedLongLong(kobj);
-        if ((k == (unsigned long long)-1 && PyErr_Occurred()) || k == 0) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s.%s.matches(): k must be at least 1, got %R", ent,
-                         f->cname, kobj);
-            return NULL;
-        }
-    }
+    unsigned long long k;
+    if (ranked_k(ent, f, "matches", kobj, &k) < 0)
+        return NULL;
     PyObject *utf8 = PyUnicode_AsUTF8String(text);
     if (!utf8)
         return NULL;

@@ -652,7 +652,8 @@ typedef struct ostate {
 static const mote_prop_def oprops[] = {
     {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
     {"tag", MOTE_T_INT32, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"pad", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
+    /* a full-text index: the text names level and tag (changes with them) */
+    {"pad", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}},
     {"friends", MOTE_T_TOMANY, 0, 0, NULL, "O", {0}},
     /* a vector index: the vector follows level and tag (NULL with the tag) */
     {"emb", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, 4, NULL, NULL, {MOTE_DIST_EUCLIDEAN, 4, 8}},
@@ -679,7 +680,6 @@ static void o_drop_links(ostate *s, uint64_t id)
     s->nl = w;
 }
 
-static const char pad[] = "padding so that objects fill several pages .......";
 
 /* Build the states of an object workload: commit c applies ops to state c. */
 static ostate *o_states(uint64_t seed, int ncommits)
@@ -731,12 +731,14 @@ static ostate *o_states(uint64_t seed, int ncommits)
 static void o_vals(const ostate *s, int i, mote_value *v)
 {
     static float emb[4];
+    static char pad[96];
     memset(v, 0, NOPROPS * sizeof *v);
     v[0].v.i = s->level[i];
     v[1].null = s->tag[i] < 0;
     v[1].v.i = s->tag[i];
     v[2].v.s.p = pad;
-    v[2].v.s.n = sizeof pad - 1;
+    v[2].v.s.n = (size_t)snprintf(pad, sizeof pad, "padding level%d tag%d so that objects fill "
+                                  "several pages ....", s->level[i], s->tag[i]);
     emb[0] = (float)s->level[i];
     emb[1] = (float)s->tag[i];
     emb[2] = (float)(s->id[i] % 7);
@@ -856,6 +858,16 @@ static int o_matches(mote_store *s, const ostate *st)
         mote_query_free(q);
         mote_free(ids);
         links = n == want;
+        /* the full-text index: the objects of level 20 */
+        uint64_t count;
+        size_t level20 = 0;
+        for (int i = 0; i < st->n; i++)
+            level20 += st->level[i] == 20;
+        OK(mote_query_new(e, &q));
+        OK(mote_query_match(q, 2, "LEVEL20", 7, OMAX, 0));
+        OK(mote_query_count(t, q, &count));
+        mote_query_free(q);
+        links = links && count == level20;
     }
     mote_abort(t);
     return links;

@@ -125,6 +125,24 @@ static int scan_entity(void *ctx, const char *name)
                 mote_free(ids);
             mote_query_free(q);
         }
+        /* each full-text index: its statistics, an OR and an AND match */
+        for (unsigned i = 0; i < mote_entity_nprops(e); i++) {
+            mote_prop_def d;
+            mote_tstat ts;
+            if (mote_entity_prop_def(e, i, &d) || !(d.flags & MOTE_P_FULLTEXT))
+                continue;
+            mote_text_stat(t, e, i, &ts);
+            for (unsigned all = 0; all < 2; all++) {
+                uint64_t *ids;
+                size_t n;
+                if (mote_query_new(e, &q))
+                    break;
+                if (!mote_query_match(q, i, "beta gamma", 10, 5, all ? MOTE_MATCH_ALL : 0) &&
+                    !mote_query_ids(t, q, &ids, &n))
+                    mote_free(ids);
+                mote_query_free(q);
+            }
+        }
     }
     return 0;
 }

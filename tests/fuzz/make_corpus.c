@@ -1,7 +1,7 @@
 /*
  * make_corpus.c — writes the fuzzers' seed corpus: store images of several
  * shapes (tiny, multi-level, overflow values, unclean, new, commit chains, a vector
- * index) for fuzz_file, and a
+ * index, a full-text index) for fuzz_file, and a
  * few op programs for fuzz_api. Usage: make_corpus DIR (creates DIR/file
  * and DIR/api). The corpus is committed; rerun only when the format changes.
  */
@@ -156,6 +156,52 @@ static void vectors(const char *dir)
     memio_free(&m);
 }
 
+/* A store with a full-text index (text.c): 300 texts over a small
+ * vocabulary (terms in several blocks), some removed and some changed, in
+ * two commits. */
+static void texts(const char *dir)
+{
+    memio m;
+    mote_store *s = create(&m, "/c/t.mote");
+    static const mote_prop_def props[] = {
+        {"body", MOTE_T_STRING, MOTE_P_FULLTEXT | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    };
+    static const char *const words[] = {"alpha", "beta", "gamma", "delta", "Épsilon", "中"};
+    mote_txn *t;
+    mote_entity *e;
+    if (mote_begin(s, 0, &t) || mote_entity_open(t, "Doc", props, 1, &e))
+        exit(12);
+    for (uint64_t id = 1; id <= 300; id++) {
+        char b[256];
+        size_t n = 0;
+        for (uint64_t w = 0; w < 3 + id % 9; w++)
+            n += (size_t)snprintf(b + n, sizeof b - n, "%s ", words[(id * 7 + w * w) % 6]);
+        mote_value v = {0};
+        v.v.s.p = b;
+        v.v.s.n = n;
+        v.null = id % 31 == 0;
+        if (mote_put(t, e, id, &v, 0, NULL))
+            exit(13);
+    }
+    if (mote_commit(t) || mote_begin(s, 0, &t))
+        exit(14);
+    for (uint64_t id = 3; id <= 300; id += 13) {
+        mote_remove(t, e, id);
+        mote_value v = {0};
+        v.v.s.p = "beta beta gamma";
+        v.v.s.n = 15;
+        mote_put(t, e, id + 1, &v, 0, NULL);
+    }
+    if (mote_commit(t))
+        exit(15);
+    size_t len;
+    const uint8_t *img = memio_get(&m, "/c/t.mote", &len);
+    save(dir, "texts", 0, img, len);
+    save(dir, "texts", 1, img, len);
+    mote_close(s);
+    memio_free(&m);
+}
+
 /* New stores (pager.h FRESH): the creation page alone, a lazy commit
  * beside it in slot 1, and the first durable commit in both slots. */
 static void fresh(const char *dir)
@@ -234,6 +280,7 @@ int main(int argc, char **argv)
     store(d, "overflow", 40, 9000, 0);
     objects(d);
     vectors(d);
+    texts(d);
     fresh(d);
     chain(d, "chain", 12, 1);
     chain(d, "chain-unclean", 40, 0);

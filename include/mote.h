@@ -763,10 +763,20 @@ int mote_query_search(mote_query *q, int how, unsigned ef);
  * gives k results whenever k objects match. A write transaction's match
  * sees its own changes. MOTE_TYPE if prop is not a string property;
  * MOTE_INVALID without a full-text index on it, for k = 0, an unknown
- * flag, or a query with an order or a nearest clause. Again on the same
- * query: replaces the clause. The text is copied.
+ * flag, or a query with an order. Again on the same query: replaces the
+ * clause. The text is copied.
+ *
+ * Hybrid search: a query with both a match and a nearest clause
+ * (mote_query_nearest) takes the k best of each (each with its own k, both
+ * filtered by the conditions) and fuses them by Reciprocal Rank Fusion: an
+ * object's score is the sum, over the lists that hold it, of
+ * 1 / (MOTE_RRF_K + its rank there, counted from 1); all the objects either
+ * list holds, best first (equal scores: lower id first), then offset and
+ * limit. The scores (mote_query_scored, mote_record.distance) are the
+ * fused ones.
  */
 enum { MOTE_MATCH_ALL = 1 };
+#define MOTE_RRF_K 60 /* Reciprocal Rank Fusion's constant (hybrid search) */
 int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len, uint64_t k,
                      unsigned flags);
 

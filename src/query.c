@@ -299,9 +299,6 @@ int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t di
     if (q->norder)
         return mote__err(MOTE_INVALID, "%s: a nearest query is ordered by distance; it takes "
                          "no other order", e->name);
-    if (q->match)
-        return mote__err(MOTE_INVALID, "%s: a query is either a match or a nearest query",
-                         e->name);
     float qq = 0;
     for (size_t i = 0; i < dim; i++) {
         if (!isfinite(vec[i]))
@@ -343,9 +340,9 @@ int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len,
     if (flags & ~(unsigned)MOTE_MATCH_ALL)
         return mote__err(MOTE_INVALID, "%s.%s: unknown match flags 0x%x", e->name, p->name,
                          flags);
-    if (q->norder || q->near)
+    if (q->norder)
         return mote__err(MOTE_INVALID, "%s: a match query is ordered by score; it takes no "
-                         "order and no nearest clause", e->name);
+                         "other order", e->name);
     qmatch *m = mote__malloc(sizeof *m + len + 1);
     if (!m)
         return mote__err(MOTE_NOMEM, "out of memory");
@@ -633,6 +630,9 @@ const char *mote_query_plan(mote_txn *t, mote_query *q)
     if (q->near && t && near_use_index(t, q, &pl, &use))
         use = 0;
     mote__free(pl.ranges);
+    if (q->match && q->near)
+        return q->root < 0 ? "hybrid: full-text match and nearest, fused"
+                           : "hybrid: full-text match and nearest, filtered, fused";
     if (q->match)
         return q->root < 0 ? "full-text match" : "full-text match, filtered";
     if (!q->near)
@@ -1161,7 +1161,8 @@ static void ranked_window(const mote_query *q, uint64_t *ids, double *score, siz
  * that also meet its conditions (the candidates are taken in score order
  * and each one's record evaluated until k have met them), after offset and
  * limit: ids and scores (malloc'd; *score may be NULL if not wanted). */
-static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score, size_t *n)
+static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score, size_t *n,
+                     int window)
 {
     const qmatch *m = q->match;
     const mprop *p = &q->e->props[m->prop];
@@ -1203,7 +1204,8 @@ static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score,
         mote__free(sc);
         return rc;
     }
-    ranked_window(q, id, sc, &k);
+    if (window)
+        ranked_window(q, id, sc, &k);
     *ids = id;
     *n = k;
     if (score)
@@ -1213,18 +1215,13 @@ static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score,
     return MOTE_OK;
 }
 
-/* The k nearest matches, nearest first, after offset and limit: ids and
- * distances (malloc'd; *dist may be NULL if not wanted). A match query's
- * best matches and scores likewise (match_run). */
-static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist, size_t *n)
+/* The k nearest matches, nearest first (after offset and limit if
+ * `window`): ids and distances (malloc'd; *dist may be NULL if not
+ * wanted). */
+static int near_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist, size_t *n,
+                    int window)
 {
     plan pl;
-    *ids = NULL;
-    if (dist)
-        *dist = NULL;
-    *n = 0;
-    if (q->match)
-        return match_run(t, q, ids, dist, n);
     int rc = mote__query_check(t, q);
     if (!rc)
         rc = resolve_links(t, q);
@@ -1258,7 +1255,8 @@ static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist
         h.n = m - 1;
         nheap_sift_down(&h, 0);
     }
-    ranked_window(q, h.ids, h.dist, &count);
+    if (window)
+        ranked_window(q, h.ids, h.dist, &count);
     *ids = h.ids;
     *n = count;
     if (dist)
@@ -1266,6 +1264,111 @@ static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist
     else
         mote__free(h.dist);
     return MOTE_OK;
+}
+
+/* An object of a hybrid query: its id and its rank in either list (0: not
+ * in it), then its fused score. */
+typedef struct fused {
+    uint64_t id;
+    size_t rank[2];
+    double score;
+} fused;
+
+static int cmp_fused_id(const void *x, const void *y)
+{
+    const fused *a = x, *b = y;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static int cmp_fused_score(const void *x, const void *y)
+{
+    const fused *a = x, *b = y;
+    if (a->score != b->score)
+        return a->score > b->score ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* A hybrid query (a match and a nearest clause): the k best of each, each
+ * filtered by the conditions, fused by Reciprocal Rank Fusion: an object's
+ * score is the sum over the lists that hold it of 1 / (MOTE_RRF_K + its
+ * rank there, from 1); best first, ties by id; then offset and limit. */
+static int hybrid_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score, size_t *n)
+{
+    uint64_t *id[2] = {NULL, NULL};
+    double *sc[2] = {NULL, NULL};
+    size_t cnt[2] = {0, 0};
+    fused *f = NULL;
+    int rc = match_run(t, q, &id[0], &sc[0], &cnt[0], 0);
+    if (!rc)
+        rc = near_run(t, q, &id[1], &sc[1], &cnt[1], 0);
+    if (!rc && !(f = mote__malloc((cnt[0] + cnt[1] + 1) * sizeof *f)))
+        rc = mote__err(MOTE_NOMEM, "out of memory");
+    size_t m = 0;
+    for (int l = 0; !rc && l < 2; l++)
+        for (size_t i = 0; i < cnt[l]; i++)
+            f[m++] = (fused){.id = id[l][i], .rank = {l ? 0 : i + 1, l ? i + 1 : 0}};
+    uint64_t *oi = NULL;
+    double *os = NULL;
+    if (!rc) { /* one entry per object, its ranks in both lists */
+        qsort(f, m, sizeof *f, cmp_fused_id);
+        size_t w = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (w && f[w - 1].id == f[i].id) {
+                f[w - 1].rank[0] += f[i].rank[0];
+                f[w - 1].rank[1] += f[i].rank[1];
+            } else {
+                f[w++] = f[i];
+            }
+        }
+        m = w;
+        for (size_t i = 0; i < m; i++)
+            for (int l = 0; l < 2; l++)
+                if (f[i].rank[l])
+                    f[i].score += 1.0 / (MOTE_RRF_K + (double)f[i].rank[l]);
+        qsort(f, m, sizeof *f, cmp_fused_score);
+        oi = mote__malloc((m + 1) * sizeof *oi);
+        os = mote__malloc((m + 1) * sizeof *os);
+        if (!oi || !os)
+            rc = mote__err(MOTE_NOMEM, "out of memory");
+    }
+    if (!rc) {
+        for (size_t i = 0; i < m; i++) {
+            oi[i] = f[i].id;
+            os[i] = f[i].score;
+        }
+        ranked_window(q, oi, os, &m);
+        *ids = oi;
+        *n = m;
+        if (score)
+            *score = os;
+        else
+            mote__free(os);
+    } else {
+        mote__free(oi);
+        mote__free(os);
+    }
+    for (int l = 0; l < 2; l++) {
+        mote__free(id[l]);
+        mote__free(sc[l]);
+    }
+    mote__free(f);
+    return rc;
+}
+
+/* The best matches of a ranked query, best first, after offset and limit:
+ * ids and scores (distances for a nearest query; malloc'd; *score may be
+ * NULL if not wanted). */
+static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score, size_t *n)
+{
+    *ids = NULL;
+    if (score)
+        *score = NULL;
+    *n = 0;
+    if (q->match && q->near)
+        return hybrid_run(t, q, ids, score, n);
+    if (q->match)
+        return match_run(t, q, ids, score, n, 1);
+    return near_run(t, q, ids, score, n, 1);
 }
 
 /* The matching ids after order, offset and limit. On error *ids is NULL. */

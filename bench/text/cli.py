@@ -12,7 +12,7 @@ docstrings of this machine), with the same tokenizer settings (FTS5: unicode61, 
   overlap     of each MoteDB top-10 with FTS5's (|both| / |FTS5's|), averaged per kind
 
 MoteDB ranks as FTS5's bm25() does (k1 1.2, b 0.75), so with the same tokens the rankings are the same; the
-overlap measures where the tokenizers differ. Hybrid text + vector search has no MoteDB API yet: not measured.
+overlap measures where the tokenizers differ. Hybrid text + vector search is not measured yet.
 """
 
 import argparse
@@ -234,7 +234,7 @@ def markdown(res):
         out.append(f"| {kind}: top-10 overlap with FTS5 | {'-' if ov is None else f'{ov:.3f}'} | | | "
                    f"≥ {TARGETS['overlap']} {ok} |")
     out += ["", "Ratios are MoteDB over FTS5 (lower is better; the overlap: higher). Hybrid text + vector search: "
-            "not measured (no MoteDB API yet)."]
+            "not measured yet."]
     return "\n".join(out) + "\n"
 
 

@@ -96,7 +96,8 @@ typedef struct {
  * (the vector as float32 bytes,), k, how (MOTE_NEAR_*) and ef. C_MATCH:
  * Property.matches(): prop, op = MOTE_MATCH_* flags, vals = (the text as
  * UTF-8 bytes,), k. Either (a ranked clause) only as the query's condition
- * or one conjunct of it (& , never | or ~), one per query. */
+ * or one conjunct of it (& , never | or ~); one of each per query at most
+ * (both: hybrid search, fused by rank). */
 enum { C_LEAF, C_AND, C_OR, C_LINK, C_NEAR, C_MATCH };
 
 typedef struct {
@@ -113,7 +114,8 @@ typedef struct {
     unsigned ef;          /* C_NEAR: the index search's breadth (0: default) */
 } CondObject;
 
-/* Does condition c hold a ranked clause (nearest() or matches())? */
+/* The ranked clauses condition c holds: 1 a nearest(), 2 a matches(), 3
+ * both (a hybrid query), 0 none. */
 int cond_ranked(const CondObject *c);
 
 /* store.c */

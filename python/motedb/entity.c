@@ -591,14 +591,16 @@ static CondObject *cond_alloc(int kind, PyTypeObject *owner)
 
 int cond_ranked(const CondObject *c)
 {
-    if (c->kind == C_NEAR || c->kind == C_MATCH)
+    if (c->kind == C_NEAR)
         return 1;
+    if (c->kind == C_MATCH)
+        return 2;
     if (c->kind != C_AND && c->kind != C_OR)
         return 0;
+    int m = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c->kids); i++)
-        if (cond_ranked((const CondObject *)PyTuple_GET_ITEM(c->kids, i)))
-            return 1;
-    return 0;
+        m |= cond_ranked((const CondObject *)PyTuple_GET_ITEM(c->kids, i));
+    return m;
 }
 
 static int comparable(FieldInfo *f)
@@ -819,8 +821,9 @@ PyObject *cond_group(int kind, PyObject *a, PyObject *b)
                      "objects the other conditions match; combine them with & only", a, b);
         return NULL;
     }
-    if (nx && ny) {
-        PyErr_Format(PyExc_TypeError, "%R & %R: one nearest() or matches() per query", a, b);
+    if (nx & ny) {
+        PyErr_Format(PyExc_TypeError, "%R & %R: one nearest() and one matches() per query at "
+                     "most", a, b);
         return NULL;
     }
     PyObject *kids = PyList_New(0);

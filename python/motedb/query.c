@@ -127,13 +127,16 @@ static int q_build(QueryObject *q)
         return raise_rc(rc);
     q->mqe = b->e;
     q->nleaves = 0;
-    CondObject *root = (CondObject *)q->cond, *near = NULL;
-    if (root && (root->kind == C_NEAR || root->kind == C_MATCH)) { /* alone */
+    CondObject *root = (CondObject *)q->cond, *near = NULL, *match = NULL;
+    if (root && root->kind == C_NEAR) { /* alone */
         near = root;
+        root = NULL;
+    } else if (root && root->kind == C_MATCH) {
+        match = root;
         root = NULL;
     }
     if (root && root->kind == C_AND && cond_ranked(root)) {
-        /* nearest() or matches() & the others: the others are the condition */
+        /* nearest() and/or matches() & the others: the others are the condition */
         Py_ssize_t n = PyTuple_GET_SIZE(root->kids), m = 0;
         int *kids = PyMem_Malloc(sizeof *kids * (size_t)n), node;
         if (!kids) {
@@ -142,8 +145,10 @@ static int q_build(QueryObject *q)
         }
         for (Py_ssize_t i = 0; i < n; i++) {
             CondObject *k = (CondObject *)PyTuple_GET_ITEM(root->kids, i);
-            if (k->kind == C_NEAR || k->kind == C_MATCH)
+            if (k->kind == C_NEAR)
                 near = k;
+            else if (k->kind == C_MATCH)
+                match = k;
             else if (q_add_cond(q, k, &kids[m++]) < 0) {
                 PyMem_Free(kids);
                 goto fail;
@@ -151,7 +156,7 @@ static int q_build(QueryObject *q)
         }
         if (m == 1)
             rc = mote_query_where(q->mq, kids[0]);
-        else if (!(rc = mote_query_and(q->mq, kids, (size_t)m, &node)))
+        else if (m > 1 && !(rc = mote_query_and(q->mq, kids, (size_t)m, &node)))
             rc = mote_query_where(q->mq, node);
         PyMem_Free(kids);
         if (rc)
@@ -165,12 +170,13 @@ static int q_build(QueryObject *q)
         if ((rc = mote_query_where(q->mq, node)))
             goto fail_rc;
     }
-    if (near && near->kind == C_MATCH) {
-        PyObject *tb = PyTuple_GET_ITEM(near->vals, 0);
-        if ((rc = mote_query_match(q->mq, (unsigned)near->prop->index, PyBytes_AS_STRING(tb),
-                                   (size_t)PyBytes_GET_SIZE(tb), near->k, (unsigned)near->op)))
+    if (match) {
+        PyObject *tb = PyTuple_GET_ITEM(match->vals, 0);
+        if ((rc = mote_query_match(q->mq, (unsigned)match->prop->index, PyBytes_AS_STRING(tb),
+                                   (size_t)PyBytes_GET_SIZE(tb), match->k, (unsigned)match->op)))
             goto fail_rc;
-    } else if (near) { /* (the bytes of a PyBytes are aligned for floats) */
+    }
+    if (near) { /* (the bytes of a PyBytes are aligned for floats) */
         PyObject *vb = PyTuple_GET_ITEM(near->vals, 0);
         if ((rc = mote_query_nearest(q->mq, (unsigned)near->prop->index,
                                      (const float *)(const void *)PyBytes_AS_STRING(vb),

@@ -766,3 +766,122 @@ TEST(text_check_finds_damage)
             free(om.m.text[id]);
     }
 }
+
+/* Hybrid search: a match and a nearest clause on one query give the
+ * objects of both lists fused by Reciprocal Rank Fusion, filtered like
+ * each list, then offset and limit. Checked against the two lists run
+ * apart and fused here. */
+enum { HY_TOPIC, HY_TEXT, HY_VEC, HY_NPROPS };
+static const mote_prop_def hy_props[HY_NPROPS] = {
+    [HY_TOPIC] = {.name = "topic", .type = MOTE_T_INT32, .flags = MOTE_P_INDEXED},
+    [HY_TEXT] = {.name = "text", .type = MOTE_T_STRING, .flags = MOTE_P_FULLTEXT},
+    [HY_VEC] = {.name = "vec", .type = MOTE_T_VECTOR, .dim = 2},
+};
+
+static void hy_query(mote_entity *e, int topic, uint64_t km, uint64_t kn, int match, int near,
+                     mote_query **out)
+{
+    static const float at[2] = {0.3f, 0.7f};
+    OK(mote_query_new(e, out));
+    if (topic >= 0) {
+        int c;
+        mote_value v = {0};
+        v.v.i = topic;
+        OK(mote_query_cond(*out, HY_TOPIC, MOTE_EQ, &v, 1, 0, &c));
+        OK(mote_query_where(*out, c));
+    }
+    if (match)
+        OK(mote_query_match(*out, HY_TEXT, "w1 w3", 5, km, 0));
+    if (near)
+        OK(mote_query_nearest(*out, HY_VEC, at, 2, kn, MOTE_DIST_EUCLIDEAN));
+}
+
+TEST(text_hybrid_rrf)
+{
+    const char *path = test_path("hybrid.mote");
+    mote_store *s;
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_open(path, NULL, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "H", hy_props, HY_NPROPS, &e));
+    uint64_t rs = 9;
+    char *texts[300];
+    for (int i = 0; i < 300; i++) {
+        mote_value v[HY_NPROPS] = {{0}};
+        float vec[2] = {(float)(test_rand(&rs) % 1000) / 1000, (float)(test_rand(&rs) % 1000) / 1000};
+        texts[i] = random_text(&rs);
+        v[HY_TOPIC].v.i = i % 3;
+        v[HY_TEXT].v.s.p = texts[i];
+        v[HY_TEXT].v.s.n = strlen(texts[i]);
+        v[HY_VEC].v.s.p = vec;
+        v[HY_VEC].v.s.n = sizeof vec;
+        OK(mote_put(t, e, 0, v, MOTE_PUT_INSERT, NULL));
+    }
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    for (int topic = -1; topic < 3; topic++) {
+        uint64_t km = 10 + (uint64_t)topic * 7 + 7, kn = 12;
+        mote_query *qm, *qn, *qh;
+        hy_query(e, topic, km, kn, 1, 0, &qm);
+        hy_query(e, topic, km, kn, 0, 1, &qn);
+        hy_query(e, topic, km, kn, 1, 1, &qh);
+        CHECK(!strncmp(mote_query_plan(t, qh), "hybrid", 6));
+        uint64_t *im, *in, *ih;
+        double *sm, *sn, *sh;
+        size_t nm, nn, nh;
+        OK(mote_query_scored(t, qm, &im, &sm, &nm));
+        OK(mote_query_scored(t, qn, &in, &sn, &nn));
+        OK(mote_query_scored(t, qh, &ih, &sh, &nh));
+        CHECK(nm > 3 && nn == kn);
+        /* fuse here: every id of either list, its score from its ranks */
+        uint64_t want[64];
+        double wsc[64];
+        size_t nw = 0;
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < (l ? nn : nm); i++) {
+                uint64_t id = l ? in[i] : im[i];
+                size_t w = 0;
+                while (w < nw && want[w] != id)
+                    w++;
+                if (w == nw) {
+                    want[nw] = id;
+                    wsc[nw++] = 0;
+                }
+                wsc[w] += 1.0 / (MOTE_RRF_K + (double)(i + 1));
+            }
+        CHECK(nh == nw);
+        for (size_t i = 0; i < nh; i++) {
+            size_t w = 0;
+            while (w < nw && want[w] != ih[i])
+                w++;
+            CHECK(w < nw && sh[i] == wsc[w]);
+            if (i)
+                CHECK(sh[i - 1] > sh[i] || (sh[i - 1] == sh[i] && ih[i - 1] < ih[i]));
+        }
+        /* offset and limit apply to the fused list; count agrees */
+        uint64_t count, *iw;
+        double *sw;
+        size_t nwin;
+        OK(mote_query_count(t, qh, &count));
+        CHECK(count == nh);
+        OK(mote_query_limit(qh, 2, 5));
+        OK(mote_query_scored(t, qh, &iw, &sw, &nwin));
+        CHECK(nwin == 5 && !memcmp(iw, ih + 2, 5 * sizeof *iw));
+        mote_free(iw);
+        mote_free(sw);
+        mote_free(im);
+        mote_free(sm);
+        mote_free(in);
+        mote_free(sn);
+        mote_free(ih);
+        mote_free(sh);
+        mote_query_free(qm);
+        mote_query_free(qn);
+        mote_query_free(qh);
+    }
+    mote_abort(t);
+    OK(mote_close(s));
+    for (int i = 0; i < 300; i++)
+        free(texts[i]);
+}

@@ -323,3 +323,45 @@ def test_match_errors() -> None:
         class Bad(motedb.Entity):
             id: int = 0
             n: Annotated[int, motedb.FullText] = 0
+
+
+class Fact(motedb.Entity):
+    id: int = 0
+    topic: Annotated[int, motedb.Index] = 0
+    text: Annotated[str, motedb.FullText] = ""
+    vec: Annotated[list[float], motedb.Vector(2)] = motedb.field(default_factory=lambda: [0.0, 0.0])
+
+
+def rrf(*lists: list[int]) -> list[tuple[int, float]]:
+    """Reciprocal Rank Fusion, k = 60, of ranked id lists: best first, ties by id."""
+    score: dict[int, float] = {}
+    for ids in lists:
+        for rank, i in enumerate(ids, 1):
+            score[i] = score.get(i, 0.0) + 1.0 / (60 + rank)
+    return sorted(score.items(), key=lambda x: (-x[1], x[0]))
+
+
+def test_hybrid_fuses_by_rank(tmp_path) -> None:
+    rng = __import__("random").Random(11)
+    with motedb.open(str(tmp_path / "h.mote")) as store:
+        box = store.box(Fact)
+        box.put_many([Fact(topic=i % 3, text=" ".join(rng.choice(WORDS) for _ in range(8)),
+                           vec=[rng.random(), rng.random()]) for i in range(200)])
+        for topic in (None, 1):
+            words = Fact.text.matches("alpha timeout", k=15)
+            near = Fact.vec.nearest([0.2, 0.9], k=12, distance="euclidean")
+            flt = (Fact.topic == topic) if topic is not None else None
+
+            def q(c):
+                return box.query(c & flt) if flt is not None else box.query(c)
+
+            text_ids = q(words).ids()
+            vec_ids = q(near).ids()
+            got = [(o.id, s) for o, s in q(words & near).find_with_scores()]
+            want = rrf(text_ids, vec_ids)
+            assert [i for i, _ in got] == [i for i, _ in want]
+            assert all(math.isclose(a, b, rel_tol=1e-12) for (_, a), (_, b) in zip(got, want))
+            assert q(near & words).offset(3).limit(4).ids() == [i for i, _ in want[3:7]]
+            assert q(words & near).count() == len(want)
+    with pytest.raises(TypeError, match="one matches"):
+        Fact.text.matches("x") & Fact.vec.nearest([0, 1]) & Fact.text.matches("y")

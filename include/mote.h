@@ -777,6 +777,25 @@ int mote_query_search(mote_query *q, int how, unsigned ef);
  */
 enum { MOTE_MATCH_ALL = 1 };
 #define MOTE_RRF_K 60 /* Reciprocal Rank Fusion's constant (hybrid search) */
+/*
+ * The match text's language. Words (as mote_tokenize cuts them) are joined
+ * by the implicit operator: any of them (OR) by default, all of them with
+ * MOTE_MATCH_ALL. With syntax:
+ *   "a phrase"    its words at consecutive positions
+ *   pre*          any word that starts with pre (one word)
+ *   a AND b, a OR b, a NOT b (a without b), ( ... )   upper case; NOT binds
+ *                 tightest, then AND, then OR
+ * A word that mote_tokenize cuts in several ("e-mail") is those words
+ * written apart; one it gives nothing for (punctuation) is left out. Each
+ * phrase, word and prefix is one unit of the score, as in FTS5: its tf is
+ * its number of matches in the text, its df the texts it matches; a unit
+ * right of a NOT adds nothing. With the same query, the scores equal
+ * SQLite FTS5's bm25() (FTS5's implicit operator is AND).
+ * mote_match_check: MOTE_OK if text[0..len) is well formed, else
+ * MOTE_INVALID with a message naming the byte position of the error
+ * (mote_query_match checks it too).
+ */
+int mote_match_check(const char *text, size_t len, unsigned flags);
 int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len, uint64_t k,
                      unsigned flags);
 

@@ -343,6 +343,9 @@ int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len,
     if (q->norder)
         return mote__err(MOTE_INVALID, "%s: a match query is ordered by score; it takes no "
                          "other order", e->name);
+    int rc = mote__text_query_check(text, len, flags & MOTE_MATCH_ALL);
+    if (rc)
+        return rc;
     qmatch *m = mote__malloc(sizeof *m + len + 1);
     if (!m)
         return mote__err(MOTE_NOMEM, "out of memory");

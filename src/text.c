@@ -875,6 +875,562 @@ static int hits_among(mote_cursor *c, const char *term, size_t tlen, uint32_t qi
     return rc;
 }
 
+/* ---- the query language ------------------------------------------------------------
+ *
+ * A query text without syntax (no quote, parenthesis, star or upper-case
+ * AND / OR / NOT word) is a list of words: the fast paths above. Otherwise
+ * it is parsed:
+ *
+ *   or      := and ( "OR" and | and )*      the second form when the
+ *   and     := not ( "AND" not | not )*     implicit operator is OR (the
+ *   not     := primary ( "NOT" primary )*   default) or AND (MOTE_MATCH_ALL)
+ *   primary := "(" or ")" | '"' phrase '"' | word | word "*"
+ *
+ * NOT binds tightest, then AND, then OR; "a NOT b": a and not b. A word
+ * that tokenizes into several tokens is those tokens written apart; one
+ * that gives none (punctuation) is left out. A phrase matches its tokens
+ * at consecutive positions; "pre*" any term that starts with the token of
+ * pre. Each phrase, word and prefix is scored as one unit, as FTS5 does:
+ * its tf is its number of matches in the text, its df the texts it matches
+ * (so BM25 equals FTS5's bm25() for the same query); a unit right of a NOT
+ * scores nothing.
+ */
+enum { QL_TERM, QL_PREFIX, QL_PHRASE, QL_AND, QL_OR, QL_NOT };
+enum { LX_END, LX_WORD, LX_PREFIX, LX_PHRASE, LX_LPAREN, LX_RPAREN, LX_AND, LX_OR, LX_NOT };
+
+typedef struct qlnode {
+    int kind, a, b;      /* operators: the operands' nodes */
+    uint32_t tok, ntok;  /* units: their tokens in the parse's table */
+} qlnode;
+
+typedef struct qlparse {
+    const char *s;
+    size_t len, at;      /* the text, the lexer's position */
+    int all;             /* the implicit operator: AND (1) or OR (0) */
+    int lx;              /* the current lexeme, its text [ls, le) */
+    size_t ls, le;
+    qlnode *n;
+    size_t nn, ncap;
+    char (*tok)[MOTE_TOKEN_MAX];
+    uint32_t *tlen;
+    size_t ntok, tcap, tlcap;
+    int rc;
+} qlparse;
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static int lex_word_end(char c)
+{
+    return is_space(c) || c == '(' || c == ')' || c == '"';
+}
+
+/* The next lexeme into p->lx, p->ls, p->le; an error sets p->rc. */
+static void lex(qlparse *p)
+{
+    while (p->at < p->len && is_space(p->s[p->at]))
+        p->at++;
+    p->ls = p->at;
+    if (p->at == p->len) {
+        p->lx = LX_END;
+        p->le = p->at;
+        return;
+    }
+    char c = p->s[p->at];
+    if (c == '(' || c == ')') {
+        p->lx = c == '(' ? LX_LPAREN : LX_RPAREN;
+        p->le = ++p->at;
+        return;
+    }
+    if (c == '"') {
+        const char *close = memchr(p->s + p->at + 1, '"', p->len - p->at - 1);
+        if (!close) {
+            p->rc = mote__err(MOTE_INVALID, "match query: a quote at %zu is not closed", p->at);
+            p->lx = LX_END;
+            return;
+        }
+        p->lx = LX_PHRASE;
+        p->ls = p->at + 1;
+        p->le = (size_t)(close - p->s);
+        p->at = p->le + 1;
+        return;
+    }
+    size_t e = p->at;
+    while (e < p->len && !lex_word_end(p->s[e]))
+        e++;
+    p->le = e;
+    p->at = e;
+    size_t n = e - p->ls;
+    const char *w = p->s + p->ls;
+    p->lx = n == 3 && !memcmp(w, "AND", 3)   ? LX_AND
+            : n == 2 && !memcmp(w, "OR", 2)  ? LX_OR
+            : n == 3 && !memcmp(w, "NOT", 3) ? LX_NOT
+            : w[n - 1] == '*'                ? LX_PREFIX
+                                             : LX_WORD;
+    if (p->lx == LX_PREFIX)
+        p->le--;
+    for (size_t i = p->ls; p->lx >= LX_WORD && p->lx <= LX_PREFIX && i < p->le; i++)
+        if (p->s[i] == '*') {
+            p->rc = mote__err(MOTE_INVALID, "match query: a star inside a word at %zu "
+                              "(a prefix is word*)", i);
+            p->lx = LX_END;
+            return;
+        }
+}
+
+static int ql_node(qlparse *p, int kind, int a, int b, uint32_t tok, uint32_t ntok)
+{
+    if (p->rc || (p->rc = grow((void **)&p->n, &p->ncap, p->nn + 1, sizeof *p->n)))
+        return -1;
+    p->n[p->nn] = (qlnode){kind, a, b, tok, ntok};
+    return (int)p->nn++;
+}
+
+/* Combine a and b (-1: nothing, as for punctuation) by op. */
+static int ql_join(qlparse *p, int op, int a, int b)
+{
+    if (a < 0)
+        return op == QL_NOT ? -1 : b;
+    if (b < 0)
+        return a;
+    return ql_node(p, op, a, b, 0, 0);
+}
+
+static int ql_token(void *ctx, const char *token, size_t len, uint32_t pos, size_t start,
+                    size_t end)
+{
+    (void)pos, (void)start, (void)end;
+    qlparse *p = ctx;
+    int rc;
+    if ((rc = grow((void **)&p->tok, &p->tcap, p->ntok + 1, sizeof *p->tok)) ||
+        (rc = grow((void **)&p->tlen, &p->tlcap, p->ntok + 1, sizeof *p->tlen)))
+        return rc;
+    memcpy(p->tok[p->ntok], token, len);
+    p->tlen[p->ntok++] = (uint32_t)len;
+    return 0;
+}
+
+static int ql_or(qlparse *p);
+
+/* A word, a prefix or a phrase at the current lexeme. */
+static int ql_unit(qlparse *p)
+{
+    int kind = p->lx;
+    size_t first = p->ntok, at = p->ls;
+    if ((p->rc = mote_tokenize(p->s + p->ls, p->le - p->ls, 0, ql_token, p)))
+        return -1;
+    lex(p);
+    size_t n = p->ntok - first;
+    if (kind == LX_PHRASE && n)
+        return ql_node(p, n == 1 ? QL_TERM : QL_PHRASE, -1, -1, (uint32_t)first, (uint32_t)n);
+    if (kind == LX_PREFIX) {
+        if (n != 1) {
+            p->rc = mote__err(MOTE_INVALID, "match query: a prefix at %zu must be one word", at);
+            return -1;
+        }
+        return ql_node(p, QL_PREFIX, -1, -1, (uint32_t)first, 1);
+    }
+    int e = -1; /* a word of several tokens: each a word, joined by the implicit operator */
+    for (size_t i = first; i < p->ntok; i++)
+        e = ql_join(p, p->all ? QL_AND : QL_OR, e,
+                    ql_node(p, QL_TERM, -1, -1, (uint32_t)i, 1));
+    return e;
+}
+
+static int ql_primary(qlparse *p)
+{
+    if (p->rc)
+        return -1;
+    if (p->lx == LX_LPAREN) {
+        lex(p);
+        int e = ql_or(p);
+        if (!p->rc && p->lx != LX_RPAREN)
+            p->rc = mote__err(MOTE_INVALID, "match query: expected ) at %zu", p->ls);
+        lex(p);
+        return e;
+    }
+    if (p->lx == LX_WORD || p->lx == LX_PREFIX || p->lx == LX_PHRASE)
+        return ql_unit(p);
+    p->rc = mote__err(MOTE_INVALID, "match query: expected a word, a \"phrase\" or ( at %zu%s",
+                      p->ls, p->lx == LX_END ? " (the end)" : "");
+    return -1;
+}
+
+static int starts_primary(int lx)
+{
+    return lx == LX_WORD || lx == LX_PREFIX || lx == LX_PHRASE || lx == LX_LPAREN;
+}
+
+static int ql_not(qlparse *p)
+{
+    int e = ql_primary(p);
+    while (!p->rc && p->lx == LX_NOT) {
+        lex(p);
+        e = ql_join(p, QL_NOT, e, ql_primary(p));
+    }
+    return e;
+}
+
+static int ql_and(qlparse *p)
+{
+    int e = ql_not(p);
+    while (!p->rc && (p->lx == LX_AND || (p->all && starts_primary(p->lx)))) {
+        if (p->lx == LX_AND)
+            lex(p);
+        e = ql_join(p, QL_AND, e, ql_not(p));
+    }
+    return e;
+}
+
+static int ql_or(qlparse *p)
+{
+    int e = ql_and(p);
+    while (!p->rc && (p->lx == LX_OR || (!p->all && starts_primary(p->lx)))) {
+        if (p->lx == LX_OR)
+            lex(p);
+        e = ql_join(p, QL_OR, e, ql_and(p));
+    }
+    return e;
+}
+
+/* Parse q into p (free with ql_free); *root: its root node, -1 if it has
+ * no words. MOTE_INVALID with the position of the first error. */
+static int ql_parse(qlparse *p, const char *q, size_t len, int all, int *root)
+{
+    memset(p, 0, sizeof *p);
+    p->s = q;
+    p->len = len;
+    p->all = all;
+    lex(p);
+    *root = ql_or(p);
+    if (!p->rc && p->lx != LX_END)
+        p->rc = mote__err(MOTE_INVALID, "match query: unexpected %s at %zu",
+                          p->lx == LX_RPAREN ? ")" : "word", p->ls);
+    return p->rc;
+}
+
+static void ql_free(qlparse *p)
+{
+    mote__free(p->n);
+    mote__free(p->tok);
+    mote__free(p->tlen);
+}
+
+/* Does the query text use the language (else: a list of words)? */
+static int ql_syntax(const char *q, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = q[i];
+        if (c == '"' || c == '(' || c == ')' || c == '*')
+            return 1;
+        if ((i == 0 || is_space(q[i - 1])) && (c == 'A' || c == 'O' || c == 'N')) {
+            size_t e = i;
+            while (e < len && !is_space(q[e]))
+                e++;
+            if ((e - i == 3 && (!memcmp(q + i, "AND", 3) || !memcmp(q + i, "NOT", 3))) ||
+                (e - i == 2 && !memcmp(q + i, "OR", 2)))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int mote_match_check(const char *q, size_t len, unsigned flags)
+{
+    if (!q && len)
+        return mote__err(MOTE_INVALID, "mote_match_check: text is NULL");
+    return mote__text_query_check(q, len, (flags & MOTE_MATCH_ALL) != 0);
+}
+
+int mote__text_query_check(const char *q, size_t len, int all)
+{
+    if (!ql_syntax(q, len))
+        return MOTE_OK;
+    qlparse p;
+    int root, rc = ql_parse(&p, q, len, all, &root);
+    ql_free(&p);
+    return rc;
+}
+
+/* A unit's matches: documents ascending, each with its tf. */
+typedef struct umatch {
+    uint64_t *id;
+    uint32_t *tf;
+    size_t n, cap, tcap;
+    double idf;
+    int scored;  /* not right of a NOT */
+} umatch;
+
+static int um_add(umatch *u, uint64_t id, uint32_t tf)
+{
+    int rc;
+    if ((rc = grow((void **)&u->id, &u->cap, u->n + 1, sizeof *u->id)) ||
+        (rc = grow((void **)&u->tf, &u->tcap, u->n + 1, sizeof *u->tf)))
+        return rc;
+    u->id[u->n] = id;
+    u->tf[u->n++] = tf;
+    return MOTE_OK;
+}
+
+/* Every posting of term, with positions, appended to ps (ascending ids). */
+static int postings_all(mote_cursor *c, const char *term, size_t tlen, postings *ps)
+{
+    uint8_t key[KEY_MAX];
+    size_t kl = post_key(key, term, tlen, 0);
+    int rc;
+    ps->n = ps->npos = 0;
+    for (rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
+        mote_val kv, vv;
+        uint64_t first;
+        if ((rc = mote_cursor_get(c, &kv, &vv)))
+            break;
+        if (!is_block_of(&kv, term, tlen, &first))
+            break;
+        if ((rc = decode_block(vv.data, vv.size, first, ps)))
+            break;
+    }
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+static int cmp_hit_id(const void *x, const void *y)
+{
+    const hit *a = x, *b = y;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+/* The matches of a unit (a term, a prefix or a phrase) into u. */
+static int unit_matches(mote_txn *t, uint32_t tree, mote_cursor *c, const qlparse *p,
+                        const qlnode *nd, umatch *u)
+{
+    int rc = MOTE_OK;
+    if (nd->kind == QL_TERM) {
+        postings ps = {0};
+        rc = postings_all(c, p->tok[nd->tok], p->tlen[nd->tok], &ps);
+        for (size_t i = 0; !rc && i < ps.n; i++)
+            rc = um_add(u, ps.p[i].id, ps.p[i].tf);
+        mote__free(ps.p);
+        mote__free(ps.pos);
+        return rc;
+    }
+    if (nd->kind == QL_PREFIX) { /* every term from the prefix on that starts with it */
+        const char *pre = p->tok[nd->tok];
+        size_t pl = p->tlen[nd->tok];
+        uint8_t key[KEY_MAX];
+        char term[MOTE_TOKEN_MAX];
+        hit *h = NULL;
+        size_t nh = 0, hcap = 0;
+        postings ps = {0};
+        key[0] = 't';
+        memcpy(key + 1, pre, pl);
+        mote_cursor *tc;
+        if ((rc = mote_cursor_open(t, tree, &tc)))
+            return rc;
+        for (rc = mote_cursor_seek(tc, key, 1 + pl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(tc)) {
+            mote_val k;
+            if ((rc = mote_cursor_get(tc, &k, NULL)))
+                break;
+            const uint8_t *kp = k.data;
+            if (k.size < 1 + pl || kp[0] != 't' || memcmp(kp + 1, pre, pl) ||
+                k.size - 1 > MOTE_TOKEN_MAX)
+                break;
+            memcpy(term, kp + 1, k.size - 1);
+            if ((rc = hits_all(c, term, k.size - 1, 0, &h, &nh, &hcap, &ps)))
+                break;
+        }
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+        mote_cursor_close(tc);
+        if (!rc && nh) { /* one match per document: the terms' counts added up */
+            qsort(h, nh, sizeof *h, cmp_hit_id);
+            for (size_t i = 0, j; !rc && i < nh; i = j) {
+                uint32_t tf = 0;
+                for (j = i; j < nh && h[j].id == h[i].id; j++)
+                    tf += h[j].tf;
+                rc = um_add(u, h[i].id, tf);
+            }
+        }
+        mote__free(h);
+        mote__free(ps.p);
+        mote__free(ps.pos);
+        return rc;
+    }
+    /* a phrase: its tokens at consecutive positions */
+    uint32_t m = nd->ntok;
+    postings *ps = mote__calloc(m, sizeof *ps);
+    size_t *at = mote__calloc(m, sizeof *at);
+    if (!ps || !at)
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+    for (uint32_t j = 0; !rc && j < m; j++)
+        rc = postings_all(c, p->tok[nd->tok + j], p->tlen[nd->tok + j], &ps[j]);
+    for (size_t i = 0; !rc && i < (m ? ps[0].n : 0); i++) {
+        uint64_t id = ps[0].p[i].id;
+        const post *pj[64];
+        int all = m <= 64;
+        for (uint32_t j = 1; all && j < m; j++) {
+            while (at[j] < ps[j].n && ps[j].p[at[j]].id < id)
+                at[j]++;
+            all = at[j] < ps[j].n && ps[j].p[at[j]].id == id;
+            if (all)
+                pj[j] = &ps[j].p[at[j]];
+        }
+        if (!all)
+            continue;
+        uint32_t tf = 0;
+        const uint32_t *p0 = ps[0].pos + ps[0].p[i].pos;
+        for (uint32_t x = 0; x < ps[0].p[i].tf; x++) {
+            int ok = 1;
+            for (uint32_t j = 1; ok && j < m; j++) {
+                const uint32_t *pp = ps[j].pos + pj[j]->pos;
+                size_t lo = 0, hi = pj[j]->tf;
+                uint64_t want = (uint64_t)p0[x] + j;
+                while (lo < hi) {
+                    size_t mid = lo + (hi - lo) / 2;
+                    if (pp[mid] < want)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                ok = lo < pj[j]->tf && pp[lo] == want;
+            }
+            tf += (uint32_t)ok;
+        }
+        if (tf)
+            rc = um_add(u, id, tf);
+    }
+    for (uint32_t j = 0; ps && j < m; j++) {
+        mote__free(ps[j].p);
+        mote__free(ps[j].pos);
+    }
+    mote__free(ps);
+    mote__free(at);
+    return rc;
+}
+
+/* The documents node e matches (ascending) into *out of *n; the units'
+ * matches computed once into u (by node). */
+static int eval_node(const qlparse *p, int e, umatch *u, int scored, uint64_t **out, size_t *n)
+{
+    const qlnode *nd = &p->n[e];
+    *out = NULL;
+    *n = 0;
+    if (nd->kind <= QL_PHRASE) {
+        u[e].scored |= scored;
+        *out = mote__malloc((u[e].n + 1) * sizeof **out);
+        if (!*out)
+            return mote__err(MOTE_NOMEM, "out of memory searching text");
+        memcpy(*out, u[e].id, u[e].n * sizeof **out);
+        *n = u[e].n;
+        return MOTE_OK;
+    }
+    uint64_t *a, *b;
+    size_t na, nb;
+    int rc = eval_node(p, nd->a, u, scored, &a, &na);
+    if (!rc)
+        rc = eval_node(p, nd->b, u, nd->kind == QL_NOT ? 0 : scored, &b, &nb);
+    else
+        b = NULL;
+    uint64_t *r = rc ? NULL : mote__malloc((na + nb + 1) * sizeof *r);
+    if (!rc && !r)
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+    size_t i = 0, j = 0, k = 0;
+    while (!rc && (i < na || j < nb)) {
+        int take_a = j == nb || (i < na && a[i] < b[j]), both = i < na && j < nb && a[i] == b[j];
+        if (both) {
+            if (nd->kind != QL_NOT)
+                r[k++] = a[i];
+            i++, j++;
+        } else if (take_a) {
+            if (nd->kind != QL_AND)
+                r[k++] = a[i];
+            i++;
+        } else {
+            if (nd->kind == QL_OR)
+                r[k++] = b[j];
+            j++;
+        }
+    }
+    mote__free(a);
+    mote__free(b);
+    if (rc) {
+        mote__free(r);
+        return rc;
+    }
+    *out = r;
+    *n = k;
+    return MOTE_OK;
+}
+
+/* A query in the language: the documents its expression matches, scored
+ * by its units (see above). */
+static int search_expr(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
+                       const uint64_t tot[2], scored **out, size_t *nout)
+{
+    qlparse p;
+    int root;
+    umatch *u = NULL;
+    uint64_t *docs = NULL;
+    size_t nd = 0, ns = 0;
+    mote_cursor *c = NULL;
+    scored *sc = NULL;
+    int rc = ql_parse(&p, q, qlen, all, &root);
+    if (!rc && root >= 0 && !(u = mote__calloc(p.nn, sizeof *u)))
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+    if (!rc && root >= 0)
+        rc = mote_cursor_open(t, tree, &c);
+    for (size_t i = 0; !rc && root >= 0 && i < p.nn; i++)
+        if (p.n[i].kind <= QL_PHRASE) {
+            rc = unit_matches(t, tree, c, &p, &p.n[i], &u[i]);
+            double df = (double)u[i].n, x = log(((double)tot[0] - df + 0.5) / (df + 0.5));
+            u[i].idf = x > 0 ? x : 1e-6;
+        }
+    if (!rc && root >= 0)
+        rc = eval_node(&p, root, u, 1, &docs, &nd);
+    if (!rc && nd && !(sc = mote__malloc(nd * sizeof *sc)))
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
+    for (size_t i = 0; !rc && i < nd; i++) {
+        uint8_t key[9];
+        uint64_t dl;
+        key[0] = 'd';
+        mote__wr_be64(key + 1, docs[i]);
+        if ((rc = get_varints(t, tree, key, 9, &dl, 1)) == MOTE_NOTFOUND)
+            rc = CORRUPT("text index: a document with postings has no length");
+        double s = 0, norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * (double)dl / avgdl);
+        for (size_t x = 0; x < p.nn; x++) {
+            if (p.n[x].kind > QL_PHRASE || !u[x].scored)
+                continue;
+            size_t lo = 0, hi = u[x].n;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (u[x].id[mid] < docs[i])
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < u[x].n && u[x].id[lo] == docs[i])
+                s += u[x].idf * (u[x].tf[lo] * (TEXT_K1 + 1)) / (u[x].tf[lo] + norm);
+        }
+        sc[ns++] = (scored){docs[i], s};
+    }
+    mote_cursor_close(c);
+    for (size_t i = 0; u && i < p.nn; i++) {
+        mote__free(u[i].id);
+        mote__free(u[i].tf);
+    }
+    mote__free(u);
+    mote__free(docs);
+    ql_free(&p);
+    if (rc) {
+        mote__free(sc);
+        return rc;
+    }
+    *out = sc;
+    *nout = ns;
+    return MOTE_OK;
+}
+
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
                       uint64_t **ids, double **scores, size_t *n)
 {
@@ -889,10 +1445,16 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
     *n = 0;
     *ids = NULL;
     *scores = NULL;
+    size_t ns = 0;
     int rc = mote_tokenize(q, qlen, 0, add_qterm, &qt);
     if (!rc && (rc = get_varints(t, tree, "s", 1, tot, 2)) == MOTE_NOTFOUND) {
         rc = MOTE_OK;
         goto out; /* an empty index */
+    }
+    if (!rc && ql_syntax(q, qlen)) { /* the query language */
+        if ((rc = search_expr(t, tree, q, qlen, all, tot, &sc, &ns)))
+            goto out;
+        goto ranked;
     }
     if (rc || !qt.n)
         goto out;
@@ -972,7 +1534,6 @@ scored:
         goto out;
     }
     double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
-    size_t ns = 0;
     for (size_t i = 0; !rc && i < nh;) {
         size_t j = i + 1;
         while (j < nh && h[j].id == h[i].id)
@@ -993,6 +1554,7 @@ scored:
     }
     if (rc)
         goto out;
+ranked:
     qsort(sc, ns, sizeof *sc, cmp_scored);
     uint64_t *oi = mote__malloc((ns + 1) * sizeof *oi);
     double *os = mote__malloc((ns + 1) * sizeof *os);

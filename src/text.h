@@ -60,6 +60,10 @@ void mote__text_batch_free(text_batch *b);
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
                       uint64_t **ids, double **scores, size_t *n);
 
+/* MOTE_OK if query text q is well formed (text.c, "the query language"),
+ * else MOTE_INVALID with a message naming the position. */
+int mote__text_query_check(const char *q, size_t len, int all);
+
 /* The index's totals: documents, tokens, distinct terms, postings, blocks
  * (big: those over TEXT_BLOCK_MAX bytes, one posting each), bytes of the
  * blocks' values. */

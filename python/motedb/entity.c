@@ -1339,6 +1339,13 @@ static PyObject *prop_matches(PyObject *self, PyObject *args, PyObject *kw)
     PyObject *utf8 = PyUnicode_AsUTF8String(text);
     if (!utf8)
         return NULL;
+    if (mote_match_check(PyBytes_AS_STRING(utf8), (size_t)PyBytes_GET_SIZE(utf8),
+                         all ? MOTE_MATCH_ALL : 0)) {
+        PyErr_Format(PyExc_ValueError, "%s.%s.matches(%R): %s", ent, f->cname, text,
+                     mote_errmsg(NULL));
+        Py_DECREF(utf8);
+        return NULL;
+    }
     CondObject *c = cond_alloc(C_MATCH, p->owner);
     if (!c) {
         Py_DECREF(utf8);

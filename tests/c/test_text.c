@@ -885,3 +885,98 @@ TEST(text_hybrid_rrf)
     for (int i = 0; i < 300; i++)
         free(texts[i]);
 }
+
+/* The match language (text.c): random texts of its pieces are refused
+ * with MOTE_INVALID or run; identities hold (x NOT x matches nothing,
+ * parentheses and quotes around one word change nothing, a OR a is a). */
+static size_t match_ids(mote_txn *t, mote_entity *e, const char *text, unsigned flags,
+                        uint64_t **ids, double **sc)
+{
+    mote_query *q;
+    size_t n;
+    OK(mote_query_new(e, &q));
+    OK(mote_query_match(q, FT_TEXT, text, strlen(text), 1000, flags));
+    OK(mote_query_scored(t, q, ids, sc, &n));
+    mote_query_free(q);
+    for (size_t i = 1; i < n; i++)
+        CHECK((*sc)[i - 1] > (*sc)[i] || ((*sc)[i - 1] == (*sc)[i] && (*ids)[i - 1] < (*ids)[i]));
+    return n;
+}
+
+static void same_matches(mote_txn *t, mote_entity *e, const char *a, const char *b)
+{
+    uint64_t *ia, *ib;
+    double *sa, *sb;
+    size_t na = match_ids(t, e, a, 0, &ia, &sa), nb = match_ids(t, e, b, 0, &ib, &sb);
+    if (na != nb || (na && memcmp(ia, ib, na * sizeof *ia))) {
+        fprintf(stderr, "\"%s\" and \"%s\" differ: %zu and %zu matches\n", a, b, na, nb);
+        abort();
+    }
+    mote_free(ia);
+    mote_free(ib);
+    mote_free(sa);
+    mote_free(sb);
+}
+
+TEST(text_query_language_random)
+{
+    const char *path = test_path("lang.mote");
+    mote_store *s;
+    mote_txn *t;
+    mote_entity *e;
+    static omodel om;
+    uint64_t rs = 404;
+    OK(mote_open(path, NULL, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+    for (uint64_t id = 1; id <= 80; id++)
+        ft_put(t, e, &om, id, 0, random_text(&rs));
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    static const char *const pieces[] = {"w1", "w2", "w3", "w0", "\"", "(", ")", "*", " ", " ",
+                                         "AND", "OR", "NOT", "é", "中", "-", "W", "w"};
+    size_t valid = 0, runs = 6000 * (size_t)test_scale();
+    for (size_t r = 0; r < runs; r++) {
+        char q[128] = "";
+        size_t np = 1 + test_rand(&rs) % 12;
+        for (size_t i = 0; i < np; i++) {
+            strcat(q, pieces[test_rand(&rs) % (sizeof pieces / sizeof *pieces)]);
+            if (test_rand(&rs) % 2)
+                strcat(q, " ");
+        }
+        unsigned flags = (unsigned)(test_rand(&rs) % 2);
+        int rc = mote_match_check(q, strlen(q), flags);
+        CHECK(rc == MOTE_OK || rc == MOTE_INVALID);
+        if (rc == MOTE_INVALID) {
+            CHECK(strstr(mote_errmsg(NULL), " at "));
+            continue;
+        }
+        valid++;
+        uint64_t *ids;
+        double *sc;
+        size_t n = match_ids(t, e, q, flags, &ids, &sc);
+        for (size_t i = 0; i < n; i++)
+            CHECK(ids[i] >= 1 && ids[i] <= 80 && om.m.text[ids[i]]);
+        mote_free(ids);
+        mote_free(sc);
+    }
+    CHECK(valid > runs / 10);
+    printf("%zu of %zu random match texts well formed\n", valid, runs);
+    uint64_t *ids;
+    double *sc;
+    CHECK(match_ids(t, e, "w1 NOT w1", 0, &ids, &sc) == 0);
+    mote_free(ids);
+    mote_free(sc);
+    CHECK(match_ids(t, e, "w1", 0, &ids, &sc) > 5);
+    mote_free(ids);
+    mote_free(sc);
+    same_matches(t, e, "w1", "(w1)");
+    same_matches(t, e, "w1", "\"w1\"");
+    same_matches(t, e, "w1", "w1 OR w1");
+    same_matches(t, e, "w1 w2", "w1 OR w2");
+    same_matches(t, e, "w1 AND w2", "(w2 AND w1)");
+    mote_abort(t);
+    OK(mote_close(s));
+    for (uint64_t id = 1; id <= 80; id++)
+        free(om.m.text[id]);
+}

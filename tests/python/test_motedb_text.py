@@ -365,3 +365,49 @@ def test_hybrid_fuses_by_rank(tmp_path) -> None:
             assert q(words & near).count() == len(want)
     with pytest.raises(TypeError, match="one matches"):
         Fact.text.matches("x") & Fact.vec.nearest([0, 1]) & Fact.text.matches("y")
+
+
+QUERIES = [
+    '"alpha beta"', '"beta gamma delta"', "alp*", "ep*", "alpha NOT beta", "alpha AND beta",
+    "alpha OR zeta", "(alpha OR zeta) AND timeout", "timeout NOT (error OR alpha)",
+    '"timeout error" OR conn*', 'kappa "iota kappa" NOT mu', "theta* NOT theta", "mu AND NOT",
+]
+
+
+def test_query_language_equals_fts5(tmp_path) -> None:
+    # phrases, prefixes, NOT, AND / OR, parentheses: the same documents and
+    # the same scores as FTS5's bm25() (implicit AND on both sides)
+    rng = __import__("random").Random(5)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "thetas", "iota",
+             "kappa", "mu", "timeout", "error", "connection", "connect", "alphabet"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 14))) for _ in range(400)]
+    con = sqlite3.connect(":memory:")
+    try:
+        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+    except sqlite3.OperationalError:
+        pytest.skip("this sqlite3 has no FTS5")
+    con.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(texts, 1))
+    with motedb.open(str(tmp_path / "q.mote")) as store:
+        box = store.box(Memory)
+        box.put_many([Memory(id=i, text=t) for i, t in enumerate(texts, 1)])
+        for query in QUERIES:
+            if query == "mu AND NOT":
+                with pytest.raises(ValueError, match="at 7"):
+                    Memory.text.matches(query, all_terms=True)
+                continue
+            fts = {r: -s for r, s in con.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ?",
+                                                 [query])}
+            ours = {m.id: s for m, s in box.query(
+                Memory.text.matches(query, k=1000, all_terms=True)).find_with_scores()}
+            assert ours.keys() == fts.keys(), query
+            for i, s in ours.items():
+                assert math.isclose(s, fts[i], rel_tol=1e-9), (query, i, s, fts[i])
+
+
+@pytest.mark.parametrize("query, where", [
+    ('"alpha beta', 0), ("alpha (beta", 11), ("alpha )", 6), ("(", 1), ("OR alpha", 0),
+    ("al*pha", 2), ("NOT", 0),
+])
+def test_query_errors_name_the_position(query: str, where: int) -> None:
+    with pytest.raises(ValueError, match=f"at {where}"):
+        Memory.text.matches(query)

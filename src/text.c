@@ -277,6 +277,8 @@ typedef struct postings {
     size_t n, cap;
     uint32_t *pos;
     size_t npos, pos_cap;
+    uint8_t *raw;  /* apply_block: a copy of the block's bytes */
+    size_t rlen, rcap;
 } postings;
 
 static int decode_block(const uint8_t *b, size_t len, uint64_t first, postings *out)
@@ -528,6 +530,86 @@ static int put_varints(opbuf *o, const void *key, size_t kl, const uint64_t *v, 
     return rc;
 }
 
+/* A block's posting count, where its postings start and its last id. */
+static int block_tail(const uint8_t *b, size_t len, uint64_t first, uint64_t *count,
+                      size_t *body, uint64_t *last)
+{
+    const uint8_t *p = b, *end = b + len;
+    uint64_t id = first, d, tf, v;
+    unsigned u;
+    if (!(u = mote__varint_get(p, end, count)) || *count == 0)
+        return CORRUPT("text index: a block's count is damaged");
+    p += u;
+    *body = u;
+    for (uint64_t i = 0; i < *count; i++) {
+        if (!(u = mote__varint_get(p, end, &d)))
+            return CORRUPT("text index: a block is cut short");
+        p += u;
+        id += d;
+        if (!(u = mote__varint_get(p, end, &tf)))
+            return CORRUPT("text index: a block is cut short");
+        p += u;
+        for (uint64_t j = 0; j < tf; j++) {
+            if (!(u = mote__varint_get(p, end, &v)))
+                return CORRUPT("text index: a block is cut short");
+            p += u;
+        }
+    }
+    *last = id;
+    return p == end ? MOTE_OK : CORRUPT("text index: a block has bytes after its postings");
+}
+
+/* New documents' postings after all of a block's (the common case: objects
+ * get ascending ids): the block's bytes are kept and the new postings
+ * appended, without decoding it, if the result still fits. 1: done. */
+static int append_block(opbuf *o, const text_batch *b, const tx_entry *e, size_t m,
+                        const uint8_t *key, size_t kl, const uint8_t *raw, size_t rlen,
+                        uint64_t first, int *done)
+{
+    *done = 0;
+    for (size_t j = 0; j < m; j++)
+        if (!e[j].add || (j && e[j].k.id == e[j - 1].k.id))
+            return MOTE_OK;
+    uint64_t count = 0, last = 0;
+    size_t body = 0;
+    int rc = block_tail(raw, rlen, first, &count, &body, &last);
+    if (rc || e[0].k.id <= last)
+        return rc;
+    size_t add = 0;
+    uint64_t prev = last;
+    for (size_t j = 0; j < m; j++) {
+        const tx_entry *x = &e[j];
+        add += mote__varint_size(x->k.id - prev) + mote__varint_size(x->tf);
+        for (uint32_t q = 0, at = 0; q < x->tf; q++) {
+            add += mote__varint_size(b->pos[x->pos + q] - at);
+            at = b->pos[x->pos + q];
+        }
+        prev = x->k.id;
+    }
+    size_t len = mote__varint_size(count + m) + (rlen - body) + add;
+    if (len > TEXT_BLOCK_MAX)
+        return MOTE_OK;
+    uint8_t *v;
+    if ((rc = op_add(o, key, kl, len, 0, &v)))
+        return rc;
+    size_t at = mote__varint_put(v, count + m);
+    memcpy(v + at, raw + body, rlen - body);
+    at += rlen - body;
+    prev = last;
+    for (size_t j = 0; j < m; j++) {
+        const tx_entry *x = &e[j];
+        at += mote__varint_put(v + at, x->k.id - prev);
+        at += mote__varint_put(v + at, x->tf);
+        for (uint32_t q = 0, p = 0; q < x->tf; q++) {
+            at += mote__varint_put(v + at, b->pos[x->pos + q] - p);
+            p = b->pos[x->pos + q];
+        }
+        prev = x->k.id;
+    }
+    *done = 1;
+    return MOTE_OK;
+}
+
 /* Merge the changes e[0..n) (one term, sorted) into the block that holds
  * e[0].id and those after it up to the next block; *used: how many changes
  * it took; *df: the change in the term's document count. */
@@ -554,10 +636,12 @@ static int apply_block(mote_cursor *c, opbuf *o, const text_batch *b, const tx_e
             return rc;
     }
     old->n = old->npos = 0;
-    if (have) {
+    if (have) { /* its bytes, kept while the cursor moves on to the next block */
         if ((rc = mote_cursor_get(c, NULL, &v)) ||
-            (rc = decode_block(v.data, v.size, first, old)))
+            (rc = grow((void **)&old->raw, &old->rcap, v.size + 1, 1)))
             return rc;
+        memcpy(old->raw, v.data, v.size);
+        old->rlen = v.size;
         rc = mote_cursor_next(c);
         if (!rc && !(rc = mote_cursor_get(c, &k, NULL)) && !is_block_of(&k, term, tlen, &next))
             next = UINT64_MAX;
@@ -567,6 +651,19 @@ static int apply_block(mote_cursor *c, opbuf *o, const text_batch *b, const tx_e
     size_t m = 0;
     while (m < n && e[m].k.id < next)
         m++;
+    *used = m;
+    if (have && first <= e[0].k.id) {
+        int done;
+        kl = post_key(key, term, tlen, first);
+        if ((rc = append_block(o, b, e, m, key, kl, old->raw, old->rlen, first, &done)))
+            return rc;
+        if (done) {
+            *df += (int64_t)m; /* new documents, one entry each */
+            return MOTE_OK;
+        }
+    }
+    if (have && (rc = decode_block(old->raw, old->rlen, first, old)))
+        return rc;
     /* merge old postings with changes e[0..m): both ascend by id */
     neu->n = 0;
     neu->npos = 0;
@@ -608,7 +705,6 @@ static int apply_block(mote_cursor *c, opbuf *o, const text_batch *b, const tx_e
             neu->npos += o->tf;
         }
     }
-    *used = m;
     if (have && (!neu->n || neu->p[0].id != first)) {
         kl = post_key(key, term, tlen, first);
         if ((rc = op_add(o, key, kl, 0, 1, NULL)))
@@ -699,6 +795,7 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
     mote__free(o.buf);
     mote__free(old.p);
     mote__free(old.pos);
+    mote__free(old.raw);
     mote__free(neu.p);
     mote__free(neu.pos);
     mote__text_batch_clear(b);

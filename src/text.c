@@ -873,14 +873,8 @@ typedef struct qterms {
     size_t n, cap, lcap;
 } qterms;
 
-static int add_qterm(void *ctx, const char *token, size_t len, uint32_t pos, size_t start,
-                     size_t end)
+static int qterms_push(qterms *q, const char *token, size_t len)
 {
-    (void)pos, (void)start, (void)end;
-    qterms *q = ctx;
-    for (size_t i = 0; i < q->n; i++)
-        if (q->len[i] == len && !memcmp(q->t[i], token, len))
-            return 0;
     int rc;
     if ((rc = grow((void **)&q->t, &q->cap, q->n + 1, sizeof *q->t)) ||
         (rc = grow((void **)&q->len, &q->lcap, q->n + 1, sizeof *q->len)))
@@ -890,13 +884,24 @@ static int add_qterm(void *ctx, const char *token, size_t len, uint32_t pos, siz
     return 0;
 }
 
-/* Append to h every posting of term (query term number qi). */
-static int hits_all(mote_cursor *c, const char *term, size_t tlen, uint32_t qi, hit **h,
-                    size_t *nh, size_t *hcap, postings *ps)
+static int add_qterm(void *ctx, const char *token, size_t len, uint32_t pos, size_t start,
+                     size_t end)
+{
+    (void)pos, (void)start, (void)end;
+    qterms *q = ctx;
+    for (size_t i = 0; i < q->n; i++)
+        if (q->len[i] == len && !memcmp(q->t[i], token, len))
+            return 0;
+    return qterms_push(q, token, len);
+}
+
+/* Every posting of term, with positions, into ps (ascending ids). */
+static int postings_all(mote_cursor *c, const char *term, size_t tlen, postings *ps)
 {
     uint8_t key[KEY_MAX];
     size_t kl = post_key(key, term, tlen, 0);
     int rc;
+    ps->n = ps->npos = 0;
     for (rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
         mote_val kv, vv;
         uint64_t first;
@@ -904,14 +909,22 @@ static int hits_all(mote_cursor *c, const char *term, size_t tlen, uint32_t qi, 
             break;
         if (!is_block_of(&kv, term, tlen, &first))
             break;
-        ps->n = ps->npos = 0;
-        if ((rc = decode_block(vv.data, vv.size, first, ps)) ||
-            (rc = grow((void **)h, hcap, *nh + ps->n, sizeof **h)))
+        if ((rc = decode_block(vv.data, vv.size, first, ps)))
             break;
-        for (size_t j = 0; j < ps->n; j++)
-            (*h)[(*nh)++] = (hit){ps->p[j].id, qi, ps->p[j].tf};
     }
     return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+/* Append to h every posting of term (query term number qi). */
+static int hits_all(mote_cursor *c, const char *term, size_t tlen, uint32_t qi, hit **h,
+                    size_t *nh, size_t *hcap, postings *ps)
+{
+    int rc = postings_all(c, term, tlen, ps);
+    if (!rc)
+        rc = grow((void **)h, hcap, *nh + ps->n, sizeof **h);
+    for (size_t j = 0; !rc && j < ps->n; j++)
+        (*h)[(*nh)++] = (hit){ps->p[j].id, qi, ps->p[j].tf};
+    return rc;
 }
 
 /* Append to h the postings of term (query term number qi) for the documents
@@ -1008,9 +1021,7 @@ typedef struct qlparse {
     size_t ls, le;
     qlnode *n;
     size_t nn, ncap;
-    char (*tok)[MOTE_TOKEN_MAX];
-    uint32_t *tlen;
-    size_t ntok, tcap, tlcap;
+    qterms tk;           /* the units' tokens, in order */
     int rc;
 } qlparse;
 
@@ -1099,14 +1110,7 @@ static int ql_token(void *ctx, const char *token, size_t len, uint32_t pos, size
                     size_t end)
 {
     (void)pos, (void)start, (void)end;
-    qlparse *p = ctx;
-    int rc;
-    if ((rc = grow((void **)&p->tok, &p->tcap, p->ntok + 1, sizeof *p->tok)) ||
-        (rc = grow((void **)&p->tlen, &p->tlcap, p->ntok + 1, sizeof *p->tlen)))
-        return rc;
-    memcpy(p->tok[p->ntok], token, len);
-    p->tlen[p->ntok++] = (uint32_t)len;
-    return 0;
+    return qterms_push(&((qlparse *)ctx)->tk, token, len);
 }
 
 static int ql_or(qlparse *p);
@@ -1115,11 +1119,11 @@ static int ql_or(qlparse *p);
 static int ql_unit(qlparse *p)
 {
     int kind = p->lx;
-    size_t first = p->ntok, at = p->ls;
+    size_t first = p->tk.n, at = p->ls;
     if ((p->rc = mote_tokenize(p->s + p->ls, p->le - p->ls, 0, ql_token, p)))
         return -1;
     lex(p);
-    size_t n = p->ntok - first;
+    size_t n = p->tk.n - first;
     if (kind == LX_PHRASE && n)
         return ql_node(p, n == 1 ? QL_TERM : QL_PHRASE, -1, -1, (uint32_t)first, (uint32_t)n);
     if (kind == LX_PREFIX) {
@@ -1130,7 +1134,7 @@ static int ql_unit(qlparse *p)
         return ql_node(p, QL_PREFIX, -1, -1, (uint32_t)first, 1);
     }
     int e = -1; /* a word of several tokens: each a word, joined by the implicit operator */
-    for (size_t i = first; i < p->ntok; i++)
+    for (size_t i = first; i < p->tk.n; i++)
         e = ql_join(p, p->all ? QL_AND : QL_OR, e,
                     ql_node(p, QL_TERM, -1, -1, (uint32_t)i, 1));
     return e;
@@ -1211,8 +1215,8 @@ static int ql_parse(qlparse *p, const char *q, size_t len, int all, int *root)
 static void ql_free(qlparse *p)
 {
     mote__free(p->n);
-    mote__free(p->tok);
-    mote__free(p->tlen);
+    mote__free(p->tk.t);
+    mote__free(p->tk.len);
 }
 
 /* Does the query text use the language (else: a list of words)? */
@@ -1271,26 +1275,6 @@ static int um_add(umatch *u, uint64_t id, uint32_t tf)
     return MOTE_OK;
 }
 
-/* Every posting of term, with positions, appended to ps (ascending ids). */
-static int postings_all(mote_cursor *c, const char *term, size_t tlen, postings *ps)
-{
-    uint8_t key[KEY_MAX];
-    size_t kl = post_key(key, term, tlen, 0);
-    int rc;
-    ps->n = ps->npos = 0;
-    for (rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
-        mote_val kv, vv;
-        uint64_t first;
-        if ((rc = mote_cursor_get(c, &kv, &vv)))
-            break;
-        if (!is_block_of(&kv, term, tlen, &first))
-            break;
-        if ((rc = decode_block(vv.data, vv.size, first, ps)))
-            break;
-    }
-    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
-}
-
 static int cmp_hit_id(const void *x, const void *y)
 {
     const hit *a = x, *b = y;
@@ -1304,7 +1288,7 @@ static int unit_matches(mote_txn *t, uint32_t tree, mote_cursor *c, const qlpars
     int rc = MOTE_OK;
     if (nd->kind == QL_TERM) {
         postings ps = {0};
-        rc = postings_all(c, p->tok[nd->tok], p->tlen[nd->tok], &ps);
+        rc = postings_all(c, p->tk.t[nd->tok], p->tk.len[nd->tok], &ps);
         for (size_t i = 0; !rc && i < ps.n; i++)
             rc = um_add(u, ps.p[i].id, ps.p[i].tf);
         mote__free(ps.p);
@@ -1312,8 +1296,8 @@ static int unit_matches(mote_txn *t, uint32_t tree, mote_cursor *c, const qlpars
         return rc;
     }
     if (nd->kind == QL_PREFIX) { /* every term from the prefix on that starts with it */
-        const char *pre = p->tok[nd->tok];
-        size_t pl = p->tlen[nd->tok];
+        const char *pre = p->tk.t[nd->tok];
+        size_t pl = p->tk.len[nd->tok];
         uint8_t key[KEY_MAX];
         char term[MOTE_TOKEN_MAX];
         hit *h = NULL;
@@ -1360,7 +1344,7 @@ static int unit_matches(mote_txn *t, uint32_t tree, mote_cursor *c, const qlpars
     if (!ps || !at)
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
     for (uint32_t j = 0; !rc && j < m; j++)
-        rc = postings_all(c, p->tok[nd->tok + j], p->tlen[nd->tok + j], &ps[j]);
+        rc = postings_all(c, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j], &ps[j]);
     for (size_t i = 0; !rc && i < (m ? ps[0].n : 0); i++) {
         uint64_t id = ps[0].p[i].id;
         const post *pj[64];

@@ -212,18 +212,24 @@ def test_match_scores_equal_reference(tmp_path_factory, texts, query, all_terms,
         same_ranking(filtered, want)
 
 
-def test_scores_equal_sqlite_fts5(tmp_path) -> None:
-    # the same corpus in SQLite FTS5 (unicode61, remove_diacritics 2): bm25()
-    # negated equals the score, for every document, ASCII and Latin text
-    rng = __import__("random").Random(7)
-    words = [w for w in WORDS if w.isascii() or w == "délta"]
-    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 15))) for _ in range(300)]
+def fts5_table(texts: list[str]) -> sqlite3.Connection:
+    """An in-memory FTS5 table t(x) of texts (rowids from 1), tokenized as MoteDB does."""
     con = sqlite3.connect(":memory:")
     try:
         con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
     except sqlite3.OperationalError:
         pytest.skip("this sqlite3 has no FTS5")
     con.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(texts, 1))
+    return con
+
+
+def test_scores_equal_sqlite_fts5(tmp_path) -> None:
+    # the same corpus in SQLite FTS5 (unicode61, remove_diacritics 2): bm25()
+    # negated equals the score, for every document, ASCII and Latin text
+    rng = __import__("random").Random(7)
+    words = [w for w in WORDS if w.isascii() or w == "délta"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 15))) for _ in range(300)]
+    con = fts5_table(texts)
     with motedb.open(str(tmp_path / "f.mote")) as store:
         box = store.box(Memory)
         box.put_many([Memory(id=i, text=t) for i, t in enumerate(texts, 1)])
@@ -381,12 +387,7 @@ def test_query_language_equals_fts5(tmp_path) -> None:
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "thetas", "iota",
              "kappa", "mu", "timeout", "error", "connection", "connect", "alphabet"]
     texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 14))) for _ in range(400)]
-    con = sqlite3.connect(":memory:")
-    try:
-        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
-    except sqlite3.OperationalError:
-        pytest.skip("this sqlite3 has no FTS5")
-    con.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(texts, 1))
+    con = fts5_table(texts)
     with motedb.open(str(tmp_path / "q.mote")) as store:
         box = store.box(Memory)
         box.put_many([Memory(id=i, text=t) for i, t in enumerate(texts, 1)])

@@ -443,6 +443,8 @@ static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, mote_value *val
 
 int mote__obj_write_result(mote_txn *t, int rc)
 {
+    if (!rc && OTX(t)->ntext)
+        rc = mote__text_flush_big(t); /* between operations: no record in use */
     if (rc && rc != MOTE_NOTFOUND && rc != MOTE_EXISTS && rc != MOTE_UNIQUE &&
         rc != MOTE_RANGE && rc != MOTE_TYPE && rc != MOTE_TOOBIG && rc != MOTE_INVALID &&
         !t->failed)
@@ -714,6 +716,8 @@ static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value
             rc = ob_record(e, &b, first + i, v);
         if (!rc && (e->vindexes || e->tindexes))
             rc = note_derived(t, e, first + i, NULL, v);
+        if (!rc && e->tindexes) /* the values are the caller's: a write may come */
+            rc = mote__text_flush_big(t);
     }
     if (!rc)
         rc = ob_seal_indexes(&b, e);

@@ -181,6 +181,11 @@ void mote__objects_detach(mote_store *s);
 int mote__text_note_value(mote_txn *t, const mprop *p, uint64_t id, const mote_value *v,
                           int add);
 int mote__text_flush(mote_txn *t);
+/* Write the notes of every index whose batch holds TEXT_BATCH_MAX entries
+ * or more (memory stays bounded in a transaction that writes many texts).
+ * Only where no record read from a page is used afterwards: a write moves
+ * pages (the ends of operations, notes of values that are copies). */
+int mote__text_flush_big(mote_txn *t);
 void mote__text_reset(objtxn *x);
 void mote__text_free(objtxn *x);
 /* Before a write transaction commits: bring its vector indexes up to date

@@ -917,7 +917,8 @@ static int build_vindex(mote_txn *t, mote_entity *e, unsigned prop)
 
 static int text_one(mote_txn *t, mote_entity *e, unsigned prop, uint64_t id, mote_value *val)
 {
-    return mote__text_note_value(t, &e->props[prop], id, val, 1);
+    int rc = mote__text_note_value(t, &e->props[prop], id, val, 1);
+    return rc ? rc : mote__text_flush_big(t); /* (each_value reads val no more) */
 }
 
 /* The full-text index of e's property i after an evolution (had: the stored

@@ -1897,9 +1897,16 @@ int mote__text_note_value(mote_txn *t, const mprop *p, uint64_t id, const mote_v
         memset(x->text + old, 0, (x->text_cap - old) * sizeof *x->text);
         x->text[x->ntext++].tree = p->text_tree;
     }
-    int rc = mote__text_note(&x->text[i].b, id, v->v.s.p, v->v.s.n, add);
-    if (!rc && x->text[i].b.n >= TEXT_BATCH_MAX)
-        rc = mote__text_apply(t, x->text[i].tree, &x->text[i].b);
+    return mote__text_note(&x->text[i].b, id, v->v.s.p, v->v.s.n, add);
+}
+
+int mote__text_flush_big(mote_txn *t)
+{
+    objtxn *x = OTX(t);
+    int rc = MOTE_OK;
+    for (size_t i = 0; !rc && i < x->ntext; i++)
+        if (x->text[i].b.n >= TEXT_BATCH_MAX)
+            rc = mote__text_apply(t, x->text[i].tree, &x->text[i].b);
     return rc;
 }
 

@@ -34,8 +34,8 @@ typedef struct text_batch {
     uint32_t *pos;      /* the added terms' positions */
     size_t npos, pos_cap;
 } text_batch;
-/* A batch that holds this many entries is written at the next note
- * (memory stays bounded in a transaction that writes many texts). */
+/* A batch that holds this many entries is written early (object.h,
+ * mote__text_flush_big). */
 #define TEXT_BATCH_MAX (1u << 20)
 
 /* Note that document id's text (utf8[0..len)) enters the index (`add`

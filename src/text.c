@@ -387,7 +387,8 @@ static int op_write(mote_txn *t, uint32_t tree, opbuf *o)
         o->ops[i].key = o->buf + o->off[i];
         o->ops[i].val = o->ops[i].del ? NULL : o->buf + o->off[i] + o->ops[i].klen;
     }
-    qsort(o->ops, o->n, sizeof *o->ops, cmp_op);
+    if (o->n)
+        qsort(o->ops, o->n, sizeof *o->ops, cmp_op);
     size_t m = 0;
     for (size_t i = 0; i < o->n; i++) {
         if (m && !cmp_op(&o->ops[m - 1], &o->ops[i])) {
@@ -1401,7 +1402,8 @@ static int eval_node(const qlparse *p, int e, umatch *u, int scored, uint64_t **
         *out = mote__malloc((u[e].n + 1) * sizeof **out);
         if (!*out)
             return mote__err(MOTE_NOMEM, "out of memory searching text");
-        memcpy(*out, u[e].id, u[e].n * sizeof **out);
+        if (u[e].n) /* (a unit without matches has no array) */
+            memcpy(*out, u[e].id, u[e].n * sizeof **out);
         *n = u[e].n;
         return MOTE_OK;
     }
@@ -1636,7 +1638,8 @@ scored:
     if (rc)
         goto out;
 ranked:
-    qsort(sc, ns, sizeof *sc, cmp_scored);
+    if (ns) /* (none: sc may be NULL) */
+        qsort(sc, ns, sizeof *sc, cmp_scored);
     uint64_t *oi = mote__malloc((ns + 1) * sizeof *oi);
     double *os = mote__malloc((ns + 1) * sizeof *os);
     if (!oi || !os) {
@@ -1823,7 +1826,8 @@ int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *ut
     *terms = 0;
     int rc = mote_tokenize(utf8, len, 0, note_token, &g);
     if (!rc) {
-        qsort(g.o, g.n, sizeof *g.o, cmp_occ);
+        if (g.n)
+            qsort(g.o, g.n, sizeof *g.o, cmp_occ);
         key[0] = 'd';
         mote__wr_be64(key + 1, id);
         rc = get_varints(t, tree, key, 9, &dl, 1);

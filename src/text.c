@@ -255,6 +255,13 @@ static size_t post_key(uint8_t *k, const char *term, size_t tlen, uint64_t id)
     return tlen + 10;
 }
 
+/* The key of document id's length: 'd' + id (u64 BE), 9 bytes. */
+static void doc_key(uint8_t *k, uint64_t id)
+{
+    k[0] = 'd';
+    mote__wr_be64(k + 1, id);
+}
+
 /* Is key (of the cursor) a block of term? Its first id into *first. */
 static int is_block_of(const mote_val *key, const char *term, size_t tlen, uint64_t *first)
 {
@@ -577,16 +584,9 @@ static int append_block(opbuf *o, const text_batch *b, const tx_entry *e, size_t
     if (rc || e[0].k.id <= last)
         return rc;
     size_t add = 0;
-    uint64_t prev = last;
-    for (size_t j = 0; j < m; j++) {
-        const tx_entry *x = &e[j];
-        add += mote__varint_size(x->k.id - prev) + mote__varint_size(x->tf);
-        for (uint32_t q = 0, at = 0; q < x->tf; q++) {
-            add += mote__varint_size(b->pos[x->pos + q] - at);
-            at = b->pos[x->pos + q];
-        }
-        prev = x->k.id;
-    }
+    for (size_t j = 0; j < m; j++) /* an entry is a posting with the batch's positions */
+        add += posting_size(&(post){e[j].k.id, e[j].pos, e[j].tf}, b->pos,
+                            j ? e[j - 1].k.id : last);
     size_t len = mote__varint_size(count + m) + (rlen - body) + add;
     if (len > TEXT_BLOCK_MAX)
         return MOTE_OK;
@@ -596,17 +596,9 @@ static int append_block(opbuf *o, const text_batch *b, const tx_entry *e, size_t
     size_t at = mote__varint_put(v, count + m);
     memcpy(v + at, raw + body, rlen - body);
     at += rlen - body;
-    prev = last;
-    for (size_t j = 0; j < m; j++) {
-        const tx_entry *x = &e[j];
-        at += mote__varint_put(v + at, x->k.id - prev);
-        at += mote__varint_put(v + at, x->tf);
-        for (uint32_t q = 0, p = 0; q < x->tf; q++) {
-            at += mote__varint_put(v + at, b->pos[x->pos + q] - p);
-            p = b->pos[x->pos + q];
-        }
-        prev = x->k.id;
-    }
+    for (size_t j = 0; j < m; j++)
+        at += encode_posting(v + at, &(post){e[j].k.id, e[j].pos, e[j].tf}, b->pos,
+                             j ? e[j - 1].k.id : last);
     *done = 1;
     return MOTE_OK;
 }
@@ -736,8 +728,7 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
             ;
         last = &b->d[g - 1];
         uint64_t len = 0;
-        key[0] = 'd';
-        mote__wr_be64(key + 1, first->k.id);
+        doc_key(key, first->k.id);
         int exists = (rc = get_varints(t, tree, key, 9, &len, 1)) == MOTE_OK;
         if (rc == MOTE_NOTFOUND)
             rc = MOTE_OK;
@@ -844,6 +835,34 @@ int mote__text_each(mote_txn *t, uint32_t tree,
 }
 
 /* A posting of the search: document, query term, tf. */
+/* BM25 (text.c's opening comment): a unit's idf from its document count df
+ * among tot[0] documents; document id's length norm, k1 (1 - b + b dl /
+ * avgdl); one unit's part of a score. */
+static double bm25_idf(const uint64_t tot[2], double df)
+{
+    double x = log(((double)tot[0] - df + 0.5) / (df + 0.5));
+    return x > 0 ? x : 1e-6;
+}
+
+static int bm25_norm(mote_txn *t, uint32_t tree, uint64_t id, const uint64_t tot[2],
+                     double *norm)
+{
+    uint8_t key[9];
+    uint64_t dl;
+    doc_key(key, id);
+    int rc = get_varints(t, tree, key, 9, &dl, 1);
+    if (rc == MOTE_NOTFOUND)
+        rc = CORRUPT("text index: a document with postings has no length");
+    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
+    *norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * (double)dl / avgdl);
+    return rc;
+}
+
+static double bm25_part(double idf, uint32_t tf, double norm)
+{
+    return idf * (tf * (TEXT_K1 + 1)) / (tf + norm);
+}
+
 typedef struct hit {
     uint64_t id;
     uint32_t term, tf;
@@ -1465,22 +1484,15 @@ static int search_expr(mote_txn *t, uint32_t tree, const char *q, size_t qlen, i
     for (size_t i = 0; !rc && root >= 0 && i < p.nn; i++)
         if (p.n[i].kind <= QL_PHRASE) {
             rc = unit_matches(t, tree, c, &p, &p.n[i], &u[i]);
-            double df = (double)u[i].n, x = log(((double)tot[0] - df + 0.5) / (df + 0.5));
-            u[i].idf = x > 0 ? x : 1e-6;
+            u[i].idf = bm25_idf(tot, (double)u[i].n);
         }
     if (!rc && root >= 0)
         rc = eval_node(&p, root, u, 1, &docs, &nd);
     if (!rc && nd && !(sc = mote__malloc(nd * sizeof *sc)))
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
-    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
     for (size_t i = 0; !rc && i < nd; i++) {
-        uint8_t key[9];
-        uint64_t dl;
-        key[0] = 'd';
-        mote__wr_be64(key + 1, docs[i]);
-        if ((rc = get_varints(t, tree, key, 9, &dl, 1)) == MOTE_NOTFOUND)
-            rc = CORRUPT("text index: a document with postings has no length");
-        double s = 0, norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * (double)dl / avgdl);
+        double s = 0, norm;
+        rc = bm25_norm(t, tree, docs[i], tot, &norm);
         for (size_t x = 0; x < p.nn; x++) {
             if (p.n[x].kind > QL_PHRASE || !u[x].scored)
                 continue;
@@ -1493,7 +1505,7 @@ static int search_expr(mote_txn *t, uint32_t tree, const char *q, size_t qlen, i
                     hi = mid;
             }
             if (lo < u[x].n && u[x].id[lo] == docs[i])
-                s += u[x].idf * (u[x].tf[lo] * (TEXT_K1 + 1)) / (u[x].tf[lo] + norm);
+                s += bm25_part(u[x].idf, u[x].tf[lo], norm);
         }
         sc[ns++] = (scored){docs[i], s};
     }
@@ -1529,8 +1541,8 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
     *ids = NULL;
     *scores = NULL;
     size_t ns = 0;
-    int rc = mote_tokenize(q, qlen, 0, add_qterm, &qt);
-    if (!rc && (rc = get_varints(t, tree, "s", 1, tot, 2)) == MOTE_NOTFOUND) {
+    int rc = get_varints(t, tree, "s", 1, tot, 2);
+    if (rc == MOTE_NOTFOUND) {
         rc = MOTE_OK;
         goto out; /* an empty index */
     }
@@ -1539,6 +1551,8 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
             goto out;
         goto ranked;
     }
+    if (!rc) /* a list of words: its distinct terms */
+        rc = mote_tokenize(q, qlen, 0, add_qterm, &qt);
     if (rc || !qt.n)
         goto out;
     if (!(idf = mote__calloc(qt.n, sizeof *idf))) {
@@ -1560,8 +1574,7 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
             rc = MOTE_OK;
             df[i] = 0;
         }
-        double x = log(((double)tot[0] - (double)df[i] + 0.5) / ((double)df[i] + 0.5));
-        idf[i] = x > 0 ? x : 1e-6;
+        idf[i] = bm25_idf(tot, (double)df[i]);
         by[i] = i;
         for (size_t j = i; j > 0 && df[by[j]] < df[by[j - 1]]; j--) { /* insertion: few terms */
             size_t x2 = by[j];
@@ -1616,21 +1629,15 @@ scored:
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
         goto out;
     }
-    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
     for (size_t i = 0; !rc && i < nh;) {
         size_t j = i + 1;
         while (j < nh && h[j].id == h[i].id)
             j++;
         if (!all || j - i == qt.n) {
-            uint8_t key[9];
-            uint64_t dl;
-            key[0] = 'd';
-            mote__wr_be64(key + 1, h[i].id);
-            if ((rc = get_varints(t, tree, key, 9, &dl, 1)) == MOTE_NOTFOUND)
-                rc = CORRUPT("text index: a document with postings has no length");
-            double s = 0, norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * (double)dl / avgdl);
+            double s = 0, norm;
+            rc = bm25_norm(t, tree, h[i].id, tot, &norm);
             for (size_t x = i; x < j; x++)
-                s += idf[h[x].term] * (h[x].tf * (TEXT_K1 + 1)) / (h[x].tf + norm);
+                s += bm25_part(idf[h[x].term], h[x].tf, norm);
             sc[ns++] = (scored){h[i].id, s};
         }
         i = j;
@@ -1731,8 +1738,7 @@ static int verify_posting(void *ctx, const char *term, size_t tlen, uint64_t id,
                 (unsigned long long)id, (unsigned long long)v->last_id);
     }
     uint8_t key[9];
-    key[0] = 'd';
-    mote__wr_be64(key + 1, id);
+    doc_key(key, id);
     if (mote_kv_get(v->t, v->tree, key, 9, NULL) != MOTE_OK)
         problem(v, "text index: document %llu has postings but no length",
                 (unsigned long long)id);
@@ -1767,7 +1773,6 @@ int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
         const uint8_t *kp = k.data;
         if (kp[0] == 'p') {
             st->blocks++;
-            st->block_bytes += val.size;
             if (val.size > TEXT_BLOCK_MAX) {
                 st->big++;
                 uint64_t cnt;
@@ -1828,8 +1833,7 @@ int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *ut
     if (!rc) {
         if (g.n)
             qsort(g.o, g.n, sizeof *g.o, cmp_occ);
-        key[0] = 'd';
-        mote__wr_be64(key + 1, id);
+        doc_key(key, id);
         rc = get_varints(t, tree, key, 9, &dl, 1);
         if (rc == MOTE_NOTFOUND)
             rc = mote__err(MOTE_CORRUPT, "not in the index");

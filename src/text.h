@@ -65,10 +65,9 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
 int mote__text_query_check(const char *q, size_t len, int all);
 
 /* The index's totals: documents, tokens, distinct terms, postings, blocks
- * (big: those over TEXT_BLOCK_MAX bytes, one posting each), bytes of the
- * blocks' values. */
+ * (big: those over TEXT_BLOCK_MAX bytes, one posting each). */
 typedef struct text_stat {
-    uint64_t docs, tokens, terms, postings, blocks, big, block_bytes;
+    uint64_t docs, tokens, terms, postings, blocks, big;
 } text_stat;
 /* Check tree's structure (blocks ordered and well formed, each term's
  * document count equal to its postings, documents and tokens equal to the

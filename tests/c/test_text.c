@@ -360,6 +360,22 @@ static size_t model_search(const tmodel *m, const char (*q)[16], size_t nq, int 
     return n;
 }
 
+/* The first n results (ids, scores) are the model's (mids, msc): scores
+ * equal to 1e-9; where the ids' order differs, the scores are equal to the
+ * last bits (equal scores come lower id first, computed in either way). */
+static void same_ranking(const char *qtext, const uint64_t *ids, const double *sc,
+                         const uint64_t *mids, const double *msc, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (fabs(sc[i] - msc[i]) > 1e-9 * fabs(msc[i]))
+            fprintf(stderr, "query \"%s\": result %zu: %.17g, model %.17g\n", qtext, i, sc[i],
+                    msc[i]);
+        CHECK(fabs(sc[i] - msc[i]) <= 1e-9 * fabs(msc[i]));
+        if (ids[i] != mids[i])
+            CHECK(i + 1 < n && fabs(sc[i] - sc[i + 1]) <= 1e-9 * sc[i]);
+    }
+}
+
 static void check_against_model(mote_store *s, uint32_t tree, const tmodel *m, uint64_t *rs)
 {
     mote_txn *t;
@@ -393,17 +409,7 @@ static void check_against_model(mote_store *s, uint32_t tree, const tmodel *m, u
         size_t got, want = model_search(m, (const char(*)[16])q, nq, all, k, NULL, mids, msc);
         OK(mote__text_search(t, tree, qtext, strlen(qtext), all, &ids, &sc, &got));
         CHECK(got >= want && (got == want || want == k));
-        got = want;
-        for (size_t i = 0; i < got; i++) {
-            if (fabs(sc[i] - msc[i]) > 1e-9 * fabs(msc[i]))
-                fprintf(stderr, "query \"%s\": result %zu: %.17g, model %.17g\n", qtext, i,
-                        sc[i], msc[i]);
-            CHECK(fabs(sc[i] - msc[i]) <= 1e-9 * fabs(msc[i]));
-            /* equal scores may come in either order of ids only if they differ in
-             * the last bits; then both lists hold the same ids */
-            if (ids[i] != mids[i])
-                CHECK(i + 1 < got && fabs(sc[i] - sc[i + 1]) <= 1e-9 * sc[i]);
-        }
+        same_ranking(qtext, ids, sc, mids, msc, want);
         mote_free(ids);
         mote_free(sc);
     }
@@ -555,11 +561,7 @@ static void ft_match(mote_txn *t, mote_entity *e, const omodel *om, const char (
     OK(mote_query_count(t, qq, &count));
     CHECK(n == want && count == want);
     ft_results += n;
-    for (size_t i = 0; i < n; i++) {
-        CHECK(fabs(sc[i] - msc[i]) <= 1e-9 * fabs(msc[i]));
-        if (ids[i] != mids[i])
-            CHECK(i + 1 < n && fabs(sc[i] - sc[i + 1]) <= 1e-9 * sc[i]);
-    }
+    same_ranking(qtext, ids, sc, mids, msc, n);
     mote_free(ids);
     mote_free(sc);
     mote_query_free(qq);

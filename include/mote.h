@@ -692,7 +692,9 @@ int mote_query_set(mote_query *q, int node, const mote_value *vals, size_t nvals
 /* Order by properties, in the order of calls (MOTE_Q_DESC,
  * MOTE_Q_NULLS_LAST); ties by id. Without an order, results come in id
  * order. Decimal, JSON, vector and to-many properties have no order:
- * MOTE_TYPE. */
+ * MOTE_TYPE. One order on an indexed property, in either direction, is
+ * read from its index (with no condition, or with the index's condition:
+ * "the newest 10" reads 10 entries, not every match and a sort). */
 int mote_query_order(mote_query *q, unsigned prop, unsigned flags);
 /* Skip `offset` matches, then return at most `limit` (0 = no limit). */
 int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit);

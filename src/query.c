@@ -385,6 +385,7 @@ int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit)
 typedef struct range {
     uint8_t lo[IDX_MAX_VALUE + 16], hi[IDX_MAX_VALUE + 16];
     size_t lol, hil;
+    int rev; /* walked from hi down to lo (a descending order) */
 } range;
 
 typedef struct plan {
@@ -470,7 +471,7 @@ static range *new_ranges(size_t n)
 {
     range *r = n <= SIZE_MAX / sizeof *r ? mote__malloc(n * sizeof *r) : NULL;
     for (size_t i = 0; r && i < n; i++)
-        r[i].lol = r[i].hil = 0;
+        r[i].lol = r[i].hil = 0, r[i].rev = 0;
     return r;
 }
 
@@ -550,6 +551,23 @@ static int make_ranges(const mote_query *q, const qnode *n, plan *pl)
     return MOTE_OK;
 }
 
+/* Can one index range give the order `flags` of its own property? Index keys
+ * hold NULL as 0x00 + id, before every value (0x01 ...), and equal values by
+ * id. Walked up, that is the ascending order; walked down (the range marked
+ * rev), the descending one with NULLs last, equal values still by id
+ * (run_matches). A range without NULLs gives either NULL placement. */
+static int walk_in_order(range *r, unsigned flags)
+{
+    int no_nulls = r->lol && r->lo[0] >= 1;
+    if (flags & MOTE_Q_DESC) {
+        if (!(flags & MOTE_Q_NULLS_LAST) && !no_nulls)
+            return 0;
+        r->rev = 1;
+        return 1;
+    }
+    return !(flags & MOTE_Q_NULLS_LAST) || no_nulls;
+}
+
 static int make_plan(const mote_query *q, plan *pl)
 {
     memset(pl, 0, sizeof *pl);
@@ -595,22 +613,32 @@ static int make_plan(const mote_query *q, plan *pl)
                         (n->op == MOTE_EQ || n->op == MOTE_IS_NULL ||
                          (n->op == MOTE_IN && n->nvals == 1));
         pl->ordered = (q->norder == 0 && one_value) ||
-                      (q->norder == 1 && q->order[0].prop == n->prop && !q->order[0].flags &&
-                       pl->nranges <= 1);
+                      (q->norder == 1 && q->order[0].prop == n->prop && pl->nranges <= 1 &&
+                       walk_in_order(pl->ranges, q->order[0].flags));
         pl->desc = "index";
         return MOTE_OK;
     }
     /* no index condition: walk the index of the first order property */
-    if (!id_bound && q->norder == 1 && !q->order[0].flags &&
-        q->e->props[q->order[0].prop].index_tree) {
+    if (!id_bound && q->norder == 1 && q->e->props[q->order[0].prop].index_tree) {
         pl->ip = &q->e->props[q->order[0].prop];
-        pl->ranges = new_ranges(1);
+        unsigned f = q->order[0].flags;
+        int split = f == MOTE_Q_DESC || f == MOTE_Q_NULLS_LAST; /* NULLs apart */
+        pl->ranges = new_ranges(2);
         if (!pl->ranges)
             return mote__err(MOTE_NOMEM, "out of memory");
-        pl->nranges = 1;
-        pl->ranges[0].lol = 0;
-        pl->ranges[0].hi[0] = 0xFF;
-        pl->ranges[0].hil = 1;
+        pl->nranges = split ? 2 : 1;
+        range *vals = &pl->ranges[f == MOTE_Q_DESC], *nulls = &pl->ranges[f != MOTE_Q_DESC];
+        vals->lo[0] = 1; /* values: 0x01 ..., NULL: 0x00 id */
+        vals->lol = split;
+        vals->hi[0] = 0xFF;
+        vals->hil = 1;
+        vals->rev = (f & MOTE_Q_DESC) != 0;
+        if (split) {
+            nulls->lo[0] = 0;
+            nulls->lol = 1;
+            nulls->hi[0] = 1;
+            nulls->hil = 1;
+        }
         pl->exact = root == NULL;
         pl->ordered = 1;
         pl->desc = "index order";
@@ -665,6 +693,101 @@ static int fetch_obj(mote_entity *e, mote_cursor *oc, uint64_t id, mote_record *
     return rc;
 }
 
+/* The object id of an index entry, and in *vlen the length of its value part
+ * (a unique index keeps a value's id in the entry's value; NULLs, and every
+ * entry of another index, end their key with the id). */
+static uint64_t index_entry_id(mote_val k, mote_val v, int unique, size_t *vlen)
+{
+    const uint8_t *kd = k.data;
+    if (unique && k.size && kd[0] != 0) {
+        if (vlen)
+            *vlen = k.size;
+        return v.size == 8 ? rd64(v.data) : 0;
+    }
+    if (vlen)
+        *vlen = k.size >= 8 ? k.size - 8 : 0;
+    return k.size >= 8 ? be_id(kd + k.size - 8) : 0;
+}
+
+/* An index walk's visits: each id found is checked against the whole
+ * condition (unless the ranges are exact) and handed to fn. */
+typedef struct idwalk {
+    mote_query *q;
+    int exact;
+    mote_cursor *oc;
+    visit_fn fn;
+    void *ctx;
+    uint64_t *ids; /* walk_down: the ids of one value, highest first */
+    size_t n, cap;
+    uint8_t val[IDX_MAX_VALUE + 16];
+    size_t vlen;
+} idwalk;
+
+static int visit_id(idwalk *w, uint64_t id)
+{
+    if (w->exact)
+        return w->fn(w->ctx, id, NULL);
+    mote_record r;
+    int rc = fetch_obj(w->q->e, w->oc, id, &r);
+    if (rc)
+        return rc;
+    int mt = mote__query_eval(w->q, w->q->root, &r);
+    return mt < 0 ? -mt : mt ? w->fn(w->ctx, id, &r) : MOTE_OK;
+}
+
+/* Visit the ids of the value held in w, lowest first (ties are by id in
+ * either direction), and forget them. */
+static int flush_value(idwalk *w)
+{
+    int rc = MOTE_OK;
+    while (w->n && !rc)
+        rc = visit_id(w, w->ids[--w->n]);
+    w->n = 0;
+    return rc;
+}
+
+/* Walk range R from its top down: values in descending order, the ids of
+ * one value gathered and visited in ascending order. */
+static int walk_down(idwalk *w, mote_cursor *c, const range *R, int unique)
+{
+    int rc;
+    w->n = 0;
+    for (rc = mote_cursor_seek(c, R->hi, R->hil, MOTE_SEEK_LT); rc == MOTE_OK;
+         rc = mote_cursor_prev(c)) {
+        mote_val k, v;
+        if ((rc = mote__cursor_entry(c, &k, &v))) /* c was just moved */
+            break;
+        size_t m = k.size < R->lol ? k.size : R->lol;
+        int cmp = memcmp(k.data, R->lo, m);
+        if (cmp < 0 || (cmp == 0 && k.size < R->lol))
+            break;
+        size_t vl;
+        uint64_t id = index_entry_id(k, v, unique, &vl);
+        if (vl > sizeof w->val)
+            vl = sizeof w->val;
+        if (w->n && (vl != w->vlen || memcmp(k.data, w->val, vl)) && (rc = flush_value(w)))
+            break;
+        if (!w->n) {
+            memcpy(w->val, k.data, vl);
+            w->vlen = vl;
+        }
+        if (w->n == w->cap) {
+            size_t cap = w->cap ? w->cap * 2 : 16;
+            uint64_t *ids = mote__realloc(w->ids, cap * sizeof *ids);
+            if (!ids) {
+                rc = mote__err(MOTE_NOMEM, "out of memory");
+                break;
+            }
+            w->ids = ids;
+            w->cap = cap;
+        }
+        w->ids[w->n++] = id;
+    }
+    if (rc == MOTE_NOTFOUND) /* the index's start */
+        rc = MOTE_OK;
+    return rc ? rc : flush_value(w); /* below R, or at the start */
+}
+
 /* Iterate the matches of q (ignoring offset/limit and order) in plan order. */
 static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, void *ctx)
 {
@@ -709,8 +832,13 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
         mote_cursor_close(c);
         return rc;
     }
+    idwalk w = {q, pl->exact, oc, fn, ctx, NULL, 0, 0, {0}, 0};
     for (size_t ri = 0; ri < pl->nranges && !rc; ri++) {
         const range *R = &pl->ranges[ri];
+        if (R->rev) {
+            rc = walk_down(&w, c, R, unique);
+            continue;
+        }
         for (rc = mote_cursor_seek(c, R->lo, R->lol, MOTE_SEEK_GE); rc == MOTE_OK;
              rc = mote_cursor_next(c)) {
             mote_val k, v;
@@ -720,26 +848,13 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
             int cmp = memcmp(k.data, R->hi, m);
             if (cmp > 0 || (cmp == 0 && k.size >= R->hil))
                 break;
-            uint64_t id;
-            if (unique && k.size && ((const uint8_t *)k.data)[0] != 0)
-                id = v.size == 8 ? rd64(v.data) : 0;
-            else
-                id = k.size >= 8 ? be_id((const uint8_t *)k.data + k.size - 8) : 0;
-            mote_record r;
-            if (pl->exact) {
-                rc = fn(ctx, id, NULL);
-            } else {
-                if ((rc = fetch_obj(e, oc, id, &r)))
-                    break;
-                int mt = mote__query_eval(q, q->root, &r);
-                rc = mt < 0 ? -mt : mt ? fn(ctx, id, &r) : MOTE_OK;
-            }
-            if (rc)
+            if ((rc = visit_id(&w, index_entry_id(k, v, unique, NULL))))
                 break;
         }
         if (rc == MOTE_NOTFOUND)
             rc = MOTE_OK;
     }
+    mote__free(w.ids);
     mote_cursor_close(c);
     mote_cursor_close(oc);
     return rc;
@@ -934,7 +1049,7 @@ static int prepare_run(mote_txn *t, mote_query *q, plan *pl, uint64_t *off, int 
         return rc;
     if (!pl->ordered && q->norder > 0)
         pl->exact = 0; /* sorting by properties reads the records */
-    if (!(pl->ordered && pl->exact && pl->ip && pl->nranges == 1 && *off))
+    if (!(pl->ordered && pl->exact && pl->ip && pl->nranges == 1 && !pl->ranges[0].rev && *off))
         return MOTE_OK;
     /* skip the offset by rank: start the range at the key `offset` entries in */
     uint64_t lo, hi;

@@ -26,6 +26,12 @@ $(VENV)/.ok:
 
 venv: $(VENV)/.ok
 
+# The frameworks motedb.integrations plugs into, for their tests (pinned).
+INTEGRATIONS_REQ := tests/python/requirements-integrations.txt
+$(VENV)/.integrations-ok: $(VENV)/.ok $(INTEGRATIONS_REQ)
+	$(VPY) -m pip install --quiet -r $(INTEGRATIONS_REQ)
+	touch $@
+
 build/build.ninja: $(VENV)/.ok
 	$(MESON) setup build --buildtype=debugoptimized -Dwerror=true
 
@@ -49,7 +55,7 @@ test-asan: build-asan/build.ninja
 	    bash tests/cli/run.sh build-asan
 
 # Builds and installs the motedb package into .venv (meson-python), then pytest.
-test-python: $(VENV)/.ok
+test-python: $(VENV)/.integrations-ok
 	$(VPY) -m pip install --quiet .
 	$(VPY) -m pytest -q tests/python
 
@@ -58,12 +64,13 @@ test-python: $(VENV)/.ok
 # runtimes are preloaded; CPython's own allocations at exit are not leak-checked).
 # --capture=sys leaves file descriptor 2 alone, so a sanitizer report is shown.
 PYASAN_PKG := build-pyasan/pkg
-test-python-asan: $(VENV)/.ok
+test-python-asan: $(VENV)/.integrations-ok
 	test -f build-pyasan/build.ninja || $(MESON) setup build-pyasan -Dpython=true -Dtools=false \
 	    --buildtype=debug -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
 	$(NINJA) -C build-pyasan
-	rm -rf $(PYASAN_PKG) && mkdir -p $(PYASAN_PKG)/motedb
+	rm -rf $(PYASAN_PKG) && mkdir -p $(PYASAN_PKG)/motedb/integrations
 	cp python/motedb/*.py python/motedb/py.typed build-pyasan/python/_core*.so $(PYASAN_PKG)/motedb/
+	cp python/motedb/integrations/*.py $(PYASAN_PKG)/motedb/integrations/
 	cd $(PYASAN_PKG) && PYTHONPATH=. PYTHONFAULTHANDLER=1 ASAN_OPTIONS=detect_leaks=0 \
 	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \

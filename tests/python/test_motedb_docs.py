@@ -1,18 +1,22 @@
-"""The examples of docs/python.md run as written, in order, in a scratch directory."""
+"""The examples of docs/python.md and docs/integrations.md run as written, in order, in a
+scratch directory."""
 
 import os
 import re
 
-DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python.md")
+import pytest
+
+DOCS = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
 
 
-def test_docs_examples(tmp_path, monkeypatch):
-    with open(DOC, encoding="utf-8") as f:
+@pytest.mark.parametrize("doc,min_blocks", [("python.md", 10), ("integrations.md", 4)])
+def test_docs_examples(tmp_path, monkeypatch, doc, min_blocks):
+    with open(os.path.join(DOCS, doc), encoding="utf-8") as f:
         text = f.read()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) >= 10
+    assert len(blocks) >= min_blocks
     monkeypatch.chdir(tmp_path)
     ns = {"__name__": "motedb_docs"}
     for i, block in enumerate(blocks):
-        code = compile(block, f"docs/python.md block {i + 1}", "exec")
+        code = compile(block, f"docs/{doc} block {i + 1}", "exec")
         exec(code, ns)

@@ -1,0 +1,8 @@
+"""MoteDB plugged into agent frameworks.
+
+- ``motedb.integrations.langgraph``: ``MoteSaver``, a LangGraph checkpointer (sync and
+  async) on a MoteDB store (``pip install motedb[langgraph]``).
+
+Each module imports its framework; the core ``motedb`` package needs none of them.
+See docs/integrations.md.
+"""

@@ -1,0 +1,424 @@
+"""A LangGraph checkpointer on a MoteDB store: ``MoteSaver``.
+
+    from motedb.integrations.langgraph import MoteSaver
+
+    with MoteSaver.from_path("agent.mote") as saver:
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke(inputs, {"configurable": {"thread_id": "user-42"}})
+
+One store file holds any number of threads (or give each user or agent a store of
+its own: a tiny store opens in tens of microseconds). Every ``put`` and
+``put_writes`` is one durable commit; reads see one snapshot. The sync methods and
+the async ones (``aput``, ``aget_tuple``, ``alist``, ...; they run the sync ones on a
+worker thread, and MoteDB releases the GIL while it syncs and queries) can be used
+together, from any number of threads, and from several processes on one store.
+
+How it is stored: two entities, ``LangGraphCheckpoint`` and ``LangGraphWrite``, in the
+same store as the application's own (so a store can hold an agent's memories and its
+threads). Each is keyed by a string that starts with the thread id and the namespace,
+length-prefixed (``"7:thread-13:sub"``), so one thread, one namespace of a thread and
+one checkpoint's writes are each a key range of a unique index: the newest
+checkpoint of a thread is the last key of its range, one index entry. A checkpoint
+is kept as the serializer's bytes (as ``SqliteSaver`` keeps it), its metadata as
+JSON; the run id is indexed for ``delete_for_runs``.
+
+Besides the base capabilities (``put``, ``put_writes``, ``get_tuple``, ``list``,
+``delete_thread``) it has ``delete_for_runs``, ``copy_thread`` and ``prune``; the
+``prune`` strategy ``"keep_latest"`` keeps, beside the newest checkpoint of each
+namespace, the ancestors its ``DeltaChannel`` values are rebuilt from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import motedb
+
+try:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("motedb.integrations.langgraph needs LangGraph: "
+                      "pip install 'motedb[langgraph]'") from e
+
+__all__ = ["MoteSaver", "LangGraphCheckpoint", "LangGraphWrite"]
+
+
+class LangGraphCheckpoint(motedb.Entity):
+    """One checkpoint of a thread (a step of a graph)."""
+    id: int = 0
+    key: Annotated[str, motedb.Unique]  # _ns_key(thread, ns) + checkpoint_id
+    thread_id: str = ""
+    checkpoint_ns: str = ""
+    checkpoint_id: str = ""
+    parent_checkpoint_id: str | None = None
+    run_id: Annotated[str | None, motedb.Index] = None  # metadata["run_id"]
+    type: str = ""  # the serializer's type tag of `checkpoint`
+    checkpoint: bytes = b""
+    metadata: dict = motedb.field(default_factory=dict)
+
+
+class LangGraphWrite(motedb.Entity):
+    """One pending write of a task, linked to a checkpoint."""
+    id: int = 0
+    key: Annotated[str, motedb.Unique]  # _writes_key(thread, ns, checkpoint_id) + task + idx
+    thread_id: str = ""
+    checkpoint_ns: str = ""
+    checkpoint_id: str = ""
+    task_id: str = ""
+    task_path: str = ""
+    idx: int = 0
+    channel: str = ""
+    type: str = ""
+    value: bytes = b""
+
+
+def _part(s: str) -> str:
+    """A key part: length-prefixed, so that no part's key is a prefix of another's."""
+    return f"{len(s)}:{s}"
+
+
+def _thread_key(thread_id: str) -> str:
+    return _part(thread_id)
+
+
+def _ns_key(thread_id: str, ns: str) -> str:
+    return _part(thread_id) + _part(ns)
+
+
+def _writes_key(thread_id: str, ns: str, checkpoint_id: str) -> str:
+    return _part(thread_id) + _part(ns) + _part(checkpoint_id)
+
+
+def _metadata_value(metadata: dict, dotted: str) -> Any:
+    """metadata's value at a dotted key ("a.b" is metadata["a"]["b"]); None if absent."""
+    v: Any = metadata
+    for part in dotted.split("."):
+        if not isinstance(v, dict) or part not in v:
+            return None
+        v = v[part]
+    return v
+
+
+class MoteSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer (``BaseCheckpointSaver``) on a MoteDB store.
+
+    ``store`` is an open ``motedb.Store`` (which stays the caller's to close) or a
+    path, opened here with ``open_kwargs`` (``motedb.open``'s options) and closed
+    by ``close()`` or the ``with`` block. ``serde`` is LangGraph's serializer
+    (default ``JsonPlusSerializer``)."""
+
+    def __init__(self, store: motedb.Store | str | os.PathLike, *,
+                 serde: SerializerProtocol | None = None, **open_kwargs: Any) -> None:
+        super().__init__(serde=serde)
+        if isinstance(store, motedb.Store):
+            if open_kwargs:
+                raise TypeError("open options are for a path, not an open store: "
+                                f"{', '.join(sorted(open_kwargs))}")
+            self.store, self._owns = store, False
+        else:
+            self.store, self._owns = motedb.open(store, **open_kwargs), True
+        self.checkpoints = self.store.box(LangGraphCheckpoint)
+        self.writes = self.store.box(LangGraphWrite)
+
+    @classmethod
+    @contextmanager
+    def from_path(cls, path: str | os.PathLike, *, serde: SerializerProtocol | None = None,
+                  **open_kwargs: Any) -> Iterator[MoteSaver]:
+        """``with MoteSaver.from_path("agent.mote") as saver:`` opens the store, closes it after."""
+        saver = cls(path, serde=serde, **open_kwargs)
+        try:
+            yield saver
+        finally:
+            saver.close()
+
+    def close(self) -> None:
+        """Close the store if this saver opened it (closing twice is fine)."""
+        if self._owns:
+            self.store.close()
+
+    def __enter__(self) -> MoteSaver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- reading ------------------------------------------------------------------
+
+    def _pending_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list:
+        """The writes linked to a checkpoint, in writes_sort_key order (task_path, task_id, idx)."""
+        W = LangGraphWrite
+        ws = self.writes.query(W.key.startswith(_writes_key(thread_id, ns, checkpoint_id))).find()
+        ws.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
+        return [(w.task_id, w.channel, self.serde.loads_typed((w.type, w.value))) for w in ws]
+
+    def _tuple(self, cp: LangGraphCheckpoint) -> CheckpointTuple:
+        parent = None
+        if cp.parent_checkpoint_id:
+            parent = {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.checkpoint_ns,
+                                       "checkpoint_id": cp.parent_checkpoint_id}}
+        return CheckpointTuple(
+            {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.checkpoint_ns,
+                              "checkpoint_id": cp.checkpoint_id}},
+            self.serde.loads_typed((cp.type, cp.checkpoint)),
+            cp.metadata,
+            parent,
+            self._pending_writes(cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id))
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint named by config (its ``checkpoint_id``, else the thread's newest
+        in ``checkpoint_ns``), with its pending writes; None if there is none."""
+        C = LangGraphCheckpoint
+        conf = config["configurable"]
+        prefix = _ns_key(str(conf["thread_id"]), conf.get("checkpoint_ns", ""))
+        checkpoint_id = get_checkpoint_id(config)
+        with self.store.read():
+            if checkpoint_id:
+                cp = self.checkpoints.query(C.key == prefix + checkpoint_id).first()
+            else:
+                cp = self.checkpoints.query(C.key.startswith(prefix)).order_by(
+                    C.key.desc()).limit(1).first()
+            return self._tuple(cp) if cp is not None else None
+
+    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+             before: RunnableConfig | None = None,
+             limit: int | None = None) -> Iterator[CheckpointTuple]:
+        """Checkpoints, newest first (by checkpoint id): of config's thread (and its
+        ``checkpoint_ns`` if given, and ``checkpoint_id`` if given), or of every thread
+        when config is None; only those whose metadata has each of ``filter``'s values
+        (a dotted key reaches into nested objects; None matches a missing key), only
+        those before ``before``'s checkpoint id, at most ``limit``. One snapshot: the
+        result is read before the first is returned."""
+        C = LangGraphCheckpoint
+        if limit is not None and limit < 0:  # as SQL's LIMIT -1: none
+            limit = None
+        if limit == 0:
+            return
+        conf = config["configurable"] if config is not None else {}
+        ns = conf.get("checkpoint_ns")
+        if config is None:
+            cond = None
+        elif ns is None:
+            cond = C.key.startswith(_thread_key(str(conf["thread_id"])))
+        else:
+            prefix = _ns_key(str(conf["thread_id"]), ns)
+            cid = get_checkpoint_id(config)
+            cond = C.key == prefix + cid if cid else C.key.startswith(prefix)
+            if before is not None and not cid:
+                # the range below `before`: the index is walked down from it
+                cond = C.key.between(prefix, prefix + get_checkpoint_id(before)) & (
+                    C.key != prefix + get_checkpoint_id(before))
+        one_range = config is not None and ns is not None  # key order is checkpoint id order
+        q = self.checkpoints.query(cond)
+        if one_range:
+            q.order_by(C.key.desc())
+            if limit is not None and not filter:
+                q.limit(limit)
+        before_id = get_checkpoint_id(before) if before is not None else None
+        out = []
+        with self.store.read():
+            cps = q.find()
+            if not one_range:  # several threads or namespaces: by checkpoint id
+                cps.sort(key=lambda c: c.checkpoint_id, reverse=True)
+            for cp in cps:
+                if before_id is not None and not cp.checkpoint_id < before_id:
+                    continue
+                if filter and any(_metadata_value(cp.metadata, k) != v for k, v in filter.items()):
+                    continue
+                if limit is not None and len(out) >= limit:
+                    break
+                out.append(self._tuple(cp))
+        yield from out
+
+    # ---- writing --------------------------------------------------------------------
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        """Store a checkpoint (one durable commit); config's ``checkpoint_id`` is its
+        parent. Returns the config that names it."""
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        type_, blob = self.serde.dumps_typed(checkpoint)
+        md = get_checkpoint_metadata(config, metadata)
+        run_id = md.get("run_id")
+        key = _ns_key(thread_id, ns) + checkpoint["id"]
+        cp = LangGraphCheckpoint(
+            key=key, thread_id=thread_id, checkpoint_ns=ns, checkpoint_id=checkpoint["id"],
+            parent_checkpoint_id=conf.get("checkpoint_id"),
+            run_id=run_id if isinstance(run_id, str) else None,
+            type=type_, checkpoint=blob, metadata=md)
+        C = LangGraphCheckpoint
+        with self.store.write():  # the same checkpoint again replaces it
+            old = self.checkpoints.query(C.key == key).ids()
+            if old:
+                cp.id = old[0]
+            self.checkpoints.put(cp)
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
+                                 "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        """Store a task's writes linked to config's checkpoint (one durable commit). A
+        write already stored under the same task and index is kept, unless every write
+        is to a special channel (error, interrupt, ...), which replaces it."""
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
+        checkpoint_id = str(conf["checkpoint_id"])
+        replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        task_prefix = _writes_key(thread_id, ns, checkpoint_id) + _part(task_id)
+        new = []
+        for idx, (channel, value) in enumerate(writes):
+            i = WRITES_IDX_MAP.get(channel, idx)
+            type_, blob = self.serde.dumps_typed(value)
+            new.append(LangGraphWrite(
+                key=task_prefix + str(i), thread_id=thread_id, checkpoint_ns=ns,
+                checkpoint_id=checkpoint_id, task_id=task_id, task_path=task_path, idx=i,
+                channel=channel, type=type_, value=blob))
+        W = LangGraphWrite
+        with self.store.write():
+            stored = {w.key: w.id for w in self.writes.query(W.key.startswith(task_prefix)).find()}
+            put = []
+            for w in new:
+                if w.key in stored:
+                    if not replace:
+                        continue
+                    w.id = stored[w.key]
+                put.append(w)
+            if put:
+                self.writes.put_many(put)
+
+    def _remove(self, cps: list[LangGraphCheckpoint]) -> None:
+        """Remove checkpoints and their writes (inside a write transaction)."""
+        W = LangGraphWrite
+        for cp in cps:
+            self.writes.query(W.key.startswith(
+                _writes_key(cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id))).remove()
+        self.checkpoints.remove_many([cp.id for cp in cps])
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Remove every checkpoint and write of a thread, in every namespace (one commit)."""
+        prefix = _thread_key(str(thread_id))
+        with self.store.write():
+            self.checkpoints.query(LangGraphCheckpoint.key.startswith(prefix)).remove()
+            self.writes.query(LangGraphWrite.key.startswith(prefix)).remove()
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Remove the checkpoints made by these runs (metadata ``run_id``) and their
+        writes, in every thread (one commit)."""
+        run_ids = [str(r) for r in run_ids]
+        if not run_ids:
+            return
+        with self.store.write():
+            self._remove(self.checkpoints.query(LangGraphCheckpoint.run_id.in_(run_ids)).find())
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of a thread to another thread id (one
+        commit); what the target already holds under the same ids is replaced."""
+        src, dst = str(source_thread_id), str(target_thread_id)
+        if src == dst:
+            return
+        sp, dp = _thread_key(src), _thread_key(dst)
+        with self.store.write():
+            for box, E in ((self.checkpoints, LangGraphCheckpoint), (self.writes, LangGraphWrite)):
+                have = {o.key: o.id for o in box.query(E.key.startswith(dp)).find()}
+                copies = box.query(E.key.startswith(sp)).find()
+                for o in copies:
+                    o.key = dp + o.key[len(sp):]
+                    o.thread_id = dst
+                    o.id = have.get(o.key, 0)
+                box.put_many(copies)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``"keep_latest"``: keep each namespace's newest checkpoint (with its writes)
+        and the ancestors its DeltaChannel values are rebuilt from; remove the other
+        checkpoints of these threads. ``"delete"``: remove the threads. One commit."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}: 'keep_latest' or 'delete'")
+        C = LangGraphCheckpoint
+        with self.store.write():
+            for tid in thread_ids:
+                if strategy == "delete":
+                    self.delete_thread(tid)
+                    continue
+                cps = self.checkpoints.query(C.key.startswith(_thread_key(str(tid)))).find()
+                by_ns: dict[str, dict[str, LangGraphCheckpoint]] = {}
+                for cp in cps:
+                    by_ns.setdefault(cp.checkpoint_ns, {})[cp.checkpoint_id] = cp
+                drop = []
+                for chain in by_ns.values():
+                    keep = self._delta_ancestors(chain, max(chain))
+                    drop.extend(cp for cid, cp in chain.items() if cid not in keep)
+                self._remove(drop)
+
+    def _delta_ancestors(self, chain: dict[str, LangGraphCheckpoint], latest: str) -> set[str]:
+        """The ids to keep so that `latest` stays whole: itself and, while any of its
+        DeltaChannels (the channels of its metadata's counters_since_delta_snapshot)
+        has no stored value yet, its parents up to the nearest that stores one, as
+        get_delta_channel_history walks them."""
+        keep = {latest}
+        need = set(chain[latest].metadata.get("counters_since_delta_snapshot") or ())
+        cp = chain[latest]
+        while need and cp.parent_checkpoint_id in chain:
+            cp = chain[cp.parent_checkpoint_id]
+            keep.add(cp.checkpoint_id)
+            need -= set(self.serde.loads_typed((cp.type, cp.checkpoint))["channel_values"])
+        return keep
+
+    def get_next_version(self, current: str | int | None, channel: None = None) -> str:
+        """Channel versions as ``SqliteSaver`` makes them: a zero-padded counter, then a
+        random fraction (increasing as strings)."""
+        if current is None:
+            n = 0
+        elif isinstance(current, int):
+            n = current
+        else:
+            n = int(current.split(".")[0])
+        return f"{n + 1:032}.{random.random():016}"
+
+    # ---- async: the same operations on a worker thread --------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None,
+                    limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        found = await asyncio.to_thread(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
+        for tup in found:
+            yield tup
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
+                   metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                          task_id: str, task_path: str = "") -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)

@@ -1,0 +1,256 @@
+"""motedb.integrations.langgraph: MoteSaver, the LangGraph checkpointer.
+
+- LangGraph's own conformance suite (langgraph-checkpoint-conformance): every base and
+  extended capability, sync store per capability.
+- The same checkpoints put into MoteSaver and SqliteSaver: list() with random configs,
+  filters, before and limit gives the same checkpoints in the same order (synthetic
+  metadata, drawn by hypothesis).
+- Real graphs (langgraph's StateGraph): state and history survive a reopen; prune
+  keeps what a DeltaChannel is rebuilt from; several threads of the process at once.
+"""
+
+import asyncio
+import json
+import sqlite3
+import threading
+import uuid
+from typing import Annotated, TypedDict
+
+import motedb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from motedb.integrations.langgraph import LangGraphCheckpoint, MoteSaver
+
+
+def test_conformance_every_capability(tmp_path):
+    stores = iter(range(1000))
+
+    @checkpointer_test(name="MoteSaver")
+    async def saver():
+        with MoteSaver.from_path(tmp_path / f"c{next(stores)}.mote") as s:
+            yield s
+
+    report = asyncio.run(validate(saver))
+    caps = {"put", "put_writes", "get_tuple", "list", "delete_thread",
+            "delete_for_runs", "copy_thread", "prune"}
+    assert set(report.results) >= caps
+    for cap in caps:
+        r = report.results[cap]
+        assert r.detected and r.passed, (cap, r.failures)
+        assert r.tests_passed >= 5 and r.tests_failed == 0, cap
+    assert report.passed_all_base() and report.passed_all()
+
+
+def checkpoint(cid, step):
+    return {"v": 1, "id": cid, "ts": "2026-12-03T00:00:00+00:00",
+            "channel_values": {"step": step}, "channel_versions": {"step": step},
+            "versions_seen": {}, "pending_sends": [], "updated_channels": None}
+
+
+METADATA = st.fixed_dictionaries(
+    {"source": st.sampled_from(["input", "loop", "update"]), "step": st.integers(-1, 3)},
+    optional={"score": st.one_of(st.none(), st.integers(0, 2), st.booleans(), st.floats(0, 2)),
+              "tag": st.sampled_from(["a", "b", "é"]),
+              "nested": st.fixed_dictionaries({"k": st.integers(0, 2)})})
+FILTER = st.dictionaries(
+    st.sampled_from(["source", "step", "score", "tag", "nested.k", "missing"]),
+    st.one_of(st.none(), st.integers(-1, 3), st.sampled_from(["input", "loop", "a", "é"]),
+              st.booleans()), max_size=2)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_list_equals_sqlite_saver(tmp_path_factory, data):
+    d = tmp_path_factory.mktemp("list")
+    conn = sqlite3.connect(d / "ref.sqlite", check_same_thread=False)
+    ref = SqliteSaver(conn)
+    with MoteSaver.from_path(d / "m.mote", sync=False) as mote:
+        ids = []
+        parents = {}
+        for i in range(data.draw(st.integers(1, 14), label="checkpoints")):
+            thread = data.draw(st.sampled_from(["t1", "t2", "t:3"]))
+            ns = data.draw(st.sampled_from(["", "", "child:1"]))
+            cid = str(uuid6(clock_seq=i))
+            md = data.draw(METADATA)
+            conf = {"thread_id": thread, "checkpoint_ns": ns}
+            if (thread, ns) in parents:
+                conf["checkpoint_id"] = parents[(thread, ns)]
+            for saver in (ref, mote):
+                saver.put({"configurable": dict(conf)}, checkpoint(cid, i), md, {})
+            parents[(thread, ns)] = cid
+            ids.append(cid)
+        for _ in range(6):
+            config = data.draw(st.one_of(
+                st.none(),
+                st.builds(lambda t, ns: {"configurable": {"thread_id": t, "checkpoint_ns": ns}},
+                          st.sampled_from(["t1", "t2", "t:3", "none"]),
+                          st.sampled_from(["", "child:1"])),
+                st.builds(lambda t: {"configurable": {"thread_id": t}}, st.sampled_from(["t1", "t2"])),
+                st.builds(lambda t, c: {"configurable": {"thread_id": t, "checkpoint_ns": "",
+                                                         "checkpoint_id": c}},
+                          st.sampled_from(["t1", "t2"]), st.sampled_from(ids))))
+            flt = data.draw(st.none() | FILTER)
+            before = data.draw(st.none() | st.sampled_from(ids).map(
+                lambda c: {"configurable": {"checkpoint_id": c}}))
+            limit = data.draw(st.none() | st.integers(0, 4))
+            want = [(t.config, t.metadata, t.parent_config)
+                    for t in ref.list(config, filter=flt, before=before, limit=limit)]
+            got = [(t.config, t.metadata, t.parent_config)
+                   for t in mote.list(config, filter=flt, before=before, limit=limit)]
+            assert got == want, (config, flt, before, limit)
+    conn.close()
+
+
+def adder(state, writes):
+    out = list(state)
+    for w in writes:
+        out.extend(w)
+    return out
+
+
+class Counter(TypedDict):
+    log: Annotated[list, DeltaChannel(adder, snapshot_frequency=3)]
+    n: int
+    stop: int
+
+
+def counter_graph():
+    b = StateGraph(Counter)
+    b.add_node("step", lambda s: {"log": [s["n"]], "n": s["n"] + 1})
+    b.add_edge(START, "step")
+    b.add_conditional_edges("step", lambda s: END if s["n"] >= s["stop"] else "step")
+    return b
+
+
+def test_graph_state_survives_reopen_and_equals_sqlite(tmp_path):
+    cfg = {"configurable": {"thread_id": "user-1"}}
+    with MoteSaver.from_path(tmp_path / "g.mote") as saver:
+        g = counter_graph().compile(checkpointer=saver)
+        g.invoke({"n": 0, "log": [], "stop": 3}, cfg)
+        g.invoke({"n": 10, "log": [], "stop": 12}, cfg)
+    with sqlite3.connect(tmp_path / "g.sqlite", check_same_thread=False) as conn:
+        ref = counter_graph().compile(checkpointer=SqliteSaver(conn))
+        ref.invoke({"n": 0, "log": [], "stop": 3}, cfg)
+        ref.invoke({"n": 10, "log": [], "stop": 12}, cfg)
+        want = [(h.values, h.next, h.metadata["step"], h.metadata["source"])
+                for h in ref.get_state_history(cfg)]
+    with MoteSaver.from_path(tmp_path / "g.mote") as saver:  # reopened
+        g = counter_graph().compile(checkpointer=saver)
+        assert g.get_state(cfg).values == {"log": [0, 1, 2, 10, 11], "n": 12, "stop": 12}
+        got = [(h.values, h.next, h.metadata["step"], h.metadata["source"])
+               for h in g.get_state_history(cfg)]
+    assert got == want and len(got) == 9  # the same checkpoints as SqliteSaver
+
+
+@pytest.mark.parametrize("steps", range(1, 9))
+def test_prune_keeps_what_a_delta_channel_is_rebuilt_from(tmp_path, steps):
+    cfg = {"configurable": {"thread_id": "t"}}
+    with MoteSaver.from_path(tmp_path / "p.mote") as saver:
+        g = counter_graph().compile(checkpointer=saver)
+        g.invoke({"n": 0, "log": [], "stop": steps}, cfg)
+        g.invoke({"n": 0, "log": [], "stop": steps}, {"configurable": {"thread_id": "other"}})
+        before = g.get_state(cfg).values
+        assert before["log"] == list(range(steps))
+        n_before = len(list(saver.list(cfg)))
+        saver.prune(["t"])
+        kept = list(saver.list(cfg))
+        assert g.get_state(cfg).values == before
+        assert 1 <= len(kept) <= n_before
+        # what was kept: the newest and a chain of its parents
+        ids = [t.config["configurable"]["checkpoint_id"] for t in kept]
+        for newer, older in zip(kept, kept[1:]):
+            assert newer.parent_config["configurable"]["checkpoint_id"] == older.checkpoint["id"]
+        assert ids[0] == max(ids)
+        if not kept[0].metadata.get("counters_since_delta_snapshot"):
+            assert len(kept) == 1  # nothing to rebuild: only the newest
+        assert len(list(saver.list({"configurable": {"thread_id": "other"}}))) == n_before
+        saver.prune(["t"], strategy="delete")
+        assert list(saver.list(cfg)) == [] and g.get_state(cfg).values == {}
+
+
+def test_threads_of_a_process_share_one_saver(tmp_path):
+    with MoteSaver.from_path(tmp_path / "t.mote") as saver:
+        g = counter_graph().compile(checkpointer=saver)
+        errors = []
+
+        def run(i):
+            try:
+                for k in range(3):
+                    g.invoke({"n": k * 10, "log": [], "stop": k * 10 + 2},
+                             {"configurable": {"thread_id": f"w{i}"}})
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        for i in range(4):
+            assert g.get_state({"configurable": {"thread_id": f"w{i}"}}).values["log"] == [
+                0, 1, 10, 11, 20, 21]
+
+
+def test_async_methods_run_concurrently(tmp_path):
+    async def main():
+        with MoteSaver.from_path(tmp_path / "a.mote") as saver:
+            g = counter_graph().compile(checkpointer=saver)
+            await asyncio.gather(*(g.ainvoke({"n": 0, "log": [], "stop": 4},
+                                             {"configurable": {"thread_id": f"a{i}"}})
+                                   for i in range(8)))
+            states = [await g.aget_state({"configurable": {"thread_id": f"a{i}"}})
+                      for i in range(8)]
+            assert all(s.values["log"] == [0, 1, 2, 3] for s in states)
+            await saver.adelete_thread("a0")
+            assert await saver.aget_tuple({"configurable": {"thread_id": "a0"}}) is None
+            await saver.acopy_thread("a1", "a0")
+            tups = [t async for t in saver.alist({"configurable": {"thread_id": "a0"}})]
+            assert [t.checkpoint["id"] for t in tups] == [
+                t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "a1"}})]
+    asyncio.run(main())
+
+
+def test_store_shared_with_the_application(tmp_path):
+    class Memory(motedb.Entity):
+        id: int = 0
+        text: str
+
+    with motedb.open(tmp_path / "app.mote") as store:
+        store.box(Memory).put(Memory(text="likes tea"))
+        saver = MoteSaver(store)
+        g = counter_graph().compile(checkpointer=saver)
+        g.invoke({"n": 0, "log": [], "stop": 2}, {"configurable": {"thread_id": "u"}})
+        saver.close()  # the store is the caller's: still open
+        assert store.box(Memory).count() == 1
+        assert store.box(LangGraphCheckpoint).count() == 4
+        with pytest.raises(TypeError, match="open options are for a path"):
+            MoteSaver(store, sync=False)
+
+
+def test_errors_and_edges(tmp_path):
+    with MoteSaver.from_path(tmp_path / "e.mote") as saver:
+        with pytest.raises(ValueError, match="unknown prune strategy 'oldest'"):
+            saver.prune(["t"], strategy="oldest")
+        saver.prune([]), saver.delete_for_runs([]), saver.copy_thread("none", "x")
+        assert saver.get_tuple({"configurable": {"thread_id": "none"}}) is None
+        # a thread id that is a number, as SqliteSaver takes it
+        cid = str(uuid.uuid4())
+        saver.put({"configurable": {"thread_id": 7, "checkpoint_ns": ""}}, checkpoint(cid, 0),
+                  {"source": "input", "step": -1, "parents": {}}, {})
+        assert saver.get_tuple({"configurable": {"thread_id": "7"}}).checkpoint["id"] == cid
+        # the same checkpoint put again replaces it
+        saver.put({"configurable": {"thread_id": 7, "checkpoint_ns": ""}}, checkpoint(cid, 5),
+                  {"source": "update", "step": 0, "parents": {}}, {})
+        (t,) = saver.list({"configurable": {"thread_id": 7}})
+        assert t.checkpoint["channel_values"] == {"step": 5} and t.metadata["source"] == "update"
+        assert list(saver.list(None, limit=0)) == [] and len(list(saver.list(None, limit=-1))) == 1
+        v1 = saver.get_next_version(None, None)
+        v2 = saver.get_next_version(v1, None)
+        assert v1 < v2 and v2.startswith("0" * 31 + "2.")
+        assert json.loads(json.dumps(t.metadata)) == t.metadata

@@ -938,6 +938,20 @@ typedef int (*mote_token_fn)(void *ctx, const char *token, size_t len, uint32_t 
  * other than MOTE_TOKEN_KEEP_DIACRITICS, or more than 2^32 - 1 tokens). */
 int mote_tokenize(const char *text, size_t len, unsigned flags, mote_token_fn fn, void *ctx);
 
+/* ---- Content-defined chunks ------------------------------------------------
+ *
+ * The length of the first chunk of data[0..n): a cut where the content says
+ * (a gear hash of the 64 bytes before it has its top `bits` bits zero), so
+ * that strings sharing long runs of bytes share most of their chunks; an
+ * insertion moves only the cuts next to it. Chunks are at least min bytes
+ * (n when n <= min) and at most max: about min + 2^bits on random data
+ * when max is well above that (fewer when max cuts them short). The
+ * same bytes give the same cuts in every process. Cut a whole string by
+ * calling it again on the rest. 0 when data is NULL, n is 0, min is 0, max
+ * < min, or bits is not 1..63.
+ */
+size_t mote_chunk(const void *data, size_t n, size_t min, size_t max, unsigned bits);
+
 /* ---- Maintenance --------------------------------------------------------- */
 
 /*

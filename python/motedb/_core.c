@@ -111,7 +111,41 @@ static PyObject *mod_tokenize(PyObject *self, PyObject *args, PyObject *kwds)
     return out;
 }
 
+/* The ends of the content-defined chunks of a bytes-like object (mote_chunk). */
+static PyObject *mod_chunk_ends(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer b;
+    Py_ssize_t min, max;
+    unsigned bits;
+    if (!PyArg_ParseTuple(args, "y*nnI:_chunk_ends", &b, &min, &max, &bits))
+        return NULL;
+    PyObject *out = NULL;
+    if (min < 1 || max < min || bits < 1 || bits > 63) {
+        PyErr_SetString(PyExc_ValueError, "_chunk_ends: need 1 <= min <= max and 1 <= bits <= 63");
+        goto done;
+    }
+    if (!(out = PyList_New(0)))
+        goto done;
+    for (size_t at = 0, n = (size_t)b.len; at < n;) {
+        at += mote_chunk((const char *)b.buf + at, n - at, (size_t)min, (size_t)max, bits);
+        PyObject *end = PyLong_FromSize_t(at);
+        if (!end || PyList_Append(out, end)) {
+            Py_XDECREF(end);
+            Py_CLEAR(out);
+            goto done;
+        }
+        Py_DECREF(end);
+    }
+done:
+    PyBuffer_Release(&b);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_chunk_ends", mod_chunk_ends, METH_VARARGS,
+     "_chunk_ends(data, min, max, bits) -> list[int]\n\n"
+     "The end offsets of data's content-defined chunks (mote.h, mote_chunk)."},
     {"tokenize", (PyCFunction)(void (*)(void))mod_tokenize, METH_VARARGS | METH_KEYWORDS,
      "tokenize(text, *, keep_diacritics=False) -> list[str]\n\n"
      "The tokens full-text search makes of text, in order: runs of letters, digits\n"

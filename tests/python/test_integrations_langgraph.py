@@ -254,3 +254,93 @@ def test_errors_and_edges(tmp_path):
         v2 = saver.get_next_version(v1, None)
         assert v1 < v2 and v2.startswith("0" * 31 + "2.")
         assert json.loads(json.dumps(t.metadata)) == t.metadata
+
+
+# ---- chunks: large checkpoints and writes kept as deduplicated pieces ------------------
+
+DOC_WORDS = open(__file__.replace("tests/python/test_integrations_langgraph.py",
+                                  "docs/python.md"), encoding="utf-8").read().split()
+
+
+def chat_thread(saver, thread, steps, rnd, run=None):
+    """A chat as LangGraph would checkpoint it: each step writes the new messages (real
+    text: spans of docs/python.md) and a checkpoint holding every message so far.
+    Returns (the raw bytes of its checkpoints, the states put)."""
+    cfg = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    messages, raw, states = [], 0, []
+    for s in range(steps):
+        new = []
+        for _ in range(2):
+            i = rnd.randrange(len(DOC_WORDS) - 150)
+            new.append(" ".join(DOC_WORDS[i:i + rnd.randrange(20, 150)]))
+        messages = messages + new
+        cid = str(uuid6(clock_seq=s))
+        if "checkpoint_id" in cfg["configurable"]:
+            saver.put_writes(cfg, [("messages", new)], f"task-{s}", "agent")
+        cp = checkpoint(cid, s)
+        cp["channel_values"] = {"messages": messages, "step": s}
+        raw += len(saver.serde.dumps_typed(cp)[1])
+        cfg = saver.put(cfg, cp, {"source": "loop", "step": s, "parents": {}, "run_id": run or thread}, {})
+        states.append((cid, messages))
+    return raw, states
+
+
+def chunk_census(saver):
+    """(stored chunk keys, chunk keys named by checkpoints and writes)."""
+    from motedb.integrations.langgraph import LangGraphChunk, LangGraphWrite, _chunk_keys
+    stored = {k for (k,) in saver.chunks.query().tuples(LangGraphChunk.key)}
+    named = set()
+    for box, E in ((saver.checkpoints, LangGraphCheckpoint), (saver.writes, LangGraphWrite)):
+        for tid, refs in box.query().tuples(E.thread_id, E.chunks):
+            named.update(_chunk_keys(tid, refs))
+    return stored, named
+
+
+def test_chunks_keep_a_thread_once_and_read_back_whole(tmp_path):
+    import random
+    rnd = random.Random(5)
+    with MoteSaver.from_path(tmp_path / "c.mote", sync=False) as saver:
+        raw, states = chat_thread(saver, "chat", 30, rnd)
+        from motedb.integrations.langgraph import LangGraphChunk
+        kept = sum(len(d) for (d,) in saver.chunks.query().tuples(LangGraphChunk.data))
+        # each step adds two messages; its checkpoint repeats all the others
+        assert kept < 0.25 * raw, (kept, raw)
+        for j, (cid, messages) in enumerate(states):  # every checkpoint reads back whole
+            t = saver.get_tuple({"configurable": {"thread_id": "chat", "checkpoint_ns": "",
+                                                  "checkpoint_id": cid}})
+            assert t.checkpoint["channel_values"]["messages"] == messages
+            # the next step's writes wait on it: its two new messages
+            want = [(f"task-{j + 1}", "messages", states[j + 1][1][-2:])] if j + 1 < len(states) else []
+            assert t.pending_writes == want
+        stored, named = chunk_census(saver)
+        assert stored == named and len(stored) > 30
+
+
+def test_chunks_follow_deletes_prunes_and_copies(tmp_path):
+    import random
+    rnd = random.Random(6)
+    with MoteSaver.from_path(tmp_path / "g.mote", sync=False) as saver:
+        chat_thread(saver, "a", 12, rnd)
+        _, b_states = chat_thread(saver, "b", 12, rnd, run="run-b")
+        chat_thread(saver, "c", 12, rnd)
+        stored, named = chunk_census(saver)
+        assert stored == named
+        saver.prune(["a"])  # no DeltaChannel: the newest only
+        stored, named = chunk_census(saver)
+        assert stored == named
+        saver.copy_thread("b", "b2")
+        saver.delete_thread("b")
+        stored, named = chunk_census(saver)
+        assert stored == named and not any(k.startswith("1:b") for k in stored)
+        t = saver.get_tuple({"configurable": {"thread_id": "b2", "checkpoint_ns": ""}})
+        assert t.checkpoint["channel_values"]["messages"] == b_states[-1][1]
+        saver.delete_for_runs(["c"])
+        stored, named = chunk_census(saver)
+        assert stored == named
+        assert saver.get_tuple({"configurable": {"thread_id": "c", "checkpoint_ns": ""}}) is None
+        # a chunk gone from under a checkpoint is reported, not read as something else
+        from motedb.integrations.langgraph import LangGraphChunk
+        saver.chunks.query(LangGraphChunk.key.startswith("2:b2")).limit(1).remove()
+        with pytest.raises(motedb.CorruptError, match="names chunk '2:b2"):
+            for t in saver.list({"configurable": {"thread_id": "b2"}}):
+                pass

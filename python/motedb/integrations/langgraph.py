@@ -13,14 +13,24 @@ the async ones (``aput``, ``aget_tuple``, ``alist``, ...; they run the sync ones
 worker thread, and MoteDB releases the GIL while it syncs and queries) can be used
 together, from any number of threads, and from several processes on one store.
 
-How it is stored: two entities, ``LangGraphCheckpoint`` and ``LangGraphWrite``, in the
-same store as the application's own (so a store can hold an agent's memories and its
-threads). Each is keyed by a string that starts with the thread id and the namespace,
-length-prefixed (``"7:thread-13:sub"``), so one thread, one namespace of a thread and
-one checkpoint's writes are each a key range of a unique index: the newest
-checkpoint of a thread is the last key of its range, one index entry. A checkpoint
-is kept as the serializer's bytes (as ``SqliteSaver`` keeps it), its metadata as
-JSON; the run id is indexed for ``delete_for_runs``.
+How it is stored: three entities, ``LangGraphCheckpoint``, ``LangGraphWrite`` and
+``LangGraphChunk``, in the same store as the application's own (so a store can hold an
+agent's memories and its threads). Each is keyed by a string that starts with the
+thread id and the namespace, length-prefixed (``"7:thread-13:sub"``), so one thread,
+one namespace of a thread and one checkpoint's writes are each a key range of a unique
+index: the newest checkpoint of a thread is the last key of its range, one index entry.
+A checkpoint is the serializer's bytes, its metadata JSON; the run id is indexed for
+``delete_for_runs``.
+
+Each checkpoint holds a thread's whole state, which mostly repeats the one before it
+(a chat's messages so far, plus one). A checkpoint or a write value of more than
+``INLINE_MAX`` bytes is cut into content-defined chunks (``mote_chunk``: the cuts
+follow the bytes, so the history shared with the parent is cut the same way), each
+kept once per thread under its hash; the checkpoint or write holds the list of hashes.
+A thread then grows by what each step adds, not by its whole state each step, and no
+record is long enough to need pages of its own (a record over a quarter of a page
+gets whole pages in MoteDB). Chunks that nothing of their thread names any more are
+removed by ``delete_thread``, ``prune`` and ``delete_for_runs``.
 
 Besides the base capabilities (``put``, ``put_writes``, ``get_tuple``, ``list``,
 ``delete_thread``) it has ``delete_for_runs``, ``copy_thread`` and ``prune``; the
@@ -31,6 +41,7 @@ namespace, the ancestors its ``DeltaChannel`` values are rebuilt from.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import random
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -56,7 +67,11 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("motedb.integrations.langgraph needs LangGraph: "
                       "pip install 'motedb[langgraph]'") from e
 
-__all__ = ["MoteSaver", "LangGraphCheckpoint", "LangGraphWrite"]
+__all__ = ["MoteSaver", "LangGraphCheckpoint", "LangGraphWrite", "LangGraphChunk"]
+
+INLINE_MAX = 700  # a checkpoint or write value of more bytes than this is kept as chunks
+CHUNK_MIN, CHUNK_MAX, CHUNK_BITS = 192, 768, 9  # about 530 bytes: records inside a leaf
+DIGEST = 16  # bytes of a chunk's hash (BLAKE2b)
 
 
 class LangGraphCheckpoint(motedb.Entity):
@@ -69,7 +84,8 @@ class LangGraphCheckpoint(motedb.Entity):
     parent_checkpoint_id: str | None = None
     run_id: Annotated[str | None, motedb.Index] = None  # metadata["run_id"]
     type: str = ""  # the serializer's type tag of `checkpoint`
-    checkpoint: bytes = b""
+    checkpoint: bytes = b""  # the serializer's bytes, or b"" when kept as chunks
+    chunks: bytes = b""  # the hashes of its chunks (DIGEST bytes each), in order
     metadata: dict = motedb.field(default_factory=dict)
 
 
@@ -85,7 +101,15 @@ class LangGraphWrite(motedb.Entity):
     idx: int = 0
     channel: str = ""
     type: str = ""
-    value: bytes = b""
+    value: bytes = b""  # the serializer's bytes, or b"" when kept as chunks
+    chunks: bytes = b""  # the hashes of its chunks (DIGEST bytes each), in order
+
+
+class LangGraphChunk(motedb.Entity):
+    """A piece of a thread's checkpoints, kept once per thread under its hash."""
+    id: int = 0
+    key: Annotated[str, motedb.Unique]  # _thread_key(thread) + the hash in hex
+    data: bytes = b""
 
 
 def _part(s: str) -> str:
@@ -103,6 +127,26 @@ def _ns_key(thread_id: str, ns: str) -> str:
 
 def _writes_key(thread_id: str, ns: str, checkpoint_id: str) -> str:
     return _part(thread_id) + _part(ns) + _part(checkpoint_id)
+
+
+def _chunk_keys(thread_id: str, refs: bytes) -> list[str]:
+    """The chunk keys a list of hashes names."""
+    tk = _thread_key(thread_id)
+    return [tk + refs[i:i + DIGEST].hex() for i in range(0, len(refs), DIGEST)]
+
+
+def _cut(thread_id: str, blob: bytes, pieces: dict[str, bytes]) -> tuple[bytes, bytes]:
+    """(inline bytes, chunk hashes) to keep blob as: itself when short, else its chunks,
+    which are added to pieces (chunk key -> bytes)."""
+    if len(blob) <= INLINE_MAX:
+        return blob, b""
+    tk, view, start, digests = _thread_key(thread_id), memoryview(blob), 0, []
+    for end in motedb._core._chunk_ends(blob, CHUNK_MIN, CHUNK_MAX, CHUNK_BITS):
+        d = hashlib.blake2b(view[start:end], digest_size=DIGEST).digest()
+        digests.append(d)
+        pieces[tk + d.hex()] = blob[start:end]
+        start = end
+    return b"", b"".join(digests)
 
 
 def _metadata_value(metadata: dict, dotted: str) -> Any:
@@ -135,6 +179,7 @@ class MoteSaver(BaseCheckpointSaver[str]):
             self.store, self._owns = motedb.open(store, **open_kwargs), True
         self.checkpoints = self.store.box(LangGraphCheckpoint)
         self.writes = self.store.box(LangGraphWrite)
+        self.chunks = self.store.box(LangGraphChunk)
 
     @classmethod
     @contextmanager
@@ -165,7 +210,26 @@ class MoteSaver(BaseCheckpointSaver[str]):
         W = LangGraphWrite
         ws = self.writes.query(W.key.startswith(_writes_key(thread_id, ns, checkpoint_id))).find()
         ws.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
-        return [(w.task_id, w.channel, self.serde.loads_typed((w.type, w.value))) for w in ws]
+        return [(w.task_id, w.channel,
+                 self.serde.loads_typed((w.type, self._joined(w.thread_id, w.value, w.chunks,
+                                                              w.key))))
+                for w in ws]
+
+    def _joined(self, thread_id: str, inline: bytes, refs: bytes, what: str) -> bytes:
+        """The serializer's bytes of a checkpoint or write: inline, or its chunks joined."""
+        if not refs:
+            return inline
+        keys = _chunk_keys(thread_id, refs)
+        K = LangGraphChunk
+        data = dict(self.chunks.query(K.key.in_(keys)).tuples(K.key, K.data))
+        try:
+            return b"".join([data[k] for k in keys])
+        except KeyError as e:
+            raise motedb.CorruptError(f"{what!r} names chunk {e.args[0]!r}, which is not "
+                                      "stored") from None
+
+    def _blob(self, cp: LangGraphCheckpoint) -> bytes:
+        return self._joined(cp.thread_id, cp.checkpoint, cp.chunks, cp.key)
 
     def _tuple(self, cp: LangGraphCheckpoint) -> CheckpointTuple:
         parent = None
@@ -175,7 +239,7 @@ class MoteSaver(BaseCheckpointSaver[str]):
         return CheckpointTuple(
             {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.checkpoint_ns,
                               "checkpoint_id": cp.checkpoint_id}},
-            self.serde.loads_typed((cp.type, cp.checkpoint)),
+            self.serde.loads_typed((cp.type, self._blob(cp))),
             cp.metadata,
             parent,
             self._pending_writes(cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id))
@@ -257,17 +321,22 @@ class MoteSaver(BaseCheckpointSaver[str]):
         md = get_checkpoint_metadata(config, metadata)
         run_id = md.get("run_id")
         key = _ns_key(thread_id, ns) + checkpoint["id"]
+        pieces: dict[str, bytes] = {}
+        inline, refs = _cut(thread_id, blob, pieces)
         cp = LangGraphCheckpoint(
             key=key, thread_id=thread_id, checkpoint_ns=ns, checkpoint_id=checkpoint["id"],
             parent_checkpoint_id=conf.get("checkpoint_id"),
             run_id=run_id if isinstance(run_id, str) else None,
-            type=type_, checkpoint=blob, metadata=md)
+            type=type_, checkpoint=inline, chunks=refs, metadata=md)
         C = LangGraphCheckpoint
         with self.store.write():  # the same checkpoint again replaces it
-            old = self.checkpoints.query(C.key == key).ids()
-            if old:
-                cp.id = old[0]
+            self._add_chunks(pieces)
+            old = self.checkpoints.query(C.key == key).first()
+            if old is not None:
+                cp.id = old.id
             self.checkpoints.put(cp)
+            if old is not None and old.chunks:
+                self._collect_chunks({thread_id})
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                                  "checkpoint_id": checkpoint["id"]}}
 
@@ -281,34 +350,65 @@ class MoteSaver(BaseCheckpointSaver[str]):
         checkpoint_id = str(conf["checkpoint_id"])
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
         task_prefix = _writes_key(thread_id, ns, checkpoint_id) + _part(task_id)
-        new = []
+        new, pieces = [], {}
         for idx, (channel, value) in enumerate(writes):
             i = WRITES_IDX_MAP.get(channel, idx)
             type_, blob = self.serde.dumps_typed(value)
+            inline, refs = _cut(thread_id, blob, pieces)
             new.append(LangGraphWrite(
                 key=task_prefix + str(i), thread_id=thread_id, checkpoint_ns=ns,
                 checkpoint_id=checkpoint_id, task_id=task_id, task_path=task_path, idx=i,
-                channel=channel, type=type_, value=blob))
+                channel=channel, type=type_, value=inline, chunks=refs))
         W = LangGraphWrite
         with self.store.write():
-            stored = {w.key: w.id for w in self.writes.query(W.key.startswith(task_prefix)).find()}
+            stored = dict(self.writes.query(W.key.startswith(task_prefix)).tuples(W.key, W.chunks))
+            stored_ids = dict(self.writes.query(W.key.startswith(task_prefix)).tuples(W.key, "id"))
             put = []
             for w in new:
                 if w.key in stored:
                     if not replace:
                         continue
-                    w.id = stored[w.key]
+                    w.id = stored_ids[w.key]
                 put.append(w)
             if put:
+                self._add_chunks(pieces)
                 self.writes.put_many(put)
+                if any(stored.get(w.key) for w in put):  # replaced writes named chunks
+                    self._collect_chunks({thread_id})
+
+    def _add_chunks(self, pieces: dict[str, bytes]) -> None:
+        """Store the chunks the thread does not have yet (inside a write transaction)."""
+        if not pieces:
+            return
+        K = LangGraphChunk
+        for (k,) in self.chunks.query(K.key.in_(list(pieces))).tuples(K.key):
+            del pieces[k]
+        self.chunks.put_many([LangGraphChunk(key=k, data=d) for k, d in pieces.items()])
 
     def _remove(self, cps: list[LangGraphCheckpoint]) -> None:
-        """Remove checkpoints and their writes (inside a write transaction)."""
+        """Remove checkpoints, their writes and the chunks nothing else names (inside a
+        write transaction)."""
         W = LangGraphWrite
         for cp in cps:
             self.writes.query(W.key.startswith(
                 _writes_key(cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id))).remove()
         self.checkpoints.remove_many([cp.id for cp in cps])
+        self._collect_chunks({cp.thread_id for cp in cps})
+
+    def _collect_chunks(self, thread_ids: set[str]) -> None:
+        """Remove the chunks of these threads that none of their checkpoints and writes
+        names (inside a write transaction)."""
+        C, W, K = LangGraphCheckpoint, LangGraphWrite, LangGraphChunk
+        for tid in thread_ids:
+            tk = _thread_key(tid)
+            if not self.chunks.query(K.key.startswith(tk)).limit(1).ids():
+                continue
+            named = set()
+            for box, E in ((self.checkpoints, C), (self.writes, W)):
+                for (refs,) in box.query(E.key.startswith(tk)).tuples(E.chunks):
+                    named.update(_chunk_keys(tid, refs))
+            self.chunks.remove_many([i for i, k in self.chunks.query(K.key.startswith(tk)).tuples(
+                "id", K.key) if k not in named])
 
     def delete_thread(self, thread_id: str) -> None:
         """Remove every checkpoint and write of a thread, in every namespace (one commit)."""
@@ -316,6 +416,7 @@ class MoteSaver(BaseCheckpointSaver[str]):
         with self.store.write():
             self.checkpoints.query(LangGraphCheckpoint.key.startswith(prefix)).remove()
             self.writes.query(LangGraphWrite.key.startswith(prefix)).remove()
+            self.chunks.query(LangGraphChunk.key.startswith(prefix)).remove()
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints made by these runs (metadata ``run_id``) and their
@@ -334,12 +435,14 @@ class MoteSaver(BaseCheckpointSaver[str]):
             return
         sp, dp = _thread_key(src), _thread_key(dst)
         with self.store.write():
-            for box, E in ((self.checkpoints, LangGraphCheckpoint), (self.writes, LangGraphWrite)):
+            for box, E in ((self.checkpoints, LangGraphCheckpoint), (self.writes, LangGraphWrite),
+                           (self.chunks, LangGraphChunk)):
                 have = {o.key: o.id for o in box.query(E.key.startswith(dp)).find()}
                 copies = box.query(E.key.startswith(sp)).find()
                 for o in copies:
                     o.key = dp + o.key[len(sp):]
-                    o.thread_id = dst
+                    if E is not LangGraphChunk:  # a chunk is named by its key alone
+                        o.thread_id = dst
                     o.id = have.get(o.key, 0)
                 box.put_many(copies)
 
@@ -376,7 +479,7 @@ class MoteSaver(BaseCheckpointSaver[str]):
         while need and cp.parent_checkpoint_id in chain:
             cp = chain[cp.parent_checkpoint_id]
             keep.add(cp.checkpoint_id)
-            need -= set(self.serde.loads_typed((cp.type, cp.checkpoint))["channel_values"])
+            need -= set(self.serde.loads_typed((cp.type, self._blob(cp)))["channel_values"])
         return keep
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:

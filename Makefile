@@ -2,7 +2,7 @@
 #   make test    build everything from a fresh clone and run every test
 #   make bench   run the default benchmarks and print the tables
 # Other targets: deps, build, test-c, test-asan, test-fuzz, test-python, test-python-asan,
-# bench-engine, bench-procs, bench-orm, bench-stores, bench-vectors, bench-text, bench-full, clean.
+# bench-engine, bench-procs, bench-orm, bench-stores, bench-vectors, bench-text, bench-agents, bench-full, clean.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +12,7 @@ NINJA  := $(VENV)/bin/ninja
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: all test deps build test-c test-asan test-fuzz test-python test-python-asan bench \
-        bench-engine bench-procs bench-orm bench-stores bench-vectors bench-text bench-full clean venv
+        bench-engine bench-procs bench-orm bench-stores bench-vectors bench-text bench-agents bench-full clean venv
 
 FUZZ_TIME  ?= 20
 
@@ -106,7 +106,7 @@ test-fuzz: build-fuzz/build.ninja
 test: deps test-c test-asan test-fuzz test-python test-python-asan
 
 # Quick benchmarks (a few minutes on 2 cores); bench-full runs everything.
-bench: bench-engine bench-procs bench-orm bench-stores bench-vectors bench-text
+bench: bench-engine bench-procs bench-orm bench-stores bench-vectors bench-text bench-agents
 
 bench-engine: $(VENV)/.ok
 	bash bench/engine/run.sh
@@ -127,12 +127,16 @@ bench-vectors:
 bench-text:
 	$(PYTHON) -m bench.text --quick
 
+bench-agents:
+	$(PYTHON) -m bench.agents --quick
+
 bench-full: bench-engine bench-procs
 	$(PYTHON) -m bench.orm --profile full
 	$(PYTHON) -m bench.stores --workload small --full
 	$(PYTHON) -m bench.stores --workload large --full
 	$(PYTHON) -m bench.vectors --full
 	$(PYTHON) -m bench.text --full
+	$(PYTHON) -m bench.agents --full
 
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-pyasan

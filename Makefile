@@ -21,7 +21,7 @@ all: build
 $(VENV)/.ok:
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet meson meson-python ninja pytest hypothesis
+	$(VPY) -m pip install --quiet meson meson-python ninja pytest pytest-asyncio hypothesis
 	touch $@
 
 venv: $(VENV)/.ok

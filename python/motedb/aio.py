@@ -1,0 +1,316 @@
+"""motedb.aio: MoteDB for asyncio. The same stores, boxes, queries and transactions,
+with every operation that reads or writes the store awaited, run on a worker thread so
+that the event loop never waits for a disk sync or a long query.
+
+    import motedb.aio
+
+    async def main():
+        async with await motedb.aio.open("notes.mote") as store:
+            box = await store.box(Note)
+            await box.put(Note(text="hello"))
+            async with store.write():                  # one transaction, one commit
+                await box.put(Note(text="a"))
+                await box.put(Note(text="b"))
+            found = await box.query(Note.text.startswith("a")).find()
+
+Semantics and errors are the sync API's (docs/python.md): each operation outside a
+transaction is its own transaction; ``store.write()`` / ``store.read()`` are ``async
+with`` blocks that commit at the end or roll back if the block raises, nested blocks
+join the outer one. A transaction belongs to the task that entered it (and to the tasks
+it starts, which inherit its context): its operations run in order on a thread of its
+own, since a MoteDB transaction is bound to the thread that began it; operations of
+other tasks run beside it, on the worker threads of the loop's default executor
+(``asyncio.to_thread``). Writes take turns as in threads: a task whose write
+transaction waits for another's waits on its thread, not in the loop. The extension
+releases the GIL while it syncs and while queries run.
+
+Building a query (conditions, ``order_by``, ``offset``, ``limit``, ``set_parameter``)
+does no I/O and is not awaited; running it is. As with the sync API, a query runs on one
+thread at a time: give each task its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, AsyncIterator, Callable, Generic, Iterable, Sequence, TypeVar
+
+from . import _core
+
+E = TypeVar("E")
+T = TypeVar("T")
+
+__all__ = ["AsyncBox", "AsyncQuery", "AsyncStore", "AsyncTransaction", "open"]
+
+# The transaction of the running task, per store: {id(sync store): AsyncTransaction}.
+_current: contextvars.ContextVar[dict[int, AsyncTransaction]] = contextvars.ContextVar(
+    "motedb_aio_transactions", default={})
+
+
+async def open(path: str | os.PathLike, **options: Any) -> AsyncStore:
+    """Open a store (``motedb.open``'s options) on a worker thread: an ``AsyncStore``."""
+    from . import open as sync_open
+    return AsyncStore(await asyncio.to_thread(sync_open, path, **options))
+
+
+class AsyncStore:
+    """An open store for asyncio; ``store.sync`` is the ``motedb.Store`` underneath (for
+    code that runs in threads of its own)."""
+
+    def __init__(self, store: _core.Store) -> None:
+        self.sync = store
+        self._boxes: dict[type, AsyncBox] = {}
+
+    @property
+    def path(self) -> str:
+        return self.sync.path
+
+    @property
+    def closed(self) -> bool:
+        return self.sync.closed
+
+    @property
+    def readonly(self) -> bool:
+        return self.sync.readonly
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """fn(*args) on the thread of the task's transaction, else on a worker thread."""
+        txn = _current.get().get(id(self.sync))
+        if txn is not None:
+            return await txn._run(fn, *args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def box(self, cls: type[E]) -> AsyncBox[E]:
+        """The box of an entity class (registering or evolving its schema, as
+        ``Store.box``: awaited, since that may write or build an index)."""
+        sync = await self._run(self.sync.box, cls)
+        box = self._boxes.get(cls)
+        if box is None or box.sync is not sync:
+            box = self._boxes[cls] = AsyncBox(self, sync)
+        return box
+
+    async def drop_property(self, entity: type | str, prop: str) -> None:
+        await self._run(self.sync.drop_property, entity, prop)
+
+    def write(self) -> AsyncTransaction:
+        """``async with store.write():`` one write transaction (one commit)."""
+        return AsyncTransaction(self, write=True)
+
+    def read(self) -> AsyncTransaction:
+        """``async with store.read():`` one read snapshot."""
+        return AsyncTransaction(self, write=False)
+
+    async def close(self) -> None:
+        """Close the store (closing twice is fine)."""
+        await asyncio.to_thread(self.sync.close)
+
+    async def __aenter__(self) -> AsyncStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+class AsyncTransaction:
+    """A write transaction or read snapshot for asyncio (``store.write()`` /
+    ``store.read()``), used once as ``async with``. Its operations run, in order, on a
+    thread of its own."""
+
+    def __init__(self, store: AsyncStore, *, write: bool) -> None:
+        self.store, self.write = store, write
+        self._pool: ThreadPoolExecutor | None = None
+        self._outer: AsyncTransaction | None = None
+        self._sync: Any = None
+        self._token: contextvars.Token | None = None
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        pool = self._pool if self._outer is None else self._outer._pool
+        return await asyncio.get_running_loop().run_in_executor(pool, lambda: fn(*args, **kwargs))
+
+    async def __aenter__(self) -> AsyncTransaction:
+        if self._token is not None or self._pool is not None:
+            raise _core.TransactionError("a transaction is entered once")
+        held = _current.get()
+        self._outer = held.get(id(self.store.sync))
+        if self._outer is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="motedb-txn")
+        begin = self.store.sync.write if self.write else self.store.sync.read
+        try:
+            self._sync = await self._run(lambda: begin().__enter__())
+        except BaseException:
+            self._close_pool()
+            raise
+        if self._outer is None:
+            self._token = _current.set({**held, id(self.store.sync): self})
+        else:  # joins the outer one (its thread)
+            self._token = _current.set(held)
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        try:
+            sync = self._sync
+            return await self._run(sync.__exit__, exc_type, exc, tb)
+        finally:
+            if self._token is not None:
+                _current.reset(self._token)
+            self._close_pool()
+
+    def _close_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
+
+class AsyncBox(Generic[E]):
+    """A box for asyncio: ``await box.put(obj)``, ``await box.get(id)``, ...;
+    ``box.sync`` is the ``motedb.Box``."""
+
+    def __init__(self, store: AsyncStore, box: _core.Box) -> None:
+        self.store, self.sync = store, box
+
+    @property
+    def entity(self) -> type[E]:
+        return self.sync.entity
+
+    async def put(self, obj: E, *, mode: str = "upsert") -> int:
+        return await self.store._run(self.sync.put, obj, mode=mode)
+
+    async def put_many(self, objs: Iterable[E], *, mode: str = "upsert") -> list[int]:
+        objs = objs if isinstance(objs, (list, tuple)) else list(objs)
+        return await self.store._run(self.sync.put_many, objs, mode=mode)
+
+    async def update(self, id_or_obj: int | E, /, **changes: Any) -> None:
+        await self.store._run(self.sync.update, id_or_obj, **changes)
+
+    async def get(self, id: int) -> E | None:
+        return await self.store._run(self.sync.get, id)
+
+    async def get_many(self, ids: Sequence[int]) -> list[E | None]:
+        return await self.store._run(self.sync.get_many, ids)
+
+    async def all(self) -> list[E]:
+        return await self.store._run(self.sync.all)
+
+    async def count(self) -> int:
+        return await self.store._run(self.sync.count)
+
+    async def contains(self, id: int) -> bool:
+        return await self.store._run(self.sync.contains, id)
+
+    async def remove(self, id_or_obj: int | E) -> bool:
+        return await self.store._run(self.sync.remove, id_or_obj)
+
+    async def remove_many(self, ids_or_objs: Sequence[int | E]) -> int:
+        return await self.store._run(self.sync.remove_many, ids_or_objs)
+
+    async def remove_all(self) -> int:
+        return await self.store._run(self.sync.remove_all)
+
+    async def backlinks(self, prop: Any, obj_or_id: Any) -> list[E]:
+        return await self.store._run(self.sync.backlinks, prop, obj_or_id)
+
+    def query(self, *conditions: Any) -> AsyncQuery[E]:
+        """A query (built now, in C; run by awaiting its terminal operations)."""
+        return AsyncQuery(self.store, self.sync.query(*conditions))
+
+
+class AsyncQuery(Generic[E]):
+    """A query for asyncio. Builders return the query; terminal operations are awaited;
+    ``async for obj in query`` reads the matches in batches, from one snapshot as the
+    sync iteration does. ``query.sync`` is the ``motedb.Query``."""
+
+    BATCH = 256  # objects per trip to the worker thread when iterating
+
+    def __init__(self, store: AsyncStore, query: _core.Query) -> None:
+        self.store, self.sync = store, query
+
+    def order_by(self, *orders: Any) -> AsyncQuery[E]:
+        self.sync.order_by(*orders)
+        return self
+
+    def offset(self, n: int) -> AsyncQuery[E]:
+        self.sync.offset(n)
+        return self
+
+    def limit(self, n: int) -> AsyncQuery[E]:
+        self.sync.limit(n)
+        return self
+
+    def set_parameter(self, prop: Any, *values: Any) -> AsyncQuery[E]:
+        self.sync.set_parameter(prop, *values)
+        return self
+
+    def plan(self) -> str:
+        return self.sync.plan()
+
+    async def find(self) -> list[E]:
+        return await self.store._run(self.sync.find)
+
+    async def find_with_scores(self) -> list[tuple[E, float]]:
+        return await self.store._run(self.sync.find_with_scores)
+
+    async def first(self) -> E | None:
+        return await self.store._run(self.sync.first)
+
+    async def count(self) -> int:
+        return await self.store._run(self.sync.count)
+
+    async def ids(self) -> list[int]:
+        return await self.store._run(self.sync.ids)
+
+    async def remove(self) -> int:
+        return await self.store._run(self.sync.remove)
+
+    async def tuples(self, *props: Any) -> list[tuple[Any, ...]]:
+        return await self.store._run(self.sync.tuples, *props)
+
+    async def dicts(self, *props: Any) -> list[dict[str, Any]]:
+        return await self.store._run(self.sync.dicts, *props)
+
+    async def group_count(self, prop: Any) -> dict[Any, int]:
+        return await self.store._run(self.sync.group_count, prop)
+
+    async def min(self, prop: Any) -> Any:
+        return await self.store._run(self.sync.min, prop)
+
+    async def max(self, prop: Any) -> Any:
+        return await self.store._run(self.sync.max, prop)
+
+    async def sum(self, prop: Any) -> int | float:
+        return await self.store._run(self.sync.sum, prop)
+
+    async def avg(self, prop: Any) -> float | None:
+        return await self.store._run(self.sync.avg, prop)
+
+    async def __aiter__(self) -> AsyncIterator[E]:
+        # inside a transaction, on its thread; else on a thread of the iteration's own,
+        # which holds its snapshot
+        txn = _current.get().get(id(self.store.sync))
+        pool = None if txn is not None else ThreadPoolExecutor(1, thread_name_prefix="motedb-iter")
+
+        async def run(fn: Callable[[], T]) -> T:
+            if pool is None:
+                return await self.store._run(fn)
+            return await asyncio.get_running_loop().run_in_executor(pool, fn)
+
+        it = await run(self.sync.iter)
+
+        def batch() -> list[E]:
+            out = []
+            for obj in it:
+                out.append(obj)
+                if len(out) == self.BATCH:
+                    break
+            return out
+        try:
+            while True:
+                objs = await run(batch)
+                for obj in objs:
+                    yield obj
+                if len(objs) < self.BATCH:
+                    return
+        finally:
+            await run(it.close)
+            if pool is not None:
+                pool.shutdown(wait=False)

@@ -1,0 +1,146 @@
+"""motedb.aio: the async API (pytest-asyncio). Same results and errors as the sync API,
+transactions that commit, roll back and isolate across awaits, tasks that write side by
+side, and an event loop that goes on running while an operation works."""
+
+import asyncio
+from typing import Annotated
+
+import motedb
+import motedb.aio
+import pytest
+
+
+class Note(motedb.Entity):
+    id: int = 0
+    text: Annotated[str, motedb.Index]
+    level: Annotated[int, motedb.Index] = 0
+
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_operations_equal_the_sync_api(tmp_path):
+    async with await motedb.aio.open(tmp_path / "a.mote") as store:
+        box = await store.box(Note)
+        assert await box.put(Note(text="first", level=1)) == 1
+        assert await box.put_many([Note(text=f"n{i}", level=i % 3) for i in range(9)]) == list(
+            range(2, 11))
+        await box.update(1, level=7)
+        assert (await box.get(1)).level == 7 and await box.get(99) is None
+        assert [o.id if o else None for o in await box.get_many([1, 99, 3])] == [1, None, 3]
+        assert await box.count() == 10 and await box.contains(10)
+        q = box.query(Note.level >= 1).order_by(Note.level.desc(), Note.text).limit(4)
+        sync_q = store.sync.box(Note).query(Note.level >= 1).order_by(Note.level.desc(), Note.text).limit(4)
+        assert await q.ids() == sync_q.ids() and len(await q.find()) == 4
+        assert (await q.first()).id == 1 and await q.count() == 4
+        assert await box.query(Note.level == 2).tuples(Note.text) == [("n2",), ("n5",), ("n8",)]
+        assert await box.query().group_count(Note.level) == {0: 3, 1: 3, 2: 3, 7: 1}
+        assert (await box.query().min(Note.level), await box.query().max(Note.level)) == (0, 7)
+        assert await box.query().sum(Note.level) == 16
+        assert [n.id async for n in box.query(Note.level == 0)] == [2, 5, 8]
+        assert await box.query(Note.level == 0).remove() == 3
+        assert await box.remove(1) and not await box.remove(1)
+        assert await box.remove_many([3, 4, 100]) == 2 and await box.count() == 4
+        with pytest.raises(motedb.NotFoundError, match="no object with id 1000"):
+            await box.put(Note(id=1000, text="x"), mode="update")
+        with pytest.raises(TypeError):
+            await box.put(Note(text=5))
+    assert store.closed
+    with pytest.raises(motedb.ClosedError):
+        await box.count()
+
+
+async def test_iteration_reads_one_snapshot_in_batches(tmp_path):
+    async with await motedb.aio.open(tmp_path / "i.mote") as store:
+        box = await store.box(Note)
+        await box.put_many([Note(text=f"t{i}", level=i) for i in range(1000)])
+        seen = []
+        async for n in box.query(Note.level >= 0):
+            if len(seen) == 10:  # written after the iteration began: not seen
+                await box.put(Note(text="late", level=5000))
+            seen.append(n.level)
+        assert seen == list(range(1000))
+
+
+async def test_transactions_commit_roll_back_and_isolate(tmp_path):
+    async with await motedb.aio.open(tmp_path / "t.mote") as store:
+        box = await store.box(Note)
+        async with store.write():
+            await box.put(Note(text="one"))
+            async with store.write():  # nested: joins
+                await box.put(Note(text="two"))
+            await asyncio.sleep(0)  # other tasks run while it is open
+            assert await box.count() == 2  # its own writes
+        assert await box.count() == 2
+        with pytest.raises(ValueError, match="changed my mind"):
+            async with store.write():
+                await box.put(Note(text="three"))
+                raise ValueError("changed my mind")
+        assert await box.count() == 2
+
+        # a snapshot does not see what another task commits meanwhile
+        started, committed = asyncio.Event(), asyncio.Event()
+
+        async def writer():
+            await started.wait()
+            await box.put(Note(text="meanwhile"))
+            committed.set()
+
+        task = asyncio.create_task(writer())
+        async with store.read():
+            before = await box.count()
+            started.set()
+            await committed.wait()
+            assert await box.count() == before == 2
+        await task
+        assert await box.count() == 3
+        with pytest.raises(motedb.TransactionError):
+            async with store.read():
+                await box.put(Note(text="in a read"))
+        txn = store.write()
+        async with txn:
+            pass
+        with pytest.raises(motedb.TransactionError, match="entered once"):
+            async with txn:
+                pass
+
+
+async def test_tasks_write_side_by_side(tmp_path):
+    """20 tasks, each a read-modify-write of one counter in its own transaction: none is
+    lost (their transactions take turns) and the loop is free while they wait."""
+    async with await motedb.aio.open(tmp_path / "c.mote") as store:
+        box = await store.box(Note)
+        await box.put(Note(text="counter", level=0))
+
+        async def bump():
+            for _ in range(5):
+                async with store.write():
+                    n = await box.get(1)
+                    await asyncio.sleep(0)
+                    n.level += 1
+                    await box.put(n)
+
+        await asyncio.gather(*(bump() for _ in range(20)))
+        assert (await box.get(1)).level == 100
+
+
+async def test_the_loop_runs_while_an_operation_works(tmp_path):
+    async with await motedb.aio.open(tmp_path / "l.mote", sync=False) as store:
+        box = await store.box(Note)
+        ticks, running = 0, True
+
+        async def ticker():
+            nonlocal ticks
+            while running:
+                await asyncio.sleep(0.002)
+                ticks += 1
+
+        t = asyncio.create_task(ticker())
+        await asyncio.sleep(0.01)
+        before = ticks
+        await box.put_many([Note(text=f"x{i}", level=i) for i in range(200_000)])
+        during = ticks - before
+        running = False
+        await t
+        assert during >= 5, during  # a loop blocked by put_many would not have ticked
+        assert await box.count() == 200_000

@@ -44,7 +44,7 @@ import asyncio
 import hashlib
 import os
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -131,8 +131,8 @@ def _writes_key(thread_id: str, ns: str, checkpoint_id: str) -> str:
 
 def _chunk_keys(thread_id: str, refs: bytes) -> list[str]:
     """The chunk keys a list of hashes names."""
-    tk = _thread_key(thread_id)
-    return [tk + refs[i:i + DIGEST].hex() for i in range(0, len(refs), DIGEST)]
+    tk, h = _thread_key(thread_id), refs.hex()
+    return [tk + h[i:i + 2 * DIGEST] for i in range(0, len(h), 2 * DIGEST)]
 
 
 def _cut(thread_id: str, blob: bytes, pieces: dict[str, bytes]) -> tuple[bytes, bytes]:
@@ -205,23 +205,21 @@ class MoteSaver(BaseCheckpointSaver[str]):
 
     # ---- reading ------------------------------------------------------------------
 
-    def _pending_writes(self, thread_id: str, ns: str, checkpoint_id: str) -> list:
-        """The writes linked to a checkpoint, in writes_sort_key order (task_path, task_id, idx)."""
-        W = LangGraphWrite
-        ws = self.writes.query(W.key.startswith(_writes_key(thread_id, ns, checkpoint_id))).find()
-        ws.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
-        return [(w.task_id, w.channel,
-                 self.serde.loads_typed((w.type, self._joined(w.thread_id, w.value, w.chunks,
-                                                              w.key))))
-                for w in ws]
+    def _chunk_data(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """{chunk key: bytes} of the stored chunks among keys (one query)."""
+        K = LangGraphChunk
+        return dict(self.chunks.query(K.key.in_(list(keys))).tuples(K.key, K.data))
 
-    def _joined(self, thread_id: str, inline: bytes, refs: bytes, what: str) -> bytes:
-        """The serializer's bytes of a checkpoint or write: inline, or its chunks joined."""
+    def _joined(self, thread_id: str, inline: bytes, refs: bytes, what: str,
+                data: dict[str, bytes] | None = None, keys: list[str] | None = None) -> bytes:
+        """The serializer's bytes of a checkpoint or write: inline, or its chunks joined
+        (from data when given: chunks read beforehand; keys: refs' chunk keys)."""
         if not refs:
             return inline
-        keys = _chunk_keys(thread_id, refs)
-        K = LangGraphChunk
-        data = dict(self.chunks.query(K.key.in_(keys)).tuples(K.key, K.data))
+        if keys is None:
+            keys = _chunk_keys(thread_id, refs)
+        if data is None:
+            data = self._chunk_data(keys)
         try:
             return b"".join([data[k] for k in keys])
         except KeyError as e:
@@ -231,18 +229,41 @@ class MoteSaver(BaseCheckpointSaver[str]):
     def _blob(self, cp: LangGraphCheckpoint) -> bytes:
         return self._joined(cp.thread_id, cp.checkpoint, cp.chunks, cp.key)
 
-    def _tuple(self, cp: LangGraphCheckpoint) -> CheckpointTuple:
-        parent = None
-        if cp.parent_checkpoint_id:
-            parent = {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.checkpoint_ns,
-                                       "checkpoint_id": cp.parent_checkpoint_id}}
-        return CheckpointTuple(
-            {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.checkpoint_ns,
-                              "checkpoint_id": cp.checkpoint_id}},
-            self.serde.loads_typed((cp.type, self._blob(cp))),
-            cp.metadata,
-            parent,
-            self._pending_writes(cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id))
+    def _tuples(self, cps: list[LangGraphCheckpoint]) -> list[CheckpointTuple]:
+        """Checkpoint tuples with their pending writes (in writes_sort_key order: task_path,
+        task_id, idx). The chunks of all of them are read in one query, each once: the
+        checkpoints of a thread share most of theirs."""
+        W = LangGraphWrite
+        writes, keys, named = [], set(), {}  # named: object key -> its chunk keys
+        for cp in cps:
+            ws = self.writes.query(W.key.startswith(
+                _writes_key(cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id))).find()
+            ws.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
+            writes.append(ws)
+            for o in (cp, *ws):
+                if o.chunks:
+                    keys.update(named.setdefault(o.key, _chunk_keys(o.thread_id, o.chunks)))
+        data = self._chunk_data(keys) if keys else {}
+        out = []
+        for cp, ws in zip(cps, writes):
+            parent = None
+            if cp.parent_checkpoint_id:
+                parent = {"configurable": {"thread_id": cp.thread_id,
+                                           "checkpoint_ns": cp.checkpoint_ns,
+                                           "checkpoint_id": cp.parent_checkpoint_id}}
+            blob = self._joined(cp.thread_id, cp.checkpoint, cp.chunks, cp.key, data,
+                                named.get(cp.key))
+            out.append(CheckpointTuple(
+                {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.checkpoint_ns,
+                                  "checkpoint_id": cp.checkpoint_id}},
+                self.serde.loads_typed((cp.type, blob)),
+                cp.metadata,
+                parent,
+                [(w.task_id, w.channel, self.serde.loads_typed(
+                    (w.type, self._joined(w.thread_id, w.value, w.chunks, w.key, data,
+                                          named.get(w.key)))))
+                 for w in ws]))
+        return out
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint named by config (its ``checkpoint_id``, else the thread's newest
@@ -257,7 +278,7 @@ class MoteSaver(BaseCheckpointSaver[str]):
             else:
                 cp = self.checkpoints.query(C.key.startswith(prefix)).order_by(
                     C.key.desc()).limit(1).first()
-            return self._tuple(cp) if cp is not None else None
+            return self._tuples([cp])[0] if cp is not None else None
 
     def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
              before: RunnableConfig | None = None,
@@ -294,7 +315,7 @@ class MoteSaver(BaseCheckpointSaver[str]):
             if limit is not None and not filter:
                 q.limit(limit)
         before_id = get_checkpoint_id(before) if before is not None else None
-        out = []
+        picked = []
         with self.store.read():
             cps = q.find()
             if not one_range:  # several threads or namespaces: by checkpoint id
@@ -304,9 +325,10 @@ class MoteSaver(BaseCheckpointSaver[str]):
                     continue
                 if filter and any(_metadata_value(cp.metadata, k) != v for k, v in filter.items()):
                     continue
-                if limit is not None and len(out) >= limit:
+                if limit is not None and len(picked) >= limit:
                     break
-                out.append(self._tuple(cp))
+                picked.append(cp)
+            out = self._tuples(picked)
         yield from out
 
     # ---- writing --------------------------------------------------------------------

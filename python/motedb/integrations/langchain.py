@@ -32,6 +32,8 @@ from typing import Annotated, Any, Callable
 
 import motedb
 
+from ._store import StoreHolder
+
 try:
     from langchain_core.documents import Document
     from langchain_core.embeddings import Embeddings
@@ -78,7 +80,7 @@ def _document_class(collection: str, dim: int, distance: str) -> type:
     return cls
 
 
-class MoteVectorStore(VectorStore):
+class MoteVectorStore(StoreHolder, VectorStore):
     """A LangChain ``VectorStore`` on a MoteDB store.
 
     ``store`` is an open ``motedb.Store`` (the caller's to close) or a path, opened with
@@ -93,13 +95,7 @@ class MoteVectorStore(VectorStore):
             raise ValueError(f"collection {collection!r}: letters, digits and _ only")
         if distance not in _DISTANCES:
             raise ValueError(f"distance {distance!r}: one of {', '.join(_DISTANCES)}")
-        if isinstance(store, motedb.Store):
-            if open_kwargs:
-                raise TypeError("open options are for a path, not an open store: "
-                                f"{', '.join(sorted(open_kwargs))}")
-            self.store, self._owns = store, False
-        else:
-            self.store, self._owns = motedb.open(store, **open_kwargs), True
+        self._hold(store, open_kwargs)
         self._embedding, self.collection, self.distance = embedding, collection, distance
         self._box: motedb.Box | None = None
         self._cls: type | None = None
@@ -125,16 +121,6 @@ class MoteVectorStore(VectorStore):
         finally:
             vs.close()
 
-    def close(self) -> None:
-        """Close the store if this vector store opened it."""
-        if self._owns:
-            self.store.close()
-
-    def __enter__(self) -> MoteVectorStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def embeddings(self) -> Embeddings:

@@ -50,6 +50,8 @@ from typing import Annotated, Any
 
 import motedb
 
+from ._store import StoreHolder
+
 try:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import (
@@ -159,7 +161,7 @@ def _metadata_value(metadata: dict, dotted: str) -> Any:
     return v
 
 
-class MoteSaver(BaseCheckpointSaver[str]):
+class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer (``BaseCheckpointSaver``) on a MoteDB store.
 
     ``store`` is an open ``motedb.Store`` (which stays the caller's to close) or a
@@ -170,13 +172,7 @@ class MoteSaver(BaseCheckpointSaver[str]):
     def __init__(self, store: motedb.Store | str | os.PathLike, *,
                  serde: SerializerProtocol | None = None, **open_kwargs: Any) -> None:
         super().__init__(serde=serde)
-        if isinstance(store, motedb.Store):
-            if open_kwargs:
-                raise TypeError("open options are for a path, not an open store: "
-                                f"{', '.join(sorted(open_kwargs))}")
-            self.store, self._owns = store, False
-        else:
-            self.store, self._owns = motedb.open(store, **open_kwargs), True
+        self._hold(store, open_kwargs)
         self.checkpoints = self.store.box(LangGraphCheckpoint)
         self.writes = self.store.box(LangGraphWrite)
         self.chunks = self.store.box(LangGraphChunk)
@@ -192,16 +188,6 @@ class MoteSaver(BaseCheckpointSaver[str]):
         finally:
             saver.close()
 
-    def close(self) -> None:
-        """Close the store if this saver opened it (closing twice is fine)."""
-        if self._owns:
-            self.store.close()
-
-    def __enter__(self) -> MoteSaver:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ---- reading ------------------------------------------------------------------
 

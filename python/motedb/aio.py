@@ -137,8 +137,24 @@ class AsyncTransaction:
         if self._outer is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="motedb-txn")
         begin = self.store.sync.write if self.write else self.store.sync.read
+
+        def enter() -> None:
+            txn = begin()
+            txn.__enter__()
+            self._sync = txn
         try:
-            self._sync = await self._run(lambda: begin().__enter__())
+            await self._run(enter)
+        except asyncio.CancelledError:
+            # enter() may still run (it waits on the thread, for the writer lock):
+            # end what it begins there, next on the same thread, so that nothing
+            # stays open
+            def undo() -> None:
+                if self._sync is not None:
+                    self._sync.__exit__(asyncio.CancelledError, None, None)
+            pool = self._pool if self._outer is None else self._outer._pool
+            pool.submit(undo)
+            self._close_pool()
+            raise
         except BaseException:
             self._close_pool()
             raise

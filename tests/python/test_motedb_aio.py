@@ -144,3 +144,35 @@ async def test_the_loop_runs_while_an_operation_works(tmp_path):
         await t
         assert during >= 5, during  # a loop blocked by put_many would not have ticked
         assert await box.count() == 200_000
+
+
+async def test_a_task_cancelled_while_it_waits_to_write_leaves_nothing_open(tmp_path):
+    async with await motedb.aio.open(tmp_path / "x.mote") as store:
+        box = await store.box(Note)
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def holder():
+            async with store.write():
+                await box.put(Note(text="held"))
+                holding.set()
+                await release.wait()
+
+        kept = store.write()  # still referenced after the cancel (no rollback by collection)
+
+        async def waiter():
+            async with kept:  # waits for the holder's transaction, on its thread
+                await box.put(Note(text="never"))
+
+        a = asyncio.create_task(holder())
+        await holding.wait()
+        b = asyncio.create_task(waiter())
+        await asyncio.sleep(0.05)  # b is waiting for the writer lock
+        b.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await b
+        release.set()
+        await a
+        # b's transaction, begun on its thread once a's ended, was rolled back: others write
+        await asyncio.wait_for(box.put(Note(text="after")), timeout=10)
+        assert sorted(n.text for n in await box.all()) == ["after", "held"]
+        assert kept is not None

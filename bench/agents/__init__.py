@@ -1,5 +1,6 @@
 """bench.agents: MoteDB's LangGraph checkpointer (MoteSaver) against LangGraph's SQLite checkpointers
-(SqliteSaver, AsyncSqliteSaver) on a LangGraph-like chat workload.
+(SqliteSaver, AsyncSqliteSaver) on a LangGraph-like chat workload, and MoteDB's asyncio API (motedb.aio) against
+aiosqlite with 100 coroutines doing gets and small durable writes (asyncapi.py).
 
 Run from the repository root with ``python3 -m bench.agents``; see bench/agents/README.md.
 """

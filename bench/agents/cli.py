@@ -22,7 +22,14 @@ the engines' order alternating:
   async, shared      MoteSaver's async methods against AsyncSqliteSaver (aiosqlite), the threads as coroutines,
                      --concurrency of them at a time
 
-Measured: steps per second (N*M over the wall time, opening and closing included), the p50 (and p99) latency of
+and one more, of MoteDB's own async API rather than the checkpointer (bench/agents/asyncapi.py):
+
+  async API          motedb.aio against aiosqlite: --aio-coroutines (100) coroutines at once on one store of
+                     "memories" (id, a short text, an indexed int importance), each doing --aio-ops operations: 90 %
+                     gets by id, 10 % small writes (an insert or an update of one importance), each its own durable
+                     commit. Measured: operations per second, p50/p99 latency of gets and of writes.
+
+Measured (checkpointer configurations): steps per second (N*M over the wall time, opening and closing included), the p50 (and p99) latency of
 each call kind, bytes on disk per checkpoint (every file left after close, SQLite's -wal/-shm included if any
 remain, over the N*(M+1) checkpoints), and the share of the wall time spent in the savers' serializer (their own,
 timed by a wrapper that forwards each call). Both engines commit durably: MoteDB's default sync=True (one fdatasync
@@ -43,6 +50,7 @@ import uuid
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 
+from bench.agents import asyncapi
 from bench.common import REPO, envinfo, loadgate
 from bench.common.stats import median, percentile
 from bench.common.venvs import package_versions
@@ -52,14 +60,23 @@ PROFILES = {  # threads, steps per thread, reps, load gate timeout (s)
     "quick": (20, 20, 3, 30),
     "full": (100, 50, 5, 120),
 }
+AIO_PROFILES = {  # async API: coroutines, operations per coroutine, memories pre-filled
+    "smoke": (100, 5, 1000),
+    "quick": (100, 200, 10000),
+    "full": (100, 1000, 10000),
+}
 CALLS = ("get_tuple", "put_writes", "put", "list")
 # (mode, layout): the two engines compared, MoteDB's first
 CONFIGS = {
     "sync per-thread": ("sync", "per-thread", ("MoteSaver", "SqliteSaver")),
     "sync shared": ("sync", "shared", ("MoteSaver", "SqliteSaver")),
     "async shared": ("async", "shared", ("MoteSaver", "AsyncSqliteSaver")),
+    "async API": ("aio", "shared", ("motedb.aio", "aiosqlite")),
 }
-TARGETS = {"steps_per_s": 3.0, "bytes_per_checkpoint": 0.5}  # MoteDB / SQLite: at least 3x, at most 0.5x
+SAVER_CONFIGS = [c for c, (mode, _l, _e) in CONFIGS.items() if mode != "aio"]  # the checkpointer's
+AIO_KINDS = asyncapi.KINDS
+# MoteDB / SQLite: at least 3x, at most 0.5x
+TARGETS = {"steps_per_s": 3.0, "bytes_per_checkpoint": 0.5, "ops_per_s": 3.0}
 TASK_PATH = "~__pregel_pull, chatbot"  # the path LangGraph gives the task of a node named "chatbot"
 SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
@@ -388,10 +405,16 @@ def run(args):
     steps = args.steps or steps
     reps = args.reps or reps
     load_timeout = load_timeout if args.load_timeout is None else args.load_timeout
+    coroutines, aio_ops, aio_rows = AIO_PROFILES[args.profile]
+    coroutines = args.aio_coroutines or coroutines
+    aio_ops = args.aio_ops or aio_ops
+    aio_rows = args.aio_rows or aio_rows
+    readers = (os.cpu_count() or 1) if args.sqlite_readers is None else args.sqlite_readers
     from bench.vectors.corpus import passages
 
     texts, corpus = passages(os.path.join(REPO, ".bench-tmp", "vectors", "cache"), log=log)
     chats = make_chats(texts, threads, steps, args.seed)
+    aio_wl = asyncapi.make_workload(texts, aio_rows, coroutines, aio_ops, args.seed)
     text_bytes = sum(len(m.content.encode()) for c in chats for t in c.turns for m in t)
     tmp = os.path.abspath(args.tmp)
     os.makedirs(tmp, exist_ok=True)
@@ -404,20 +427,54 @@ def run(args):
             g = loadgate.wait_until_quiet(args.load_max, load_timeout)
             gates.append({"rep": rep + 1, "load_1m": round(g.after[0], 2), "waited_s": round(g.waited_s, 1),
                           "timed_out": g.timed_out and load_timeout > 0})
-            for cfg, (_mode, _layout, engines) in CONFIGS.items():
+            for cfg, (mode, _layout, engines) in CONFIGS.items():
                 order = engines if rep % 2 == 0 else tuple(reversed(engines))
                 for e in order:
-                    rec = measure(cfg, e, chats, os.path.join(base, "work"), args.concurrency)
+                    work = os.path.join(base, "work")
+                    if mode == "aio":
+                        shutil.rmtree(work, ignore_errors=True)
+                        os.makedirs(work)
+                        rec = asyncapi.measure(e, aio_wl, work, readers)
+                        rec["bytes"], rec["files"], _kinds = dir_bytes(work)
+                        shutil.rmtree(work)
+                    else:
+                        rec = measure(cfg, e, chats, work, args.concurrency)
                     rec["rep"] = rep + 1
                     rec["order"] = order.index(e) + 1
                     measurements[cfg][e].append(rec)
-                    log(f"rep {rep + 1}/{reps} {cfg:<15} {e:<16} {rec['steps_per_s']:>8,.0f} steps/s "
-                        f"{rec['bytes_per_checkpoint']:>9,.0f} B/checkpoint")
+                    if mode == "aio":
+                        lat = rec["latency_us"]
+                        log(f"rep {rep + 1}/{reps} {cfg:<15} {e:<16} {rec['ops_per_s']:>8,.0f} ops/s   "
+                            f"get p50 {lat['get']['p50']:,.0f} µs, write p50 {lat['write']['p50']:,.0f} µs")
+                    else:
+                        log(f"rep {rep + 1}/{reps} {cfg:<15} {e:<16} {rec['steps_per_s']:>8,.0f} steps/s "
+                            f"{rec['bytes_per_checkpoint']:>9,.0f} B/checkpoint")
     finally:
         shutil.rmtree(base, ignore_errors=True)
     results, ratios = {}, {}
-    for cfg, (_mode, _layout, engines) in CONFIGS.items():
+    for cfg, (mode, _layout, engines) in CONFIGS.items():
         results[cfg] = {}
+        if mode == "aio":
+            for e in engines:
+                recs = measurements[cfg][e]
+                results[cfg][e] = {
+                    "ops_per_s": median(r["ops_per_s"] for r in recs),
+                    "latency_p50_us": {k: median(r["latency_us"][k]["p50"] for r in recs) for k in AIO_KINDS},
+                    "latency_p99_us": {k: median(r["latency_us"][k]["p99"] for r in recs) for k in AIO_KINDS},
+                    "bytes_after_close": median(r["bytes"] for r in recs),
+                    "threads": recs[-1]["threads"],
+                }
+                for key in ("sqlite", "open_options"):
+                    if key in recs[-1]:
+                        results[cfg][e][key] = recs[-1][key]
+            m, o = (results[cfg][e] for e in engines)
+            ratios[cfg] = {
+                "against": engines[1],
+                "ops_per_s": m["ops_per_s"] / o["ops_per_s"],
+                "latency_p50": {k: m["latency_p50_us"][k] / o["latency_p50_us"][k] for k in AIO_KINDS},
+                "latency_p99": {k: m["latency_p99_us"][k] / o["latency_p99_us"][k] for k in AIO_KINDS},
+            }
+            continue
         for e in engines:
             recs = measurements[cfg][e]
             results[cfg][e] = {
@@ -449,8 +506,29 @@ def run(args):
         "motedb_open": {"sync": True},
         "sqlite_synchronous_seen": sqlite_sync,
         "sqlite_durable_per_commit": all(s in ("FULL", "EXTRA") for s in sqlite_sync),
+        "async_api": {
+            "coroutines": coroutines, "ops_per_coroutine": aio_ops, "ops_per_run": aio_wl.ops,
+            "rows_prefilled": aio_rows, "gets_per_run": aio_wl.count("get"),
+            "inserts_per_run": aio_wl.count("insert"), "updates_per_run": aio_wl.count("update"),
+            "write_share": asyncapi.WRITE_SHARE,
+            "memory": f"id, text (a passage of <= {asyncapi.TEXT_MAX_CHARS} characters of the corpus), "
+                      "importance (int, indexed)",
+            "text_bytes_prefilled": sum(len(t.encode()) for t, _v in aio_wl.rows),
+            "writes": "half inserts of a new memory, half updates of one memory's importance; each its own "
+                      "durable commit",
+            "motedb": "motedb.aio.open(path) (motedb.open's defaults: sync=True); box.get / box.put / "
+                      "box.update, each on a worker thread of the loop's default executor (asyncio.to_thread)",
+            "sqlite_readers": readers,
+            "sqlite": (f"aiosqlite.connect(path, isolation_level=None) (autocommit: a write is one statement, one "
+                       f"transaction), journal_mode=WAL, {', '.join(asyncapi.SQLITE_PRAGMAS)} on every connection; "
+                       + (f"{readers} reader connection(s) taking the gets in turn and one writer connection "
+                          "taking every write (each connection runs its calls one at a time on its own thread)"
+                          if readers else "one connection shared by every call (its own thread runs them one at "
+                                          "a time)")),
+        },
         "targets": {"steps_per_s": f">= {TARGETS['steps_per_s']}x",
-                    "bytes_per_checkpoint": f"<= {TARGETS['bytes_per_checkpoint']}x"},
+                    "bytes_per_checkpoint": f"<= {TARGETS['bytes_per_checkpoint']}x",
+                    "ops_per_s (async API)": f">= {TARGETS['ops_per_s']}x"},
         "load_gate": {"max_load_1m": args.load_max, "timeout_s": load_timeout, "where": "before each rep",
                       "readings": gates},
     }
@@ -464,24 +542,47 @@ def _fmt_num(x):
     return f"{x:,.0f}" if x >= 100 else f"{x:,.1f}"
 
 
+def aio_label(p):
+    return f"async API: {p['async_api']['coroutines']} coroutines"
+
+
 def markdown(res):
     env, p, r, ratios = res["environment"], res["parameters"], res["results"], res["ratios"]
     sync = ", ".join(p["sqlite_synchronous_seen"]) or "?"
+    a = p["async_api"]
+    readers = a["sqlite_readers"]
     out = [f"## bench/agents — {env['started']} ({p['profile']})", "",
            f"- {p['threads']} threads × {p['steps_per_thread']} steps ({p['checkpoints_per_run']:,} checkpoints per "
            f"run), medians of {p['reps']} reps alternating the engines' order; messages of real text "
            f"({p['message_text_bytes'] / 1e6:.2f} MB); async: {p['concurrency_async']} threads at a time",
+           f"- {aio_label(p)} at once, {a['ops_per_coroutine']} operations each ({a['ops_per_run']:,}: "
+           f"{a['gets_per_run']:,} gets by id, {a['inserts_per_run']:,} inserts, {a['updates_per_run']:,} updates "
+           f"of an indexed int, each write its own durable commit) on {a['rows_prefilled']:,} memories of real "
+           f"text; motedb.aio (asyncio.to_thread) vs aiosqlite, "
+           + (f"{readers} reader connection{'s' if readers != 1 else ''} taking the gets in turn + 1 writer "
+              "connection taking the writes, autocommit" if readers else
+              "one shared connection, autocommit"),
            f"- MoteDB sync=True (one fdatasync per commit); SQLite {env['sqlite']} WAL, synchronous={sync}"
            + ("" if p["sqlite_durable_per_commit"] else
               " — NOT durable per commit (a WAL commit is synced only at checkpoints)")
            + f"; {env['cpu']}, {env['cpus']} CPUs",
-           "", "| configuration | metric | MoteSaver | SQLite | MoteDB / SQLite | target |",
+           "", "| configuration | metric | MoteDB | SQLite | MoteDB / SQLite | target |",
            "|:--|:--|--:|--:|--:|:--|"]
     labels = {"sync per-thread": "sync, a store per thread", "sync shared": "sync, one shared store",
               "async shared": "async, one shared store"}
-    for cfg, (_mode, _layout, engines) in CONFIGS.items():
+    for cfg, (mode, _layout, engines) in CONFIGS.items():
         m, o = r[cfg][engines[0]], r[cfg][engines[1]]
         ra = ratios[cfg]
+        if mode == "aio":
+            label = f"{aio_label(p)} ({engines[0]} vs {engines[1]})"
+            ok = "✓" if ra["ops_per_s"] >= TARGETS["ops_per_s"] else "✗"
+            out.append(f"| {label} | ops/s | {m['ops_per_s']:,.0f} | {o['ops_per_s']:,.0f} | "
+                       f"{ra['ops_per_s']:.2f}x | ≥ {TARGETS['ops_per_s']}x {ok} |")
+            for k in AIO_KINDS:
+                for q in ("p50", "p99"):
+                    out.append(f"| {label} | {k} {q} µs | {_fmt_num(m[f'latency_{q}_us'][k])} | "
+                               f"{_fmt_num(o[f'latency_{q}_us'][k])} | {ra[f'latency_{q}'][k]:.2f}x | |")
+            continue
         label = f"{labels[cfg]} (vs {engines[1]})"
         ok = "✓" if ra["steps_per_s"] >= TARGETS["steps_per_s"] else "✗"
         out.append(f"| {label} | steps/s | {m['steps_per_s']:,.0f} | {o['steps_per_s']:,.0f} | "
@@ -495,9 +596,11 @@ def markdown(res):
         for c in CALLS:
             out.append(f"| {label} | {c} p50 µs | {_fmt_num(m['latency_p50_us'][c])} | "
                        f"{_fmt_num(o['latency_p50_us'][c])} | {ra['latency_p50'][c]:.2f}x | |")
-    out += ["", "Ratios are MoteDB over SQLite: steps/s higher is better, bytes and latencies lower is better. "
-            "Async latencies include the wait for the connection (AsyncSqliteSaver: one, behind a lock) or a "
-            "worker thread (MoteSaver: asyncio.to_thread)."]
+    out += ["", "Ratios are MoteDB over SQLite: steps/s and ops/s higher is better, bytes and latencies lower is "
+            "better. Async latencies include the wait for the connection (AsyncSqliteSaver: one, behind a lock; "
+            "aiosqlite: the connection's thread) or a worker thread (MoteSaver, motedb.aio: asyncio.to_thread, "
+            f"the loop's default executor of {r['async API']['motedb.aio']['threads'].get('default_executor_max_workers')} "
+            "threads)."]
     return "\n".join(out) + "\n"
 
 
@@ -511,34 +614,42 @@ def charts(res, out_dir):
         log("matplotlib is not installed: no charts")
         return []
     r = res["results"]
-    cfgs = list(CONFIGS)
+    cfgs = SAVER_CONFIGS
     colors = ("#2b7bba", "#d9822b")
     files = []
 
-    def bars(ax, key, ylabel, title):
+    def bars(ax, key, ylabel, title, cfgs=cfgs, sides=("MoteDB (MoteSaver)", "SQLite (Sqlite/AsyncSqliteSaver)"),
+             ticks=None):
         x = range(len(cfgs))
         w = 0.38
-        for i, side in enumerate(("MoteDB (MoteSaver)", "SQLite (Sqlite/AsyncSqliteSaver)")):
+        for i, side in enumerate(sides):
             vals = [r[c][CONFIGS[c][2][i]][key] for c in cfgs]
             bs = ax.bar([xi + (i - 0.5) * w for xi in x], vals, w, label=side, color=colors[i])
             ax.bar_label(bs, labels=[f"{v:,.0f}" for v in vals], fontsize=8)
-        ax.set_xticks(list(x), cfgs)
+        ax.set_xticks(list(x), ticks or cfgs)
         ax.set_ylabel(ylabel)
-        ax.set_title(title)
+        ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)
 
     p = res["parameters"]
+    a = p["async_api"]
     sub = f"{p['threads']} threads × {p['steps_per_thread']} steps, median of {p['reps']}"
-    for name, key, ylabel, title in (("throughput.png", "steps_per_s", "steps per second", "Checkpointer steps/s"),
-                                     ("bytes.png", "bytes_per_checkpoint", "bytes on disk per checkpoint",
-                                      "Bytes per checkpoint")):
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        bars(ax, key, ylabel, f"{title} ({sub})")
-        fig.tight_layout()
-        fig.savefig(os.path.join(out_dir, name), dpi=110)
-        plt.close(fig)
-        files.append(name)
-    fig, axes = plt.subplots(1, len(cfgs), figsize=(13, 4.2), sharey=True)
+    aio_sub = f"{a['coroutines']} coroutines × {a['ops_per_coroutine']} ops, median of {p['reps']}"
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 1.3]})
+    bars(ax, "steps_per_s", "steps per second", f"Checkpointer steps/s ({sub})")
+    bars(ax2, "ops_per_s", "operations per second", f"async API ops/s\n({aio_sub})", cfgs=["async API"],
+         sides=("motedb.aio", "aiosqlite"), ticks=[aio_label(p)])
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "throughput.png"), dpi=110)
+    plt.close(fig)
+    files.append("throughput.png")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    bars(ax, "bytes_per_checkpoint", "bytes on disk per checkpoint", f"Bytes per checkpoint ({sub})")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "bytes.png"), dpi=110)
+    plt.close(fig)
+    files.append("bytes.png")
+    fig, axes = plt.subplots(1, len(cfgs) + 1, figsize=(16, 4.2), sharey=True)
     for ax, cfg in zip(axes, cfgs):
         engines = CONFIGS[cfg][2]
         x = range(len(CALLS))
@@ -549,8 +660,17 @@ def charts(res, out_dir):
         ax.set_title(cfg, fontsize=10)
         ax.set_yscale("log")
         ax.legend(fontsize=8)
-    axes[0].set_ylabel("p50 latency (µs, log scale)")
-    fig.suptitle(f"p50 latency per call ({sub})")
+    ax = axes[-1]
+    cols = [(k, q) for k in AIO_KINDS for q in ("p50", "p99")]
+    for i, e in enumerate(CONFIGS["async API"][2]):
+        vals = [r["async API"][e][f"latency_{q}_us"][k] for k, q in cols]
+        ax.bar([xi + (i - 0.5) * 0.38 for xi in range(len(cols))], vals, 0.38, label=e, color=colors[i])
+    ax.set_xticks(list(range(len(cols))), [f"{k} {q}" for k, q in cols], fontsize=8)
+    ax.set_title(f"{aio_label(p)} (p50 and p99)", fontsize=10)
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    axes[0].set_ylabel("latency (µs, log scale)")
+    fig.suptitle(f"p50 latency per call ({sub}); async API: p50 and p99 ({aio_sub})")
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "latency.png"), dpi=110)
     plt.close(fig)
@@ -562,11 +682,24 @@ def implausible(res):
     """What is missing or not plausible in a run's results (empty if all is well)."""
     bad = []
     p = res["parameters"]
-    for cfg, (_mode, _layout, engines) in CONFIGS.items():
+    a = p["async_api"]
+    for cfg, (mode, _layout, engines) in CONFIGS.items():
         for e in engines:
             recs = res["measurements"].get(cfg, {}).get(e, [])
             if len(recs) != p["reps"]:
                 bad.append(f"{cfg}/{e}: {len(recs)} reps")
+                continue
+            if mode == "aio":
+                for rec in recs:
+                    if not rec["ops_per_s"] > 0 or rec["ops"] != a["ops_per_run"] or not rec["bytes"] > 0:
+                        bad.append(f"{cfg}/{e}: ops/s {rec['ops_per_s']}, ops {rec['ops']}, bytes {rec['bytes']}")
+                    want = {"get": a["gets_per_run"], "write": a["inserts_per_run"] + a["updates_per_run"]}
+                    for k in AIO_KINDS:
+                        lk = rec["latency_us"][k]
+                        if lk["n"] != want[k] or not 0 < lk["p50"] <= lk["p99"]:
+                            bad.append(f"{cfg}/{e}: {k} latency {lk}")
+                if e == "aiosqlite" and recs[-1].get("sqlite", {}).get("synchronous") != "FULL":
+                    bad.append(f"{cfg}/{e}: SQLite's settings {recs[-1].get('sqlite')} (synchronous=FULL set)")
                 continue
             for rec in recs:
                 if not rec["steps_per_s"] > 0 or not rec["bytes"] > 0 or not 0 < rec["serde_s"] < rec["wall_s"] * 4:
@@ -581,7 +714,9 @@ def implausible(res):
             if e != "MoteSaver" and "sqlite" not in recs[-1]:
                 bad.append(f"{cfg}/{e}: SQLite's settings not read")
         ra = res["ratios"][cfg]
-        if not (ra["steps_per_s"] > 0 and ra["bytes_per_checkpoint"] > 0):
+        if mode == "aio" and not ra["ops_per_s"] > 0:
+            bad.append(f"{cfg}: ratios {ra}")
+        elif mode != "aio" and not (ra["steps_per_s"] > 0 and ra["bytes_per_checkpoint"] > 0):
             bad.append(f"{cfg}: ratios {ra}")
     return bad
 
@@ -595,7 +730,13 @@ def main(argv):
     ap.add_argument("--steps", type=int, help="steps per thread")
     ap.add_argument("--reps", type=int, help="repetitions of every configuration (medians are reported)")
     ap.add_argument("--concurrency", type=int, default=10, help="async: threads run at a time (default 10)")
-    ap.add_argument("--seed", type=int, default=42, help="seed of the messages' draw (default 42)")
+    ap.add_argument("--seed", type=int, default=42, help="seed of the messages' draw and of the async API's "
+                    "operations (default 42)")
+    ap.add_argument("--aio-coroutines", type=int, help="async API: coroutines at once (default: the profile's, 100)")
+    ap.add_argument("--aio-ops", type=int, help="async API: operations per coroutine (default: the profile's)")
+    ap.add_argument("--aio-rows", type=int, help="async API: memories pre-filled (default: the profile's)")
+    ap.add_argument("--sqlite-readers", type=int, help="async API: aiosqlite reader connections beside the writer "
+                    "connection (default: one per CPU; 0: one connection for everything)")
     ap.add_argument("--load-max", type=float, default=1.5, help="wait before each rep while the 1-minute load "
                     "average is at or above this (default 1.5)")
     ap.add_argument("--load-timeout", type=float, help="longest wait, seconds (default: the profile's; 0: none)")

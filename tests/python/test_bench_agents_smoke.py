@@ -1,4 +1,5 @@
-"""Smoke test of the LangGraph checkpointer benchmark (bench/agents): 4 threads × 5 steps, one rep.
+"""Smoke test of the LangGraph checkpointer benchmark (bench/agents): 4 threads × 5 steps, one rep; and its async
+API configuration (motedb.aio against aiosqlite): 100 coroutines × 5 operations.
 
 Runs `python3 -m bench.agents --smoke` as a subprocess (it creates or reuses .bench-venvs/agents/ and checks by
 itself that every measurement is plausible), then checks the output's shape.
@@ -20,6 +21,7 @@ CONFIGS = {
     "sync shared": {"MoteSaver", "SqliteSaver"},
     "async shared": {"MoteSaver", "AsyncSqliteSaver"},
 }
+AIO_CONFIG, AIO_ENGINES, AIO_KINDS = "async API", {"motedb.aio", "aiosqlite"}, {"get", "write"}
 
 
 def test_bench_agents_smoke(tmp_path):
@@ -34,7 +36,7 @@ def test_bench_agents_smoke(tmp_path):
     assert p["profile"] == "smoke" and p["reps"] >= 1
     assert p["checkpoints_per_run"] == p["threads"] * (p["steps_per_thread"] + 1)
     assert p["sqlite_synchronous_seen"]  # recorded, whatever it is
-    assert set(res["results"]) == set(CONFIGS) == set(res["ratios"])
+    assert set(res["results"]) == set(CONFIGS) | {AIO_CONFIG} == set(res["ratios"])
     for cfg, engines in CONFIGS.items():
         assert set(res["results"][cfg]) == engines
         assert all(len(res["measurements"][cfg][e]) == p["reps"] for e in engines)
@@ -46,5 +48,25 @@ def test_bench_agents_smoke(tmp_path):
                 assert 0 < r["latency_p50_us"][c] <= r["latency_p99_us"][c]
         ra = res["ratios"][cfg]
         assert ra["steps_per_s"] > 0 and ra["bytes_per_checkpoint"] > 0 and set(ra["latency_p50"]) == CALLS
-    assert (out / "results.md").read_text().startswith("## bench/agents")
+    a = p["async_api"]
+    assert a["coroutines"] == 100 and a["ops_per_run"] == a["coroutines"] * a["ops_per_coroutine"]
+    assert a["ops_per_run"] == a["gets_per_run"] + a["inserts_per_run"] + a["updates_per_run"]
+    assert a["inserts_per_run"] > 0 and a["updates_per_run"] > 0
+    assert a["gets_per_run"] == round(0.9 * a["ops_per_run"])
+    assert set(res["results"][AIO_CONFIG]) == AIO_ENGINES
+    for e in AIO_ENGINES:
+        recs = res["measurements"][AIO_CONFIG][e]
+        assert len(recs) == p["reps"] and all(r["ops"] == a["ops_per_run"] for r in recs)
+        r = res["results"][AIO_CONFIG][e]
+        assert r["ops_per_s"] > 0
+        for k in AIO_KINDS:
+            assert 0 < r["latency_p50_us"][k] <= r["latency_p99_us"][k]
+    assert res["results"][AIO_CONFIG]["motedb.aio"]["open_options"]["sync"] is True
+    assert res["results"][AIO_CONFIG]["aiosqlite"]["sqlite"]["synchronous"] == "FULL"
+    assert res["results"][AIO_CONFIG]["aiosqlite"]["sqlite"]["journal_mode"] == "wal"
+    ra = res["ratios"][AIO_CONFIG]
+    assert ra["against"] == "aiosqlite" and ra["ops_per_s"] > 0 and set(ra["latency_p50"]) == AIO_KINDS
+    md = (out / "results.md").read_text()
+    assert md.startswith("## bench/agents")
+    assert "| async API: 100 coroutines (motedb.aio vs aiosqlite) | ops/s |" in md
     assert {f.name for f in out.glob("*.png")} == set(res["environment"]["charts"]) != set()

@@ -176,3 +176,29 @@ async def test_a_task_cancelled_while_it_waits_to_write_leaves_nothing_open(tmp_
         await asyncio.wait_for(box.put(Note(text="after")), timeout=10)
         assert sorted(n.text for n in await box.all()) == ["after", "held"]
         assert kept is not None
+
+
+async def test_many_reads_at_once_each_get_their_own_result(tmp_path):
+    async with await motedb.aio.open(tmp_path / "r.mote") as store:
+        box = await store.box(Note)
+        await box.put_many([Note(text=f"n{i}", level=i % 7) for i in range(300)])
+        calls = []
+        for i in range(1, 400):  # gets, counts, queries and failing calls, all at once
+            if i % 50 == 0:
+                calls.append(box.get("not an id"))
+            elif i % 3 == 0:
+                calls.append(box.query(Note.level == i % 7).count())
+            else:
+                calls.append(box.get(i))
+        out = await asyncio.gather(*calls, return_exceptions=True)
+        for i, r in zip(range(1, 400), out):
+            if i % 50 == 0:
+                assert isinstance(r, TypeError)
+            elif i % 3 == 0:
+                assert r == len([k for k in range(300) if k % 7 == i % 7])
+            elif i <= 300:
+                assert r.id == i and r.text == f"n{i - 1}"
+            else:
+                assert r is None
+    with pytest.raises(motedb.ClosedError):
+        await box.get(1)

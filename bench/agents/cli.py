@@ -36,7 +36,6 @@ timed by a wrapper that forwards each call). Both engines commit durably: MoteDB
 per commit) and SQLite in WAL mode with the synchronous setting it runs with, which is recorded.
 """
 
-import argparse
 import asyncio
 import json
 import os
@@ -52,6 +51,7 @@ from datetime import datetime, timezone
 
 from bench.agents import asyncapi
 from bench.common import REPO, envinfo, loadgate
+from bench.common.args import profile_parser
 from bench.common.stats import median, percentile
 from bench.common.venvs import package_versions
 
@@ -723,10 +723,7 @@ def implausible(res):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(prog="python3 -m bench.agents", description=__doc__.split("\n\n")[0])
-    prof = ap.add_mutually_exclusive_group()
-    for p in PROFILES:
-        prof.add_argument(f"--{p}", dest="profile", action="store_const", const=p)
+    ap = profile_parser("python3 -m bench.agents", __doc__, PROFILES)
     ap.add_argument("--threads", type=int, help="threads (chats) per run (default: the profile's)")
     ap.add_argument("--steps", type=int, help="steps per thread")
     ap.add_argument("--reps", type=int, help="repetitions of every configuration (medians are reported)")

@@ -9,6 +9,7 @@ environment exists, and the workers import it inside theirs.
     motedb_pkg  builds the motedb package of this checkout into an environment, again when its sources change
     stats       median, nearest-rank percentile, geometric mean
     loadgate    waiting until the machine is quiet before a measurement
+    args        the command line a suite starts from: one flag per profile
 
 Each suite keeps its own record formats (the fields of its results.json); these modules return plain
 values for it to record.

@@ -15,7 +15,6 @@ MoteDB ranks as FTS5's bm25() does (k1 1.2, b 0.75), so with the same tokens the
 overlap measures where the tokenizers differ. Hybrid text + vector search is not measured yet.
 """
 
-import argparse
 import json
 import os
 import random
@@ -25,6 +24,7 @@ import sys
 import time
 
 from bench.common import envinfo
+from bench.common.args import profile_parser
 from bench.common.stats import median, percentile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -239,10 +239,7 @@ def markdown(res):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(prog="python3 -m bench.text", description=__doc__.split("\n\n")[0])
-    prof = ap.add_mutually_exclusive_group()
-    for p in PROFILES:
-        prof.add_argument(f"--{p}", dest="profile", action="store_const", const=p)
+    ap = profile_parser("python3 -m bench.text", __doc__, PROFILES)
     ap.add_argument("--n", type=int, help="passages (default: the profile's)")
     ap.add_argument("--queries", type=int, help="queries per kind")
     ap.add_argument("--batch", type=int, default=1000, help="passages per transaction (default 1000)")

@@ -37,7 +37,6 @@ per commit) and SQLite in WAL mode with the synchronous setting it runs with, wh
 """
 
 import asyncio
-import json
 import os
 import platform
 import random
@@ -51,6 +50,7 @@ from datetime import datetime, timezone
 
 from bench.agents import asyncapi
 from bench.common import REPO, envinfo, loadgate
+from bench.common import output
 from bench.common.args import profile_parser
 from bench.common.stats import median, percentile
 from bench.common.venvs import package_versions
@@ -747,12 +747,7 @@ def main(argv):
     out = args.out or os.path.join(REPO, "results", "agents", time.strftime("%Y-%m-%d_%H%M") + f"-{args.profile}")
     os.makedirs(out, exist_ok=True)
     res["environment"]["charts"] = charts(res, out)
-    with open(os.path.join(out, "results.json"), "w") as fh:
-        json.dump(res, fh, indent=1)
-    md = markdown(res)
-    with open(os.path.join(out, "results.md"), "w") as fh:
-        fh.write(md)
-    print(md)
+    output.save(out, res, markdown(res))
     log(f"results in {os.path.relpath(out, REPO) if out.startswith(REPO) else out}")
     if args.profile == "smoke":
         bad = implausible(res)

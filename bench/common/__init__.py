@@ -10,6 +10,7 @@ environment exists, and the workers import it inside theirs.
     stats       median, nearest-rank percentile, geometric mean
     loadgate    waiting until the machine is quiet before a measurement
     args        the command line a suite starts from: one flag per profile
+    output      results.json and results.md of a run
 
 Each suite keeps its own record formats (the fields of its results.json); these modules return plain
 values for it to record.

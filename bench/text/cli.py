@@ -15,7 +15,6 @@ MoteDB ranks as FTS5's bm25() does (k1 1.2, b 0.75), so with the same tokens the
 overlap measures where the tokenizers differ. Hybrid text + vector search is not measured yet.
 """
 
-import json
 import os
 import random
 import shutil
@@ -24,6 +23,7 @@ import sys
 import time
 
 from bench.common import envinfo
+from bench.common import output
 from bench.common.args import profile_parser
 from bench.common.stats import median, percentile
 
@@ -251,13 +251,7 @@ def main(argv):
     args = ap.parse_args(argv)
     res = run(args)
     out = args.out or os.path.join(REPO, "results", "text", time.strftime("%Y-%m-%d_%H%M%S"))
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "results.json"), "w") as fh:
-        json.dump(res, fh, indent=1)
-    md = markdown(res)
-    with open(os.path.join(out, "results.md"), "w") as fh:
-        fh.write(md)
-    print(md)
+    output.save(out, res, markdown(res))
     if args.profile == "smoke":
         r = res["results"]
         bad = [k for k, v in r["overlap"].items() if v is None or v < 0.5]

@@ -151,16 +151,20 @@ class AsyncStore:
     def readonly(self) -> bool:
         return self.sync.readonly
 
+    def _txn(self) -> AsyncTransaction | None:
+        """The transaction the running task is in on this store, if any."""
+        return _current.get().get(id(self.sync))
+
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """fn(*args) on the thread of the task's transaction, else on a worker thread."""
-        txn = _current.get().get(id(self.sync))
+        txn = self._txn()
         if txn is not None:
             return await txn._run(fn, *args, **kwargs)
         return await asyncio.to_thread(fn, *args, **kwargs)
 
     async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A read: on the thread of the task's transaction, else on a reader thread."""
-        txn = _current.get().get(id(self.sync))
+        txn = self._txn()
         if txn is not None:
             return await txn._run(fn, *args, **kwargs)
         if self.sync.closed:  # raises ClosedError at once, without a thread
@@ -388,7 +392,7 @@ class AsyncQuery(Generic[E]):
     async def __aiter__(self) -> AsyncIterator[E]:
         # inside a transaction, on its thread; else on a thread of the iteration's own,
         # which holds its snapshot
-        txn = _current.get().get(id(self.store.sync))
+        txn = self.store._txn()
         pool = None if txn is not None else ThreadPoolExecutor(1, thread_name_prefix="motedb-iter")
 
         async def run(fn: Callable[[], T]) -> T:

@@ -1,0 +1,240 @@
+"""LangGraph's long-term memory on a MoteDB store: ``MoteStore`` (a ``BaseStore``).
+
+    from motedb.integrations.langgraph_store import MoteStore
+
+    with MoteStore.from_path("memory.mote") as store:
+        store.put(("users", "ada"), "prefs", {"drink": "tea", "stars": 3})
+        store.get(("users", "ada"), "prefs").value
+        store.search(("users",), filter={"stars": {"$gte": 2}})
+
+Items (a namespace, a key, a JSON value, created and updated times) are objects of
+one entity, ``LangGraphItem``, keyed by the length-prefixed namespace labels and key
+(a unique index), with the namespace as dotted text (``"users.ada"``, indexed: a
+namespace and its descendants are one equality and one prefix) and the update time
+indexed (a search returns the most recently updated first). Semantics follow
+``SqliteStore``'s: a batch reads first (gets, searches, namespace lists, all as of the
+batch's start) and then applies its puts, the last put of a key winning, in one
+commit; a put of ``None`` deletes. Filters: ``{"field": value}`` (equal),
+``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte": value}}``, several
+fields all holding, a dotted field reaching into nested objects; a missing field or
+JSON null matches only ``None`` (as ``json_extract`` gives NULL, which no comparison
+but ``IS NULL`` accepts). Not yet: semantic search (``index``; a ``query`` is
+ignored, as ``SqliteStore`` ignores it without an index) and TTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import operator
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import motedb
+
+from ._store import StoreHolder
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("motedb.integrations.langgraph_store needs LangGraph: "
+                      "pip install 'motedb[langgraph]'") from e
+
+__all__ = ["MoteStore", "LangGraphItem"]
+
+
+class LangGraphItem(motedb.Entity):
+    """One item of LangGraph's store."""
+    id: int = 0
+    key: Annotated[str, motedb.Unique]  # the length-prefixed namespace labels, then the item's key
+    prefix: Annotated[str, motedb.Index] = ""  # the namespace, dotted ("users.ada")
+    item_key: str = ""
+    value: dict = motedb.field(default_factory=dict)
+    created_at: dt.datetime = motedb.field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+    updated_at: Annotated[dt.datetime, motedb.Index] = motedb.field(
+        default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+
+
+def _key(namespace: tuple[str, ...], key: str) -> str:
+    return "".join(f"{len(p)}:{p}" for p in (*namespace, "")) + f"{len(key)}:{key}"
+
+
+def _field(value: dict, dotted: str) -> Any:
+    """value's field at a dotted path; None when absent (as json_extract's NULL)."""
+    v: Any = value
+    for part in dotted.split("."):
+        if not isinstance(v, dict) or part not in v:
+            return None
+        v = v[part]
+    return v
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float))
+
+
+_ORDER = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
+def _holds(v: Any, op: str, x: Any) -> bool:
+    """Whether a field value v satisfies op x, with SQL's NULL: a missing field or JSON
+    null (v None) satisfies only $eq None and fails $ne anything but None; numbers
+    (bools are 0 and 1) compare with numbers, text with text, nothing else orders."""
+    if op == "$eq":
+        return v is None if x is None else v is not None and v == x
+    if op == "$ne":
+        return v is not None if x is None else v is not None and v != x
+    cmp = _ORDER.get(op)
+    if cmp is None:
+        raise ValueError(f"unsupported filter operator {op!r}: $eq, $ne, $gt, $gte, $lt or $lte")
+    if _number(v) and _number(x) or isinstance(v, str) and isinstance(x, str):
+        return cmp(v, x)
+    return False
+
+
+def _matches(value: dict, flt: dict[str, Any]) -> bool:
+    for field, cond in flt.items():
+        v = _field(value, field)
+        if isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
+            if not all(_holds(v, op, x) for op, x in cond.items()):
+                return False
+        elif not _holds(v, "$eq", cond):
+            return False
+    return True
+
+
+def _ns_matches(ns: tuple[str, ...], kind: str, path: tuple[str, ...]) -> bool:
+    """A namespace against a prefix or suffix path, "*" matching any one label."""
+    if len(ns) < len(path):
+        return False
+    part = ns[:len(path)] if kind == "prefix" else ns[len(ns) - len(path):]
+    if kind not in ("prefix", "suffix"):
+        raise ValueError(f"unknown match type {kind!r}: 'prefix' or 'suffix'")
+    return all(p == "*" or p == n for n, p in zip(part, path))
+
+
+class MoteStore(StoreHolder, BaseStore):
+    """LangGraph's ``BaseStore`` on a MoteDB store (a path, opened with ``open_kwargs``
+    and closed by ``close()``, or an open ``motedb.Store``, which stays the caller's)."""
+
+    def __init__(self, store: motedb.Store | str | os.PathLike, **open_kwargs: Any) -> None:
+        self._hold(store, open_kwargs)
+        self.items = self.store.box(LangGraphItem)
+
+    @classmethod
+    @contextmanager
+    def from_path(cls, path: str | os.PathLike, **open_kwargs: Any) -> Iterator[MoteStore]:
+        """``with MoteStore.from_path("memory.mote") as store:``."""
+        s = cls(path, **open_kwargs)
+        try:
+            yield s
+        finally:
+            s.close()
+
+    # ---- operations ---------------------------------------------------------------------
+
+    def _get(self, op: GetOp) -> Item | None:
+        o = self.items.query(LangGraphItem.key == _key(tuple(op.namespace), op.key)).first()
+        if o is None:
+            return None
+        return Item(value=o.value, key=o.item_key, namespace=tuple(op.namespace),
+                    created_at=o.created_at, updated_at=o.updated_at)
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        I = LangGraphItem
+        ns = tuple(op.namespace_prefix)
+        if ns:
+            text = ".".join(ns)
+            q = self.items.query((I.prefix == text) | I.prefix.startswith(text + "."))
+        else:
+            q = self.items.query()
+        q.order_by(I.updated_at.desc())
+        if op.limit <= 0:
+            found = []
+        elif not op.filter:
+            found = q.offset(op.offset).limit(op.limit).find()
+        else:
+            found = [o for o in q if _matches(o.value, op.filter)][op.offset:op.offset + op.limit]
+        return [SearchItem(namespace=tuple(o.prefix.split(".")), key=o.item_key, value=o.value,
+                           created_at=o.created_at, updated_at=o.updated_at) for o in found]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        I = LangGraphItem
+        names = {tuple(p.split(".")) for p in self.items.query().group_count(I.prefix)}
+        for cond in op.match_conditions or ():
+            if cond.path:
+                names = {n for n in names if _ns_matches(n, cond.match_type, tuple(cond.path))}
+        if op.max_depth is not None:
+            names = {n[:op.max_depth] for n in names}
+        ordered = sorted(names, key=".".join)  # as SqliteStore orders the dotted text
+        return ordered[op.offset:op.offset + op.limit]
+
+    def _put(self, op: PutOp) -> None:
+        I = LangGraphItem
+        ns = tuple(op.namespace)
+        k = _key(ns, op.key)
+        old = self.items.query(I.key == k).first()
+        if op.value is None:
+            if old is not None:
+                self.items.remove(old.id)
+            return
+        now = dt.datetime.now(dt.timezone.utc)
+        self.items.put(I(id=old.id if old else 0, key=k, prefix=".".join(ns), item_key=op.key,
+                         value=dict(op.value), created_at=old.created_at if old else now,
+                         updated_at=now))
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run a batch: its reads as of its start, then its puts (the last of a key wins),
+        one commit when it puts anything."""
+        ops = list(ops)
+        puts: dict[tuple, PutOp] = {}
+        for op in ops:
+            if isinstance(op, PutOp):
+                _check_namespace(op.namespace)
+                puts[(tuple(op.namespace), op.key)] = op
+        results: list[Result] = []
+        with self.store.write() if puts else self.store.read():
+            for op in ops:
+                if isinstance(op, GetOp):
+                    results.append(self._get(op))
+                elif isinstance(op, SearchOp):
+                    results.append(self._search(op))
+                elif isinstance(op, ListNamespacesOp):
+                    results.append(self._list_namespaces(op))
+                elif isinstance(op, PutOp):
+                    results.append(None)
+                else:
+                    raise ValueError(f"unknown operation {op!r}")
+            for op in puts.values():
+                self._put(op)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` on a worker thread."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+
+def _check_namespace(namespace: tuple[str, ...]) -> None:
+    """Namespaces as LangGraph's stores take them: labels of text without "." that are
+    not empty, the first not "langgraph"."""
+    from langgraph.store.base import InvalidNamespaceError
+    if not namespace:
+        raise InvalidNamespaceError("a namespace cannot be empty")
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label:
+            raise InvalidNamespaceError(f"namespace {namespace!r}: labels are non-empty strings "
+                                        "without '.'")
+    if namespace[0] == "langgraph":
+        raise InvalidNamespaceError(f"namespace {namespace!r} starts with 'langgraph' (reserved)")

@@ -1,4 +1,5 @@
-"""What the integrations share: holding a store that was given or opened from a path."""
+"""What the integrations share: holding a store that was given or opened from a path, and
+keys made of length-prefixed parts."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ import os
 from typing import Any
 
 import motedb
+
+
+def key_part(s: str) -> str:
+    """A part of a key, length-prefixed ("5:hello"): the parts of one key never read as
+    another's, and a key made of parts is a prefix of exactly the keys that extend it."""
+    return f"{len(s)}:{s}"
 
 
 class StoreHolder:

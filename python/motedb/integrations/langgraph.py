@@ -50,7 +50,7 @@ from typing import Annotated, Any
 
 import motedb
 
-from ._store import StoreHolder
+from ._store import StoreHolder, key_part
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -114,21 +114,16 @@ class LangGraphChunk(motedb.Entity):
     data: bytes = b""
 
 
-def _part(s: str) -> str:
-    """A key part: length-prefixed, so that no part's key is a prefix of another's."""
-    return f"{len(s)}:{s}"
-
-
 def _thread_key(thread_id: str) -> str:
-    return _part(thread_id)
+    return key_part(thread_id)
 
 
 def _ns_key(thread_id: str, ns: str) -> str:
-    return _part(thread_id) + _part(ns)
+    return key_part(thread_id) + key_part(ns)
 
 
 def _writes_key(thread_id: str, ns: str, checkpoint_id: str) -> str:
-    return _part(thread_id) + _part(ns) + _part(checkpoint_id)
+    return key_part(thread_id) + key_part(ns) + key_part(checkpoint_id)
 
 
 def _chunk_keys(thread_id: str, refs: bytes) -> list[str]:
@@ -357,7 +352,7 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         thread_id, ns = str(conf["thread_id"]), conf.get("checkpoint_ns", "")
         checkpoint_id = str(conf["checkpoint_id"])
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
-        task_prefix = _writes_key(thread_id, ns, checkpoint_id) + _part(task_id)
+        task_prefix = _writes_key(thread_id, ns, checkpoint_id) + key_part(task_id)
         new, pieces = [], {}
         for idx, (channel, value) in enumerate(writes):
             i = WRITES_IDX_MAP.get(channel, idx)

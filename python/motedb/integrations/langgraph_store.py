@@ -34,7 +34,7 @@ from typing import Annotated, Any
 
 import motedb
 
-from ._store import StoreHolder
+from ._store import StoreHolder, key_part
 
 try:
     from langgraph.store.base import (
@@ -68,7 +68,7 @@ class LangGraphItem(motedb.Entity):
 
 
 def _key(namespace: tuple[str, ...], key: str) -> str:
-    return "".join(f"{len(p)}:{p}" for p in (*namespace, "")) + f"{len(key)}:{key}"
+    return "".join(map(key_part, (*namespace, "", key)))
 
 
 def _field(value: dict, dotted: str) -> Any:

@@ -96,7 +96,7 @@ def test_list_equals_sqlite_saver(tmp_path_factory, data):
                                                          "checkpoint_id": c}},
                           st.sampled_from(["t1", "t2"]), st.sampled_from(ids))))
             flt = data.draw(st.none() | FILTER)
-            before = data.draw(st.none() | st.sampled_from(ids).map(
+            before = data.draw(st.none() | st.just({"configurable": {}}) | st.sampled_from(ids).map(
                 lambda c: {"configurable": {"checkpoint_id": c}}))
             limit = data.draw(st.none() | st.integers(0, 4))
             want = [(t.config, t.metadata, t.parent_config)

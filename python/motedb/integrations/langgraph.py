@@ -275,6 +275,8 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             limit = None
         if limit == 0:
             return
+        if before is not None and not get_checkpoint_id(before):
+            return  # before no checkpoint: none (SqliteSaver compares with NULL)
         conf = config["configurable"] if config is not None else {}
         ns = conf.get("checkpoint_ns")
         if config is None:

@@ -314,6 +314,15 @@ def test_chunks_keep_a_thread_once_and_read_back_whole(tmp_path):
             assert t.pending_writes == want
         stored, named = chunk_census(saver)
         assert stored == named and len(stored) > 30
+        # a write again under a stored task and index is kept as it was: its new value
+        # leaves no chunk behind
+        first = {"configurable": {"thread_id": "chat", "checkpoint_ns": "", "checkpoint_id": states[0][0]}}
+        saver.put_writes(first, [("messages", ["other " * 400]), ("messages", ["more " * 400])],
+                         "task-1", "agent")
+        assert saver.get_tuple(first).pending_writes == [("task-1", "messages", states[1][1][-2:]),
+                                                         ("task-1", "messages", ["more " * 400])]
+        stored, named = chunk_census(saver)
+        assert stored == named
 
 
 def test_chunks_follow_deletes_prunes_and_copies(tmp_path):

@@ -355,30 +355,33 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         checkpoint_id = str(conf["checkpoint_id"])
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
         task_prefix = _writes_key(thread_id, ns, checkpoint_id) + key_part(task_id)
-        new, pieces = [], {}
+        new = []  # (write, its chunks)
         for idx, (channel, value) in enumerate(writes):
             i = WRITES_IDX_MAP.get(channel, idx)
             type_, blob = self.serde.dumps_typed(value)
+            pieces: dict[str, bytes] = {}
             inline, refs = _cut(thread_id, blob, pieces)
-            new.append(LangGraphWrite(
+            new.append((LangGraphWrite(
                 key=task_prefix + str(i), thread_id=thread_id, checkpoint_ns=ns,
                 checkpoint_id=checkpoint_id, task_id=task_id, task_path=task_path, idx=i,
-                channel=channel, type=type_, value=inline, chunks=refs))
+                channel=channel, type=type_, value=inline, chunks=refs), pieces))
         W = LangGraphWrite
         with self.store.write():
-            stored = dict(self.writes.query(W.key.startswith(task_prefix)).tuples(W.key, W.chunks))
-            stored_ids = dict(self.writes.query(W.key.startswith(task_prefix)).tuples(W.key, "id"))
-            put = []
-            for w in new:
+            stored = {k: (i, refs) for i, k, refs in self.writes.query(
+                W.key.startswith(task_prefix)).tuples("id", W.key, W.chunks)}
+            put, pieces, replaced_chunks = [], {}, False
+            for w, p in new:
                 if w.key in stored:
                     if not replace:
                         continue
-                    w.id = stored_ids[w.key]
+                    w.id, old_refs = stored[w.key]
+                    replaced_chunks |= bool(old_refs)
                 put.append(w)
+                pieces.update(p)
             if put:
                 self._add_chunks(pieces)
                 self.writes.put_many(put)
-                if any(stored.get(w.key) for w in put):  # replaced writes named chunks
+                if replaced_chunks:  # chunks only the replaced writes named
                     self._collect_chunks({thread_id})
 
     def _add_chunks(self, pieces: dict[str, bytes]) -> None:

@@ -137,13 +137,15 @@ def _cut(thread_id: str, blob: bytes, pieces: dict[str, bytes]) -> tuple[bytes, 
     which are added to pieces (chunk key -> bytes)."""
     if len(blob) <= INLINE_MAX:
         return blob, b""
-    tk, view, start, digests = _thread_key(thread_id), memoryview(blob), 0, []
+    view, start, bounds, digests = memoryview(blob), 0, [], []
     for end in motedb._core._chunk_ends(blob, CHUNK_MIN, CHUNK_MAX, CHUNK_BITS):
-        d = hashlib.blake2b(view[start:end], digest_size=DIGEST).digest()
-        digests.append(d)
-        pieces[tk + d.hex()] = blob[start:end]
+        digests.append(hashlib.blake2b(view[start:end], digest_size=DIGEST).digest())
+        bounds.append((start, end))
         start = end
-    return b"", b"".join(digests)
+    refs = b"".join(digests)
+    for k, (a, b) in zip(_chunk_keys(thread_id, refs), bounds):
+        pieces[k] = blob[a:b]
+    return b"", refs
 
 
 def _metadata_value(metadata: dict, dotted: str) -> Any:

@@ -215,9 +215,14 @@ class AsyncTransaction:
         self._sync: Any = None
         self._token: contextvars.Token | None = None
 
+    @property
+    def _thread(self) -> ThreadPoolExecutor | None:
+        """The one-thread executor of the outermost transaction, which this one runs on."""
+        return self._pool if self._outer is None else self._outer._pool
+
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        pool = self._pool if self._outer is None else self._outer._pool
-        return await asyncio.get_running_loop().run_in_executor(pool, lambda: fn(*args, **kwargs))
+        return await asyncio.get_running_loop().run_in_executor(self._thread,
+                                                                lambda: fn(*args, **kwargs))
 
     async def __aenter__(self) -> AsyncTransaction:
         if self._token is not None or self._pool is not None:
@@ -241,8 +246,7 @@ class AsyncTransaction:
             def undo() -> None:
                 if self._sync is not None:
                     self._sync.__exit__(asyncio.CancelledError, None, None)
-            pool = self._pool if self._outer is None else self._outer._pool
-            pool.submit(undo)
+            self._thread.submit(undo)
             self._close_pool()
             raise
         except BaseException:

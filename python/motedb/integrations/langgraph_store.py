@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import operator
 import os
 from collections.abc import Iterable, Iterator
@@ -165,8 +166,11 @@ class MoteStore(StoreHolder, BaseStore):
             found = []
         elif not op.filter:
             found = q.offset(op.offset).limit(op.limit).find()
-        else:
-            found = [o for o in q if _matches(o.value, op.filter)][op.offset:op.offset + op.limit]
+        else:  # read until the page is full
+            it = iter(q)
+            found = list(itertools.islice((o for o in it if _matches(o.value, op.filter)),
+                                          op.offset, op.offset + op.limit))
+            it.close()
         return [SearchItem(namespace=tuple(o.prefix.split(".")), key=o.item_key, value=o.value,
                            created_at=o.created_at, updated_at=o.updated_at) for o in found]
 

@@ -661,7 +661,11 @@ enum {
     MOTE_BETWEEN,     /* two values: lo <= x <= hi */
     MOTE_IN, MOTE_NOT_IN,
     MOTE_IS_NULL, MOTE_NOT_NULL,
-    MOTE_STARTS_WITH, MOTE_ENDS_WITH, MOTE_CONTAINS
+    MOTE_STARTS_WITH, MOTE_ENDS_WITH, MOTE_CONTAINS,
+    MOTE_ARRAY_CONTAINS, /* JSON paths only (mote_query_json): an array holding
+                            an element equal to the value */
+    MOTE_KEY_EXISTS      /* JSON paths only: the path exists (a JSON null
+                            counts); no value */
 };
 #define MOTE_Q_NOCASE 0x1u  /* strings: case-insensitive (ASCII + Latin-1) for EQ,
                                NE, IN, NOT IN and the three string operators */

@@ -435,6 +435,10 @@ enum {
 #define MOTE_P_FULLTEXT 0x10u /* MOTE_T_STRING: a full-text index (BM25) for
                                  mote_query_match; its entity's schema record is
                                  then format 4, which libraries before it refuse */
+#define MOTE_P_EXPIRES 0x20u  /* MOTE_T_TIMESTAMP, with MOTE_P_INDEXED: the time
+                                 the object expires (NULL: never); see
+                                 mote_sweep. One per entity; its schema record
+                                 is then format 5 */
 
 /*
  * The parameters of a vector index (MOTE_P_HNSW). Zero fields take the
@@ -623,6 +627,24 @@ int mote_remove_many(mote_txn *txn, mote_entity *e, const uint64_t *ids, size_t 
 int mote_remove_all(mote_txn *txn, mote_entity *e, uint64_t *removed);
 /* Number of objects, O(log n). */
 int mote_count(mote_txn *txn, mote_entity *e, uint64_t *count);
+
+/*
+ * Expiry. In an entity with an expiry time (a property with MOTE_P_EXPIRES),
+ * an object whose time is at or before the transaction's clock
+ * (CLOCK_REALTIME, read once per transaction, at the first read that needs
+ * it) has expired: mote_get gives MOTE_NOTFOUND for it, and mote_count,
+ * mote_scan, queries (conditions, nearest, match, aggregates) and their
+ * counts leave it out. Writes see it until it is swept: MOTE_PUT_INSERT of
+ * its id gives MOTE_EXISTS, an upsert or mote_update changes it (a later
+ * expiry time brings it back), mote_remove removes it. To-one values and
+ * mote_links / mote_backlinks may still name it.
+ * mote_sweep removes the expired objects of e (write transaction), with
+ * their index entries and links, in O(expired) through the property's
+ * index; *removed (may be NULL) gets their number. Nothing sweeps on its
+ * own: call it when convenient (a timer, at open, before a backup). An
+ * entity without an expiry time has nothing to sweep (MOTE_OK, 0).
+ */
+int mote_sweep(mote_txn *txn, mote_entity *e, uint64_t *removed);
 
 /* Iterate all objects in id order: fn returns 0 to go on, non-zero to stop
  * (that value is returned). */

@@ -2,8 +2,9 @@
  * match.c — a query's condition evaluated on one object's record (the check
  * of every candidate the plan did not prove, see query.c): comparisons,
  * IN lists, NULL tests, string operators with ASCII + Latin-1 case folding,
- * conditions on the id, AND / OR, relation conditions resolved into sets.
- * A comparison with a NULL value is false, as in SQL.
+ * conditions on the id, AND / OR, relation conditions resolved into sets;
+ * and whether a record has expired (mote__query_admit). A comparison with a
+ * NULL value is false, as in SQL.
  */
 #include <stdlib.h>
 
@@ -174,4 +175,11 @@ int mote__query_eval(const mote_query *q, int node, const mote_record *r)
             return 1;
     }
     return n->kind == Q_AND;
+}
+
+int mote__query_admit(const mote_query *q, const mote_record *r)
+{
+    if (q->e->expires >= 0 && mote__expired(r, q->now))
+        return 0;
+    return mote__query_eval(q, q->root, r);
 }

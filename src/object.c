@@ -11,9 +11,22 @@
  * removed objects are not reused); explicit ids may be anything from 1. A put
  * first checks every value and every unique index, then writes: a failed put
  * writes nothing.
+ *
+ * EXPIRY. A timestamp property flagged MOTE_P_EXPIRES holds the time an
+ * object expires (NULL: never). Reads compare it with the transaction's
+ * clock (CLOCK_REALTIME, read once, at the transaction's first question, so
+ * a transaction's view does not change while it runs): an object whose time
+ * is at or before it is not there for get, count, scan and queries (query.c
+ * checks every candidate's record, and its plans that would not read records
+ * do). Writes still see it until mote_sweep removes it: an insert of its id
+ * gives MOTE_EXISTS, an upsert or an update changes it (a new expiry time
+ * brings it back), a remove removes it. The property's index makes both the
+ * count of expired objects (two ranks) and the sweep (a walk over the
+ * expired entries) cost O(log n) and O(expired), not a scan.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "object.h"
 
@@ -964,6 +977,85 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
     return rc;
 }
 
+/* ---- expiry -------------------------------------------------------------------------- */
+
+int64_t mote__txn_now(mote_txn *t)
+{
+    if (!t->now) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        t->now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    return t->now;
+}
+
+int mote__expired(const mote_record *r, int64_t now)
+{
+    mote_value v;
+    const mote_entity *e = r->e;
+    return e->expires >= 0 && !mote_record_get(r, (unsigned)e->expires, &v, NULL) && !v.null &&
+           v.v.i <= now;
+}
+
+/* The expiry index's key below which every entry has expired: the
+ * encoding of now + 1, the first time that has not. */
+static size_t expired_bound(mote_txn *t, uint8_t *key)
+{
+    mote_value v = {.v.i = mote__txn_now(t)};
+    int cut;
+    if (v.v.i < INT64_MAX)
+        v.v.i++;
+    return mote__index_enc(MOTE_T_TIMESTAMP, &v, key, &cut);
+}
+
+static const uint8_t first_value[1] = {1}; /* index keys of values start 0x01; NULL 0x00 */
+
+int mote_sweep(mote_txn *t, mote_entity *e, uint64_t *removed)
+{
+    IMPLICIT(t, e, 1, mote_sweep(t_, e, removed));
+    int rc = mote__obj_check(t, e, 1);
+    if (removed)
+        *removed = 0;
+    if (rc || e->expires < 0)
+        return rc;
+    const mprop *p = &e->props[e->expires];
+    uint8_t hi[IDX_MAX_VALUE + 16];
+    size_t hil = expired_bound(t, hi);
+    uint64_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    mote_cursor *c;
+    if ((rc = mote_cursor_open(t, p->index_tree, &c)))
+        return rc;
+    for (rc = mote_cursor_seek(c, first_value, 1, MOTE_SEEK_GE); rc == MOTE_OK;
+         rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        if ((rc = mote_cursor_get(c, &k, &v)))
+            break;
+        size_t m = k.size < hil ? k.size : hil;
+        int cmp = memcmp(k.data, hi, m);
+        if (cmp > 0 || (cmp == 0 && k.size >= hil) || k.size < 8)
+            break;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            uint64_t *g = mote__realloc(ids, nc * sizeof *g);
+            if (!g) {
+                rc = mote__err(MOTE_NOMEM, "out of memory");
+                break;
+            }
+            ids = g;
+            cap = nc;
+        }
+        ids[n++] = mote__be64(k.data + k.size - 8); /* the key ends with the id */
+    }
+    mote_cursor_close(c);
+    if (rc == MOTE_NOTFOUND)
+        rc = MOTE_OK;
+    if (!rc && n)
+        rc = mote__remove_ids(t, e, ids, n, removed);
+    mote__free(ids);
+    return rc;
+}
+
 /* ---- get / remove / count / scan ----------------------------------------------------- */
 
 int mote_get(mote_txn *t, mote_entity *e, uint64_t id, mote_record *out)
@@ -980,6 +1072,8 @@ int mote_get(mote_txn *t, mote_entity *e, uint64_t id, mote_record *out)
         return rc;
     mote_record r;
     rc = mote__record_init(out ? out : &r, e, v.data, v.size, id);
+    if (!rc && e->expires >= 0 && mote__expired(out ? out : &r, mote__txn_now(t)))
+        rc = MOTE_NOTFOUND;
     return rc;
 }
 
@@ -1214,7 +1308,17 @@ int mote_count(mote_txn *t, mote_entity *e, uint64_t *count)
     int rc = mote__obj_check(t, e, 0);
     if (!rc && !count)
         rc = mote__err(MOTE_INVALID, "mote_count: count is NULL");
-    return rc ? rc : mote_kv_count(t, e->eid, NULL, 0, NULL, 0, count);
+    if (!rc)
+        rc = mote_kv_count(t, e->eid, NULL, 0, NULL, 0, count);
+    if (!rc && e->expires >= 0) { /* less the expired entries of the expiry index */
+        uint32_t tree = e->props[e->expires].index_tree;
+        uint8_t hi[IDX_MAX_VALUE + 16];
+        uint64_t lo, below;
+        if (!(rc = mote_kv_count(t, tree, NULL, 0, first_value, 1, &lo)) &&
+            !(rc = mote_kv_count(t, tree, NULL, 0, hi, expired_bound(t, hi), &below)))
+            *count -= below > lo ? below - lo : 0;
+    }
+    return rc;
 }
 
 int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
@@ -1234,6 +1338,8 @@ int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
         if ((rc = mote_cursor_get(c, &k, &v)) ||
             (rc = mote__record_init(&r, e, v.data, v.size, mote__be64(k.data))))
             break;
+        if (e->expires >= 0 && mote__expired(&r, mote__txn_now(t)))
+            continue;
         if ((rc = fn(ctx, &r)))
             break;
     }

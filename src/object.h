@@ -121,6 +121,8 @@ struct mote_entity {
     mprop *props;        /* definition order, then the kept ones */
     int vindexes;        /* some property has a vector index (MOTE_P_HNSW) */
     int tindexes;        /* some property has a full-text index (MOTE_P_FULLTEXT) */
+    int expires;         /* the property holding the expiry time (MOTE_P_EXPIRES),
+                            -1 if none: see "EXPIRY" in object.c */
     unsigned nlayouts;
     mlayout *layouts;    /* the last one is the current layout */
     uint64_t hash;       /* of the definition (0: opened as stored) */
@@ -270,6 +272,11 @@ int mote__record_init(mote_record *r, const mote_entity *e, const uint8_t *rec, 
 /* Index key part for a value (enc); returns its length; *cut = 1 if the
  * value was longer than IDX_MAX_VALUE. out has room for IDX_MAX_VALUE+16. */
 size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut);
+/* Expiry (object.c "EXPIRY"): the transaction's clock in nanoseconds since
+ * 1970 (read at its first call in the transaction), and whether record r's
+ * entity has an expiry time that r has reached by `now`. */
+int64_t mote__txn_now(mote_txn *t);
+int mote__expired(const mote_record *r, int64_t now);
 /* Compare two values of one type (not NULL): <0, 0, >0. Floats: NaN last. */
 int mote__value_cmp(int type, const mote_value *a, const mote_value *b);
 

@@ -307,6 +307,8 @@ struct mote_txn {
     mote_cursor *spare;  /* the last cursor closed, reused by the next open */
     uint64_t serial;     /* unique per write transaction of the store */
     int view;            /* a read transaction on a writer's base (mote__txn_base_view) */
+    int64_t now;         /* the object layer's clock for expiry, 0 until read
+                            (mote__txn_now) */
 
     /* writer state */
     uint8_t *bm;         /* working bitmap (copy of s->bm) */

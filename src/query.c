@@ -568,7 +568,19 @@ static int walk_in_order(range *r, unsigned flags)
     return !(flags & MOTE_Q_NULLS_LAST) || no_nulls;
 }
 
+static int access_plan(const mote_query *q, plan *pl);
+
+/* The plan of q: its access path, which must read every candidate's record
+ * when the entity has an expiry time (an expired object is no match). */
 static int make_plan(const mote_query *q, plan *pl)
+{
+    int rc = access_plan(q, pl);
+    if (q->e->expires >= 0)
+        pl->exact = 0;
+    return rc;
+}
+
+static int access_plan(const mote_query *q, plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     pl->leaf = -1;
@@ -731,7 +743,7 @@ static int visit_id(idwalk *w, uint64_t id)
     int rc = fetch_obj(w->q->e, w->oc, id, &r);
     if (rc)
         return rc;
-    int mt = mote__query_eval(w->q, w->q->root, &r);
+    int mt = mote__query_admit(w->q, &r);
     return mt < 0 ? -mt : mt ? w->fn(w->ctx, id, &r) : MOTE_OK;
 }
 
@@ -813,7 +825,7 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
             }
             if ((rc = mote__record_init(&r, e, v.data, v.size, be_id(k.data))))
                 break;
-            int m = mote__query_eval(q, q->root, &r);
+            int m = mote__query_admit(q, &r);
             if (m < 0) {
                 rc = -m;
                 break;
@@ -953,6 +965,8 @@ int mote__query_check(mote_txn *t, mote_query *q)
         return mote__err(MOTE_INVALID, "transaction or query is NULL");
     if (q->e->s != t->s)
         return mote__err(MOTE_INVALID, "query of another store");
+    if (q->e->expires >= 0)
+        q->now = mote__txn_now(t);
     return mote__entity_usable(q->e, t);
 }
 
@@ -1221,7 +1235,7 @@ static int near_accept(void *ctx, uint64_t id)
     nfilter *f = ctx;
     mote_record r;
     int rc = fetch_obj(f->q->e, f->oc, id, &r);
-    return rc ? -rc : mote__query_eval(f->q, f->q->root, &r);
+    return rc ? -rc : mote__query_admit(f->q, &r);
 }
 
 /* A result's exact distance from the index's row of it (hnear.rowdist). */
@@ -1239,7 +1253,7 @@ static int near_index(mote_txn *t, mote_query *q, nheap *h, int *done)
     nfilter f = {q, NULL};
     hnear r = {.vec = nr->vec, .metric = nr->metric, .want = nr->k, .ef = q->near_ef,
                .force = q->near_how == MOTE_NEAR_INDEX,
-               .accept = q->root >= 0 ? near_accept : NULL, .actx = &f,
+               .accept = query_filtered(q) ? near_accept : NULL, .actx = &f,
                .rowdist = near_rowdist, .dctx = h};
     int rc = mote_cursor_open(t, q->e->eid, &f.oc);
     *done = 0;
@@ -1299,7 +1313,7 @@ static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score,
     if (!rc)
         rc = mote__text_search(t, p->text_tree, m->text, m->len, m->flags & MOTE_MATCH_ALL,
                                &id, &sc, &na);
-    if (!rc && q->root >= 0)
+    if (!rc && query_filtered(q))
         rc = mote_cursor_open(t, q->e->eid, &oc);
     for (size_t i = 0; !rc && i < na && k < m->k; i++) {
         if (oc) {
@@ -1307,7 +1321,7 @@ static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score,
             if ((rc = mote__obj_seek(q->e, oc, id[i], &r)) == MOTE_NOTFOUND)
                 rc = CORRUPT("%s.%s: the full-text index holds object %llu, which is not "
                              "stored", q->e->name, p->name, (unsigned long long)id[i]);
-            int ok = rc ? 0 : mote__query_eval(q, q->root, &r);
+            int ok = rc ? 0 : mote__query_admit(q, &r);
             if (ok < 0)
                 rc = -ok;
             if (rc || !ok)
@@ -1741,7 +1755,7 @@ int mote_query_count(mote_txn *t, mote_query *q, uint64_t *count)
     if (rc)
         return rc;
     counter c = {0};
-    if (pl.exact && !pl.ip) { /* no condition */
+    if (q->root < 0) { /* no condition (an order does not count) */
         rc = mote_count(t, q->e, &c.n);
     } else if (pl.exact) { /* ranks of the index ranges */
         for (size_t i = 0; !rc && i < pl.nranges; i++) {
@@ -1785,7 +1799,7 @@ mote_entity *mote__query_entity(const mote_query *q) { return q->e; }
 
 int mote__query_unbounded(const mote_query *q)
 {
-    return q->root < 0 && !q->offset && !q->limit && !q->near && !q->match;
+    return q->root < 0 && !q->offset && !q->limit && !q->near && !q->match && q->e->expires < 0;
 }
 
 void mote__query_keep(mote_query *q, uint8_t *bytes)

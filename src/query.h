@@ -65,10 +65,20 @@ struct mote_query {
     int near_how;     /* MOTE_NEAR_* (mote_query_search) */
     unsigned near_ef; /* search breadth through an index, 0: the default */
     qmatch *match;    /* full-text match (replaces an order), or NULL */
+    int64_t now;      /* the run's transaction's clock, for expiry (object.c) */
 };
 
 /* match.c: does the condition tree below `node` hold for record r? 1 = match,
  * 0 = no match, < 0: -(error code). */
 int mote__query_eval(const mote_query *q, int node, const mote_record *r);
+/* Is record r a match of q: not expired (object.c "EXPIRY", by q->now),
+ * and its conditions hold? As mote__query_eval. */
+int mote__query_admit(const mote_query *q, const mote_record *r);
+/* Must a run of q read each candidate's record: it has conditions, or its
+ * entity an expiry time? */
+static inline int query_filtered(const mote_query *q)
+{
+    return q->root >= 0 || q->e->expires >= 0;
+}
 
 #endif

@@ -115,8 +115,17 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
         if ((d[i].flags & MOTE_P_FULLTEXT) && d[i].type != MOTE_T_STRING)
             return mote__err(MOTE_INVALID, "%s.%s: a full-text index is for string properties, "
                              "not %s", name, d[i].name, mote__type_name(d[i].type));
+        if ((d[i].flags & MOTE_P_EXPIRES) &&
+            (d[i].type != MOTE_T_TIMESTAMP || !(d[i].flags & MOTE_P_INDEXED) ||
+             (d[i].flags & MOTE_P_UNIQUE)))
+            return mote__err(MOTE_INVALID, "%s.%s: an expiry time (MOTE_P_EXPIRES) is an "
+                             "indexed, not unique, timestamp property", name, d[i].name);
+        for (unsigned j = 0; (d[i].flags & MOTE_P_EXPIRES) && j < i; j++)
+            if (d[j].flags & MOTE_P_EXPIRES)
+                return mote__err(MOTE_INVALID, "entity %s: two expiry times (%s and %s)", name,
+                                 d[j].name, d[i].name);
         if (d[i].flags & ~(MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_HNSW |
-                           MOTE_P_FULLTEXT))
+                           MOTE_P_FULLTEXT | MOTE_P_EXPIRES))
             return mote__err(MOTE_INVALID, "%s.%s: unknown flags 0x%x", name,
                              d[i].name, d[i].flags);
         const mote_hnsw_def *h = &d[i].hnsw;
@@ -197,7 +206,7 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
     } while (0)
     NEED(12);
     unsigned format = rd32(p);
-    if (format < 1 || format > 4)
+    if (format < 1 || format > 5)
         return mote__err(MOTE_FORMAT, "entity %s: schema format %u unknown (written by a "
                          "newer MoteDB?)", ename, format);
     ss->eid = rd32(p + 4);
@@ -242,6 +251,8 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
             ss->former[i].n = nf;
         }
         if ((q->flags & MOTE_P_FULLTEXT) && (format < 4 || q->type != MOTE_T_STRING))
+            goto bad;
+        if ((q->flags & MOTE_P_EXPIRES) && (format < 5 || q->type != MOTE_T_TIMESTAMP))
             goto bad;
         if (q->flags & MOTE_P_HNSW) { /* format 3 */
             NEED(5);
@@ -296,8 +307,9 @@ nomem:
 static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
 {
     size_t n = 12 + 2 + 8;
-    /* 3 when a property has a vector index, 4 a full-text one (so that a
-     * library that would not maintain it refuses the entity) */
+    /* 3 when a property has a vector index, 4 a full-text one, 5 an expiry
+     * time (so that a library that would not maintain the index, or would
+     * show expired objects, refuses the entity) */
     unsigned format = 2;
     for (unsigned i = 0; i < ss->np; i++) {
         n += 9 + strlen(ss->p[i].name) + (ss->p[i].target ? 1 + strlen(ss->p[i].target) : 0);
@@ -307,7 +319,9 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
             format = format > 3 ? format : 3;
         }
         if (ss->p[i].flags & MOTE_P_FULLTEXT)
-            format = 4;
+            format = format > 4 ? format : 4;
+        if (ss->p[i].flags & MOTE_P_EXPIRES)
+            format = 5;
         for (unsigned k = 0; k < ss->former[i].n; k++)
             n += 1 + strlen(ss->former[i].s[k]);
     }
@@ -494,6 +508,7 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsign
         return mote__err(MOTE_NOMEM, "out of memory opening entity %s", name);
     e->s = t->s;
     e->eid = ss->eid;
+    e->expires = -1;
     e->hash = hash;
     e->rec_hash = rh;
     e->nprops = ndecl;
@@ -538,6 +553,8 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsign
                                    &e->props[i].vindex_tree)))
                 goto fail;
         }
+        if ((e->props[i].flags & MOTE_P_EXPIRES) && e->expires < 0)
+            e->expires = (int)i;
         if (e->props[i].flags & MOTE_P_FULLTEXT) {
             e->tindexes = 1;
             text_tree_name(tn, sizeof tn, e->eid, e->props[i].id);
@@ -749,6 +766,8 @@ static const char *flag_change(unsigned was, unsigned now)
         return now & MOTE_P_HNSW ? "gains a vector index" : "loses its vector index";
     if ((was & MOTE_P_FULLTEXT) != (now & MOTE_P_FULLTEXT))
         return now & MOTE_P_FULLTEXT ? "gains a full-text index" : "loses its full-text index";
+    if ((was & MOTE_P_EXPIRES) != (now & MOTE_P_EXPIRES))
+        return now & MOTE_P_EXPIRES ? "becomes an expiry time" : "is no longer an expiry time";
     if ((was & MOTE_P_UNIQUE) != (now & MOTE_P_UNIQUE))
         return now & MOTE_P_UNIQUE ? "becomes unique" : "is no longer unique";
     if ((was & ix) != (now & ix))

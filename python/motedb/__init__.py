@@ -48,7 +48,7 @@ from ._core import (  # noqa: F401  (re-exported)
     UniqueViolationError,
     tokenize,
 )
-from ._schema import (FullText, Float32, Hnsw, Index, Int8, Int16, Int32, ToMany, ToOne, Unique,
+from ._schema import (Expires, FullText, Float32, Hnsw, Index, Int8, Int16, Int32, ToMany, ToOne, Unique,
                       Vector, field)
 
 __version__ = _core.version
@@ -94,7 +94,7 @@ def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = Tru
 
 __all__ = [
     "Box", "BusyError", "ClosedError", "Condition", "CorruptError", "Entity", "Error",
-    "ExistsError", "FileSystemError", "Float32", "ForkedError", "FullText", "Hnsw", "Index", "Int8", "Int16", "Int32",
+    "ExistsError", "Expires", "FileSystemError", "Float32", "ForkedError", "FullText", "Hnsw", "Index", "Int8", "Int16", "Int32",
     "NotFoundError", "Order", "Property", "Query", "QueryIterator", "ReadOnlyError",
     "SchemaError", "Store", "StoreLockedError", "ToMany", "ToOne", "Transaction",
     "TransactionError", "Unique", "UniqueViolationError", "Vector", "__version__", "field",

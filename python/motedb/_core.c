@@ -191,6 +191,7 @@ static int add_constants(PyObject *m)
         C("T_TOONE", MOTE_T_TOONE), C("T_TOMANY", MOTE_T_TOMANY),
         C("P_NULLABLE", MOTE_P_NULLABLE), C("P_INDEXED", MOTE_P_INDEXED),
         C("P_UNIQUE", MOTE_P_UNIQUE), C("P_HNSW", MOTE_P_HNSW), C("P_FULLTEXT", MOTE_P_FULLTEXT),
+        C("P_EXPIRES", MOTE_P_EXPIRES),
     };
 #undef C
     for (size_t i = 0; i < sizeof consts / sizeof *consts; i++)

@@ -21,7 +21,7 @@ from . import _core
 # types and flags (mote.h), as the extension exports them.
 from ._core import (
     K_BOOL, K_BYTES, K_DATE, K_DATETIME, K_DECIMAL, K_DICT, K_FLOAT, K_ID, K_INT, K_LIST, K_STR,
-    K_TOMANY, K_TOONE, K_VECTOR, P_FULLTEXT, P_HNSW, P_INDEXED, P_NULLABLE, P_UNIQUE, T_BOOL,
+    K_TOMANY, K_TOONE, K_VECTOR, P_EXPIRES, P_FULLTEXT, P_HNSW, P_INDEXED, P_NULLABLE, P_UNIQUE, T_BOOL,
     T_BYTES, T_DATE, T_DECIMAL, T_FLOAT32, T_FLOAT64, T_INT8, T_INT16, T_INT32, T_INT64, T_JSON, T_STRING,
     T_TIMESTAMP, T_TOMANY, T_TOONE, T_VECTOR,
 )
@@ -43,6 +43,7 @@ class _Marker:
 
 Index = _Marker("Index")
 FullText = _Marker("FullText")
+Expires = _Marker("Expires")
 Unique = _Marker("Unique")
 Int8 = _Marker("Int8")
 Int16 = _Marker("Int16")
@@ -361,6 +362,13 @@ def prepare(name: str, bases: tuple, ns: dict):
                 raise TypeError(f"{where}: a full-text index (motedb.FullText) is for str "
                                 f"properties, not {base!r}")
             flags |= P_FULLTEXT
+        if Expires in markers:
+            if kind != K_DATETIME:
+                raise TypeError(f"{where}: an expiry time (motedb.Expires) is a datetime "
+                                f"property, not {base!r}")
+            if Unique in markers:
+                raise TypeError(f"{where}: an expiry time cannot be unique")
+            flags |= P_EXPIRES | P_INDEXED
         if isinstance(default, _MUTABLE):
             raise ValueError(f"{where}: mutable default {default!r}: use "
                              f"motedb.field(default_factory={type(default).__name__})")

@@ -317,6 +317,9 @@ class AsyncBox(Generic[E]):
     async def remove_all(self) -> int:
         return await self.store._run(self.sync.remove_all)
 
+    async def sweep(self) -> int:
+        return await self.store._run(self.sync.sweep)
+
     async def backlinks(self, prop: Any, obj_or_id: Any) -> list[E]:
         return await self.store._read(self.sync.backlinks, prop, obj_or_id)
 

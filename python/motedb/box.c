@@ -719,10 +719,9 @@ static PyObject *box_remove_many(PyObject *self, PyObject *arg)
     return PyLong_FromUnsignedLongLong(removed);
 }
 
-static PyObject *box_remove_all(PyObject *self, PyObject *unused)
+/* remove_all and sweep: fn(txn, entity, &removed) in a write operation. */
+static PyObject *remove_with(BoxObject *b, int (*fn)(mote_txn *, mote_entity *, uint64_t *))
 {
-    (void)unused;
-    BoxObject *b = (BoxObject *)self;
     Op op;
     if (box_op_begin(b, 1, &op) < 0)
         return NULL;
@@ -731,11 +730,23 @@ static PyObject *box_remove_all(PyObject *self, PyObject *unused)
     mote_txn *t = op.ts->txn;
     mote_entity *e = b->e;
     Py_BEGIN_ALLOW_THREADS
-    rc = mote_remove_all(t, e, &removed);
+    rc = fn(t, e, &removed);
     Py_END_ALLOW_THREADS
     if (op_end_removed(b, &op, rc, removed) < 0)
         return NULL;
     return PyLong_FromUnsignedLongLong(removed);
+}
+
+static PyObject *box_remove_all(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return remove_with((BoxObject *)self, mote_remove_all);
+}
+
+static PyObject *box_sweep(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return remove_with((BoxObject *)self, mote_sweep);
 }
 
 static PyObject *box_query(PyObject *self, PyObject *args)
@@ -956,6 +967,9 @@ static PyMethodDef box_methods[] = {
     {"remove", box_remove, METH_O, "remove(id or obj) -> True if it existed."},
     {"remove_many", box_remove_many, METH_O, "remove_many(ids or objs) -> number removed."},
     {"remove_all", box_remove_all, METH_NOARGS, "remove_all() -> number removed."},
+    {"sweep", box_sweep, METH_NOARGS,
+     "sweep() -> number removed: remove the expired objects (motedb.Expires), which "
+     "reads already leave out."},
     {"query", box_query, METH_VARARGS,
      "query(*conditions) -> Query (several: AND; None: no condition)."},
     {"backlinks", (PyCFunction)(void (*)(void))box_backlinks, METH_FASTCALL,

@@ -632,12 +632,13 @@ int mote_count(mote_txn *txn, mote_entity *e, uint64_t *count);
  * Expiry. In an entity with an expiry time (a property with MOTE_P_EXPIRES),
  * an object whose time is at or before the transaction's clock
  * (CLOCK_REALTIME, read once per transaction, at the first read that needs
- * it) has expired: mote_get gives MOTE_NOTFOUND for it, and mote_count,
- * mote_scan, queries (conditions, nearest, match, aggregates) and their
- * counts leave it out. Writes see it until it is swept: MOTE_PUT_INSERT of
- * its id gives MOTE_EXISTS, an upsert or mote_update changes it (a later
- * expiry time brings it back), mote_remove removes it. To-one values and
- * mote_links / mote_backlinks may still name it.
+ * it) has expired: it is gone. mote_get gives MOTE_NOTFOUND for it, and
+ * mote_count, mote_scan, queries (conditions, nearest, match, aggregates)
+ * and their counts leave it out. A write that meets it removes it first and
+ * goes on as if it were not there: mote_put of its id inserts a new object,
+ * a put or update of a unique value it holds takes the value, mote_update
+ * and mote_remove give MOTE_NOTFOUND (mote_remove_many does not count it).
+ * To-one values and mote_links / mote_backlinks may still name it.
  * mote_sweep removes the expired objects of e (write transaction), with
  * their index entries and links, in O(expired) through the property's
  * index; *removed (may be NULL) gets their number. Nothing sweeps on its

@@ -16,13 +16,15 @@
  * object expires (NULL: never). Reads compare it with the transaction's
  * clock (CLOCK_REALTIME, read once, at the transaction's first question, so
  * a transaction's view does not change while it runs): an object whose time
- * is at or before it is not there for get, count, scan and queries (query.c
- * checks every candidate's record, and its plans that would not read records
- * do). Writes still see it until mote_sweep removes it: an insert of its id
- * gives MOTE_EXISTS, an upsert or an update changes it (a new expiry time
- * brings it back), a remove removes it. The property's index makes both the
- * count of expired objects (two ranks) and the sweep (a walk over the
- * expired entries) cost O(log n) and O(expired), not a scan.
+ * is at or before it is gone. Reads leave it out: get, count, scan and
+ * queries (query.c checks every candidate's record, and its plans that would
+ * not read records do). Writes that meet it remove it first and go on as if
+ * it were not there: a put of its id inserts a new object, a put whose
+ * unique value it holds takes the value, a remove removes it and says it was
+ * not found, an update does not find it. Otherwise it stays on disk until
+ * mote_sweep removes it. The property's index makes both the count of
+ * expired objects (two ranks) and the sweep (a walk over the expired
+ * entries) cost O(log n) and O(expired), not a scan.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -430,12 +432,54 @@ int mote__entities_flush(mote_txn *t)
     return rc;
 }
 
+static int remove_one(mote_txn *t, mote_entity *e, uint64_t id);
+
+/* Object id, whose record is rec[0..len), is gone if it has expired: then
+ * remove it (MOTE_NOTFOUND), else MOTE_OK. rec may be oldbuf, which the
+ * removal reuses. */
+static int drop_if_expired(mote_txn *t, mote_entity *e, uint64_t id, const uint8_t *rec,
+                           size_t len)
+{
+    mote_record r;
+    int rc = mote__record_init(&r, e, rec, len, id);
+    if (rc || !mote__expired(&r, mote__txn_now(t)))
+        return rc;
+    return (rc = remove_one(t, e, id)) ? rc : MOTE_NOTFOUND;
+}
+
+/* Remove the expired objects other than id that hold one of vals' unique
+ * values, so that the write of vals takes them (see EXPIRY). vals must not
+ * point into oldbuf. */
+static int drop_expired_holders(mote_txn *t, mote_entity *e, const mote_value *vals, uint64_t id)
+{
+    for (unsigned i = 0; i < e->nall; i++) {
+        const mprop *p = &e->props[i];
+        if (!(p->flags & MOTE_P_UNIQUE) || vals[i].null)
+            continue;
+        uint8_t key[IDX_MAX_VALUE + 16], ok[8];
+        mote_val got, rec;
+        int rc = mote_kv_get(t, p->index_tree, key, mote__index_key(p, &vals[i], id, key), &got);
+        if (rc == MOTE_NOTFOUND || (!rc && (got.size != 8 || rd64(got.data) == id)))
+            continue;
+        uint64_t other = rd64(got.data);
+        mote__obj_tree_key(other, ok);
+        if (!rc && !(rc = mote_kv_get(t, e->eid, ok, 8, &rec)))
+            rc = drop_if_expired(t, e, other, rec.data, rec.size);
+        if (rc && rc != MOTE_NOTFOUND)
+            return rc;
+    }
+    return MOTE_OK;
+}
+
 static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, mote_value *vals,
                        unsigned mode)
 {
     size_t oldlen = 0;
     int rc = load_old(t, e, id, &oldlen);
     if (rc && rc != MOTE_NOTFOUND)
+        return rc;
+    if (!rc && e->expires >= 0 && (rc = drop_if_expired(t, e, id, OTX(t)->oldbuf, oldlen)) &&
+        rc != MOTE_NOTFOUND)
         return rc;
     int exists = rc == MOTE_OK;
     if (mode == MOTE_PUT_INSERT && exists)
@@ -795,8 +839,8 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
         mote_value *v = vals + i * np;
         mote_record r;
         rc = mote__obj_seek(e, oc, ids[i], &r);
-        if (rc == MOTE_NOTFOUND)
-            rc = BATCH_NO;
+        if (rc == MOTE_NOTFOUND || (!rc && mote__expired(&r, mote__txn_now(t))))
+            rc = BATCH_NO; /* one by one: see put_with_id */
         for (unsigned j = e->nprops; !rc && j < np; j++) /* kept: carried over */
             rc = mote_record_get(&r, j, &v[j], NULL);
         if (!rc)
@@ -881,6 +925,8 @@ static int put_many_all(mote_txn *t, mote_entity *e, size_t n, const uint64_t *i
         if ((rc = check_values(e, v)))
             break;
         uint64_t id = ids && ids[i] ? ids[i] : 0;
+        if (e->expires >= 0 && (rc = drop_expired_holders(t, e, v, id ? id : next)))
+            break;
         if (id) {
             rc = put_with_id(t, e, id, v, mode);
         } else {
@@ -945,7 +991,9 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
     if (n && (!props || !vals))
         return mote__err(MOTE_INVALID, "mote_update: NULL properties or values");
     size_t oldlen;
-    if ((rc = load_old(t, e, id, &oldlen)))
+    if (!(rc = load_old(t, e, id, &oldlen)) && e->expires >= 0)
+        rc = drop_if_expired(t, e, id, OTX(t)->oldbuf, oldlen);
+    if (rc)
         return rc == MOTE_NOTFOUND ? mote__err(rc, "%s: no object with id %llu", e->name,
                                                (unsigned long long)id)
                                    : rc;
@@ -970,6 +1018,8 @@ int mote_update(mote_txn *t, mote_entity *e, uint64_t id, const unsigned *props,
         else if (!(rc = mote__value_check(&e->props[props[i]], &vals[i], e->name)))
             all[props[i]] = vals[i];
     }
+    if (!rc && e->expires >= 0)
+        rc = drop_expired_holders(t, e, all, id);
     if (!rc)
         rc = mote__obj_write_result(t, put_one(t, e, id, all, copy, oldlen));
     mote__free(copy);
@@ -1050,8 +1100,10 @@ int mote_sweep(mote_txn *t, mote_entity *e, uint64_t *removed)
     mote_cursor_close(c);
     if (rc == MOTE_NOTFOUND)
         rc = MOTE_OK;
-    if (!rc && n)
-        rc = mote__remove_ids(t, e, ids, n, removed);
+    if (!rc && n) /* each one exists and has expired */
+        rc = mote__remove_ids(t, e, ids, n, NULL);
+    if (!rc && removed)
+        *removed = n;
     mote__free(ids);
     return rc;
 }
@@ -1108,11 +1160,23 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
     return rc;
 }
 
+/* Remove object id; MOTE_NOTFOUND if there is none, or if it has expired
+ * (then it is removed all the same: see EXPIRY). */
+static int remove_visible(mote_txn *t, mote_entity *e, uint64_t id)
+{
+    size_t len;
+    int rc;
+    if (e->expires >= 0 && ((rc = load_old(t, e, id, &len)) ||
+                            (rc = drop_if_expired(t, e, id, OTX(t)->oldbuf, len))))
+        return rc;
+    return remove_one(t, e, id);
+}
+
 int mote_remove(mote_txn *t, mote_entity *e, uint64_t id)
 {
     IMPLICIT(t, e, 1, mote_remove(t_, e, id));
     int rc = mote__obj_check(t, e, 1);
-    return rc ? rc : mote__obj_write_result(t, remove_one(t, e, id));
+    return rc ? rc : mote__obj_write_result(t, remove_visible(t, e, id));
 }
 
 /* Remove the objects of ids that exist (sorted, no repeats), as a batch. */
@@ -1148,7 +1212,7 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
             rc = kb_add(&b.ob, k, 8, 1);
         if (!rc)
             rc = mote__links_cleanup(t, e, ids[i]);
-        cnt++;
+        cnt += !mote__expired(&r, e->expires >= 0 ? mote__txn_now(t) : 0); /* see EXPIRY */
     }
     mote_cursor_close(oc);
     if (!rc)
@@ -1178,7 +1242,7 @@ int mote__remove_ids(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t n,
         return mote__obj_write_result(t, rc);
     }
     for (size_t i = 0; i < n && !rc; i++) {
-        rc = remove_one(t, e, ids[i]);
+        rc = remove_visible(t, e, ids[i]);
         if (rc == MOTE_NOTFOUND)
             rc = MOTE_OK;
         else if (!rc)

@@ -3,8 +3,9 @@
  * are gone for every read (get, count, scan, queries by scan, index, order,
  * nearest, full-text match, aggregates) from the transaction whose clock has
  * passed their time, a transaction's view does not change while it runs,
- * writes still see them, and the sweep removes exactly them with their index
- * entries. Times are set relative to the real clock: far in the past, far in
+ * writes that meet them remove them and go on as if they were not there (an
+ * insert of the id, a unique value taken, an update, a remove), and the sweep
+ * removes exactly them with their index entries. Times are set relative to the real clock: far in the past, far in
  * the future, and a few that expire while the test sleeps.
  */
 #include <time.h>
@@ -31,7 +32,20 @@ static const mote_prop_def mem_props[] = {
      NULL, {0}},
     {"text", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}},
     {"vec", MOTE_T_VECTOR, 0, 2, NULL, NULL, {0}},
+    {"key", MOTE_T_STRING, MOTE_P_NULLABLE | MOTE_P_UNIQUE, 0, NULL, NULL, {0}},
 };
+#define NPROPS 5
+
+/* Object i's unique key: "k<i>" for every fourth, else NULL. */
+static mote_value key_of(uint64_t i, char *buf)
+{
+    if (i % 4)
+        return N();
+    mote_value v = {0};
+    v.v.s.p = buf;
+    v.v.s.n = (size_t)sprintf(buf, "k%llu", (unsigned long long)i);
+    return v;
+}
 
 /* Object i's fate: 0 expired an hour ago, 1 expires in an hour, 2 never,
  * 3 expires during the test (at `soon`). */
@@ -42,7 +56,7 @@ static mote_entity *open_mem(mote_store *s)
     mote_txn *t;
     mote_entity *e;
     OK(mote_begin(s, 0, &t));
-    OK(mote_entity_open(t, "Mem", mem_props, 4, &e));
+    OK(mote_entity_open(t, "Mem", mem_props, NPROPS, &e));
     OK(mote_commit(t));
     return e;
 }
@@ -54,7 +68,8 @@ static void put_all(mote_store *s, mote_entity *e, int64_t soon)
     OK(mote_begin(s, 0, &t));
     for (uint64_t i = 1; i <= NOBJ; i++) {
         float vec[2] = {(float)i, 1};
-        mote_value v[4] = {I((int64_t)(i % 10)), I(0), {0}, {0}};
+        char kb[32];
+        mote_value v[NPROPS] = {I((int64_t)(i % 10)), I(0), {0}, {0}, key_of(i, kb)};
         int f = fate(i);
         v[1] = f == 0 ? I(now - HOUR) : f == 1 ? I(now + HOUR) : f == 2 ? N() : I(soon);
         v[2].v.s.p = i % 2 ? "alpha memory" : "beta memory";
@@ -205,26 +220,46 @@ TEST(expire_reads_writes_sweep)
     OK(mote_commit(r));
     check_reads(s, e, 1); /* a new one's does not */
 
-    /* writes see expired objects: insert refused, update brings one back */
+    /* writes that meet expired objects remove them first: 4 is inserted
+     * anew, 8's key is taken by a new object and 12's by 1, 16 is not found
+     * to update, 20 to remove (4 * k all expired an hour ago) */
     mote_txn *t;
     float vec[2] = {0, 0};
-    mote_value v[4] = {I(1), I(now_ns() + HOUR), {0}, {0}};
+    char kb[32];
+    mote_value v[NPROPS] = {I(1), I(now_ns() + HOUR), {0}, {0}, key_of(4, kb)};
     v[3].v.s.p = vec;
     v[3].v.s.n = sizeof vec;
-    unsigned p1 = 1;
+    unsigned pkey = 4, pexp = 1;
+    uint64_t got, stored0 = stored(s, e);
     OK(mote_begin(s, 0, &t));
-    CHECK_RC(mote_put(t, e, 4, v, MOTE_PUT_INSERT, NULL), MOTE_EXISTS);
-    OK(mote_update(t, e, 4, &p1, &v[1], 1));
+    OK(mote_put(t, e, 4, v, MOTE_PUT_INSERT, NULL));
     OK(mote_get(t, e, 4, NULL));
+    v[4] = key_of(8, kb);
+    OK(mote_put(t, e, 0, v, MOTE_PUT_INSERT, &got));
+    CHECK(got > NOBJ);
+    CHECK_RC(mote_put(t, e, 0, v, MOTE_PUT_INSERT, &got), MOTE_UNIQUE); /* live now */
+    v[4] = key_of(12, kb);
+    OK(mote_update(t, e, 1, &pkey, &v[4], 1));
+    CHECK_RC(mote_update(t, e, 16, &pexp, &v[1], 1), MOTE_NOTFOUND);
+    CHECK_RC(mote_remove(t, e, 20), MOTE_NOTFOUND);
+    OK(mote_commit(t));
+    /* 4, 8, 12, 16, 20 removed, 4 and one new object added */
+    CHECK(stored(s, e) == stored0 - 5 + 2);
+    uint64_t removed_many;
+    OK(mote_begin(s, 0, &t));
+    uint64_t two[2] = {24, 2}; /* remove_many counts the live one */
+    OK(mote_remove_many(t, e, two, 2, &removed_many));
+    CHECK(removed_many == 1);
     OK(mote_commit(t));
 
     /* the sweep removes what has expired, and only that */
-    uint64_t before = stored(s, e), removed, expired = NOBJ - alive(-1, 1) - 1;
+    uint64_t before = stored(s, e), removed;
+    uint64_t expired = NOBJ - alive(-1, 1) - 6; /* less 4, 8, ..., 24, removed above */
     OK(mote_begin(s, 0, &t));
     OK(mote_sweep(t, e, &removed));
     CHECK(removed == expired);
     OK(mote_count(t, e, &n));
-    CHECK(n == alive(-1, 1) + 1);
+    CHECK(n == alive(-1, 1) + 1); /* less 2, plus 4 and the new object */
     OK(mote_commit(t));
     CHECK(stored(s, e) == before - expired);
     OK(mote_begin(s, 0, &t));
@@ -242,7 +277,7 @@ TEST(expire_reads_writes_sweep)
     CHECK(n == alive(-1, 1) + 1);
     CHECK_RC(mote_get(t, e, 8, NULL), MOTE_NOTFOUND); /* swept */
     CHECK_RC(mote_get(t, e, 3, NULL), MOTE_NOTFOUND); /* expired at `soon` */
-    OK(mote_get(t, e, 4, NULL));                        /* brought back */
+    OK(mote_get(t, e, 4, NULL));                        /* inserted anew */
     OK(mote_get(t, e, 1, NULL));
     OK(mote_commit(t));
     OK(mote_close(s));

@@ -1,5 +1,6 @@
 """Expiry times (motedb.Expires, Box.sweep): expired objects are gone for every
-read, writes still see them, and the sweep removes exactly them. A model test
+read, writes that meet them remove them and go on as if they were not there, and
+the sweep removes exactly them. A model test
 (hypothesis) runs random puts, updates, removes and sweeps with times an hour in
 the past or future or none, and compares every read with the model's live
 objects. Test data: synthetic."""
@@ -75,21 +76,34 @@ def test_every_read_leaves_expired_objects_out(tmp_path):
             k: len([i for i in live if i % 3 == k]) for k in range(3)}
 
 
-def test_a_transaction_keeps_its_clock_and_writes_see_expired(tmp_path):
+class Account(motedb.Entity):
+    id: int = 0
+    name: Annotated[str, motedb.Unique] = ""
+    expires: Annotated[dt.datetime | None, motedb.Expires] = None
+
+
+def test_a_transaction_keeps_its_clock_and_writes_meet_expired_as_gone(tmp_path):
     with motedb.open(tmp_path / "c.mote") as store:
         box = store.box(Memo)
-        box.put(Memo(id=1, expires=now() + dt.timedelta(milliseconds=300)))
+        box.put(Memo(id=1, text="old", expires=now() + dt.timedelta(milliseconds=300)))
         with store.read():
             assert box.count() == 1
             time.sleep(0.4)
             assert box.count() == 1 and box.get(1) is not None  # the clock of its start
         assert box.count() == 0 and box.get(1) is None
-        with pytest.raises(motedb.ExistsError):
-            box.put(Memo(id=1), mode="insert")
-        box.update(1, expires=now() + HOUR)  # brought back
-        assert box.get(1) is not None
+        box.put(Memo(id=1, text="new"), mode="insert")  # a new object, not the old one
+        assert box.get(1).text == "new" and box.query(Memo.text.matches("old")).count() == 0
         box.update(1, expires=now() - HOUR)
-        assert box.remove(1) is True and box.sweep() == 0
+        with pytest.raises(motedb.NotFoundError):
+            box.update(1, text="again")
+        assert box.remove(1) is False and box.sweep() == 1  # gone for both
+        accounts = store.box(Account)
+        accounts.put_many([Account(name="ada", expires=now() - HOUR), Account(name="bob")])
+        accounts.put(Account(name="ada"))  # the expired one's name is free
+        accounts.update(2, name="ada2")
+        assert sorted(a.name for a in accounts.all()) == ["ada", "ada2"]
+        with pytest.raises(motedb.UniqueViolationError):
+            accounts.put(Account(name="ada"))
 
 
 @settings(max_examples=40, deadline=None)
@@ -107,12 +121,17 @@ def test_model(tmp_path_factory, ops):
             if op == "put":
                 box.put(Memo(id=i, tag=i % 4, expires=at[fate]))
                 model[i] = fate
-            elif op == "update" and i in model:
+            elif op == "update" and model.get(i, "past") == "past":
+                with pytest.raises(motedb.NotFoundError):  # absent, or expired: gone
+                    box.update(i, expires=at[fate])
+            elif op == "update":
                 box.update(i, expires=at[fate])
                 model[i] = fate
+            elif op == "remove" and model.get(i, "past") == "past":
+                assert box.remove(i) is False  # its failed transaction keeps it for the sweep
             elif op == "remove":
-                assert box.remove(i) is (i in model)
-                model.pop(i, None)
+                assert box.remove(i) is True
+                del model[i]
             elif op == "sweep":
                 gone = [k for k, f in model.items() if f == "past"]
                 assert box.sweep() == len(gone)

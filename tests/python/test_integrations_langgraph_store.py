@@ -103,3 +103,58 @@ def test_api_newest_first_and_pages(tmp_path):
             await store.aput(("mem", "grace"), "a", {"v": 1})
             return await store.asearch(("mem", "grace"))
         assert [i.value for i in asyncio.run(main())] == [{"v": 1}]
+
+
+MINUTE_MS = 60_000
+
+
+def test_ttl_expires_refreshes_and_sweeps(tmp_path):
+    short = 300 / MINUTE_MS  # 300 ms, in minutes
+    ttl = {"default_ttl": short, "refresh_on_read": True, "sweep_interval_minutes": 50 / MINUTE_MS}
+    with MoteStore.from_path(tmp_path / "t.mote", ttl=ttl) as store:
+        assert store.supports_ttl
+        store.put(("mem",), "default", {"v": 1})             # the configured default TTL
+        store.put(("mem",), "kept", {"v": 2}, ttl=None)      # none
+        store.put(("mem",), "read", {"v": 3})
+        store.put(("other",), "unread", {"v": 4})
+        for _ in range(4):  # read with refresh every 150 ms: "read" stays
+            time.sleep(0.15)
+            assert store.get(("mem",), "read").value == {"v": 3}
+        # "default" and "unread" expired (no refresh: only reads refresh), even before a sweep
+        assert store.get(("mem",), "default", refresh_ttl=False) is None
+        assert sorted(i.key for i in store.search(("mem",), refresh_ttl=False)) == ["kept", "read"]
+        assert store.list_namespaces() == [("mem",)]
+        time.sleep(0.35)  # "read" too, once not read
+        assert store.search(("mem",), filter={"v": 3}) == []
+        assert store.sweep_ttl() == 3 and store.sweep_ttl() == 0
+
+        store.put(("mem",), "swept", {"v": 5})  # expires in 300 ms
+        swept = []
+        sweep = store.sweep_ttl
+        store.sweep_ttl = lambda: swept.append(sweep()) or swept[-1]  # what each sweep removed
+        fut = store.start_ttl_sweeper()  # every 50 ms
+        deadline = time.monotonic() + 5
+        while sum(swept) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sum(swept) == 1 and len(swept) >= 4
+        assert store.stop_ttl_sweeper(timeout=5) and fut.done() and not fut.exception()
+        assert [i.key for i in store.search(("mem",))] == ["kept"]
+
+
+def test_ttl_sweeps_what_sqlite_store_sweeps(tmp_path):
+    """The same puts with TTLs of a second, an hour and none: two seconds later both stores
+    sweep the same items (SqliteStore's sweep deletes expires_at < CURRENT_TIMESTAMP, whose
+    resolution is a second)."""
+    conn = sqlite3.connect(tmp_path / "ref.sqlite", check_same_thread=False, isolation_level=None)
+    ref = SqliteStore(conn, ttl={"refresh_on_read": False})
+    ref.setup()
+    with MoteStore.from_path(tmp_path / "m.mote", ttl={"refresh_on_read": False}) as mote:
+        for s in (ref, mote):
+            for i in range(30):
+                s.put(("ns", str(i % 3)), f"k{i}", {"i": i},
+                      ttl=[1 / 60, 60.0, None][i % 3])
+        time.sleep(2.1)
+        assert mote.sweep_ttl() == ref.sweep_ttl() == 10
+        keys = lambda s: sorted(i.key for i in s.search(("ns",), limit=100))  # noqa: E731
+        assert keys(mote) == keys(ref) and len(keys(mote)) == 20
+    conn.close()

@@ -18,17 +18,30 @@ commit; a put of ``None`` deletes. Filters: ``{"field": value}`` (equal),
 ``{"field": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte": value}}``, several
 fields all holding, a dotted field reaching into nested objects; a missing field or
 JSON null matches only ``None`` (as ``json_extract`` gives NULL, which no comparison
-but ``IS NULL`` accepts). Not yet: semantic search (``index``; a ``query`` is
-ignored, as ``SqliteStore`` ignores it without an index) and TTL.
+but ``IS NULL`` accepts).
+
+TTL: ``put(..., ttl=minutes)`` (or ``ttl={"default_ttl": minutes}``) stores the item's
+expiry time in a ``motedb.Expires`` property, so an expired item is gone for every
+read at once, before any sweep (as ``omit_expired=True`` asks; ``SqliteStore`` keeps
+returning it until its sweeper runs). A get or search with ``refresh_ttl`` (by
+default ``ttl_config["refresh_on_read"]``, true when unset) moves the expiry time
+of the items it returns that have a TTL to now + their TTL, in a commit after the
+reads. ``sweep_ttl()`` removes the expired items through the expiry index;
+``start_ttl_sweeper()`` runs it every ``sweep_interval_minutes`` (default 5) on a
+thread until ``stop_ttl_sweeper()`` or ``close()``. Not yet: semantic search
+(``index``; a ``query`` is ignored, as ``SqliteStore`` ignores it without an index).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import datetime as dt
 import itertools
+import logging
 import operator
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -48,12 +61,15 @@ try:
         Result,
         SearchItem,
         SearchOp,
+        TTLConfig,
     )
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("motedb.integrations.langgraph_store needs LangGraph: "
                       "pip install 'motedb[langgraph]'") from e
 
 __all__ = ["MoteStore", "LangGraphItem"]
+
+logger = logging.getLogger(__name__)
 
 
 class LangGraphItem(motedb.Entity):
@@ -66,6 +82,8 @@ class LangGraphItem(motedb.Entity):
     created_at: dt.datetime = motedb.field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     updated_at: Annotated[dt.datetime, motedb.Index] = motedb.field(
         default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+    expires_at: Annotated[dt.datetime | None, motedb.Expires] = None
+    ttl_minutes: float | None = None  # what a refresh adds to the time of the read
 
 
 def _key(namespace: tuple[str, ...], key: str) -> str:
@@ -130,30 +148,90 @@ class MoteStore(StoreHolder, BaseStore):
     """LangGraph's ``BaseStore`` on a MoteDB store (a path, opened with ``open_kwargs``
     and closed by ``close()``, or an open ``motedb.Store``, which stays the caller's)."""
 
-    def __init__(self, store: motedb.Store | str | os.PathLike, **open_kwargs: Any) -> None:
+    supports_ttl = True
+
+    def __init__(self, store: motedb.Store | str | os.PathLike, *, ttl: TTLConfig | None = None,
+                 **open_kwargs: Any) -> None:
+        self.ttl_config = ttl
+        self._sweeper: threading.Thread | None = None
+        self._stop = threading.Event()
         self._hold(store, open_kwargs)
         self.items = self.store.box(LangGraphItem)
 
     @classmethod
     @contextmanager
-    def from_path(cls, path: str | os.PathLike, **open_kwargs: Any) -> Iterator[MoteStore]:
+    def from_path(cls, path: str | os.PathLike, *, ttl: TTLConfig | None = None,
+                  **open_kwargs: Any) -> Iterator[MoteStore]:
         """``with MoteStore.from_path("memory.mote") as store:``."""
-        s = cls(path, **open_kwargs)
+        s = cls(path, ttl=ttl, **open_kwargs)
         try:
             yield s
         finally:
             s.close()
 
+    def close(self) -> None:
+        """Stop the TTL sweeper, then close the store if this object opened it."""
+        self.stop_ttl_sweeper()
+        super().close()
+
+    # ---- TTL ----------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Remove the expired items (reads already leave them out); their number."""
+        return self.items.sweep()
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None
+                          ) -> concurrent.futures.Future[None]:
+        """Sweep every ``sweep_interval_minutes`` (else ``ttl_config``'s, else 5) on a
+        daemon thread; the future ends when the sweeper stops (cancel it to stop it).
+        Without a ``ttl`` configuration there is nothing to sweep: a finished future."""
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if not self.ttl_config or (self._sweeper and self._sweeper.is_alive()):
+            if not self.ttl_config:
+                future.set_result(None)
+            else:
+                future.add_done_callback(lambda f: self._stop.set() if f.cancelled() else None)
+            return future
+        minutes = float(sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5)
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.wait(minutes * 60):
+                try:
+                    self.sweep_ttl()
+                except Exception:  # a failed sweep is retried at the next interval
+                    logger.exception("MoteStore TTL sweep failed")
+            if not future.done():
+                future.set_result(None)
+
+        future.add_done_callback(lambda f: self._stop.set() if f.cancelled() else None)
+        self._sweeper = threading.Thread(target=loop, daemon=True, name="motestore-ttl-sweeper")
+        self._sweeper.start()
+        return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; whether it stopped within ``timeout`` seconds."""
+        if not self._sweeper or not self._sweeper.is_alive():
+            return True
+        self._stop.set()
+        self._sweeper.join(timeout)
+        if self._sweeper.is_alive():
+            return False
+        self._sweeper = None
+        return True
+
     # ---- operations ---------------------------------------------------------------------
 
-    def _get(self, op: GetOp) -> Item | None:
+    def _get(self, op: GetOp, refresh: list[LangGraphItem]) -> Item | None:
         o = self.items.query(LangGraphItem.key == _key(tuple(op.namespace), op.key)).first()
         if o is None:
             return None
+        if op.refresh_ttl and o.ttl_minutes is not None:
+            refresh.append(o)
         return Item(value=o.value, key=o.item_key, namespace=tuple(op.namespace),
                     created_at=o.created_at, updated_at=o.updated_at)
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp, refresh: list[LangGraphItem]) -> list[SearchItem]:
         I = LangGraphItem
         ns = tuple(op.namespace_prefix)
         if ns:
@@ -171,6 +249,8 @@ class MoteStore(StoreHolder, BaseStore):
             found = list(itertools.islice((o for o in it if _matches(o.value, op.filter)),
                                           op.offset, op.offset + op.limit))
             it.close()
+        if op.refresh_ttl:
+            refresh.extend(o for o in found if o.ttl_minutes is not None)
         return [SearchItem(namespace=tuple(o.prefix.split(".")), key=o.item_key, value=o.value,
                            created_at=o.created_at, updated_at=o.updated_at) for o in found]
 
@@ -195,13 +275,22 @@ class MoteStore(StoreHolder, BaseStore):
                 self.items.remove(old.id)
             return
         now = dt.datetime.now(dt.timezone.utc)
+        ttl = op.ttl
         self.items.put(I(id=old.id if old else 0, key=k, prefix=".".join(ns), item_key=op.key,
                          value=dict(op.value), created_at=old.created_at if old else now,
-                         updated_at=now))
+                         updated_at=now, ttl_minutes=ttl,
+                         expires_at=None if ttl is None else now + dt.timedelta(minutes=ttl)))
+
+    def _refresh(self, found: list[LangGraphItem]) -> None:
+        """Move the expiry time of items read with refresh_ttl to now + their TTL."""
+        now = dt.datetime.now(dt.timezone.utc)
+        for o in {o.id: o for o in found}.values():
+            if self.items.contains(o.id):  # not deleted since the read
+                self.items.update(o.id, expires_at=now + dt.timedelta(minutes=o.ttl_minutes))
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run a batch: its reads as of its start, then its puts (the last of a key wins),
-        one commit when it puts anything."""
+        one commit when it puts anything; then the TTL refreshes its reads asked for."""
         ops = list(ops)
         puts: dict[tuple, PutOp] = {}
         for op in ops:
@@ -209,12 +298,13 @@ class MoteStore(StoreHolder, BaseStore):
                 _check_namespace(op.namespace)
                 puts[(tuple(op.namespace), op.key)] = op
         results: list[Result] = []
+        refresh: list[LangGraphItem] = []
         with self.store.write() if puts else self.store.read():
             for op in ops:
                 if isinstance(op, GetOp):
-                    results.append(self._get(op))
+                    results.append(self._get(op, refresh))
                 elif isinstance(op, SearchOp):
-                    results.append(self._search(op))
+                    results.append(self._search(op, refresh))
                 elif isinstance(op, ListNamespacesOp):
                     results.append(self._list_namespaces(op))
                 elif isinstance(op, PutOp):
@@ -223,6 +313,9 @@ class MoteStore(StoreHolder, BaseStore):
                     raise ValueError(f"unknown operation {op!r}")
             for op in puts.values():
                 self._put(op)
+        if refresh:
+            with self.store.write():
+                self._refresh(refresh)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:

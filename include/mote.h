@@ -711,6 +711,39 @@ int mote_query_cond(mote_query *q, unsigned prop, int op, const mote_value *vals
 int mote_query_and(mote_query *q, const int *nodes, size_t n, int *node);
 int mote_query_or(mote_query *q, const int *nodes, size_t n, int *node);
 int mote_query_where(mote_query *q, int node);
+/*
+ * A condition on a value inside JSON property `prop` (MOTE_T_JSON): the
+ * value at path[0..pathlen) in each object's JSON text compared with
+ * vals[0..nvals), all of type `type`:
+ *   MOTE_T_INT64 (v.i), MOTE_T_FLOAT64 (v.f), MOTE_T_BOOL (v.i, 0 or 1):
+ *     numbers: JSON numbers, and true and false as 1 and 0, compare
+ *     numerically (integers exactly, also beyond 2^53);
+ *   MOTE_T_STRING (v.s): JSON strings, by their unescaped UTF-8 bytes;
+ *   MOTE_T_JSON (v.s, JSON text of any value): equality is structural
+ *     (numbers by value, objects with keys in any order); orders numbers
+ *     with numbers and strings with strings.
+ * A path is `$` (may be left out) followed by steps: `.key`, `."key"` or
+ * `["key"]` (a JSON string: escapes, dots and brackets), `[n]` (an array
+ * element, from 0); "a.b[2]" is "$.a.b[2]". Where a document repeats a key
+ * the last one counts.
+ * As SQL does with json_extract: a missing value (no such key or element, a
+ * NULL property, text that is not JSON along the path) and a JSON null are
+ * NULL, for which every comparison is false; MOTE_IS_NULL holds for both,
+ * MOTE_NOT_NULL for neither, MOTE_KEY_EXISTS for a JSON null but not a
+ * missing value. Values of different kinds (a string and a number, an
+ * array and a string) are unequal and do not order: EQ, IN and the orders
+ * are false, NE and NOT IN true. Operators: EQ..GE and BETWEEN, IN /
+ * NOT IN, IS NULL / NOT NULL, MOTE_KEY_EXISTS (no value), STARTS WITH /
+ * ENDS WITH / CONTAINS (strings, with a string value), and
+ * MOTE_ARRAY_CONTAINS (an array holding an element equal to the value).
+ * MOTE_TYPE if prop is not a JSON property or for another value type;
+ * MOTE_INVALID for a malformed path or JSON value (the message names the
+ * byte position), a NULL value or the wrong number of values. No index
+ * serves these conditions: each candidate's JSON is read (a path is found
+ * without parsing the whole document).
+ */
+int mote_query_json(mote_query *q, unsigned prop, const char *path, size_t pathlen, int op,
+                    int type, const mote_value *vals, size_t nvals, int *node);
 /* A condition across a relation: objects whose to-one target, or any of
  * whose to-many targets, match `sub` (a query on the target entity, which
  * must outlive q; its order, offset and limit are ignored). */

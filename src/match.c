@@ -2,12 +2,15 @@
  * match.c — a query's condition evaluated on one object's record (the check
  * of every candidate the plan did not prove, see query.c): comparisons,
  * IN lists, NULL tests, string operators with ASCII + Latin-1 case folding,
- * conditions on the id, AND / OR, relation conditions resolved into sets;
+ * conditions on the id, conditions on a value inside a JSON property
+ * (json.c reads and compares it), AND / OR, relation conditions resolved
+ * into sets;
  * and whether a record has expired (mote__query_admit). A comparison with a
  * NULL value is false, as in SQL.
  */
 #include <stdlib.h>
 
+#include "json.h"
 #include "query.h"
 
 /* Fold ASCII and Latin-1 (2-byte UTF-8) upper case to lower case. */
@@ -160,6 +163,16 @@ int mote__query_eval(const mote_query *q, int node, const mote_record *r)
     }
     if (n->kind == Q_ID)
         return eval_id(n, r->id);
+    if (n->kind == Q_JSON) { /* a NULL property: no value at any path */
+        mote_value x;
+        jval v = {J_ABSENT, NULL, 0};
+        int rc = mote_record_get(r, n->prop, &x, NULL);
+        if (rc)
+            return -rc;
+        if (!x.null)
+            mote__json_at(x.v.s.p, x.v.s.n, n->jp, &v);
+        return mote__json_test(&v, n->op, n->jtype, n->vals, n->nvals);
+    }
     if (n->kind == Q_LEAF || n->kind == Q_LINK) {
         mote_value x;
         int rc = mote_record_get(r, n->prop, &x, NULL);

@@ -24,8 +24,10 @@
  * Ordering by strings longer than 400 bytes orders by their first 400.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "json.h"
 #include "query.h"
 #include "text.h"
 #include "vecmath.h"
@@ -62,6 +64,7 @@ void mote_query_free(mote_query *q)
         free_vals(&q->nodes[i]);
         mote__free(q->nodes[i].kids);
         mote__free(q->nodes[i].idset);
+        mote__free(q->nodes[i].jp);
     }
     mote__free(q->nodes);
     mote__free(q->order);
@@ -185,6 +188,85 @@ int mote_query_cond(mote_query *q, unsigned prop, int op, const mote_value *vals
     return MOTE_OK;
 }
 
+/* Put "<entity>.<prop>: " (and `what`) before the message of failure rc. */
+static int json_err(int rc, const mote_query *q, const mprop *p, const char *what)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", mote_errmsg(NULL));
+    return mote__err(rc, "%s.%s: %s%s", q->e->name, p->name, what, msg);
+}
+
+/* The values of a condition on a JSON path (see mote_query_json). */
+static int check_json_vals(const mote_query *q, const mprop *p, int op, int type,
+                           const mote_value *vals, size_t nvals)
+{
+    size_t want = op == MOTE_BETWEEN ? 2
+                  : op == MOTE_IS_NULL || op == MOTE_NOT_NULL || op == MOTE_KEY_EXISTS ? 0 : 1;
+    if (op == MOTE_IN || op == MOTE_NOT_IN)
+        want = nvals;
+    if (nvals != want || (nvals && !vals))
+        return mote__err(MOTE_INVALID, "%s.%s: condition takes %zu value(s), got %zu",
+                         q->e->name, p->name, want, nvals);
+    if (nvals && type != MOTE_T_INT64 && type != MOTE_T_FLOAT64 && type != MOTE_T_BOOL &&
+        type != MOTE_T_STRING && type != MOTE_T_JSON)
+        return mote__err(MOTE_TYPE, "%s.%s: a JSON path compares with int64, float64, bool, "
+                         "string or JSON values, not %s", q->e->name, p->name,
+                         mote__type_name(type));
+    if ((op == MOTE_STARTS_WITH || op == MOTE_ENDS_WITH || op == MOTE_CONTAINS) &&
+        type != MOTE_T_STRING)
+        return mote__err(MOTE_TYPE, "%s.%s: a string condition takes a string value",
+                         q->e->name, p->name);
+    for (size_t i = 0; i < nvals; i++) {
+        if (vals[i].null)
+            return mote__err(MOTE_INVALID, "%s.%s: compare with NULL using IS NULL",
+                             q->e->name, p->name);
+        if (type_is_var(type) && !vals[i].v.s.p && vals[i].v.s.n)
+            return mote__err(MOTE_INVALID, "%s.%s: NULL pointer in a value", q->e->name,
+                             p->name);
+        if (type == MOTE_T_BOOL && (vals[i].v.i & ~(int64_t)1))
+            return mote__err(MOTE_RANGE, "%s.%s: a bool is 0 or 1", q->e->name, p->name);
+        if (type == MOTE_T_JSON && mote__json_check(vals[i].v.s.p, vals[i].v.s.n))
+            return json_err(MOTE_INVALID, q, p, "a value: ");
+    }
+    return MOTE_OK;
+}
+
+int mote_query_json(mote_query *q, unsigned prop, const char *path, size_t pathlen, int op,
+                    int type, const mote_value *vals, size_t nvals, int *node)
+{
+    if (!q || !node || (pathlen && !path))
+        return mote__err(MOTE_INVALID, "mote_query_json: NULL argument");
+    if (prop >= q->e->nprops)
+        return mote__err(MOTE_INVALID, "%s: no property %u", q->e->name, prop);
+    const mprop *p = &q->e->props[prop];
+    if (p->type != MOTE_T_JSON)
+        return mote__err(MOTE_TYPE, "%s.%s: a JSON path condition needs a JSON property, not "
+                         "%s", q->e->name, p->name, mote__type_name(p->type));
+    if (op < MOTE_EQ || op > MOTE_KEY_EXISTS)
+        return mote__err(MOTE_INVALID, "mote_query_json: unknown operator %d", op);
+    jpath *jp;
+    int id, rc = check_json_vals(q, p, op, type, vals, nvals);
+    if (!rc && (rc = mote__jpath_compile(path, pathlen, &jp)))
+        return json_err(rc, q, p, "");
+    if (!rc && (rc = new_node(q, &id)))
+        mote__free(jp);
+    if (rc)
+        return rc;
+    qnode *n = &q->nodes[id];
+    n->kind = Q_JSON;
+    n->prop = prop;
+    n->op = op;
+    n->jp = jp;
+    n->jtype = type;
+    if ((rc = copy_vals(n, type, vals, nvals))) {
+        mote__free(jp);
+        q->nn--;
+        return rc;
+    }
+    *node = id;
+    return MOTE_OK;
+}
+
 static int group(mote_query *q, int kind, const int *nodes, size_t n, int *node)
 {
     if (!q || !node || (n && !nodes) || n == 0)
@@ -250,9 +332,14 @@ int mote_query_where(mote_query *q, int node)
 int mote_query_set(mote_query *q, int node, const mote_value *vals, size_t nvals)
 {
     if (!q || node < 0 || (size_t)node >= q->nn ||
-        (q->nodes[node].kind != Q_LEAF && q->nodes[node].kind != Q_ID))
+        (q->nodes[node].kind != Q_LEAF && q->nodes[node].kind != Q_ID &&
+         q->nodes[node].kind != Q_JSON))
         return mote__err(MOTE_INVALID, "mote_query_set: not a condition node");
     qnode *n = &q->nodes[node];
+    if (n->kind == Q_JSON) {
+        int rc = check_json_vals(q, &q->e->props[n->prop], n->op, n->jtype, vals, nvals);
+        return rc ? rc : copy_vals(n, n->jtype, vals, nvals);
+    }
     int rc = check_leaf_vals(q, n->prop, n->op, vals, nvals);
     return rc ? rc : copy_vals(n, leaf_prop(q, n->prop)->type, vals, nvals);
 }

@@ -10,7 +10,9 @@
 
 #include "object.h"
 
-enum { Q_LEAF, Q_AND, Q_OR, Q_LINK, Q_ID }; /* Q_ID: a leaf on the object id */
+/* Q_ID: a leaf on the object id; Q_JSON: a leaf on a value inside a JSON
+ * property (mote_query_json) */
+enum { Q_LEAF, Q_AND, Q_OR, Q_LINK, Q_ID, Q_JSON };
 
 typedef struct qnode {
     int kind;
@@ -26,6 +28,9 @@ typedef struct qnode {
     mote_query *sub;
     uint64_t *idset;
     size_t nidset;
+    /* Q_JSON: the compiled path (json.h) and the type of vals */
+    struct jpath *jp;
+    int jtype;
 } qnode;
 
 typedef struct qorder {

@@ -207,7 +207,7 @@ PyMODINIT_FUNC PyInit__core(void)
     EntityMeta_Type.tp_base = &PyType_Type;
     PyTypeObject *types[] = {&EntityMeta_Type, &EntityBase_Type, &Property_Type, &Cond_Type,
                              &Order_Type, &Store_Type, &Box_Type, &Query_Type, &Txn_Type,
-                             &QueryIter_Type};
+                             &QueryIter_Type, &JsonPath_Type};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (PyType_Ready(types[i]) < 0)
             return NULL;
@@ -222,7 +222,8 @@ PyMODINIT_FUNC PyInit__core(void)
         !(ST.str_code = PyUnicode_InternFromString("code")))
         goto fail;
     const char *names[] = {"EntityMeta", "EntityBase", "Property", "Condition", "Order",
-                           "Store", "Box", "Query", "Transaction", "QueryIterator"};
+                           "Store", "Box", "Query", "Transaction", "QueryIterator",
+                           "JsonPath"};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
         if (PyModule_AddObjectRef(m, names[i], (PyObject *)types[i]) < 0)
             goto fail;

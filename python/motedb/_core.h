@@ -73,7 +73,7 @@ typedef struct {
 } EntityTypeObject;
 
 extern PyTypeObject EntityMeta_Type, EntityBase_Type, Property_Type, Cond_Type, Order_Type,
-    Store_Type, Box_Type, Query_Type, Txn_Type, QueryIter_Type;
+    Store_Type, Box_Type, Query_Type, Txn_Type, QueryIter_Type, JsonPath_Type;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
 
@@ -98,7 +98,9 @@ typedef struct {
  * UTF-8 bytes,), k. Either (a ranked clause) only as the query's condition
  * or one conjunct of it (& , never | or ~); one of each per query at most
  * (both: hybrid search, fused by rank). */
-enum { C_LEAF, C_AND, C_OR, C_LINK, C_NEAR, C_MATCH };
+/* C_JSON: a value inside a JSON property (Property[key]...): prop, op, vals
+ * (Python values), path (the path text, mote_query_json's syntax). */
+enum { C_LEAF, C_AND, C_OR, C_LINK, C_NEAR, C_MATCH, C_JSON };
 
 typedef struct {
     PyObject_HEAD
@@ -112,7 +114,18 @@ typedef struct {
     uint64_t k;           /* C_NEAR: how many */
     int how;              /* C_NEAR: MOTE_NEAR_* */
     unsigned ef;          /* C_NEAR: the index search's breadth (0: default) */
+    PyObject *path;       /* C_JSON: the path (str) */
+    PyObject *shown;      /* C_JSON: the path as written, for repr ("['a'][0]") */
 } CondObject;
+
+/* A path into a JSON property (Note.meta["user"]["age"]): conditions on the
+ * value there. */
+typedef struct {
+    PyObject_HEAD
+    PropertyObject *prop;
+    PyObject *path;  /* str: mote_query_json's syntax ("$[\"user\"][\"age\"]") */
+    PyObject *shown; /* str: as written ("['user']['age']") */
+} JsonPathObject;
 
 /* The ranked clauses condition c holds: 1 a nearest(), 2 a matches(), 3
  * both (a hybrid query), 0 none. */

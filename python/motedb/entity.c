@@ -541,7 +541,7 @@ PyTypeObject Order_Type = {
 
 static const char *op_text[] = {"?", "==", "!=", "<", "<=", ">", ">=", "between", "in_",
                                 "not_in", "is_null", "is_not_null", "startswith",
-                                "endswith", "contains"};
+                                "endswith", "contains", "contains", "exists"};
 
 static int cond_traverse(PyObject *self, visitproc visit, void *arg)
 {
@@ -550,6 +550,8 @@ static int cond_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(c->vals);
     Py_VISIT(c->kids);
     Py_VISIT(c->owner);
+    Py_VISIT(c->path);
+    Py_VISIT(c->shown);
     return 0;
 }
 
@@ -560,6 +562,8 @@ static int cond_clear(PyObject *self)
     Py_CLEAR(c->vals);
     Py_CLEAR(c->kids);
     Py_CLEAR(c->owner);
+    Py_CLEAR(c->path);
+    Py_CLEAR(c->shown);
     return 0;
 }
 
@@ -585,6 +589,8 @@ static CondObject *cond_alloc(int kind, PyTypeObject *owner)
     c->k = 0;
     c->how = MOTE_NEAR_AUTO;
     c->ef = 0;
+    c->path = NULL;
+    c->shown = NULL;
     PyObject_GC_Track(c);
     return c;
 }
@@ -859,6 +865,8 @@ PyObject *cond_group(int kind, PyObject *a, PyObject *b)
 static PyObject *cond_and(PyObject *a, PyObject *b) { return cond_group(C_AND, a, b); }
 static PyObject *cond_or(PyObject *a, PyObject *b) { return cond_group(C_OR, a, b); }
 
+static PyObject *json_invert(CondObject *c);
+
 static PyObject *cond_invert(PyObject *self)
 {
     CondObject *c = (CondObject *)self;
@@ -870,6 +878,8 @@ static PyObject *cond_invert(PyObject *self)
         PyErr_Format(PyExc_TypeError, "~%R: nearest() and matches() cannot be negated", self);
         return NULL;
     }
+    if (c->kind == C_JSON)
+        return json_invert(c);
     if (c->kind != C_LEAF) { /* De Morgan */
         Py_ssize_t n = PyTuple_GET_SIZE(c->kids);
         PyObject *res = NULL;
@@ -934,6 +944,12 @@ static PyObject *cond_repr(PyObject *self)
     if (c->kind == C_LINK)
         return PyUnicode_FromFormat("%R.has(%R)", (PyObject *)c->prop,
                                     PyTuple_GET_ITEM(c->kids, 0));
+    if (c->kind == C_JSON && c->op >= MOTE_EQ && c->op <= MOTE_GE)
+        return PyUnicode_FromFormat("%s.%U%U %s %R", prop_entity(c->prop), c->prop->name,
+                                    c->shown, op_text[c->op], PyTuple_GET_ITEM(c->vals, 0));
+    if (c->kind == C_JSON)
+        return PyUnicode_FromFormat("%s.%U%U.%s%R", prop_entity(c->prop), c->prop->name,
+                                    c->shown, op_text[c->op], c->vals);
     if (c->kind == C_MATCH)
         return PyUnicode_FromFormat("%s.%U.matches(%R, k=%llu%s)", prop_entity(c->prop),
                                     c->prop->name, PyTuple_GET_ITEM(c->vals, 1),
@@ -1021,6 +1037,290 @@ PyTypeObject Cond_Type = {
     .tp_repr = cond_repr,
     .tp_as_number = &cond_as_number,
 };
+
+/* ---- JSON paths ----------------------------------------------------------------------- */
+
+/*
+ * Note.meta["user"]["age"] >= 18: a JsonPath (a property of a dict or list
+ * kind and a path) makes C_JSON conditions, which the query turns into
+ * mote_query_json leaves (query.c). Values are None (== / != None: is_null /
+ * is_not_null), bool, int, float, str, or a dict / list / tuple (compared
+ * structurally); they are checked here so that errors come early.
+ */
+
+static int json_value_ok(const CondObject *c, PyObject *v)
+{
+    if (PyBool_Check(v) || PyLong_Check(v) || PyFloat_Check(v) || PyUnicode_Check(v) ||
+        PyDict_Check(v) || PyList_Check(v) || PyTuple_Check(v))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s.%U%U: a JSON value is a bool, int, float, str, dict or "
+                 "list, not %.100s", prop_entity(c->prop), c->prop->name, c->shown,
+                 Py_TYPE(v)->tp_name);
+    return -1;
+}
+
+static PyObject *json_cond(PropertyObject *prop, PyObject *path, PyObject *shown, int op,
+                           PyObject *vals)
+{
+    CondObject *c = cond_alloc(C_JSON, prop->owner);
+    if (!c)
+        return NULL;
+    c->prop = (PropertyObject *)Py_NewRef(prop);
+    c->op = op;
+    c->vals = Py_NewRef(vals);
+    c->path = Py_NewRef(path);
+    c->shown = Py_NewRef(shown);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(vals); i++)
+        if (json_value_ok(c, PyTuple_GET_ITEM(vals, i)) < 0) {
+            Py_DECREF(c);
+            return NULL;
+        }
+    if ((op == MOTE_STARTS_WITH || op == MOTE_ENDS_WITH) &&
+        !PyUnicode_Check(PyTuple_GET_ITEM(vals, 0))) {
+        PyErr_Format(PyExc_TypeError, "%s.%U%U: %s() takes a str", prop_entity(prop),
+                     prop->name, shown, op_text[op]);
+        Py_DECREF(c);
+        return NULL;
+    }
+    return (PyObject *)c;
+}
+
+static PyObject *json_cond_args(JsonPathObject *j, int op, Py_ssize_t n, PyObject *a,
+                                PyObject *b)
+{
+    PyObject *vals = n == 0 ? PyTuple_New(0) : n == 1 ? PyTuple_Pack(1, a) : PyTuple_Pack(2, a, b);
+    PyObject *c = vals ? json_cond(j->prop, j->path, j->shown, op, vals) : NULL;
+    Py_XDECREF(vals);
+    return c;
+}
+
+static PyObject *json_invert(CondObject *c)
+{
+    int neg;
+    switch (c->op) {
+    case MOTE_EQ: neg = MOTE_NE; break;
+    case MOTE_NE: neg = MOTE_EQ; break;
+    case MOTE_LT: neg = MOTE_GE; break;
+    case MOTE_LE: neg = MOTE_GT; break;
+    case MOTE_GT: neg = MOTE_LE; break;
+    case MOTE_GE: neg = MOTE_LT; break;
+    case MOTE_IN: neg = MOTE_NOT_IN; break;
+    case MOTE_NOT_IN: neg = MOTE_IN; break;
+    case MOTE_IS_NULL: neg = MOTE_NOT_NULL; break;
+    case MOTE_NOT_NULL: neg = MOTE_IS_NULL; break;
+    default:
+        PyErr_Format(PyExc_TypeError, "~%R is not supported", (PyObject *)c);
+        return NULL;
+    }
+    return json_cond(c->prop, c->path, c->shown, neg, c->vals);
+}
+
+static PyObject *jpath_new(PropertyObject *prop, PyObject *path, PyObject *shown)
+{
+    JsonPathObject *j = PyObject_GC_New(JsonPathObject, &JsonPath_Type);
+    if (!j)
+        return NULL;
+    j->prop = (PropertyObject *)Py_NewRef(prop);
+    j->path = Py_NewRef(path);
+    j->shown = Py_NewRef(shown);
+    PyObject_GC_Track(j);
+    return (PyObject *)j;
+}
+
+/* path + one step: ["key"] (the key as a JSON string) or [n]. */
+static PyObject *jpath_step(PropertyObject *prop, PyObject *path, PyObject *shown, PyObject *key)
+{
+    PyObject *step;
+    if (PyUnicode_Check(key)) {
+        PyObject *js = json_text(key);
+        step = js ? PyUnicode_FromFormat("[%s]", PyBytes_AS_STRING(js)) : NULL;
+        Py_XDECREF(js);
+    } else if (PyLong_Check(key) && !PyBool_Check(key)) {
+        long long n = PyLong_AsLongLong(key);
+        if (n < 0 && !PyErr_Occurred())
+            PyErr_Format(PyExc_IndexError, "%s.%U%U: an array index is 0 or more, not %lld",
+                         prop_entity(prop), prop->name, shown, n);
+        step = PyErr_Occurred() ? NULL : PyUnicode_FromFormat("[%lld]", n);
+    } else {
+        PyErr_Format(PyExc_TypeError, "%s.%U%U: a JSON path step is a str key or an int "
+                     "index, not %.100s", prop_entity(prop), prop->name, shown,
+                     Py_TYPE(key)->tp_name);
+        return NULL;
+    }
+    PyObject *kr = step ? PyObject_Repr(key) : NULL;
+    PyObject *p2 = kr ? PyUnicode_Concat(path, step) : NULL;
+    PyObject *s2 = p2 ? PyUnicode_FromFormat("%U[%U]", shown, kr) : NULL;
+    PyObject *j = s2 ? jpath_new(prop, p2, s2) : NULL;
+    Py_XDECREF(step);
+    Py_XDECREF(kr);
+    Py_XDECREF(p2);
+    Py_XDECREF(s2);
+    return j;
+}
+
+static PyObject *jpath_getitem(PyObject *self, PyObject *key)
+{
+    JsonPathObject *j = (JsonPathObject *)self;
+    return jpath_step(j->prop, j->path, j->shown, key);
+}
+
+static PyObject *jpath_richcompare(PyObject *self, PyObject *other, int op)
+{
+    JsonPathObject *j = (JsonPathObject *)self;
+    static const int map[] = {MOTE_LT, MOTE_LE, MOTE_EQ, MOTE_NE, MOTE_GT, MOTE_GE};
+    int mop = map[op];
+    if (other == Py_None && (mop == MOTE_EQ || mop == MOTE_NE))
+        return json_cond_args(j, mop == MOTE_EQ ? MOTE_IS_NULL : MOTE_NOT_NULL, 0, NULL, NULL);
+    if (other == Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s.%U%U: None does not order (use == None)",
+                     prop_entity(j->prop), j->prop->name, j->shown);
+        return NULL;
+    }
+    return json_cond_args(j, mop, 1, other, NULL);
+}
+
+static PyObject *jpath_in_op(PyObject *self, PyObject *values, int op)
+{
+    if (PyUnicode_Check(values) || PyBytes_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "in_() / not_in() take a collection of values, not a "
+                        "string");
+        return NULL;
+    }
+    PyObject *all = PySequence_Tuple(values), *kept = all ? PyList_New(0) : NULL;
+    for (Py_ssize_t i = 0; kept && i < PyTuple_GET_SIZE(all); i++) /* None matches nothing */
+        if (PyTuple_GET_ITEM(all, i) != Py_None && PyList_Append(kept, PyTuple_GET_ITEM(all, i)))
+            Py_CLEAR(kept);
+    PyObject *t = kept ? PyList_AsTuple(kept) : NULL;
+    JsonPathObject *j = (JsonPathObject *)self;
+    PyObject *c = t ? json_cond(j->prop, j->path, j->shown, op, t) : NULL;
+    Py_XDECREF(all);
+    Py_XDECREF(kept);
+    Py_XDECREF(t);
+    return c;
+}
+
+static PyObject *jpath_in(PyObject *self, PyObject *v) { return jpath_in_op(self, v, MOTE_IN); }
+static PyObject *jpath_not_in(PyObject *self, PyObject *v)
+{
+    return jpath_in_op(self, v, MOTE_NOT_IN);
+}
+
+static PyObject *jpath_between(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "between(lo, hi) takes 2 arguments");
+        return NULL;
+    }
+    return json_cond_args((JsonPathObject *)self, MOTE_BETWEEN, 2, args[0], args[1]);
+}
+
+#define JPATH_OP0(fn, op)                                                                     \
+    static PyObject *fn(PyObject *self, PyObject *unused)                                     \
+    {                                                                                         \
+        (void)unused;                                                                         \
+        return json_cond_args((JsonPathObject *)self, op, 0, NULL, NULL);                     \
+    }
+#define JPATH_OP1(fn, op)                                                                     \
+    static PyObject *fn(PyObject *self, PyObject *v)                                          \
+    {                                                                                         \
+        return json_cond_args((JsonPathObject *)self, op, 1, v, NULL);                        \
+    }
+JPATH_OP0(jpath_is_null, MOTE_IS_NULL)
+JPATH_OP0(jpath_is_not_null, MOTE_NOT_NULL)
+JPATH_OP0(jpath_exists, MOTE_KEY_EXISTS)
+JPATH_OP1(jpath_contains, MOTE_ARRAY_CONTAINS)
+JPATH_OP1(jpath_startswith, MOTE_STARTS_WITH)
+JPATH_OP1(jpath_endswith, MOTE_ENDS_WITH)
+
+static PyObject *jpath_repr(PyObject *self)
+{
+    JsonPathObject *j = (JsonPathObject *)self;
+    return PyUnicode_FromFormat("%s.%U%U", prop_entity(j->prop), j->prop->name, j->shown);
+}
+
+static int jpath_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    JsonPathObject *j = (JsonPathObject *)self;
+    Py_VISIT(j->prop);
+    return 0;
+}
+
+static int jpath_clear(PyObject *self)
+{
+    JsonPathObject *j = (JsonPathObject *)self;
+    Py_CLEAR(j->prop);
+    Py_CLEAR(j->path);
+    Py_CLEAR(j->shown);
+    return 0;
+}
+
+static void jpath_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    jpath_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int jpath_bool(PyObject *self)
+{
+    (void)self;
+    PyErr_SetString(PyExc_TypeError, "a JSON path has no truth value: compare it "
+                    "(meta['k'] == 1) or test it (meta['k'].exists())");
+    return -1;
+}
+
+static PyMethodDef jpath_methods[] = {
+    {"between", (PyCFunction)(void (*)(void))jpath_between, METH_FASTCALL,
+     "lo <= value <= hi (numbers with numbers, strings with strings)."},
+    {"in_", jpath_in, METH_O, "value equals one of the given values."},
+    {"not_in", jpath_not_in, METH_O, "value is there (not null) and equals none of them."},
+    {"is_null", jpath_is_null, METH_NOARGS, "no value there, or JSON null."},
+    {"is_not_null", jpath_is_not_null, METH_NOARGS, "a value other than JSON null."},
+    {"exists", jpath_exists, METH_NOARGS, "the path exists (JSON null counts)."},
+    {"contains", jpath_contains, METH_O, "an array holding an element equal to the value."},
+    {"startswith", jpath_startswith, METH_O, "a string that starts with s."},
+    {"endswith", jpath_endswith, METH_O, "a string that ends with s."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMappingMethods jpath_as_mapping = {.mp_subscript = jpath_getitem};
+static PyNumberMethods jpath_as_number = {.nb_bool = jpath_bool};
+
+PyTypeObject JsonPath_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "motedb.JsonPath",
+    .tp_basicsize = sizeof(JsonPathObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A path into a dict or list property, Note.meta['user']['age']: the start of "
+              "conditions on the value there (==, <, in_(), contains(), exists(), ...), "
+              "with SQL's NULL rules (a missing value or JSON null is NULL).",
+    .tp_dealloc = jpath_dealloc,
+    .tp_traverse = jpath_traverse,
+    .tp_clear = jpath_clear,
+    .tp_repr = jpath_repr,
+    .tp_richcompare = jpath_richcompare,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_methods = jpath_methods,
+    .tp_as_mapping = &jpath_as_mapping,
+    .tp_as_number = &jpath_as_number,
+};
+
+/* Property[key]: a JSON path into a dict or list property. */
+static PyObject *prop_getitem(PyObject *self, PyObject *key)
+{
+    PropertyObject *p = (PropertyObject *)self;
+    FieldInfo *f = prop_field(p);
+    if (!f || (f->kind != K_DICT && f->kind != K_LIST)) {
+        PyErr_Format(PyExc_TypeError, "%s.%U: [] makes a JSON path, of dict or list "
+                     "properties", prop_entity(p), p->name);
+        return NULL;
+    }
+    PyObject *root = PyUnicode_FromString("$"), *empty = PyUnicode_FromString("");
+    PyObject *j = root && empty ? jpath_step(p, root, empty, key) : NULL;
+    Py_XDECREF(root);
+    Py_XDECREF(empty);
+    return j;
+}
 
 /* ---- Property methods ------------------------------------------------------------------ */
 
@@ -1416,6 +1716,8 @@ static PyGetSetDef prop_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyMappingMethods prop_as_mapping = {.mp_subscript = prop_getitem};
+
 PyTypeObject Property_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "motedb.Property",
@@ -1433,4 +1735,5 @@ PyTypeObject Property_Type = {
     .tp_getset = prop_getset,
     .tp_descr_get = prop_get,
     .tp_descr_set = prop_set,
+    .tp_as_mapping = &prop_as_mapping,
 };

@@ -20,9 +20,126 @@ static int q_set_values(QueryObject *q, Py_ssize_t prop, PyObject *vals);
 
 static int q_build(QueryObject *q);
 
+/* A value of a JSON path condition as mote_query_json takes it: its type
+ * and value (bytes it points into kept alive in *keep, else NULL). */
+static int json_arg(PyObject *v, int *type, mote_value *mv, PyObject **keep)
+{
+    memset(mv, 0, sizeof *mv);
+    *keep = NULL;
+    if (PyBool_Check(v)) {
+        *type = MOTE_T_BOOL;
+        mv->v.i = v == Py_True;
+        return 0;
+    }
+    if (PyLong_Check(v)) {
+        int over;
+        long long x = PyLong_AsLongLongAndOverflow(v, &over);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (!over) {
+            *type = MOTE_T_INT64;
+            mv->v.i = x;
+            return 0;
+        } /* beyond int64: a JSON number */
+    } else if (PyFloat_Check(v)) {
+        *type = MOTE_T_FLOAT64;
+        mv->v.f = PyFloat_AS_DOUBLE(v);
+        return 0;
+    } else if (PyUnicode_Check(v)) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+        if (!s)
+            return -1;
+        *type = MOTE_T_STRING;
+        mv->v.s.p = s;
+        mv->v.s.n = (size_t)n;
+        return 0;
+    }
+    PyObject *t = json_text(v); /* dict, list, tuple, a big int */
+    if (!t)
+        return -1;
+    *keep = t;
+    *type = MOTE_T_JSON;
+    mv->v.s.p = PyBytes_AS_STRING(t);
+    mv->v.s.n = (size_t)PyBytes_GET_SIZE(t);
+    return 0;
+}
+
+/* A C_JSON condition: one mote_query_json leaf per type of value (values of
+ * several types in in_() / not_in(): OR / AND of one leaf per type; a
+ * between() of a number and a string compares as JSON). */
+static int q_add_json(QueryObject *q, CondObject *c, int *node)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(c->vals), plen, nk = 0;
+    mote_value *vals = PyMem_Malloc(sizeof *vals * (size_t)(2 * n + 1));
+    int *types = PyMem_Malloc(sizeof *types * (size_t)(n + 1)), *kids = NULL, res = -1, rc;
+    PyObject **keep = PyMem_Malloc(sizeof *keep * (size_t)(n + 1));
+    const char *path = PyUnicode_AsUTF8AndSize(c->path, &plen);
+    if (!path)
+        goto done;
+    if (!vals || !types || !keep) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; nk < n; nk++)
+        if (json_arg(PyTuple_GET_ITEM(c->vals, nk), &types[nk], &vals[nk], &keep[nk]) < 0)
+            goto done;
+    if (c->op == MOTE_BETWEEN && types[0] != types[1])
+        for (Py_ssize_t i = 0; i < 2; i++) {
+            PyObject *t = json_text(PyTuple_GET_ITEM(c->vals, i));
+            if (!t)
+                goto done;
+            Py_XSETREF(keep[i], t);
+            types[i] = MOTE_T_JSON;
+            vals[i].v.s.p = PyBytes_AS_STRING(t);
+            vals[i].v.s.n = (size_t)PyBytes_GET_SIZE(t);
+        }
+    Py_ssize_t ngroups = 0;
+    int seen[MOTE_T_TOMANY + 1] = {0};
+    for (Py_ssize_t i = 0; i < n; i++)
+        ngroups += !seen[types[i]]++;
+    if (ngroups <= 1) {
+        rc = mote_query_json(q->mq, (unsigned)c->prop->index, path, (size_t)plen, c->op,
+                             n ? types[0] : 0, vals, (size_t)n, node);
+        res = rc ? raise_rc(rc) : 0;
+        goto done;
+    }
+    if (!(kids = PyMem_Malloc(sizeof *kids * (size_t)ngroups))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t g = 0;
+    for (int ty = 0; ty <= MOTE_T_TOMANY; ty++) {
+        if (!seen[ty])
+            continue;
+        mote_value *grp = vals + n; /* the values of this type, after the others */
+        size_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (types[i] == ty)
+                grp[m++] = vals[i];
+        if ((rc = mote_query_json(q->mq, (unsigned)c->prop->index, path, (size_t)plen, c->op,
+                                  ty, grp, m, &kids[g++])))
+            goto fail;
+    }
+    rc = c->op == MOTE_IN ? mote_query_or(q->mq, kids, (size_t)g, node)
+                          : mote_query_and(q->mq, kids, (size_t)g, node);
+fail:
+    res = rc ? raise_rc(rc) : 0;
+done:
+    for (Py_ssize_t i = 0; keep && i < nk; i++)
+        Py_XDECREF(keep[i]);
+    PyMem_Free(vals);
+    PyMem_Free(types);
+    PyMem_Free(keep);
+    PyMem_Free(kids);
+    return res;
+}
+
 static int q_add_cond(QueryObject *q, CondObject *c, int *node)
 {
     int rc;
+    if (c->kind == C_JSON)
+        return q_add_json(q, c, node);
     if (c->kind == C_LINK) { /* a query on the target entity, kept in q->subs */
         CondObject *sc = (CondObject *)PyTuple_GET_ITEM(c->kids, 0);
         PyObject *tb = store_box((PyObject *)q->box->store, (PyObject *)sc->owner);

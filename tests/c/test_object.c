@@ -1605,3 +1605,116 @@ TEST(obj_implicit_transactions)
     OK(mote_check(s, NULL, NULL));
     OK(mote_close(s));
 }
+
+/* Conditions on JSON paths through the query API: the rules are json.c's
+ * (tested in test_json.c); here the plumbing: a JSON path leaf alone, with
+ * an index condition, in OR / NOT-like combinations, re-run with new values,
+ * NULL properties, and the errors. */
+TEST(obj_json_path_conditions)
+{
+    mote_store *s = test_open(test_path("j.mote"), NULL);
+    static const mote_prop_def props[] = {
+        {"tag", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"doc", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"name", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
+    };
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Doc", props, 3, &e));
+    char buf[200];
+    for (int i = 1; i <= 100; i++) {
+        mote_value v[3] = {I(i % 5), {0}, S("x")};
+        if (i % 10 == 0) {
+            v[1] = N();
+        } else {
+            snprintf(buf, sizeof buf,
+                     "{\"n\": %d, \"s\": \"v%02d\", \"user\": {\"age\": %d.5}, "
+                     "\"tags\": [\"t%d\", %d], \"odd\": %s%s}",
+                     i, i, i % 7, i % 3, i % 4, i % 2 ? "true" : "false",
+                     i % 9 == 0 ? ", \"gone\": null" : "");
+            v[1] = S(buf);
+        }
+        OK(mote_put(t, e, (uint64_t)i, v, MOTE_PUT_INSERT, NULL));
+    }
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    struct {
+        const char *path;
+        int op, type;
+        mote_value v[2];
+        size_t nv;
+        uint64_t want;
+    } cases[] = {
+        {"n", MOTE_GT, MOTE_T_INT64, {I(50)}, 1, 45}, /* 51..100 but 60, 70, ... */
+        {"$.n", MOTE_LE, MOTE_T_FLOAT64, {F(10.5)}, 1, 9},
+        {"user.age", MOTE_BETWEEN, MOTE_T_FLOAT64, {F(2), F(3)}, 2, 13},
+        {"s", MOTE_STARTS_WITH, MOTE_T_STRING, {S("v1")}, 1, 9},  /* v10 is NULL */
+        {"odd", MOTE_EQ, MOTE_T_BOOL, {I(1)}, 1, 50},
+        {"odd", MOTE_EQ, MOTE_T_INT64, {I(1)}, 1, 50},            /* true is 1 */
+        {"odd", MOTE_EQ, MOTE_T_JSON, {S("true")}, 1, 50},
+        {"tags[0]", MOTE_IN, MOTE_T_STRING, {S("t0"), S("t2")}, 2, 60},
+        {"tags", MOTE_ARRAY_CONTAINS, MOTE_T_INT64, {I(3)}, 1, 25},
+        {"gone", MOTE_KEY_EXISTS, 0, {{0}}, 0, 10},
+        {"gone", MOTE_IS_NULL, 0, {{0}}, 0, 100},                 /* null, absent, NULL */
+        {"n", MOTE_NOT_NULL, 0, {{0}}, 0, 90},
+        {"n", MOTE_NE, MOTE_T_STRING, {S("1")}, 1, 90}, /* kinds differ */
+        {"user", MOTE_EQ, MOTE_T_JSON, {S("{ \"age\" : 3.5e0 }")}, 1, 12},
+        {"[\"user\"][\"age\"]", MOTE_LT, MOTE_T_INT64, {I(1)}, 1, 13},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mote_query *q;
+        int node;
+        uint64_t n;
+        OK(mote_query_new(e, &q));
+        OK(mote_query_json(q, 1, cases[i].path, strlen(cases[i].path), cases[i].op,
+                           cases[i].type, cases[i].v, cases[i].nv, &node));
+        OK(mote_query_where(q, node));
+        OK(mote_query_count(t, q, &n));
+        if (n != cases[i].want)
+            fprintf(stderr, "case %zu (%s): %llu, want %llu\n", i, cases[i].path,
+                    (unsigned long long)n, (unsigned long long)cases[i].want);
+        CHECK(n == cases[i].want);
+        mote_query_free(q);
+    }
+    /* with an index condition (the plan reads the index, the path checks) */
+    mote_query *q;
+    int nodes[2], root;
+    uint64_t n, *ids;
+    size_t nids;
+    mote_value tag = I(1), lim = I(30);
+    OK(mote_query_new(e, &q));
+    OK(mote_query_cond(q, 0, MOTE_EQ, &tag, 1, 0, &nodes[0]));
+    OK(mote_query_json(q, 1, "n", 1, MOTE_LT, MOTE_T_INT64, &lim, 1, &nodes[1]));
+    OK(mote_query_and(q, nodes, 2, &root));
+    OK(mote_query_where(q, root));
+    CHECK(!strcmp(mote_query_plan(t, q), "index"));
+    OK(mote_query_ids(t, q, &ids, &nids));
+    CHECK(nids == 6 && ids[0] == 1 && ids[5] == 26);
+    mote_free(ids);
+    lim = I(12); /* again with another value */
+    OK(mote_query_set(q, nodes[1], &lim, 1));
+    OK(mote_query_count(t, q, &n));
+    CHECK(n == 3); /* 1, 6, 11 */
+    mote_query_free(q);
+    /* errors */
+    int node;
+    OK(mote_query_new(e, &q));
+    CHECK_RC(mote_query_json(q, 0, "n", 1, MOTE_EQ, MOTE_T_INT64, &tag, 1, &node), MOTE_TYPE);
+    CHECK_RC(mote_query_json(q, 1, "a..b", 4, MOTE_EQ, MOTE_T_INT64, &tag, 1, &node),
+             MOTE_INVALID);
+    CHECK(strstr(mote_errmsg(NULL), "Doc.doc") && strstr(mote_errmsg(NULL), "byte 2"));
+    mote_value bad = S("{\"a\": }");
+    CHECK_RC(mote_query_json(q, 1, "n", 1, MOTE_EQ, MOTE_T_JSON, &bad, 1, &node), MOTE_INVALID);
+    CHECK_RC(mote_query_json(q, 1, "n", 1, MOTE_EQ, MOTE_T_DATE, &tag, 1, &node), MOTE_TYPE);
+    CHECK_RC(mote_query_json(q, 1, "n", 1, MOTE_STARTS_WITH, MOTE_T_INT64, &tag, 1, &node),
+             MOTE_TYPE);
+    CHECK_RC(mote_query_json(q, 1, "n", 1, MOTE_EQ, MOTE_T_INT64, &tag, 0, &node), MOTE_INVALID);
+    mote_value two = I(2);
+    CHECK_RC(mote_query_json(q, 1, "n", 1, MOTE_EQ, MOTE_T_BOOL, &two, 1, &node), MOTE_RANGE);
+    mote_value nul = N();
+    CHECK_RC(mote_query_json(q, 1, "n", 1, MOTE_EQ, MOTE_T_INT64, &nul, 1, &node), MOTE_INVALID);
+    mote_query_free(q);
+    OK(mote_commit(t));
+    OK(mote_close(s));
+}

@@ -189,19 +189,10 @@ class MoteVectorStore(StoreHolder, VectorStore):
         if k <= 0:
             return []
         cls = self._cls
-        if not filter:
-            return box.query(cls.embedding.nearest(vector, k=k)).find_with_scores()
-        # metadata is JSON: the nearest ever more, until k match or every one was seen
-        total, want = box.count(), k * 4
-        while True:
-            near = box.query(cls.embedding.nearest(vector, k=min(want, total),
-                                                   exact=True if want >= total else None)
-                             ).find_with_scores()
-            hits = [(o, d) for o, d in near
-                    if all(o.metadata.get(key) == v for key, v in filter.items())]
-            if len(hits) >= k or want >= total:
-                return hits[:k]
-            want *= 4
+        cond = cls.embedding.nearest(vector, k=k)
+        for key, v in (filter or {}).items():  # conditions on the metadata's JSON, in C
+            cond = cond & (cls.metadata[key] == v)
+        return box.query(cond).find_with_scores()
 
     def similarity_search_with_score(self, query: str, k: int = 4, filter: dict | None = None,
                                      **kwargs: Any) -> list[tuple[Document, float]]:

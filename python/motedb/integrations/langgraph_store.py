@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime as dt
-import itertools
+import functools
 import logging
 import operator
 import os
@@ -90,48 +90,36 @@ def _key(namespace: tuple[str, ...], key: str) -> str:
     return "".join(map(key_part, (*namespace, "", key)))
 
 
-def _field(value: dict, dotted: str) -> Any:
-    """value's field at a dotted path; None when absent (as json_extract's NULL)."""
-    v: Any = value
-    for part in dotted.split("."):
-        if not isinstance(v, dict) or part not in v:
-            return None
-        v = v[part]
-    return v
-
-
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float))
-
-
 _ORDER = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
-def _holds(v: Any, op: str, x: Any) -> bool:
-    """Whether a field value v satisfies op x, with SQL's NULL: a missing field or JSON
-    null (v None) satisfies only $eq None and fails $ne anything but None; numbers
-    (bools are 0 and 1) compare with numbers, text with text, nothing else orders."""
+def _condition(field: str, op: str, x: Any) -> Any:
+    """One filter condition as a condition on the item's JSON value, evaluated in C: the
+    field's dotted path, and SQL's NULL (a missing field or JSON null satisfies only
+    $eq None, fails $ne anything but None); numbers (bools are 0 and 1) order with
+    numbers, text with text, nothing else."""
+    v = LangGraphItem.value
+    for part in field.split("."):
+        v = v[part]
     if op == "$eq":
-        return v is None if x is None else v is not None and v == x
+        return v == x  # None: is_null()
     if op == "$ne":
-        return v is not None if x is None else v is not None and v != x
+        return v != x  # None: is_not_null()
     cmp = _ORDER.get(op)
     if cmp is None:
         raise ValueError(f"unsupported filter operator {op!r}: $eq, $ne, $gt, $gte, $lt or $lte")
-    if _number(v) and _number(x) or isinstance(v, str) and isinstance(x, str):
-        return cmp(v, x)
-    return False
+    return v.in_([]) if x is None else cmp(v, x)  # nothing orders with None
 
 
-def _matches(value: dict, flt: dict[str, Any]) -> bool:
+def _filter(flt: dict[str, Any]) -> Any:
+    """A search filter as one condition: every field's conditions hold."""
+    conds = []
     for field, cond in flt.items():
-        v = _field(value, field)
         if isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
-            if not all(_holds(v, op, x) for op, x in cond.items()):
-                return False
-        elif not _holds(v, "$eq", cond):
-            return False
-    return True
+            conds.extend(_condition(field, op, x) for op, x in cond.items())
+        else:
+            conds.append(_condition(field, "$eq", cond))
+    return functools.reduce(operator.and_, conds)
 
 
 def _ns_matches(ns: tuple[str, ...], kind: str, path: tuple[str, ...]) -> bool:
@@ -234,21 +222,12 @@ class MoteStore(StoreHolder, BaseStore):
     def _search(self, op: SearchOp, refresh: list[LangGraphItem]) -> list[SearchItem]:
         I = LangGraphItem
         ns = tuple(op.namespace_prefix)
-        if ns:
-            text = ".".join(ns)
-            q = self.items.query((I.prefix == text) | I.prefix.startswith(text + "."))
-        else:
-            q = self.items.query()
-        q.order_by(I.updated_at.desc())
-        if op.limit <= 0:
-            found = []
-        elif not op.filter:
-            found = q.offset(op.offset).limit(op.limit).find()
-        else:  # read until the page is full
-            it = iter(q)
-            found = list(itertools.islice((o for o in it if _matches(o.value, op.filter)),
-                                          op.offset, op.offset + op.limit))
-            it.close()
+        text = ".".join(ns)
+        where = [(I.prefix == text) | I.prefix.startswith(text + ".")] if ns else []
+        if op.filter:
+            where.append(_filter(op.filter))
+        q = self.items.query(*where).order_by(I.updated_at.desc())
+        found = q.offset(op.offset).limit(op.limit).find() if op.limit > 0 else []
         if op.refresh_ttl:
             refresh.extend(o for o in found if o.ttl_minutes is not None)
         return [SearchItem(namespace=tuple(o.prefix.split(".")), key=o.item_key, value=o.value,

@@ -34,6 +34,7 @@ from ._core import (  # noqa: F401  (re-exported)
     ExistsError,
     FileSystemError,
     ForkedError,
+    JsonPath,
     NotFoundError,
     Order,
     Property,
@@ -95,7 +96,7 @@ def open(path: str | _os.PathLike, *, readonly: bool = False, create: bool = Tru
 __all__ = [
     "Box", "BusyError", "ClosedError", "Condition", "CorruptError", "Entity", "Error",
     "ExistsError", "Expires", "FileSystemError", "Float32", "ForkedError", "FullText", "Hnsw", "Index", "Int8", "Int16", "Int32",
-    "NotFoundError", "Order", "Property", "Query", "QueryIterator", "ReadOnlyError",
+    "JsonPath", "NotFoundError", "Order", "Property", "Query", "QueryIterator", "ReadOnlyError",
     "SchemaError", "Store", "StoreLockedError", "ToMany", "ToOne", "Transaction",
     "TransactionError", "Unique", "UniqueViolationError", "Vector", "__version__", "field",
     "open", "tokenize",

@@ -29,6 +29,13 @@ and one more, of MoteDB's own async API rather than the checkpointer (bench/agen
                      gets by id, 10 % small writes (an insert or an update of one importance), each its own durable
                      commit. Measured: operations per second, p50/p99 latency of gets and of writes.
 
+and LangGraph's long-term memory store (bench/agents/storesearch.py):
+
+  store search       MoteStore against SqliteStore: users' memories (passages of real text with a kind and stars) in
+                     a namespace per user; searches with a filter on two fields, and semantic searches (a query text
+                     and a filter) when both stores can index (SqliteStore needs sqlite-vec, loadable only by a Python
+                     whose sqlite3 loads extensions). Measured: searches per second, p50/p99 latency of each kind.
+
 Measured (checkpointer configurations): steps per second (N*M over the wall time, opening and closing included), the p50 (and p99) latency of
 each call kind, bytes on disk per checkpoint (every file left after close, SQLite's -wal/-shm included if any
 remain, over the N*(M+1) checkpoints), and the share of the wall time spent in the savers' serializer (their own,
@@ -48,7 +55,7 @@ import uuid
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime, timezone
 
-from bench.agents import asyncapi
+from bench.agents import asyncapi, storesearch
 from bench.common import REPO, envinfo, loadgate
 from bench.common import output
 from bench.common.args import profile_parser
@@ -65,6 +72,11 @@ AIO_PROFILES = {  # async API: coroutines, operations per coroutine, memories pr
     "quick": (100, 200, 10000),
     "full": (100, 1000, 10000),
 }
+SEARCH_PROFILES = {  # store search: users, memories per user, searches of each kind
+    "smoke": (4, 30, 20),
+    "quick": (20, 200, 300),
+    "full": (100, 500, 1000),
+}
 CALLS = ("get_tuple", "put_writes", "put", "list")
 # (mode, layout): the two engines compared, MoteDB's first
 CONFIGS = {
@@ -72,11 +84,12 @@ CONFIGS = {
     "sync shared": ("sync", "shared", ("MoteSaver", "SqliteSaver")),
     "async shared": ("async", "shared", ("MoteSaver", "AsyncSqliteSaver")),
     "async API": ("aio", "shared", ("motedb.aio", "aiosqlite")),
+    "store search": ("search", "shared", ("MoteStore", "SqliteStore")),
 }
-SAVER_CONFIGS = [c for c, (mode, _l, _e) in CONFIGS.items() if mode != "aio"]  # the checkpointer's
+SAVER_CONFIGS = [c for c, (mode, _l, _e) in CONFIGS.items() if mode in ("sync", "async")]  # the checkpointer's
 AIO_KINDS = asyncapi.KINDS
 # MoteDB / SQLite: at least 3x, at most 0.5x
-TARGETS = {"steps_per_s": 3.0, "bytes_per_checkpoint": 0.5, "ops_per_s": 3.0}
+TARGETS = {"steps_per_s": 3.0, "bytes_per_checkpoint": 0.5, "ops_per_s": 3.0, "searches_per_s": 3.0}
 TASK_PATH = "~__pregel_pull, chatbot"  # the path LangGraph gives the task of a node named "chatbot"
 SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
@@ -415,6 +428,12 @@ def run(args):
     texts, corpus = passages(os.path.join(REPO, ".bench-tmp", "vectors", "cache"), log=log)
     chats = make_chats(texts, threads, steps, args.seed)
     aio_wl = asyncapi.make_workload(texts, aio_rows, coroutines, aio_ops, args.seed)
+    s_users, s_per_user, s_queries = SEARCH_PROFILES[args.profile]
+    search_wl = storesearch.make_workload(texts, s_users, s_per_user, s_queries, args.seed)
+    no_semantic = storesearch.semantic_unavailable()
+    search_kinds = ("filter",) if no_semantic else storesearch.SEARCH_KINDS
+    if no_semantic:
+        log(f"store search: semantic searches not measured: {no_semantic}")
     text_bytes = sum(len(m.content.encode()) for c in chats for t in c.turns for m in t)
     tmp = os.path.abspath(args.tmp)
     os.makedirs(tmp, exist_ok=True)
@@ -431,10 +450,11 @@ def run(args):
                 order = engines if rep % 2 == 0 else tuple(reversed(engines))
                 for e in order:
                     work = os.path.join(base, "work")
-                    if mode == "aio":
+                    if mode in ("aio", "search"):
                         shutil.rmtree(work, ignore_errors=True)
                         os.makedirs(work)
-                        rec = asyncapi.measure(e, aio_wl, work, readers)
+                        rec = (asyncapi.measure(e, aio_wl, work, readers) if mode == "aio"
+                               else storesearch.measure(e, search_wl, work, search_kinds))
                         rec["bytes"], rec["files"], _kinds = dir_bytes(work)
                         shutil.rmtree(work)
                     else:
@@ -442,7 +462,11 @@ def run(args):
                     rec["rep"] = rep + 1
                     rec["order"] = order.index(e) + 1
                     measurements[cfg][e].append(rec)
-                    if mode == "aio":
+                    if mode == "search":
+                        log(f"rep {rep + 1}/{reps} {cfg:<15} {e:<16} " + ", ".join(
+                            f"{k} {v['searches_per_s']:,.0f}/s p50 {v['latency_us']['p50']:,.0f} µs"
+                            for k, v in rec["kinds"].items()))
+                    elif mode == "aio":
                         lat = rec["latency_us"]
                         log(f"rep {rep + 1}/{reps} {cfg:<15} {e:<16} {rec['ops_per_s']:>8,.0f} ops/s   "
                             f"get p50 {lat['get']['p50']:,.0f} µs, write p50 {lat['write']['p50']:,.0f} µs")
@@ -454,6 +478,21 @@ def run(args):
     results, ratios = {}, {}
     for cfg, (mode, _layout, engines) in CONFIGS.items():
         results[cfg] = {}
+        if mode == "search":
+            for e in engines:
+                recs = measurements[cfg][e]
+                results[cfg][e] = {k: {"searches_per_s": median(r["kinds"][k]["searches_per_s"] for r in recs),
+                                       "latency_p50_us": median(r["kinds"][k]["latency_us"]["p50"] for r in recs),
+                                       "latency_p99_us": median(r["kinds"][k]["latency_us"]["p99"] for r in recs)}
+                                   for k in search_kinds}
+                results[cfg][e]["fill_s"] = median(r["fill_s"] for r in recs)
+                results[cfg][e]["bytes_after_close"] = median(r["bytes"] for r in recs)
+            m, o = (results[cfg][e] for e in engines)
+            ratios[cfg] = {"against": engines[1], **{
+                k: {"searches_per_s": m[k]["searches_per_s"] / o[k]["searches_per_s"],
+                    "latency_p50": m[k]["latency_p50_us"] / o[k]["latency_p50_us"],
+                    "latency_p99": m[k]["latency_p99_us"] / o[k]["latency_p99_us"]} for k in search_kinds}}
+            continue
         if mode == "aio":
             for e in engines:
                 recs = measurements[cfg][e]
@@ -527,7 +566,19 @@ def run(args):
                           if readers else "one connection shared by every call (its own thread runs them one at "
                                           "a time)")),
         },
+        "store_search": {
+            "users": s_users, "memories_per_user": s_per_user, "searches_per_kind": s_queries,
+            "kinds": list(search_kinds), "semantic_not_measured": no_semantic, "limit": storesearch.LIMIT,
+            "memory": f"value {{'text': a passage of <= {storesearch.TEXT_MAX_CHARS} characters of the corpus, "
+                      f"'kind': one of {len(storesearch.KINDS_OF_ITEM)}, 'stars': 0..4}} in ('users', u, 'memories')",
+            "filter": "search(('users', u), filter={'kind': k, 'stars': {'$gte': s}}, limit=10)",
+            "semantic": f"search(('users', u), query=<a passage of u>, filter={{'kind': k}}, limit=10); embeddings "
+                        f"of {storesearch.EMBED_DIMS} floats from the words (hashed), computed before the run",
+            "fill": "one batch (one commit) per user, not timed",
+            "motedb": "MoteStore.from_path(path) (sync=True)", "sqlite": "SqliteStore.from_conn_string(path), setup()",
+        },
         "targets": {"steps_per_s": f">= {TARGETS['steps_per_s']}x",
+                    "searches_per_s (store search)": f">= {TARGETS['searches_per_s']}x",
                     "bytes_per_checkpoint": f"<= {TARGETS['bytes_per_checkpoint']}x",
                     "ops_per_s (async API)": f">= {TARGETS['ops_per_s']}x"},
         "load_gate": {"max_load_1m": args.load_max, "timeout_s": load_timeout, "where": "before each rep",
@@ -574,6 +625,19 @@ def markdown(res):
     for cfg, (mode, _layout, engines) in CONFIGS.items():
         m, o = r[cfg][engines[0]], r[cfg][engines[1]]
         ra = ratios[cfg]
+        if mode == "search":
+            s = p["store_search"]
+            for k in s["kinds"]:
+                label = f"store search, {k} ({s['users']} users × {s['memories_per_user']} memories; {engines[1]})"
+                ok = "✓" if ra[k]["searches_per_s"] >= TARGETS["searches_per_s"] else "✗"
+                out.append(f"| {label} | searches/s | {m[k]['searches_per_s']:,.0f} | {o[k]['searches_per_s']:,.0f} | "
+                           f"{ra[k]['searches_per_s']:.2f}x | ≥ {TARGETS['searches_per_s']}x {ok} |")
+                for q in ("p50", "p99"):
+                    out.append(f"| {label} | {q} µs | {_fmt_num(m[k][f'latency_{q}_us'])} | "
+                               f"{_fmt_num(o[k][f'latency_{q}_us'])} | {ra[k][f'latency_{q}']:.2f}x | |")
+            if s["semantic_not_measured"]:
+                out.append(f"| store search, semantic | | | | | not measured: {s['semantic_not_measured']} |")
+            continue
         if mode == "aio":
             label = f"{aio_label(p)} ({engines[0]} vs {engines[1]})"
             ok = "✓" if ra["ops_per_s"] >= TARGETS["ops_per_s"] else "✗"
@@ -690,6 +754,15 @@ def implausible(res):
             if len(recs) != p["reps"]:
                 bad.append(f"{cfg}/{e}: {len(recs)} reps")
                 continue
+            if mode == "search":
+                s = p["store_search"]
+                for rec in recs:
+                    for k in s["kinds"]:
+                        rk = rec["kinds"].get(k)
+                        if not rk or rk["searches"] != s["searches_per_kind"] or not rk["searches_per_s"] > 0 \
+                                or not 0 < rk["latency_us"]["p50"] <= rk["latency_us"]["p99"]:
+                            bad.append(f"{cfg}/{e}: {k} {rk}")
+                continue
             if mode == "aio":
                 for rec in recs:
                     if not rec["ops_per_s"] > 0 or rec["ops"] != a["ops_per_run"] or not rec["bytes"] > 0:
@@ -715,7 +788,10 @@ def implausible(res):
             if e != "MoteSaver" and "sqlite" not in recs[-1]:
                 bad.append(f"{cfg}/{e}: SQLite's settings not read")
         ra = res["ratios"][cfg]
-        if mode == "aio" and not ra["ops_per_s"] > 0:
+        if mode == "search":
+            if not all(ra[k]["searches_per_s"] > 0 for k in p["store_search"]["kinds"]):
+                bad.append(f"{cfg}: ratios {ra}")
+        elif mode == "aio" and not ra["ops_per_s"] > 0:
             bad.append(f"{cfg}: ratios {ra}")
         elif mode != "aio" and not (ra["steps_per_s"] > 0 and ra["bytes_per_checkpoint"] > 0):
             bad.append(f"{cfg}: ratios {ra}")

@@ -8,10 +8,10 @@
 #include "mote.h"
 
 static const mote_prop_def note_def[] = {
-    {"created", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}},
-    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"text", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
-    {"topic", MOTE_T_STRING, MOTE_P_NULLABLE | MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"created", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}, NULL},
+    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"text", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL},
+    {"topic", MOTE_T_STRING, MOTE_P_NULLABLE | MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
 };
 
 static int print_note(void *ctx, const mote_record *r)

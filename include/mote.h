@@ -463,6 +463,13 @@ typedef struct mote_prop_def {
     const char *target;       /* MOTE_T_TOONE / MOTE_T_TOMANY: the name of
                                  the related entity; NULL otherwise */
     mote_hnsw_def hnsw;       /* MOTE_P_HNSW: the index's parameters */
+    const char *json_path;    /* MOTE_T_JSON with MOTE_P_INDEXED (not unique): the
+                                 path (mote_query_json's syntax) whose value the
+                                 index holds, so that conditions on that path
+                                 (EQ, IN, the orders, BETWEEN, IS NULL with int,
+                                 float, bool or string values; STARTS WITH) read
+                                 the index; the entity's schema record is then
+                                 format 6. NULL for every other property */
 } mote_prop_def;
 
 /*

@@ -1161,3 +1161,38 @@ int mote__json_test(const jval *v, int op, int type, const mote_value *vals, siz
     default: return 0;
     }
 }
+
+/* ---- For indexes on a path ----------------------------------------------- */
+
+int mote__jpath_same(const jpath *a, const jpath *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++) {
+        const jstep *x = &a->steps[i], *y = &b->steps[i];
+        if (x->index != y->index || x->klen != y->klen ||
+            (x->klen && memcmp(x->key, y->key, x->klen)))
+            return 0;
+    }
+    return 1;
+}
+
+int mote__json_num(const jval *v, double *out)
+{
+    jnum x;
+    if (!num_of(v, &x))
+        return 0;
+    *out = x.isint ? (double)x.i : x.f;
+    return 1;
+}
+
+size_t mote__json_str(const jval *v, uint8_t *out, size_t cap)
+{
+    sread r;
+    size_t n = 0;
+    sread_json(&r, v);
+    for (int c; (c = sread_next(&r)) >= 0; n++)
+        if (n < cap)
+            out[n] = (uint8_t)c;
+    return n;
+}

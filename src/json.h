@@ -54,4 +54,12 @@ int mote__json_check(const uint8_t *text, size_t n);
  * vals[0..nvals), all of property type `type`? 1 yes, 0 no. */
 int mote__json_test(const jval *v, int op, int type, const mote_value *vals, size_t nvals);
 
+/* For an index on a path (object.c): do two compiled paths name the same
+ * value? The number v is (a number, true 1, false 0) as a double: 1 and
+ * *out, else 0. The decoded bytes of the string v: their number, the first
+ * cap of them written to out. */
+int mote__jpath_same(const jpath *a, const jpath *b);
+int mote__json_num(const jval *v, double *out);
+size_t mote__json_str(const jval *v, uint8_t *out, size_t cap);
+
 #endif

@@ -194,7 +194,7 @@ static int last_id(mote_txn *t, mote_entity *e, uint64_t *last)
 size_t mote__index_key(const mprop *p, const mote_value *v, uint64_t id, uint8_t *key)
 {
     int cut;
-    size_t n = mote__index_enc(p->type, v, key, &cut);
+    size_t n = p->jp ? mote__json_index_enc(p->jp, v, key) : mote__index_enc(p->type, v, key, &cut);
     if (!(p->flags & MOTE_P_UNIQUE) || v->null)
         n += (size_t)mote__obj_tree_key(id, key + n);
     return n;

@@ -98,6 +98,10 @@ typedef struct mprop {
     uint16_t hm, hefc;
     uint32_t vindex_tree;
     uint32_t text_tree;  /* MOTE_P_FULLTEXT: "@t:<eid>:<pid>", 0 if none */
+    /* MOTE_T_JSON with MOTE_P_INDEXED: the path whose values index_tree
+     * holds (mote__json_index_enc): its text, and compiled (NULL if none) */
+    char *jpath_text;
+    struct jpath *jp;
 } mprop;
 
 typedef struct mlayout {
@@ -272,6 +276,20 @@ int mote__record_init(mote_record *r, const mote_entity *e, const uint8_t *rec, 
 /* Index key part for a value (enc); returns its length; *cut = 1 if the
  * value was longer than IDX_MAX_VALUE. out has room for IDX_MAX_VALUE+16. */
 size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut);
+/*
+ * Index keys of a JSON property indexed on a path (mote_prop_def.json_path):
+ * the value at the path, NULL (absent, JSON null, a NULL property) as 0x00,
+ * else 0x01 and a kind: JKEY_NUMBER (numbers, true as 1, false as 0) and 8
+ * bytes that order as the double does (a number past 2^53 keys as its
+ * nearest double: conditions read a range around it and check each
+ * record); JKEY_STRING and the decoded string as strings are keyed;
+ * JKEY_OTHER (arrays, objects: no condition reads them).
+ */
+enum { JKEY_NUMBER = 0x10, JKEY_STRING = 0x20, JKEY_OTHER = 0x30 };
+struct jpath;
+size_t mote__json_index_enc(const struct jpath *jp, const mote_value *v, uint8_t *out);
+size_t mote__json_num_key(double d, uint8_t *out);
+size_t mote__json_str_key(const void *s, size_t n, uint8_t *out, int *cut);
 /* Expiry (object.c "EXPIRY"): the transaction's clock in nanoseconds since
  * 1970 (read at its first call in the transaction), and whether record r's
  * entity has an expiry time that r has reached by `now`. */

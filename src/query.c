@@ -524,8 +524,27 @@ static size_t successor(uint8_t *p, size_t n)
     return n;
 }
 
+/* Can p's index on a JSON path serve JSON condition n? (Its path, an
+ * operator with a range, values that have keys.) */
+static int json_served(const mote_query *q, const qnode *n)
+{
+    const mprop *p = &q->e->props[n->prop];
+    if (!p->jp || !p->index_tree || !mote__jpath_same(p->jp, n->jp))
+        return 0;
+    if (n->nvals && n->jtype != MOTE_T_INT64 && n->jtype != MOTE_T_FLOAT64 &&
+        n->jtype != MOTE_T_BOOL && n->jtype != MOTE_T_STRING)
+        return 0;
+    return n->op == MOTE_EQ || n->op == MOTE_IN || n->op == MOTE_BETWEEN ||
+           (n->op >= MOTE_LT && n->op <= MOTE_GE) || n->op == MOTE_IS_NULL ||
+           n->op == MOTE_STARTS_WITH;
+}
+
 static int score(const mote_query *q, const qnode *n)
 {
+    if (n->kind == Q_JSON && !json_served(q, n))
+        return 0;
+    if (n->kind == Q_JSON)
+        return n->op == MOTE_EQ ? 5 : n->op == MOTE_IN ? 4 : n->op == MOTE_BETWEEN ? 3 : 2;
     if ((n->kind != Q_LEAF && n->kind != Q_LINK) || !q->e->props[n->prop].index_tree)
         return 0;
     if ((n->flags & MOTE_Q_NOCASE) && n->op != MOTE_STARTS_WITH)
@@ -562,8 +581,95 @@ static range *new_ranges(size_t n)
     return r;
 }
 
+/* The key of condition value v (of JSON condition type `type`) in an index
+ * on a JSON path. Keys are a monotone function of the values (a number keys
+ * as its nearest double, a long string as its first bytes), so a range
+ * between the keys of two values, bounds included, holds every value
+ * between them, and perhaps more (the records are checked). */
+static size_t json_val_key(int type, const mote_value *v, uint8_t *out, int *cut)
+{
+    *cut = 0;
+    if (type == MOTE_T_STRING)
+        return mote__json_str_key(v->v.s.p, v->v.s.n, out, cut);
+    return mote__json_num_key(type == MOTE_T_FLOAT64 ? v->v.f
+                              : type == MOTE_T_BOOL  ? (double)(v->v.i != 0)
+                                                     : (double)v->v.i,
+                              out);
+}
+
+/* The ranges of an index on a JSON path for condition n (json_served):
+ * wider than the condition where keys are rounded or cut; every candidate's
+ * record is checked (the plan is never exact). Ranges of IN values that
+ * overlap are merged, so no object is visited twice. */
+static int json_ranges(const qnode *n, plan *pl)
+{
+    size_t nr = n->op == MOTE_IN ? n->nvals : 1;
+    int type = n->jtype, cut;
+    uint8_t kind = type == MOTE_T_STRING ? JKEY_STRING : JKEY_NUMBER;
+    pl->ranges = new_ranges(nr ? nr : 1);
+    if (!pl->ranges)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    pl->nranges = nr;
+    pl->exact = 0;
+    for (size_t i = 0; i < nr; i++) {
+        range *r = &pl->ranges[i];
+        const mote_value *v = n->nvals ? &n->vals[n->op == MOTE_IN ? i : 0] : NULL;
+        int op = n->op == MOTE_IN ? MOTE_EQ : n->op;
+        if (v && type == MOTE_T_FLOAT64 && isnan(v->v.f)) { /* matches nothing */
+            r->lol = r->hil = 1;
+            r->lo[0] = r->hi[0] = 0;
+            continue;
+        }
+        /* the kind's first key and the one past its last */
+        r->lo[0] = r->hi[0] = 1;
+        r->lo[1] = kind;
+        r->hi[1] = (uint8_t)(kind + 1);
+        r->lol = r->hil = 2;
+        if (op == MOTE_IS_NULL) {
+            r->lo[0] = 0;
+            r->lol = r->hil = 1;
+        } else if (op == MOTE_STARTS_WITH) {
+            size_t l = json_val_key(type, v, r->lo, &cut);
+            r->lol = cut ? l : l - 2; /* without the end mark: a prefix */
+            memcpy(r->hi, r->lo, r->lol);
+            r->hil = successor(r->hi, r->lol);
+        } else {
+            const mote_value *lo = op == MOTE_BETWEEN ? &n->vals[0] : v;
+            const mote_value *hi = op == MOTE_BETWEEN ? &n->vals[1] : v;
+            if (op != MOTE_LT && op != MOTE_LE)
+                r->lol = json_val_key(type, lo, r->lo, &cut);
+            if (op != MOTE_GT && op != MOTE_GE)
+                r->hil = successor(r->hi, json_val_key(type, hi, r->hi, &cut));
+        }
+    }
+    if (nr > 1) { /* in index order, overlaps merged */
+        qsort(pl->ranges, nr, sizeof *pl->ranges, cmp_range);
+        size_t w = 0;
+        for (size_t i = 0; i < nr; i++) {
+            range *a = w ? &pl->ranges[w - 1] : NULL, *b = &pl->ranges[i];
+            size_t m = a && a->hil < b->lol ? a->hil : b->lol;
+            if (!a || memcmp(b->lo, a->hi, m) > 0 || (!memcmp(b->lo, a->hi, m) && b->lol >= a->hil)) {
+                pl->ranges[w++] = *b;
+                continue;
+            }
+            /* they overlap: a ends where the later of the two ends (of two
+             * ends equal as far as the shorter goes, the longer is later) */
+            size_t mh = a->hil < b->hil ? a->hil : b->hil;
+            int c = memcmp(b->hi, a->hi, mh);
+            if (c > 0 || (!c && b->hil > a->hil)) {
+                memcpy(a->hi, b->hi, b->hil);
+                a->hil = b->hil;
+            }
+        }
+        pl->nranges = w;
+    }
+    return MOTE_OK;
+}
+
 static int make_ranges(const mote_query *q, const qnode *n, plan *pl)
 {
+    if (n->kind == Q_JSON)
+        return json_ranges(n, pl);
     const mprop *p = &q->e->props[n->prop];
     size_t nr = n->op == MOTE_IN ? n->nvals : 1;
     pl->ranges = new_ranges(nr ? nr : 1);
@@ -675,7 +781,7 @@ static int access_plan(const mote_query *q, plan *pl)
     const qnode *root = q->root >= 0 ? &q->nodes[q->root] : NULL;
     int best = 0, id_few = 0, id_bound = 0;
     size_t nconj = 0;
-    if (root && (root->kind == Q_LEAF || root->kind == Q_LINK)) {
+    if (root && (root->kind == Q_LEAF || root->kind == Q_LINK || root->kind == Q_JSON)) {
         nconj = 1;
         if ((best = score(q, root)))
             pl->leaf = q->root;
@@ -708,7 +814,7 @@ static int access_plan(const mote_query *q, plan *pl)
             return rc;
         pl->exact = pl->exact && nconj == 1;
         /* one value's entries are in id order (the key ends with the id) */
-        int one_value = pl->nranges == 1 &&
+        int one_value = pl->nranges == 1 && n->kind != Q_JSON &&
                         (n->op == MOTE_EQ || n->op == MOTE_IS_NULL ||
                          (n->op == MOTE_IN && n->nvals == 1));
         pl->ordered = (q->norder == 0 && one_value) ||

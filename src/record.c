@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "object.h"
 
 uint32_t mote__type_size(int t)
@@ -359,6 +360,46 @@ size_t mote__index_enc(int type, const mote_value *v, uint8_t *out, int *cut)
     out[o++] = 0;
     out[o++] = 0;
     return o;
+}
+
+size_t mote__json_num_key(double d, uint8_t *out)
+{
+    out[0] = 1;
+    out[1] = JKEY_NUMBER;
+    mote__wr_be64(out + 2, float_bits(d));
+    return 10;
+}
+
+size_t mote__json_str_key(const void *s, size_t n, uint8_t *out, int *cut)
+{
+    mote_value v = {.v.s = {s, n}};
+    size_t l = mote__index_enc(MOTE_T_STRING, &v, out + 1, cut); /* 0x01, the bytes */
+    out[0] = 1;
+    out[1] = JKEY_STRING;
+    return l + 1;
+}
+
+size_t mote__json_index_enc(const struct jpath *jp, const mote_value *v, uint8_t *out)
+{
+    jval x = {J_ABSENT, NULL, 0};
+    double d;
+    int cut;
+    if (!v->null)
+        mote__json_at(v->v.s.p, v->v.s.n, jp, &x);
+    if (x.kind == J_ABSENT || x.kind == J_NULL) {
+        out[0] = 0;
+        return 1;
+    }
+    if (mote__json_num(&x, &d))
+        return mote__json_num_key(d, out);
+    if (x.kind == J_STRING) { /* decoded; past IDX_MAX_VALUE bytes the key is cut anyway */
+        uint8_t s[IDX_MAX_VALUE + 1];
+        size_t n = mote__json_str(&x, s, sizeof s);
+        return mote__json_str_key(s, n < sizeof s ? n : sizeof s, out, &cut);
+    }
+    out[0] = 1;
+    out[1] = JKEY_OTHER;
+    return 2;
 }
 
 int mote__value_cmp(int type, const mote_value *a, const mote_value *b)

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 
 #include "checksum.h"
+#include "json.h"
 #include "object.h"
 
 typedef struct sformer {
@@ -55,6 +56,11 @@ static void hnsw_params(const mote_prop_def *d, mprop *q)
     q->hefc = (uint16_t)(!on ? 0 : d->hnsw.ef_construction ? d->hnsw.ef_construction : 200);
 }
 
+static int same_path(const mprop *a, const mprop *b)
+{
+    return !a->jpath_text == !b->jpath_text && (!a->jpath_text || !strcmp(a->jpath_text, b->jpath_text));
+}
+
 static int same_hnsw(const mprop *a, const mprop *b)
 {
     return a->hmetric == b->hmetric && a->hm == b->hm && a->hefc == b->hefc;
@@ -76,6 +82,8 @@ static uint64_t def_hash(const char *name, const mote_prop_def *d, unsigned n)
         h = mote__hash64(d[i].name, strlen(d[i].name), h) ^ mote__hash64(rec, 17, h);
         if (d[i].target)
             h ^= mote__hash64(d[i].target, strlen(d[i].target), h + 1);
+        if (d[i].json_path)
+            h ^= mote__hash64(d[i].json_path, strlen(d[i].json_path), h + 2);
     }
     return h ? h : 1; /* 0 means "no definition" in records and handles */
 }
@@ -83,6 +91,16 @@ static uint64_t def_hash(const char *name, const mote_prop_def *d, unsigned n)
 static uint64_t rec_hash(const mote_val *v)
 {
     return mote__hash64(v->data, v->size, 0x5245434F5244ull);
+}
+
+/* Does property d's json_path compile? (MOTE_INVALID with the message) */
+static int check_path(const char *name, const mote_prop_def *d)
+{
+    jpath *jp;
+    int rc = mote__jpath_compile(d->json_path, strlen(d->json_path), &jp);
+    mote__free(jp);
+    (void)name;
+    return rc;
 }
 
 static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
@@ -146,7 +164,17 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
             return mote__err(MOTE_INVALID, "%s.%s: the vector index's ef_construction must "
                              "be m (%u) to 4096, not %u", name, d[i].name, h->m ? h->m : 16u,
                              h->ef_construction);
-        if ((d[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) && !type_indexable(d[i].type))
+        int json_ix = d[i].type == MOTE_T_JSON && (d[i].flags & MOTE_P_INDEXED);
+        if (json_ix != (d[i].json_path != NULL) || (json_ix && (d[i].flags & MOTE_P_UNIQUE)))
+            return mote__err(MOTE_INVALID, "%s.%s: an index on a JSON property is on a path: "
+                             "MOTE_P_INDEXED (not unique) with a json_path, and only a JSON "
+                             "property has one", name, d[i].name);
+        if (json_ix && (strlen(d[i].json_path) > 1000 || check_path(name, &d[i])))
+            return mote__err(MOTE_INVALID, "%s.%s: %s", name, d[i].name,
+                             strlen(d[i].json_path) > 1000 ? "json_path is over 1000 bytes"
+                                                           : mote_errmsg(NULL));
+        if ((d[i].flags & (MOTE_P_INDEXED | MOTE_P_UNIQUE)) && !type_indexable(d[i].type) &&
+            !json_ix)
             return mote__err(MOTE_INVALID, "%s.%s: %s properties cannot be indexed",
                              name, d[i].name, mote__type_name(d[i].type));
         if ((d[i].type == MOTE_T_VECTOR) != (d[i].dim > 0) || d[i].dim > 65536)
@@ -206,7 +234,7 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
     } while (0)
     NEED(12);
     unsigned format = rd32(p);
-    if (format < 1 || format > 5)
+    if (format < 1 || format > 6)
         return mote__err(MOTE_FORMAT, "entity %s: schema format %u unknown (written by a "
                          "newer MoteDB?)", ename, format);
     ss->eid = rd32(p + 4);
@@ -254,6 +282,8 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
             goto bad;
         if ((q->flags & MOTE_P_EXPIRES) && (format < 5 || q->type != MOTE_T_TIMESTAMP))
             goto bad;
+        q->jpath_text = NULL;
+        q->jp = NULL;
         if (q->flags & MOTE_P_HNSW) { /* format 3 */
             NEED(5);
             q->hmetric = p[0];
@@ -262,6 +292,15 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
             p += 5;
             if (format < 3 || q->type != MOTE_T_VECTOR || q->hmetric < MOTE_DIST_COSINE ||
                 q->hmetric > MOTE_DIST_DOT || q->hm < 2 || q->hm > 100 || q->hefc < q->hm)
+                goto bad;
+        }
+        if (q->type == MOTE_T_JSON && (q->flags & MOTE_P_INDEXED)) { /* format 6: its path */
+            NEED(2);
+            unsigned pl = rd16(p);
+            NEED(2 + (size_t)pl);
+            q->jpath_text = (char *)take_name(p + 2, pl, &names);
+            p += 2 + pl;
+            if (format < 6 || memchr(q->jpath_text, 0, pl))
                 goto bad;
         }
     }
@@ -308,8 +347,9 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
 {
     size_t n = 12 + 2 + 8;
     /* 3 when a property has a vector index, 4 a full-text one, 5 an expiry
-     * time (so that a library that would not maintain the index, or would
-     * show expired objects, refuses the entity) */
+     * time, 6 an index on a JSON path (so that a library that would not
+     * maintain the index, or would show expired objects, refuses the
+     * entity) */
     unsigned format = 2;
     for (unsigned i = 0; i < ss->np; i++) {
         n += 9 + strlen(ss->p[i].name) + (ss->p[i].target ? 1 + strlen(ss->p[i].target) : 0);
@@ -321,7 +361,11 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
         if (ss->p[i].flags & MOTE_P_FULLTEXT)
             format = format > 4 ? format : 4;
         if (ss->p[i].flags & MOTE_P_EXPIRES)
-            format = 5;
+            format = format > 5 ? format : 5;
+        if (ss->p[i].jpath_text) {
+            n += 2 + strlen(ss->p[i].jpath_text);
+            format = 6;
+        }
         for (unsigned k = 0; k < ss->former[i].n; k++)
             n += 1 + strlen(ss->former[i].s[k]);
     }
@@ -363,6 +407,12 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
             wr16(p + 3, ss->p[i].hefc);
             p += 5;
         }
+        if (ss->p[i].jpath_text) {
+            size_t pl = strlen(ss->p[i].jpath_text);
+            wr16(p, (uint16_t)pl);
+            memcpy(p + 2, ss->p[i].jpath_text, pl);
+            p += 2 + pl;
+        }
     }
     wr16(p, (uint16_t)ss->nl);
     p += 2;
@@ -390,6 +440,8 @@ static void entity_free(mote_entity *e)
     for (unsigned i = 0; e->props && i < e->nall; i++) {
         mote__free(e->props[i].name);
         mote__free(e->props[i].target);
+        mote__free(e->props[i].jpath_text);
+        mote__free(e->props[i].jp);
     }
     for (unsigned i = 0; e->layouts && i < e->nlayouts; i++) {
         mlayout *L = &e->layouts[i];
@@ -527,8 +579,17 @@ static int entity_build(mote_txn *t, const char *name, const sschema *ss, unsign
         e->props[i].text_tree = 0;
         e->props[i].target = NULL;
         e->props[i].tgt_serial = 0; /* no cached target id */
+        e->props[i].jpath_text = NULL;
+        e->props[i].jp = NULL;
         if (!(e->props[i].name = dupstr(ss->p[i].name)))
             goto nomem;
+        if (ss->p[i].jpath_text) {
+            const char *pt = ss->p[i].jpath_text;
+            if (!(e->props[i].jpath_text = dupstr(pt)))
+                goto nomem;
+            if ((rc = mote__jpath_compile(pt, strlen(pt), &e->props[i].jp)))
+                goto fail; /* checked when declared: out of memory, or a damaged record */
+        }
         if (ss->p[i].target && !(e->props[i].target = dupstr(ss->p[i].target)))
             goto nomem;
         char tn[64];
@@ -828,6 +889,8 @@ static int evolve(const char *name, const sschema *old, const mote_prop_def *d, 
                                  : d[i].flags);
         q->dim = d[i].dim;
         q->target = (char *)d[i].target;
+        q->jpath_text = (char *)d[i].json_path;
+        q->jp = NULL;
         hnsw_params(&d[i], q);
         int m = matched[i];
         if (m < 0) {
@@ -866,6 +929,8 @@ static int evolve(const char *name, const sschema *old, const mote_prop_def *d, 
         }
         if (q->flags != op->flags)
             diff_add(diff, "%s %s", d[i].name, flag_change(op->flags, q->flags));
+        else if (!same_path(q, op))
+            diff_add(diff, "%s's index moves to the path %s", d[i].name, q->jpath_text);
         else if (!same_hnsw(q, op))
             diff_add(diff, "%s's vector index changes parameters", d[i].name);
     }
@@ -994,7 +1059,8 @@ static int evolve_indexes(mote_txn *t, mote_entity *e, const sschema *old, const
             (rc = evolve_tindex(t, e, i, m >= 0 ? &old->p[m] : NULL)))
             break;
         unsigned had = m >= 0 ? old->p[m].flags & ix : 0, now = e->props[i].flags & ix;
-        int same = had && now && (had & MOTE_P_UNIQUE) == (now & MOTE_P_UNIQUE);
+        int same = had && now && (had & MOTE_P_UNIQUE) == (now & MOTE_P_UNIQUE) &&
+                   same_path(&old->p[m], &e->props[i]);
         if (same || (!had && !now))
             continue;
         char tn[64];
@@ -1145,6 +1211,7 @@ int mote_entity_prop_def(const mote_entity *e, unsigned i, mote_prop_def *def)
     def->dim = e->props[i].dim;
     def->renamed_from = NULL;
     def->target = e->props[i].target;
+    def->json_path = e->props[i].jpath_text;
     memset(&def->hnsw, 0, sizeof def->hnsw);
     if (e->props[i].flags & MOTE_P_HNSW)
         def->hnsw = (mote_hnsw_def){e->props[i].hmetric, e->props[i].hm, e->props[i].hefc};

@@ -117,6 +117,16 @@ static int stat_entity(void *ctx, const char *name)
             printf(" (%.2f bytes per word)", (double)ts.bytes / (double)ts.tokens);
         printf("\n");
     }
+    for (unsigned i = 0; i < mote_entity_nprops(e); i++) {
+        mote_prop_def d;
+        if (mote_entity_prop_def(e, i, &d))
+            continue;
+        if (d.json_path)
+            printf("  index %s on the JSON path %s\n", d.name, d.json_path);
+        if (d.flags & MOTE_P_EXPIRES)
+            printf("  expiry time %s (expired objects are left out; mote_sweep removes them)\n",
+                   d.name);
+    }
     return 0;
 }
 

@@ -650,13 +650,13 @@ typedef struct ostate {
 } ostate;
 
 static const mote_prop_def oprops[] = {
-    {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"tag", MOTE_T_INT32, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"tag", MOTE_T_INT32, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
     /* a full-text index: the text names level and tag (changes with them) */
-    {"pad", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}},
-    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "O", {0}},
+    {"pad", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}, NULL},
+    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "O", {0}, NULL},
     /* a vector index: the vector follows level and tag (NULL with the tag) */
-    {"emb", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, 4, NULL, NULL, {MOTE_DIST_EUCLIDEAN, 4, 8}},
+    {"emb", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, 4, NULL, NULL, {MOTE_DIST_EUCLIDEAN, 4, 8}, NULL},
 };
 enum { NOPROPS = 5 };
 

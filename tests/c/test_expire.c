@@ -27,12 +27,12 @@ static int64_t now_ns(void)
 #define NOBJ 300
 
 static const mote_prop_def mem_props[] = {
-    {"tag", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"tag", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
     {"expires", MOTE_T_TIMESTAMP, MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL,
-     NULL, {0}},
-    {"text", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}},
-    {"vec", MOTE_T_VECTOR, 0, 2, NULL, NULL, {0}},
-    {"key", MOTE_T_STRING, MOTE_P_NULLABLE | MOTE_P_UNIQUE, 0, NULL, NULL, {0}},
+     NULL, {0}, NULL},
+    {"text", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}, NULL},
+    {"vec", MOTE_T_VECTOR, 0, 2, NULL, NULL, {0}, NULL},
+    {"key", MOTE_T_STRING, MOTE_P_NULLABLE | MOTE_P_UNIQUE, 0, NULL, NULL, {0}, NULL},
 };
 #define NPROPS 5
 
@@ -290,18 +290,18 @@ TEST(expire_definitions)
     mote_entity *e;
     OK(mote_begin(s, 0, &t));
     static const mote_prop_def not_time[] = {
-        {"x", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL, {0}}};
+        {"x", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL, {0}, NULL}};
     static const mote_prop_def no_index[] = {
-        {"x", MOTE_T_TIMESTAMP, MOTE_P_EXPIRES, 0, NULL, NULL, {0}}};
+        {"x", MOTE_T_TIMESTAMP, MOTE_P_EXPIRES, 0, NULL, NULL, {0}, NULL}};
     static const mote_prop_def two[] = {
-        {"x", MOTE_T_TIMESTAMP, MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL, {0}},
-        {"y", MOTE_T_TIMESTAMP, MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL, {0}}};
+        {"x", MOTE_T_TIMESTAMP, MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL, {0}, NULL},
+        {"y", MOTE_T_TIMESTAMP, MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL, {0}, NULL}};
     CHECK_RC(mote_entity_open(t, "A", not_time, 1, &e), MOTE_INVALID);
     CHECK_RC(mote_entity_open(t, "A", no_index, 1, &e), MOTE_INVALID);
     CHECK_RC(mote_entity_open(t, "A", two, 2, &e), MOTE_INVALID);
     CHECK(strstr(mote_errmsg(NULL), "two expiry times"));
     /* an entity without one: nothing to sweep */
-    static const mote_prop_def plain[] = {{"x", MOTE_T_INT64, 0, 0, NULL, NULL, {0}}};
+    static const mote_prop_def plain[] = {{"x", MOTE_T_INT64, 0, 0, NULL, NULL, {0}, NULL}};
     uint64_t removed = 9;
     OK(mote_entity_open(t, "B", plain, 1, &e));
     OK(mote_sweep(t, e, &removed));
@@ -311,9 +311,9 @@ TEST(expire_definitions)
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
     CHECK_RC(mote_sweep(t, e, NULL), MOTE_READONLY);
     static const mote_prop_def becomes[] = {
-        {"x", MOTE_T_TIMESTAMP, MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL, {0}}};
+        {"x", MOTE_T_TIMESTAMP, MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL, {0}, NULL}};
     static const mote_prop_def was[] = {{"x", MOTE_T_TIMESTAMP, MOTE_P_INDEXED, 0, NULL, NULL,
-                                         {0}}};
+                                         {0}, NULL}};
     mote_abort(t);
     OK(mote_begin(s, 0, &t));
     OK(mote_entity_open(t, "C", was, 1, &e));

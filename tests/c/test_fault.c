@@ -181,8 +181,8 @@ TEST(fault_malloc_every_call)
 TEST(fault_malloc_object_puts)
 {
     static const mote_prop_def props[] = {
-        {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
     };
     enum { NPUT = 300 };
     long n;
@@ -237,7 +237,7 @@ TEST(fault_malloc_object_puts)
 enum { VDIM = 4, VBASE = 60 };
 
 static const mote_prop_def vfprops[] = {
-    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, VDIM, NULL, NULL, {0, 4, 8}},
+    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, VDIM, NULL, NULL, {0, 4, 8}, NULL},
 };
 
 /* The k = 10 nearest of (1, 1, 1, 1) through the index: MOTE_OK with

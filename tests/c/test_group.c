@@ -7,12 +7,12 @@
 #include "test.h"
 
 static const mote_prop_def gprops[] = {
-    {"topic", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"plain", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
-    {"code", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"owner", MOTE_T_TOONE, 0, 0, NULL, "G", {0}},
-    {"score", MOTE_T_FLOAT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"topic", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"level", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"plain", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
+    {"code", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"owner", MOTE_T_TOONE, 0, 0, NULL, "G", {0}, NULL},
+    {"score", MOTE_T_FLOAT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
 };
 #define GP 6
 #define GN 600
@@ -231,8 +231,8 @@ TEST(group_count_matches_naive)
         total += atoi(p + 1);
     CHECK(total == 10);
     free(got.s);
-    static const mote_prop_def tm[] = {{"many", MOTE_T_TOMANY, 0, 0, NULL, "G", {0}},
-                                       {"j", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0}}};
+    static const mote_prop_def tm[] = {{"many", MOTE_T_TOMANY, 0, 0, NULL, "G", {0}, NULL},
+                                       {"j", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL}};
     mote_entity *h;
     mote_query *hq;
     OK(mote_begin(s, 0, &t));

@@ -18,8 +18,8 @@ enum { P_TOPIC = 0, P_VEC = 1 };
 static mote_prop_def hprops(unsigned dim, int metric, unsigned m, int i)
 {
     mote_prop_def d[2] = {
-        {"topic", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-        {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, dim, NULL, NULL, {metric, m, 0}},
+        {"topic", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+        {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, dim, NULL, NULL, {metric, m, 0}, NULL},
     };
     return d[i];
 }
@@ -586,7 +586,7 @@ TEST(hnsw_errors)
     mote_txn *t;
     mote_entity *e;
     OK(mote_begin(s, 0, &t));
-    mote_prop_def bad = {"n", MOTE_T_INT32, MOTE_P_HNSW, 0, NULL, NULL, {0}};
+    mote_prop_def bad = {"n", MOTE_T_INT32, MOTE_P_HNSW, 0, NULL, NULL, {0}, NULL};
     CHECK_RC(mote_entity_open(t, "B", &bad, 1, &e), MOTE_INVALID);
     CHECK(strstr(mote_errmsg(NULL), "for vector properties"));
     mote_prop_def v = hprops(4, 0, 0, 1);

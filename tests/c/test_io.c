@@ -91,8 +91,8 @@ TEST(io_one_sync_per_commit)
 TEST(io_create_register_write_one_sync)
 {
     static const mote_prop_def props[] = {
-        {"text", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
-        {"value", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"text", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL},
+        {"value", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
     };
     memio m;
     memio_init(&m);

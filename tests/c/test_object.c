@@ -14,10 +14,10 @@ static mote_value S(const char *s) { mote_value v = {0}; v.v.s.p = s; v.v.s.n = 
 static mote_value N(void) { mote_value v = {0}; v.null = 1; return v; }
 
 static const mote_prop_def note_props[] = {
-    {"timestamp", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}},
-    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"timestamp", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}, NULL},
+    {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"text", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
 };
 
 static mote_entity *open_notes(mote_store *s)
@@ -77,14 +77,14 @@ TEST(obj_put_get_types)
 {
     mote_store *s = test_open(test_path("o.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"b", MOTE_T_BOOL, 0, 0, NULL, NULL, {0}},          {"i8", MOTE_T_INT8, 0, 0, NULL, NULL, {0}},
-        {"i16", MOTE_T_INT16, 0, 0, NULL, NULL, {0}},       {"i32", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
-        {"i64", MOTE_T_INT64, 0, 0, NULL, NULL, {0}},       {"f32", MOTE_T_FLOAT32, 0, 0, NULL, NULL, {0}},
-        {"f64", MOTE_T_FLOAT64, 0, 0, NULL, NULL, {0}},     {"s", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
-        {"by", MOTE_T_BYTES, 0, 0, NULL, NULL, {0}},        {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}},
-        {"d", MOTE_T_DATE, 0, 0, NULL, NULL, {0}},          {"dec", MOTE_T_DECIMAL, 0, 0, NULL, NULL, {0}},
-        {"js", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},         {"vec", MOTE_T_VECTOR, 0, 3, NULL, NULL, {0}},
-        {"opt", MOTE_T_INT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"b", MOTE_T_BOOL, 0, 0, NULL, NULL, {0}, NULL},          {"i8", MOTE_T_INT8, 0, 0, NULL, NULL, {0}, NULL},
+        {"i16", MOTE_T_INT16, 0, 0, NULL, NULL, {0}, NULL},       {"i32", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
+        {"i64", MOTE_T_INT64, 0, 0, NULL, NULL, {0}, NULL},       {"f32", MOTE_T_FLOAT32, 0, 0, NULL, NULL, {0}, NULL},
+        {"f64", MOTE_T_FLOAT64, 0, 0, NULL, NULL, {0}, NULL},     {"s", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL},
+        {"by", MOTE_T_BYTES, 0, 0, NULL, NULL, {0}, NULL},        {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}, NULL},
+        {"d", MOTE_T_DATE, 0, 0, NULL, NULL, {0}, NULL},          {"dec", MOTE_T_DECIMAL, 0, 0, NULL, NULL, {0}, NULL},
+        {"js", MOTE_T_JSON, 0, 0, NULL, NULL, {0}, NULL},         {"vec", MOTE_T_VECTOR, 0, 3, NULL, NULL, {0}, NULL},
+        {"opt", MOTE_T_INT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -153,7 +153,7 @@ TEST(obj_put_get_types)
     OK(mote_commit(t));
     /* bad definitions */
     OK(mote_begin(s, 0, &t));
-    mote_prop_def bd[2] = {{"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL, {0}}, {"x", MOTE_T_INT8, 0, 0, NULL, NULL, {0}}};
+    mote_prop_def bd[2] = {{"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL}, {"x", MOTE_T_INT8, 0, 0, NULL, NULL, {0}, NULL}};
     CHECK_RC(mote_entity_open(t, "Bad", bd, 1, &e), MOTE_INVALID);
     bd[0].flags = 0;
     CHECK_RC(mote_entity_open(t, "Bad", bd, 2, &e), MOTE_INVALID); /* twice */
@@ -225,8 +225,8 @@ TEST(obj_unique_index)
 {
     mote_store *s = test_open(test_path("u.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"email", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-        {"n", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
+        {"email", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+        {"n", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -298,11 +298,11 @@ TEST(obj_schema_evolution)
     /* v2: drop timestamp, rename note -> remark, add score (indexed, int64)
      * and tag (nullable); level becomes unique? no: text gets unique */
     static const mote_prop_def v2[] = {
-        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL, {0}},
-        {"remark", MOTE_T_STRING, MOTE_P_NULLABLE, 0, "note", NULL, {0}},
-        {"score", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-        {"tag", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL, {0}, NULL},
+        {"remark", MOTE_T_STRING, MOTE_P_NULLABLE, 0, "note", NULL, {0}, NULL},
+        {"score", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+        {"tag", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
     };
     s = test_open(p, NULL);
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
@@ -428,11 +428,11 @@ typedef struct dobj {
 } dobj;
 
 static const mote_prop_def dprops[DN] = {
-    {"a", MOTE_T_INT32, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"s", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"u", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"t", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
+    {"a", MOTE_T_INT32, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"s", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"u", MOTE_T_INT64, MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"t", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL},
 };
 
 static void rand_str(uint64_t *rs, char *out)
@@ -891,9 +891,9 @@ TEST(obj_aggregate_edges)
 {
     mote_store *s = test_open(test_path("agg.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"n", MOTE_T_INT64, 0, 0, NULL, NULL, {0}},
-        {"s", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-        {"j", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},
+        {"n", MOTE_T_INT64, 0, 0, NULL, NULL, {0}, NULL},
+        {"s", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+        {"j", MOTE_T_JSON, 0, 0, NULL, NULL, {0}, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -928,10 +928,10 @@ TEST(obj_aggregate_edges)
 /* ---- relations -------------------------------------------------------------------- */
 
 static const mote_prop_def person_props[] = {
-    {"name", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"level", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
-    {"parent", MOTE_T_TOONE, 0, 0, NULL, "Person", {0}},
-    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "Person", {0}},
+    {"name", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"level", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
+    {"parent", MOTE_T_TOONE, 0, 0, NULL, "Person", {0}, NULL},
+    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "Person", {0}, NULL},
 };
 
 static uint64_t add_person(mote_txn *t, mote_entity *e, const char *name, int level,
@@ -1039,7 +1039,7 @@ TEST(obj_relations)
     OK(mote_commit(t));
     OK(mote_check(s, NULL, NULL));
     /* bad definitions */
-    mote_prop_def bad[1] = {{"p", MOTE_T_TOONE, 0, 0, NULL, NULL, {0}}};
+    mote_prop_def bad[1] = {{"p", MOTE_T_TOONE, 0, 0, NULL, NULL, {0}, NULL}};
     mote_entity *be;
     OK(mote_begin(s, 0, &t));
     CHECK_RC(mote_entity_open(t, "B", bad, 1, &be), MOTE_INVALID); /* no target */
@@ -1138,10 +1138,10 @@ static void twin_values(uint64_t *rs, mote_value *v, char (*txt)[24], size_t i, 
 static void twin_run(int with_unique)
 {
     mote_prop_def props[] = {
-        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-        {"code", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-        {"n", MOTE_T_INT64, 0, 0, NULL, NULL, {0}},
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+        {"code", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+        {"n", MOTE_T_INT64, 0, 0, NULL, NULL, {0}, NULL},
     };
     if (with_unique)
         props[2].flags |= MOTE_P_INDEXED | MOTE_P_UNIQUE;
@@ -1341,7 +1341,7 @@ TEST(obj_deferred_index_entries)
     mote_abort(t);
 
     /* more deferred entries than one batch holds (written on the way) */
-    static const mote_prop_def one_prop[] = {{"k", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}}};
+    static const mote_prop_def one_prop[] = {{"k", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL}};
     mote_entity *big;
     OK(mote_begin(s, 0, &t));
     OK(mote_entity_open(t, "Big", one_prop, 1, &big));
@@ -1614,9 +1614,9 @@ TEST(obj_json_path_conditions)
 {
     mote_store *s = test_open(test_path("j.mote"), NULL);
     static const mote_prop_def props[] = {
-        {"tag", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-        {"doc", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-        {"name", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
+        {"tag", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+        {"doc", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+        {"name", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -1716,5 +1716,194 @@ TEST(obj_json_path_conditions)
     CHECK_RC(mote_query_json(q, 1, "n", 1, MOTE_EQ, MOTE_T_INT64, &nul, 1, &node), MOTE_INVALID);
     mote_query_free(q);
     OK(mote_commit(t));
+    OK(mote_close(s));
+}
+
+/* An index on a JSON path: the same random queries on two entities with
+ * the same objects, one with the index on "v" and one without, give the
+ * same ids, and the served ones use the index; after updates and removes,
+ * a reopen, the index declared over stored objects, and a move to another
+ * path; mote check finds it consistent throughout. Values: ints near 2^53,
+ * floats, bools, strings (a NUL, over 400 bytes), null, missing, arrays. */
+static void random_doc(uint64_t *rs, char *buf, size_t cap)
+{
+    static const char *vals[] = {
+        "1", "2", "2.0", "-3", "1.5", "true", "false", "null", "9007199254740993",
+        "9007199254740992", "9007199254740994", "-9223372036854775808", "1e300", "\"a\"",
+        "\"ab\"", "\"b\"", "\"a\\u0000b\"", "\"\"", "[1, 2]", "{\"x\": 1}", "\"\\u00e9\""};
+    size_t nv = sizeof vals / sizeof *vals;
+    uint64_t r = test_rand(rs);
+    if (r % 11 == 0) {
+        snprintf(buf, cap, "{\"w\": 1}");
+    } else if (r % 13 == 0) { /* a long string, keys cut at 400 bytes */
+        int n = snprintf(buf, cap, "{\"v\": \"");
+        for (int i = 0; i < 450; i++)
+            buf[n++] = i == 449 ? (char)('a' + r % 3) : 'x';
+        snprintf(buf + n, cap - (size_t)n, "\"}");
+    } else {
+        snprintf(buf, cap, "{\"v\": %s, \"w\": %d}", vals[r / 17 % nv], (int)(r % 5));
+    }
+}
+
+static uint64_t *json_ids(mote_txn *t, mote_entity *e, int op, int type, const mote_value *v,
+                          size_t nv, size_t *n, const char **plan)
+{
+    mote_query *q;
+    int node;
+    uint64_t *ids;
+    OK(mote_query_new(e, &q));
+    OK(mote_query_json(q, 1, "v", 1, op, type, v, nv, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_ids(t, q, &ids, n));
+    *plan = mote_query_plan(t, q);
+    mote_query_free(q);
+    return ids;
+}
+
+static void json_compare(mote_store *s, mote_entity *with, mote_entity *without, uint64_t *rs)
+{
+    static const int ops[] = {MOTE_EQ, MOTE_IN, MOTE_LT, MOTE_LE, MOTE_GT, MOTE_GE,
+                              MOTE_BETWEEN, MOTE_IS_NULL, MOTE_STARTS_WITH, MOTE_NE};
+    static const char *strs[] = {"a", "ab", "b", "", "x", "a\0b", "\xc3\xa9"};
+    static const int64_t ints[] = {1, 2, -3, 9007199254740993, 9007199254740992, INT64_MIN, 0};
+    static const double flts[] = {1.5, 2.0, 1e300, -1e300, 0.0};
+    mote_txn *t;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    for (int round = 0; round < 300; round++) {
+        int op = ops[test_rand(rs) % (sizeof ops / sizeof *ops)];
+        int type = op == MOTE_STARTS_WITH ? MOTE_T_STRING
+                   : (int[]){MOTE_T_INT64, MOTE_T_FLOAT64, MOTE_T_BOOL, MOTE_T_STRING}[test_rand(rs) % 4];
+        mote_value v[3];
+        memset(v, 0, sizeof v);
+        size_t nv = op == MOTE_IS_NULL ? 0 : op == MOTE_BETWEEN ? 2 : op == MOTE_IN ? 3 : 1;
+        for (size_t i = 0; i < nv; i++) {
+            uint64_t r = test_rand(rs);
+            if (type == MOTE_T_STRING) {
+                const char *x = strs[r % 7];
+                v[i].v.s.p = x;
+                v[i].v.s.n = r % 7 == 5 ? 3 : strlen(x);
+            } else if (type == MOTE_T_INT64) {
+                v[i].v.i = ints[r % 7];
+            } else if (type == MOTE_T_FLOAT64) {
+                v[i].v.f = flts[r % 5];
+            } else {
+                v[i].v.i = (int64_t)(r % 2);
+            }
+        }
+        size_t na, nb;
+        const char *pa, *pb;
+        uint64_t *a = json_ids(t, with, op, type, v, nv, &na, &pa);
+        uint64_t *b = json_ids(t, without, op, type, v, nv, &nb, &pb);
+        if (na != nb || (na && memcmp(a, b, na * sizeof *a)))
+            fprintf(stderr, "op %d type %d: %zu ids with the index, %zu without\n", op, type, na, nb);
+        CHECK(na == nb && (!na || !memcmp(a, b, na * sizeof *a)));
+        if (strcmp(pa, op == MOTE_NE ? "scan" : "index") || strcmp(pb, "scan"))
+            fprintf(stderr, "op %d type %d: plans %s, %s\n", op, type, pa, pb);
+        CHECK(!strcmp(pa, op == MOTE_NE ? "scan" : "index") && !strcmp(pb, "scan"));
+        mote_free(a);
+        mote_free(b);
+    }
+    OK(mote_commit(t));
+}
+
+static void no_problems(void *ctx, const char *p)
+{
+    (void)ctx;
+    fprintf(stderr, "check: %s\n", p);
+    abort();
+}
+
+TEST(obj_json_path_index)
+{
+    const char *path = test_path("ji.mote");
+    mote_store *s = test_open(path, NULL);
+    mote_prop_def props[] = {
+        {"tag", MOTE_T_INT64, 0, 0, NULL, NULL, {0}, NULL},
+        {"doc", MOTE_T_JSON, MOTE_P_NULLABLE | MOTE_P_INDEXED, 0, NULL, NULL, {0}, "v"},
+    };
+    mote_prop_def plain[] = {props[0], {"doc", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0},
+                                        NULL}};
+    mote_txn *t;
+    mote_entity *with, *without;
+    uint64_t rs = 77;
+    char buf[600];
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "With", props, 2, &with));
+    OK(mote_entity_open(t, "Without", plain, 2, &without));
+    for (uint64_t i = 1; i <= 400; i++) { /* the same objects in both */
+        uint64_t r = rs;
+        random_doc(&rs, buf, sizeof buf);
+        mote_value v[2] = {I((int64_t)i), i % 37 == 0 ? N() : S(buf)};
+        OK(mote_put(t, with, i, v, MOTE_PUT_INSERT, NULL));
+        OK(mote_put(t, without, i, v, MOTE_PUT_INSERT, NULL));
+        (void)r;
+    }
+    OK(mote_commit(t));
+    json_compare(s, with, without, &rs);
+    OK(mote_check(s, no_problems, NULL));
+    /* updates (single and batched) and removes keep the index */
+    OK(mote_begin(s, 0, &t));
+    for (uint64_t i = 1; i <= 400; i += 3) {
+        random_doc(&rs, buf, sizeof buf);
+        mote_value v = S(buf);
+        unsigned p1 = 1;
+        OK(mote_update(t, with, i, &p1, &v, 1));
+        OK(mote_update(t, without, i, &p1, &v, 1));
+    }
+    uint64_t gone[20];
+    for (int i = 0; i < 20; i++)
+        gone[i] = 2 + 19 * (uint64_t)i;
+    OK(mote_remove_many(t, with, gone, 20, NULL));
+    OK(mote_remove_many(t, without, gone, 20, NULL));
+    OK(mote_commit(t));
+    json_compare(s, with, without, &rs);
+    OK(mote_check(s, no_problems, NULL));
+    OK(mote_close(s));
+    /* reopened; then the index declared on the other entity over its stored
+     * objects (the plain one now has it), and moved to another path */
+    s = test_open(path, NULL);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "With", plain, 2, &with));    /* the index goes */
+    OK(mote_entity_open(t, "Without", props, 2, &without)); /* and comes here, built */
+    OK(mote_commit(t));
+    json_compare(s, without, with, &rs);
+    OK(mote_check(s, no_problems, NULL));
+    props[1].json_path = "w";
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK_RC(mote_entity_open(t, "Without", props, 2, &without), MOTE_SCHEMA);
+    CHECK(strstr(mote_errmsg(NULL), "index moves to the path w"));
+    mote_abort(t);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Without", props, 2, &without));
+    mote_value three = I(3);
+    mote_query *q;
+    int node;
+    uint64_t n1, n2;
+    OK(mote_query_new(without, &q));
+    OK(mote_query_json(q, 1, "w", 1, MOTE_LT, MOTE_T_INT64, &three, 1, &node));
+    OK(mote_query_where(q, node));
+    CHECK(!strcmp(mote_query_plan(t, q), "index"));
+    OK(mote_query_count(t, q, &n1));
+    mote_query_free(q);
+    OK(mote_query_new(with, &q));
+    OK(mote_query_json(q, 1, "w", 1, MOTE_LT, MOTE_T_INT64, &three, 1, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_count(t, q, &n2));
+    mote_query_free(q);
+    CHECK(n1 == n2 && n1 > 100);
+    OK(mote_commit(t));
+    OK(mote_check(s, no_problems, NULL));
+    /* definitions refused */
+    OK(mote_begin(s, 0, &t));
+    mote_prop_def bad[] = {{"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+                           {"x", MOTE_T_JSON, 0, 0, NULL, NULL, {0}, "a"},
+                           {"x", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}, "a"},
+                           {"x", MOTE_T_JSON, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL, {0}, "a"},
+                           {"x", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL, {0}, "a..b"}};
+    mote_entity *e;
+    for (int i = 0; i < 5; i++)
+        CHECK_RC(mote_entity_open(t, "Bad", &bad[i], 1, &e), MOTE_INVALID);
+    CHECK(strstr(mote_errmsg(NULL), "empty key at byte 2"));
+    mote_abort(t);
     OK(mote_close(s));
 }

@@ -413,7 +413,7 @@ TEST(footprint_page_buffers_reused)
 /* ---- entity handles opened from several threads ------------------------------- */
 
 static const mote_prop_def tprops[] = {
-    {"n", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+    {"n", MOTE_T_INT64, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
 };
 static mote_store *es;
 

@@ -11,14 +11,14 @@ static mote_value S(const char *s) { mote_value v = {0}; v.v.s.p = s; v.v.s.n = 
 
 /* v1 of a Person: a name (indexed), an age, a unique handle, friends. */
 static const mote_prop_def v1[] = {
-    {"name", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"age", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
-    {"handle", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "P", {0}},
+    {"name", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"age", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
+    {"handle", MOTE_T_STRING, MOTE_P_UNIQUE | MOTE_P_INDEXED | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"friends", MOTE_T_TOMANY, 0, 0, NULL, "P", {0}, NULL},
 };
 /* An old deployment's class: it knows only the age, in another order. */
 static const mote_prop_def only_age[] = {
-    {"age", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
+    {"age", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
 };
 
 static mote_entity *open_def(mote_store *s, const mote_prop_def *d, unsigned n, int write)
@@ -152,8 +152,8 @@ TEST(schema_kept_properties)
 /* v1 -> v2 (renamed) -> v1 -> v2: every value stays reachable from each. */
 TEST(schema_rename_round_trip)
 {
-    static const mote_prop_def n1[] = {{"name", MOTE_T_STRING, 0, 0, NULL, NULL, {0}}};
-    static const mote_prop_def n2[] = {{"full_name", MOTE_T_STRING, 0, 0, "name", NULL, {0}}};
+    static const mote_prop_def n1[] = {{"name", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL}};
+    static const mote_prop_def n2[] = {{"full_name", MOTE_T_STRING, 0, 0, "name", NULL, {0}, NULL}};
     mote_store *s = test_open(test_path("rename.mote"), NULL);
     mote_txn *t;
     mote_entity *e1 = open_def(s, n1, 1, 1), *e2;
@@ -186,8 +186,8 @@ TEST(schema_rename_round_trip)
     OK(mote_store_stat(s, &b));
     CHECK(a.txnid == b.txnid);
     /* a new property may take a former name: it is then a different one */
-    static const mote_prop_def both[] = {{"full_name", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
-                                         {"name", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}}};
+    static const mote_prop_def both[] = {{"full_name", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL},
+                                         {"name", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL}};
     mote_entity *e3 = open_def(s, both, 2, 1);
     CHECK(!strcmp(str_of(s, e3, id1, 0, buf), "Ada"));
     CHECK(!strcmp(str_of(s, e3, id1, 1, buf), "<null,absent>"));
@@ -204,7 +204,7 @@ TEST(schema_read_txn_names_differences)
     mote_prop_def v[5];
     memcpy(v, v1, sizeof v1);
     v[0].flags = 0;                                            /* name loses its index */
-    v[4] = (mote_prop_def){"email", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}}; /* new */
+    v[4] = (mote_prop_def){"email", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL}; /* new */
     mote_txn *t;
     mote_entity *e;
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
@@ -304,7 +304,7 @@ TEST(schema_outdated_handles)
     mote_entity *e = open_def(s, v1, 4, 1);
     mote_prop_def v[5];
     memcpy(v, v1, sizeof v1);
-    v[4] = (mote_prop_def){"email", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}};
+    v[4] = (mote_prop_def){"email", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL};
     mote_txn *w, *r;
     mote_entity *e2;
     uint64_t n;
@@ -372,12 +372,12 @@ TEST(schema_id_ranges)
  * the property, a partial update of another one, or a drop's rewrite. */
 TEST(schema_absent_stays_absent)
 {
-    static const mote_prop_def a1[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL, {0}}};
-    static const mote_prop_def a2[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
-                                       {"b", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-                                       {"c", MOTE_T_STRING, 0, 0, NULL, NULL, {0}}};
-    static const mote_prop_def lacks_b[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
-                                            {"c", MOTE_T_STRING, 0, 0, NULL, NULL, {0}}};
+    static const mote_prop_def a1[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL}};
+    static const mote_prop_def a2[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
+                                       {"b", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+                                       {"c", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL}};
+    static const mote_prop_def lacks_b[] = {{"a", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
+                                            {"c", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL}};
     mote_store *s = test_open(test_path("absent.mote"), NULL);
     mote_txn *t;
     mote_entity *e = open_def(s, a1, 1, 1);
@@ -421,7 +421,7 @@ TEST(schema_absent_stays_absent)
 TEST(schema_limits_in_messages)
 {
     mote_store *s = test_open(test_path("lim.mote"), NULL);
-    static const mote_prop_def d[] = {{"s", MOTE_T_STRING, 0, 0, NULL, NULL, {0}}};
+    static const mote_prop_def d[] = {{"s", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL}};
     mote_txn *t;
     mote_entity *e;
     OK(mote_begin(s, 0, &t));

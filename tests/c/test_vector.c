@@ -66,9 +66,9 @@ TEST(vector_kernels)
 enum { DIM = 24, NOBJ = 3000, P_TOPIC = 0, P_LEVEL, P_VEC };
 
 static const mote_prop_def vprops[] = {
-    {"topic", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-    {"level", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
-    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE, DIM, NULL, NULL, {0}},
+    {"topic", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+    {"level", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
+    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE, DIM, NULL, NULL, {0}, NULL},
 };
 
 /* Components are small integers, so every dot product and squared norm is

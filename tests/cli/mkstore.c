@@ -66,33 +66,33 @@ static mote_value str_v(const void *p, size_t n)
 enum { TS, DAY, F64, F32, VEC, DOC, NAME, TAGS, DEC, RAW, FLAG, NUM, NTHING };
 
 static const mote_prop_def tag_def[] = {
-    {"label", MOTE_T_STRING, 0, 0, NULL, NULL, {0}},
+    {"label", MOTE_T_STRING, 0, 0, NULL, NULL, {0}, NULL},
 };
 
 static const mote_prop_def thing_def[NTHING] = {
-    {"ts", MOTE_T_TIMESTAMP, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"day", MOTE_T_DATE, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"f64", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"f32", MOTE_T_FLOAT32, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE, 3, NULL, NULL, {0}},
-    {"doc", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"name", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"tags", MOTE_T_TOMANY, 0, 0, NULL, "Tag", {0}},
-    {"dec", MOTE_T_DECIMAL, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"raw", MOTE_T_BYTES, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"flag", MOTE_T_BOOL, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-    {"num", MOTE_T_INT32, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+    {"ts", MOTE_T_TIMESTAMP, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"day", MOTE_T_DATE, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"f64", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"f32", MOTE_T_FLOAT32, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE, 3, NULL, NULL, {0}, NULL},
+    {"doc", MOTE_T_JSON, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"name", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"tags", MOTE_T_TOMANY, 0, 0, NULL, "Tag", {0}, NULL},
+    {"dec", MOTE_T_DECIMAL, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"raw", MOTE_T_BYTES, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"flag", MOTE_T_BOOL, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+    {"num", MOTE_T_INT32, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
 };
 
 static const mote_prop_def when_def[] = {
-    {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}},
-    {"day", MOTE_T_DATE, 0, 0, NULL, NULL, {0}},
-    {"ns", MOTE_T_INT64, 0, 0, NULL, NULL, {0}},
-    {"days", MOTE_T_INT32, 0, 0, NULL, NULL, {0}},
+    {"ts", MOTE_T_TIMESTAMP, 0, 0, NULL, NULL, {0}, NULL},
+    {"day", MOTE_T_DATE, 0, 0, NULL, NULL, {0}, NULL},
+    {"ns", MOTE_T_INT64, 0, 0, NULL, NULL, {0}, NULL},
+    {"days", MOTE_T_INT32, 0, 0, NULL, NULL, {0}, NULL},
 };
 
 static const mote_prop_def doc_def[] = {
-    {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},
+    {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}, NULL},
 };
 
 /* Doc rows, in id order; run.sh has the expected value of each. */
@@ -116,7 +116,7 @@ static const char *const docs[] = {
 /* mkstore --near FILE: entity Near, 300 vectors of 4 floats with a vector
  * index (mote stat shows it, mote check verifies it). */
 static const mote_prop_def near_def[] = {
-    {"vec", MOTE_T_VECTOR, MOTE_P_HNSW, 4, NULL, NULL, {MOTE_DIST_EUCLIDEAN, 8, 0}},
+    {"vec", MOTE_T_VECTOR, MOTE_P_HNSW, 4, NULL, NULL, {MOTE_DIST_EUCLIDEAN, 8, 0}, NULL},
 };
 
 static int near_store(const char *path)
@@ -138,10 +138,14 @@ static int near_store(const char *path)
 }
 
 /* mkstore --text FILE: entity Doc, 200 texts of 3 words each (600 words,
- * 20 distinct) with a full-text index (mote stat shows it, mote check
- * verifies it). */
+ * 20 distinct) with a full-text index, JSON indexed on a path and an expiry
+ * time that is never reached (mote stat shows them, mote check verifies the
+ * indexes). */
 static const mote_prop_def text_def[] = {
-    {"body", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}},
+    {"body", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}, NULL},
+    {"meta", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL, {0}, "n"},
+    {"until", MOTE_T_TIMESTAMP, MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL,
+     {0}, NULL},
 };
 
 static int text_store(const char *path)
@@ -149,23 +153,25 @@ static int text_store(const char *path)
     mote_txn *t;
     mote_entity *doc;
     if (mote_open(path, NULL, &s) || mote_begin(s, 0, &t) ||
-        mote_entity_open(t, "Doc", text_def, 1, &doc))
+        mote_entity_open(t, "Doc", text_def, 3, &doc))
         return fail("text");
     for (int i = 0; i < 200; i++) {
-        char b[64];
-        mote_value v = {0};
-        v.v.s.p = b;
-        v.v.s.n = (size_t)snprintf(b, sizeof b, "Word%d word%d WORD%d", i % 7, 7 + i % 6,
-                                   13 + i % 7);
-        if (mote_put(t, doc, 0, &v, MOTE_PUT_INSERT, NULL))
+        char b[64], m[32];
+        mote_value v[3] = {{0}, {0}, {1, {0}}};
+        v[0].v.s.p = b;
+        v[0].v.s.n = (size_t)snprintf(b, sizeof b, "Word%d word%d WORD%d", i % 7, 7 + i % 6,
+                                      13 + i % 7);
+        v[1].v.s.p = m;
+        v[1].v.s.n = (size_t)snprintf(m, sizeof m, "{\"n\": %d}", i % 5);
+        if (mote_put(t, doc, 0, v, MOTE_PUT_INSERT, NULL))
             return fail("put Doc");
     }
     return mote_commit(t) || mote_close(s) ? fail("commit") : 0;
 }
 
 static const mote_prop_def fuzz_def[] = {
-    {"raw", MOTE_T_BYTES, 0, 0, NULL, NULL, {0}},
-    {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}},
+    {"raw", MOTE_T_BYTES, 0, 0, NULL, NULL, {0}, NULL},
+    {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}, NULL},
 };
 
 /* Random JSON-like text: values from pieces, some of them not JSON. */

@@ -145,6 +145,8 @@ t "a vector index is consistent" exit_is 0 "$B/mote" check "$D/near.mote"
 "$B/tests/cli/mkstore" --text "$D/text.mote"
 t "stat: a full-text index" bash -c "'$B/mote' stat '$D/text.mote' | grep -Eq '^  full-text index body: 200 texts, 600 words, 20 distinct, 600 postings in [0-9]+ blocks, [0-9]+ bytes \\([0-9.]+ bytes per word\\)$'"
 t "a full-text index is consistent" exit_is 0 "$B/mote" check "$D/text.mote"
+t "stat: an index on a JSON path" bash -c "'$B/mote' stat '$D/text.mote' | grep -q '^  index meta on the JSON path n$'"
+t "stat: an expiry time" bash -c "'$B/mote' stat '$D/text.mote' | grep -q '^  expiry time until '"
 t "dump: lines are strict JSON in UTF-8, all entities" bash -c "'$B/mote' dump '$D/d.mote' > '$D/d.json' && python3 '$D/dump.py' '$D/d.json' all"
 t "dump: each kind of value (ISO times, NaN strings, to-many ids, NULLs)" python3 "$D/dump.py" "$D/d.json" Thing
 t "dump: JSON properties (bare NaN tokens replaced, bad text as a string)" python3 "$D/dump.py" "$D/d.json" Doc

@@ -75,12 +75,12 @@ static void objects(const char *dir)
     memio m;
     mote_store *s = create(&m, "/c/o.mote");
     static const mote_prop_def props[] = {
-        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
-        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL, {0}},
-        {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
-        {"parent", MOTE_T_TOONE, 0, 0, NULL, "Note", {0}},
-        {"links", MOTE_T_TOMANY, 0, 0, NULL, "Note", {0}},
-        {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"level", MOTE_T_INT16, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+        {"text", MOTE_T_STRING, MOTE_P_INDEXED | MOTE_P_UNIQUE, 0, NULL, NULL, {0}, NULL},
+        {"note", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+        {"parent", MOTE_T_TOONE, 0, 0, NULL, "Note", {0}, NULL},
+        {"links", MOTE_T_TOMANY, 0, 0, NULL, "Note", {0}, NULL},
+        {"f", MOTE_T_FLOAT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -121,9 +121,9 @@ static void vectors(const char *dir)
     memio m;
     mote_store *s = create(&m, "/c/v.mote");
     static const mote_prop_def props[] = {
-        {"tag", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}},
+        {"tag", MOTE_T_INT32, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
         {"vec", MOTE_T_VECTOR, MOTE_P_NULLABLE | MOTE_P_HNSW, 8, NULL, NULL,
-         {MOTE_DIST_EUCLIDEAN, 4, 0}},
+         {MOTE_DIST_EUCLIDEAN, 4, 0}, NULL},
     };
     mote_txn *t;
     mote_entity *e;
@@ -164,7 +164,7 @@ static void texts(const char *dir)
     memio m;
     mote_store *s = create(&m, "/c/t.mote");
     static const mote_prop_def props[] = {
-        {"body", MOTE_T_STRING, MOTE_P_FULLTEXT | MOTE_P_NULLABLE, 0, NULL, NULL, {0}},
+        {"body", MOTE_T_STRING, MOTE_P_FULLTEXT | MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
     };
     static const char *const words[] = {"alpha", "beta", "gamma", "delta", "Épsilon", "中"};
     mote_txn *t;

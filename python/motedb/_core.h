@@ -53,6 +53,7 @@ typedef struct FieldInfo {
     int64_t imin, imax;  /* integer range of the property type */
     const char *cname;   /* UTF-8 of name (owned by name) */
     char *renamed;       /* renamed_from, PyMem, or NULL */
+    char *json_path;     /* an index on this path of a JSON property, PyMem, or NULL */
     PyObject *target;    /* relations: the target entity name (str), else NULL */
 } FieldInfo;
 

@@ -12,6 +12,7 @@ import datetime as _dt
 import decimal as _decimal
 import re
 import sys
+import json
 import types
 import typing
 
@@ -41,7 +42,41 @@ class _Marker:
         return f"motedb.{self.name}"
 
 
-Index = _Marker("Index")
+class _IndexMarker(_Marker):
+    """motedb.Index: a value index; called with a path, ``motedb.Index(path="user.id")``,
+    an index on the value at that path inside a dict or list property."""
+
+    __slots__ = ()
+
+    def __call__(self, *, path: str | tuple | list) -> IndexPath:
+        return IndexPath(path)
+
+
+class IndexPath(_Marker):
+    """``motedb.Index(path=...)``: the path (JSON-path text such as ``"user.id"`` or
+    ``"tags[0]"``, or a sequence of keys and positions) whose value the index holds."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str | tuple | list) -> None:
+        super().__init__("Index")
+        if isinstance(path, (tuple, list)):
+            steps = []
+            for s in path:
+                if isinstance(s, bool) or not isinstance(s, (str, int)) or (isinstance(s, int) and s < 0):
+                    raise TypeError(f"motedb.Index(path=...): a step is a str key or an int >= 0, "
+                                    f"not {s!r}")
+                steps.append(f"[{json.dumps(s)}]")
+            path = "$" + "".join(steps)
+        if not isinstance(path, str) or not path:
+            raise TypeError(f"motedb.Index(path=...) takes a JSON path, not {path!r}")
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"motedb.Index(path={self.path!r})"
+
+
+Index = _IndexMarker("Index")
 FullText = _Marker("FullText")
 Expires = _Marker("Expires")
 Unique = _Marker("Unique")
@@ -351,12 +386,18 @@ def prepare(name: str, bases: tuple, ns: dict):
         flags = P_NULLABLE if nullable else 0
         if vindex is not None:
             flags |= P_HNSW
+        paths = [m.path for m in markers if isinstance(m, IndexPath)]
         if Unique in markers:
             flags |= P_UNIQUE | P_INDEXED
-        elif Index in markers:
+        elif Index in markers or paths:
             flags |= P_INDEXED
-        if flags & P_INDEXED and kind in (K_DECIMAL, K_DICT, K_LIST, K_VECTOR):
-            raise TypeError(f"{where}: {base!r} properties cannot be indexed")
+        if paths and (kind not in (K_DICT, K_LIST) or len(paths) > 1 or Unique in markers):
+            raise TypeError(f"{where}: motedb.Index(path=...) is one index on a dict or list "
+                            f"property (not unique)")
+        if flags & P_INDEXED and kind in (K_DECIMAL, K_DICT, K_LIST, K_VECTOR) and not paths:
+            raise TypeError(f"{where}: {base!r} properties cannot be indexed"
+                            + (" (a dict or list property: on a path, motedb.Index(path=\"a.b\"))"
+                               if kind in (K_DICT, K_LIST) else ""))
         if FullText in markers:
             if kind != K_STR:
                 raise TypeError(f"{where}: a full-text index (motedb.FullText) is for str "
@@ -377,7 +418,8 @@ def prepare(name: str, bases: tuple, ns: dict):
         specs.append((attr, kind, mtype, flags, dim, default,
                       None if factory is MISSING else factory, renamed, None,
                       None if vindex is None else
-                      (_DISTANCES[vindex.distance], vindex.m, vindex.ef_construction)))
+                      (_DISTANCES[vindex.distance], vindex.m, vindex.ef_construction),
+                      paths[0] if paths else None))
         names.append(attr)
     for attr, v in ns.items():
         if isinstance(v, Field):

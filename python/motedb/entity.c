@@ -118,11 +118,11 @@ static EntityInfo *build_info(PyTypeObject *type, PyObject *name, PyObject *spec
     }
     for (Py_ssize_t i = 0; i <= n; i++) {
         PyObject *spec = PyList_GET_ITEM(specs, i), *fname, *dflt, *factory, *renamed, *target;
-        PyObject *hnsw = Py_None;
+        PyObject *hnsw = Py_None, *jpath = Py_None;
         int kind, mtype;
         unsigned flags, dim;
-        if (!PyArg_ParseTuple(spec, "UiiIIOOOO|O", &fname, &kind, &mtype, &flags, &dim, &dflt,
-                              &factory, &renamed, &target, &hnsw))
+        if (!PyArg_ParseTuple(spec, "UiiIIOOOO|OO", &fname, &kind, &mtype, &flags, &dim, &dflt,
+                              &factory, &renamed, &target, &hnsw, &jpath))
             goto fail;
         PyObject *descr = PyDict_GetItemWithError(type->tp_dict, fname);
         if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
@@ -184,8 +184,19 @@ static EntityInfo *build_info(PyTypeObject *type, PyObject *name, PyObject *spec
             }
             memcpy(f->renamed, rs, (size_t)rl + 1);
         }
+        if (jpath != Py_None) { /* checked by _schema.py */
+            Py_ssize_t jl;
+            const char *js = PyUnicode_AsUTF8AndSize(jpath, &jl);
+            if (!js || !(f->json_path = PyMem_Malloc((size_t)jl + 1))) {
+                if (!PyErr_Occurred())
+                    PyErr_NoMemory();
+                goto fail;
+            }
+            memcpy(f->json_path, js, (size_t)jl + 1);
+        }
         mote_prop_def *d = &in->defs[i - 1];
         d->name = f->cname;
+        d->json_path = f->json_path;
         d->type = mtype;
         d->flags = flags;
         d->dim = dim;

@@ -113,6 +113,7 @@ void info_free(EntityInfo *in)
         Py_XDECREF(in->f[i].dflt);
         Py_XDECREF(in->f[i].factory);
         PyMem_Free(in->f[i].renamed);
+        PyMem_Free(in->f[i].json_path);
         Py_XDECREF(in->f[i].target);
     }
     Py_XDECREF(in->name);

@@ -7,6 +7,7 @@ synthetic."""
 from __future__ import annotations
 
 import operator
+from typing import Annotated
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +19,13 @@ import motedb
 class Doc(motedb.Entity):
     id: int = 0
     meta: dict | None = None
+    tags: list = motedb.field(default_factory=list)
+
+
+class IxDoc(motedb.Entity):
+    """Doc with an index on the path "a" of its JSON."""
+    id: int = 0
+    meta: Annotated[dict | None, motedb.Index(path="a")] = None
     tags: list = motedb.field(default_factory=list)
 
 
@@ -118,8 +126,8 @@ def holds(doc, path, op, x):
     raise AssertionError(op)
 
 
-def condition(path, op, x):
-    p = Doc.meta
+def condition(path, op, x, cls=Doc):
+    p = cls.meta
     for step in path:
         p = p[step]
     if op in ("is_null", "is_not_null", "exists"):
@@ -166,6 +174,39 @@ def test_queries_equal_the_reference(store, docs, queries):
             inv = box.query(~condition(path, op, x)).ids()
             neg = {"==": "!=", "<": ">=", "in_": "not_in", "is_null": "is_not_null"}[op]
             assert inv == [i for i, d in zip(ids, docs) if holds(d, path, neg, x)]
+
+
+SERVED = ["==", "<", "<=", ">", ">=", "in_", "between", "is_null", "startswith"]
+INDEXED_QUERY = st.sampled_from(SERVED + ["!=", "exists"]).flatmap(
+    lambda op: st.tuples(st.just(["a"]), st.just(op), op_value(op)))
+
+
+def index_serves(op, x):
+    """Does the plan read the index for op x? For the operators it serves, when the values
+    have keys (not a dict or list: those compare as JSON), one type of them (in_() of
+    several types is an OR of one condition per type; between() of two compares as JSON)."""
+    if op not in SERVED:
+        return False
+    vals = [] if op == "is_null" else [y for y in x if y is not None] if op == "in_" \
+        else list(x) if op == "between" else [x]
+    if any(isinstance(v, (dict, list)) for v in vals):
+        return False
+    return len({type(v) for v in vals}) <= 1
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(docs=st.lists(DOC | st.none(), min_size=1, max_size=15),
+       queries=st.lists(INDEXED_QUERY, min_size=1, max_size=8))
+def test_an_index_on_the_path_gives_the_same_results(store, docs, queries):
+    """The same queries on the indexed path "a": the same ids with the index (which the
+    plan uses for the operators it serves) as the reference gives."""
+    box = store.box(IxDoc)
+    box.remove_all()
+    ids = box.put_many([IxDoc(meta=d) for d in docs])
+    for path, op, x in queries:
+        q = box.query(condition(path, op, x, IxDoc))
+        assert q.ids() == [i for i, d in zip(ids, docs) if holds(d, path, op, x)], (op, x)
+        assert (q.plan() == "index") == index_serves(op, x), (op, x, q.plan())
 
 
 def test_paths_values_and_errors(tmp_path):

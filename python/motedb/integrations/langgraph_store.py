@@ -131,7 +131,7 @@ def _vector_class(dims: int, distance: str) -> type:
                 "id": int,
                 "item": Annotated[str, motedb.Index],  # the item's LangGraphItem.key
                 "prefix": Annotated[str, motedb.Index],  # the item's namespace, dotted
-                "path": str,  # the field embedded ("text", "tags.1", "$")
+                "path": str,  # the field embedded ("text", "tags[*].1", "$")
                 "value": dict,  # a copy of the item's value, for the filters
                 "embedding": Annotated[list[float], motedb.Vector(
                     dims, index=motedb.Hnsw(distance=distance))],

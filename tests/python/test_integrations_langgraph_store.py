@@ -486,3 +486,19 @@ def test_query_searches_equal_sqlite_store(tmp_path_factory, batches):
                 else:
                     assert comparable(got) == comparable(want), op
     conn.close()
+
+
+def test_items_changed_without_index_keep_their_vectors(tmp_path):
+    """A store opened without index does not know the vectors' entity: a delete there
+    leaves the item's vectors, which a query search then skips; a put again re-embeds."""
+    with MoteStore.from_path(tmp_path / "n.mote", index=index(FakeEmbed())) as store:
+        store.put(("mem",), "a", {"text": "green tea"})
+        store.put(("mem",), "b", {"text": "black coffee"})
+    with MoteStore.from_path(tmp_path / "n.mote") as store:
+        store.delete(("mem",), "a")
+    with MoteStore.from_path(tmp_path / "n.mote", index=index(FakeEmbed())) as store:
+        assert store.vectors.count() == 2
+        assert [i.key for i in store.search(("mem",), query="green tea")] == ["b"]
+        store.put(("mem",), "a", {"text": "milk"})
+        assert store.vectors.count() == 2
+        assert [i.key for i in store.search(("mem",), query="milk", limit=1)] == ["a"]

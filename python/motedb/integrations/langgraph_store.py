@@ -47,7 +47,9 @@ more neighbours until ``offset + limit`` distinct items are found or none are le
 each item once, with its best field's score, best first: ``1 - cosine distance``,
 ``-L2 distance`` or the inner product (as ``PostgresStore``'s scores: higher is nearer).
 Items without vectors never match a query. Without ``index`` a ``query`` is ignored, as
-``SqliteStore`` ignores it.
+``SqliteStore`` ignores it, and puts and deletes leave the vectors as they are (a store
+opened without ``index`` does not know their entity): put such items again to embed
+them anew.
 """
 
 from __future__ import annotations
@@ -338,7 +340,8 @@ class MoteStore(StoreHolder, BaseStore):
         keys = [key for key, _ in page]
         items = {o.key: o for o in self.items.query(LangGraphItem.key.in_(keys)).find()}
         score = _SCORES[self._distance]
-        return [(items[key], score(d)) for key, d in page]
+        # vectors outlive an item deleted through a store opened without index: left out
+        return [(items[key], score(d)) for key, d in page if key in items]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         I = LangGraphItem

@@ -402,7 +402,8 @@ class MoteStore(StoreHolder, BaseStore):
         pairs = []
         for path, tokens in paths:
             texts = get_text_at_path(op.value, tokens)
-            pairs.extend((f"{path}.{i}" if len(texts) > 1 else path, t) for i, t in enumerate(texts))
+            pairs.extend((f"{path}.{i}" if len(texts) > 1 else path, t)
+                         for i, t in enumerate(texts))
         return pairs
 
     def _texts(self, ops: list[Op], puts: dict[tuple, PutOp]) -> list[str]:
@@ -443,7 +444,8 @@ class MoteStore(StoreHolder, BaseStore):
         vectors = await self.embeddings.aembed_documents(texts) if texts else []
         return await asyncio.to_thread(self._run, ops, puts, self._embedded(texts, vectors))
 
-    def _run(self, ops: list[Op], puts: dict[tuple, PutOp], embedded: dict[str, Any]) -> list[Result]:
+    def _run(self, ops: list[Op], puts: dict[tuple, PutOp],
+             embedded: dict[str, Any]) -> list[Result]:
         results: list[Result] = []
         refresh: list[LangGraphItem] = []
         with self.store.write() if puts else self.store.read():
@@ -480,7 +482,8 @@ def _index_settings(index: IndexConfig) -> tuple[int, str]:
     """An index configuration's dims and MoteDB distance, checked."""
     dims = index.get("dims")
     if not isinstance(dims, int) or isinstance(dims, bool) or dims < 1:
-        raise ValueError(f"index: 'dims' must be the embeddings' length (a positive int), not {dims!r}")
+        raise ValueError(f"index: 'dims' must be the embeddings' length (a positive int), "
+                         f"not {dims!r}")
     kind = index.get("distance_type", "cosine")
     if kind not in _DISTANCES:
         raise ValueError(f"index: unknown distance_type {kind!r}: one of {', '.join(_DISTANCES)}")

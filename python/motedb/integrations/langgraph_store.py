@@ -28,8 +28,28 @@ default ``ttl_config["refresh_on_read"]``, true when unset) moves the expiry tim
 of the items it returns that have a TTL to now + their TTL, in a commit after the
 reads. ``sweep_ttl()`` removes the expired items through the expiry index;
 ``start_ttl_sweeper()`` runs it every ``sweep_interval_minutes`` (default 5) on a
-thread until ``stop_ttl_sweeper()`` or ``close()``. Not yet: semantic search
-(``index``; a ``query`` is ignored, as ``SqliteStore`` ignores it without an index).
+thread until ``stop_ttl_sweeper()`` or ``close()``.
+
+Semantic search: ``MoteStore(..., index={"dims": n, "embed": embeddings or a function,
+"fields": ["text"], "distance_type": "cosine" | "l2" | "inner_product"})``. A put embeds
+the texts at the item's fields (``fields``, default ``["$"]``, the whole value; the put's
+``index`` list instead, none for ``index=False``; a path giving several texts,
+``"tags[*]"``, gives one per element) and stores one vector per field in a second entity,
+``LangGraphVector_<dims>_<distance>`` (the item's key, its dotted namespace, the field's
+path, a copy of the item's value, the embedding with an HNSW index of the distance, the
+item's expiry time), replacing the item's vectors; a delete removes them, a TTL refresh
+moves their expiry with the item's, ``sweep_ttl`` sweeps both entities. A batch embeds
+its search queries and its puts' texts (each text once) in one ``embed_documents`` call
+(``aembed_documents`` in ``abatch``) before its transaction. A search with a ``query``
+is a nearest-neighbour query on the vectors with the namespace and the filter as
+conditions in C on the copied value (``k`` vectors whenever ``k`` match), asking for
+more neighbours until ``offset + limit`` distinct items are found or none are left;
+each item once, with its best field's score, best first: ``1 - cosine distance``,
+``-L2 distance`` or the inner product (as ``PostgresStore``'s scores: higher is nearer).
+Items without vectors never match a query. Without ``index`` a ``query`` is ignored, as
+``SqliteStore`` ignores it, and puts and deletes leave the vectors as they are (a store
+opened without ``index`` does not know their entity): put such items again to embed
+them anew.
 """
 
 from __future__ import annotations
@@ -54,6 +74,7 @@ try:
     from langgraph.store.base import (
         BaseStore,
         GetOp,
+        IndexConfig,
         Item,
         ListNamespacesOp,
         Op,
@@ -62,6 +83,9 @@ try:
         SearchItem,
         SearchOp,
         TTLConfig,
+        ensure_embeddings,
+        get_text_at_path,
+        tokenize_path,
     )
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("motedb.integrations.langgraph_store needs LangGraph: "
@@ -90,15 +114,52 @@ def _key(namespace: tuple[str, ...], key: str) -> str:
     return "".join(map(key_part, (*namespace, "", key)))
 
 
+# LangGraph's distance types as MoteDB's distances, and a search item's score from the
+# distance MoteDB gives (higher is nearer, as PostgresStore's scores)
+_DISTANCES = {"cosine": "cosine", "l2": "euclidean", "inner_product": "dot"}
+_SCORES = {"cosine": lambda d: 1.0 - d, "euclidean": operator.neg, "dot": operator.neg}
+
+_vector_classes: dict[tuple[int, str], type] = {}
+
+
+def _vector_class(dims: int, distance: str) -> type:
+    """The entity of the items' vectors for these dims and distance (made once per
+    process: a store keeps one class per entity name)."""
+    cls = _vector_classes.get((dims, distance))
+    if cls is None:
+        name = f"LangGraphVector_{dims}_{distance}"
+        ns = {
+            "__annotations__": {
+                "id": int,
+                "item": Annotated[str, motedb.Index],  # the item's LangGraphItem.key
+                "prefix": Annotated[str, motedb.Index],  # the item's namespace, dotted
+                "path": str,  # the field embedded ("text", "tags[*].1", "$")
+                "value": dict,  # a copy of the item's value, for the filters
+                "embedding": Annotated[list[float], motedb.Vector(
+                    dims, index=motedb.Hnsw(distance=distance))],
+                "expires_at": Annotated[dt.datetime | None, motedb.Expires],  # the item's
+            },
+            "id": 0, "prefix": "", "path": "", "value": motedb.field(default_factory=dict),
+            "expires_at": None, "__module__": __name__, "__qualname__": name,
+            "__doc__": "The embedding of one field of a LangGraph store's item.",
+        }
+        cls = _vector_classes[(dims, distance)] = type(name, (motedb.Entity,), ns)
+    return cls
+
+
+def _tokens(path: str) -> str | list[str]:
+    return "$" if path == "$" else tokenize_path(path)
+
+
 _ORDER = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
-def _condition(field: str, op: str, x: Any) -> Any:
-    """One filter condition as a condition on the item's JSON value, evaluated in C: the
-    field's dotted path, and SQL's NULL (a missing field or JSON null satisfies only
-    $eq None, fails $ne anything but None); numbers (bools are 0 and 1) order with
-    numbers, text with text, nothing else."""
-    v = LangGraphItem.value
+def _condition(value: Any, field: str, op: str, x: Any) -> Any:
+    """One filter condition as a condition on an item's JSON value (``value``: the
+    entity's property), evaluated in C: the field's dotted path, and SQL's NULL (a
+    missing field or JSON null satisfies only $eq None, fails $ne anything but None);
+    numbers (bools are 0 and 1) order with numbers, text with text, nothing else."""
+    v = value
     for part in field.split("."):
         v = v[part]
     if op == "$eq":
@@ -111,15 +172,23 @@ def _condition(field: str, op: str, x: Any) -> Any:
     return v.in_([]) if x is None else cmp(v, x)  # nothing orders with None
 
 
-def _filter(flt: dict[str, Any]) -> Any:
-    """A search filter as one condition: every field's conditions hold."""
+def _filter(flt: dict[str, Any] | None, value: Any) -> Any:
+    """A search filter as one condition on the JSON property ``value``: every field's
+    conditions hold (None: no filter)."""
     conds = []
-    for field, cond in flt.items():
+    for field, cond in (flt or {}).items():
         if isinstance(cond, dict) and cond and all(k.startswith("$") for k in cond):
-            conds.extend(_condition(field, op, x) for op, x in cond.items())
+            conds.extend(_condition(value, field, op, x) for op, x in cond.items())
         else:
-            conds.append(_condition(field, "$eq", cond))
-    return functools.reduce(operator.and_, conds)
+            conds.append(_condition(value, field, "$eq", cond))
+    return functools.reduce(operator.and_, conds) if conds else None
+
+
+def _in_namespace(prefix: Any, namespace: tuple[str, ...]) -> Any:
+    """The condition on a dotted ``prefix`` property: in the namespace or below (None:
+    the empty namespace, everything)."""
+    text = ".".join(namespace)
+    return (prefix == text) | prefix.startswith(text + ".") if namespace else None
 
 
 def _ns_matches(ns: tuple[str, ...], kind: str, path: tuple[str, ...]) -> bool:
@@ -134,24 +203,32 @@ def _ns_matches(ns: tuple[str, ...], kind: str, path: tuple[str, ...]) -> bool:
 
 class MoteStore(StoreHolder, BaseStore):
     """LangGraph's ``BaseStore`` on a MoteDB store (a path, opened with ``open_kwargs``
-    and closed by ``close()``, or an open ``motedb.Store``, which stays the caller's)."""
+    and closed by ``close()``, or an open ``motedb.Store``, which stays the caller's);
+    ``index`` turns on semantic search (see the module's doc)."""
 
     supports_ttl = True
 
-    def __init__(self, store: motedb.Store | str | os.PathLike, *, ttl: TTLConfig | None = None,
-                 **open_kwargs: Any) -> None:
+    def __init__(self, store: motedb.Store | str | os.PathLike, *, index: IndexConfig | None = None,
+                 ttl: TTLConfig | None = None, **open_kwargs: Any) -> None:
         self.ttl_config = ttl
+        self.index_config = index
+        self.embeddings = ensure_embeddings(index.get("embed")) if index else None
+        if index:
+            self._dims, self._distance = _index_settings(index)
+            self._fields = [(p, _tokens(p)) for p in index.get("fields") or ["$"]]
+            self._vcls = _vector_class(self._dims, self._distance)
         self._sweeper: threading.Thread | None = None
         self._stop = threading.Event()
         self._hold(store, open_kwargs)
         self.items = self.store.box(LangGraphItem)
+        self.vectors = self.store.box(self._vcls) if index else None
 
     @classmethod
     @contextmanager
-    def from_path(cls, path: str | os.PathLike, *, ttl: TTLConfig | None = None,
-                  **open_kwargs: Any) -> Iterator[MoteStore]:
+    def from_path(cls, path: str | os.PathLike, *, index: IndexConfig | None = None,
+                  ttl: TTLConfig | None = None, **open_kwargs: Any) -> Iterator[MoteStore]:
         """``with MoteStore.from_path("memory.mote") as store:``."""
-        s = cls(path, ttl=ttl, **open_kwargs)
+        s = cls(path, index=index, ttl=ttl, **open_kwargs)
         try:
             yield s
         finally:
@@ -165,8 +242,12 @@ class MoteStore(StoreHolder, BaseStore):
     # ---- TTL ----------------------------------------------------------------------------
 
     def sweep_ttl(self) -> int:
-        """Remove the expired items (reads already leave them out); their number."""
-        return self.items.sweep()
+        """Remove the expired items and their vectors (reads already leave them out); the
+        number of items."""
+        with self.store.write():
+            if self.vectors is not None:
+                self.vectors.sweep()
+            return self.items.sweep()
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None
                           ) -> concurrent.futures.Future[None]:
@@ -219,19 +300,48 @@ class MoteStore(StoreHolder, BaseStore):
         return Item(value=o.value, key=o.item_key, namespace=tuple(op.namespace),
                     created_at=o.created_at, updated_at=o.updated_at)
 
-    def _search(self, op: SearchOp, refresh: list[LangGraphItem]) -> list[SearchItem]:
-        I = LangGraphItem
-        ns = tuple(op.namespace_prefix)
-        text = ".".join(ns)
-        where = [(I.prefix == text) | I.prefix.startswith(text + ".")] if ns else []
-        if op.filter:
-            where.append(_filter(op.filter))
-        q = self.items.query(*where).order_by(I.updated_at.desc())
-        found = q.offset(op.offset).limit(op.limit).find() if op.limit > 0 else []
+    def _search(self, op: SearchOp, refresh: list[LangGraphItem],
+                embedded: dict[str, Any]) -> list[SearchItem]:
+        if op.query and self.index_config:
+            found = self._nearest(op, embedded[op.query])
+        else:
+            found = [(o, None) for o in self._newest(op)]
         if op.refresh_ttl:
-            refresh.extend(o for o in found if o.ttl_minutes is not None)
+            refresh.extend(o for o, _ in found if o.ttl_minutes is not None)
         return [SearchItem(namespace=tuple(o.prefix.split(".")), key=o.item_key, value=o.value,
-                           created_at=o.created_at, updated_at=o.updated_at) for o in found]
+                           created_at=o.created_at, updated_at=o.updated_at, score=score)
+                for o, score in found]
+
+    def _newest(self, op: SearchOp) -> list[LangGraphItem]:
+        """A search without a query: the matching items, most recently updated first."""
+        I = LangGraphItem
+        q = self.items.query(_in_namespace(I.prefix, tuple(op.namespace_prefix)),
+                             _filter(op.filter, I.value)).order_by(I.updated_at.desc())
+        return q.offset(op.offset).limit(op.limit).find() if op.limit > 0 else []
+
+    def _nearest(self, op: SearchOp, vector: Any) -> list[tuple[LangGraphItem, float]]:
+        """A search with a query: the items with the vectors nearest to its embedding,
+        each once with its best score, from the offset-th to the (offset + limit)-th."""
+        if op.limit <= 0:
+            return []
+        V = self._vcls
+        want = op.offset + op.limit
+        where = (_in_namespace(V.prefix, tuple(op.namespace_prefix)), _filter(op.filter, V.value))
+        k = 2 * want
+        while True:  # k vectors whenever k match: fewer means there are no more
+            found = self.vectors.query(V.embedding.nearest(vector, k=k), *where).find_with_scores()
+            best: dict[str, float] = {}
+            for v, distance in found:  # nearest first: an item's first vector is its best
+                best.setdefault(v.item, distance)
+            if len(best) >= want or len(found) < k:
+                break
+            k *= 2
+        page = list(best.items())[op.offset:want]
+        keys = [key for key, _ in page]
+        items = {o.key: o for o in self.items.query(LangGraphItem.key.in_(keys)).find()}
+        score = _SCORES[self._distance]
+        # vectors outlive an item deleted through a store opened without index: left out
+        return [(items[key], score(d)) for key, d in page if key in items]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         I = LangGraphItem
@@ -244,38 +354,98 @@ class MoteStore(StoreHolder, BaseStore):
         ordered = sorted(names, key=".".join)  # as SqliteStore orders the dotted text
         return ordered[op.offset:op.offset + op.limit]
 
-    def _put(self, op: PutOp) -> None:
+    def _put(self, op: PutOp, embedded: dict[str, Any]) -> None:
         I = LangGraphItem
         ns = tuple(op.namespace)
         k = _key(ns, op.key)
         old = self.items.query(I.key == k).first()
+        if self.vectors is not None:
+            self.vectors.query(self._vcls.item == k).remove()
         if op.value is None:
             if old is not None:
                 self.items.remove(old.id)
             return
         now = dt.datetime.now(dt.timezone.utc)
         ttl = op.ttl
+        expires = None if ttl is None else now + dt.timedelta(minutes=ttl)
         self.items.put(I(id=old.id if old else 0, key=k, prefix=".".join(ns), item_key=op.key,
                          value=dict(op.value), created_at=old.created_at if old else now,
-                         updated_at=now, ttl_minutes=ttl,
-                         expires_at=None if ttl is None else now + dt.timedelta(minutes=ttl)))
+                         updated_at=now, ttl_minutes=ttl, expires_at=expires))
+        pairs = self._texts_of(op)  # none without an index
+        if pairs:
+            V = self._vcls
+            self.vectors.put_many([V(item=k, prefix=".".join(ns), path=path, value=dict(op.value),
+                                     embedding=embedded[text], expires_at=expires)
+                                   for path, text in pairs])
 
     def _refresh(self, found: list[LangGraphItem]) -> None:
-        """Move the expiry time of items read with refresh_ttl to now + their TTL."""
+        """Move the expiry time of items read with refresh_ttl (and of their vectors) to
+        now + their TTL."""
         now = dt.datetime.now(dt.timezone.utc)
         for o in {o.id: o for o in found}.values():
             if self.items.contains(o.id):  # not deleted since the read
-                self.items.update(o.id, expires_at=now + dt.timedelta(minutes=o.ttl_minutes))
+                expires = now + dt.timedelta(minutes=o.ttl_minutes)
+                self.items.update(o.id, expires_at=expires)
+                if self.vectors is not None:
+                    for vid in self.vectors.query(self._vcls.item == o.key).ids():
+                        self.vectors.update(vid, expires_at=expires)
+
+    # ---- embedding ----------------------------------------------------------------------
+
+    def _texts_of(self, op: PutOp) -> list[tuple[str, str]]:
+        """The (field path, text) pairs a put embeds: at the configured fields or at the
+        put's ``index`` list; none for ``index=False``, a delete or a store without
+        ``index``. A path giving several texts names each ``path.i``, as SqliteStore does."""
+        if not self.index_config or op.value is None or op.index is False:
+            return []
+        paths = self._fields if op.index is None else [(p, _tokens(p)) for p in op.index]
+        pairs = []
+        for path, tokens in paths:
+            texts = get_text_at_path(op.value, tokens)
+            pairs.extend((f"{path}.{i}" if len(texts) > 1 else path, t)
+                         for i, t in enumerate(texts))
+        return pairs
+
+    def _texts(self, ops: list[Op], puts: dict[tuple, PutOp]) -> list[str]:
+        """What a batch embeds, each text once: its search queries and its puts' texts."""
+        if not self.index_config:
+            return []
+        texts = [op.query for op in ops if isinstance(op, SearchOp) and op.query]
+        texts.extend(t for op in puts.values() for _, t in self._texts_of(op))
+        return list(dict.fromkeys(texts))
+
+    def _embedded(self, texts: list[str], vectors: list[Any]) -> dict[str, Any]:
+        """The embedder's answer as text -> vector, checked against ``dims``."""
+        if len(vectors) != len(texts):
+            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(texts)} texts")
+        for text, v in zip(texts, vectors):
+            if len(v) != self._dims:
+                raise ValueError(f"the embedding of {text[:40]!r} has {len(v)} floats, but the "
+                                 f"store's index has dims={self._dims}")
+        return dict(zip(texts, vectors))
+
+    # ---- batches ------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run a batch: its reads as of its start, then its puts (the last of a key wins),
-        one commit when it puts anything; then the TTL refreshes its reads asked for."""
+        """Run a batch: embed its texts (one call), then its reads as of its start, then
+        its puts (the last of a key wins), one commit when it puts anything; then the TTL
+        refreshes its reads asked for."""
         ops = list(ops)
-        puts: dict[tuple, PutOp] = {}
-        for op in ops:
-            if isinstance(op, PutOp):
-                _check_namespace(op.namespace)
-                puts[(tuple(op.namespace), op.key)] = op
+        puts = _last_puts(ops)
+        texts = self._texts(ops, puts)
+        vectors = self.embeddings.embed_documents(texts) if texts else []
+        return self._run(ops, puts, self._embedded(texts, vectors))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch``, embedding with the embedder's async method, the rest on a worker thread."""
+        ops = list(ops)
+        puts = _last_puts(ops)
+        texts = self._texts(ops, puts)
+        vectors = await self.embeddings.aembed_documents(texts) if texts else []
+        return await asyncio.to_thread(self._run, ops, puts, self._embedded(texts, vectors))
+
+    def _run(self, ops: list[Op], puts: dict[tuple, PutOp],
+             embedded: dict[str, Any]) -> list[Result]:
         results: list[Result] = []
         refresh: list[LangGraphItem] = []
         with self.store.write() if puts else self.store.read():
@@ -283,7 +453,7 @@ class MoteStore(StoreHolder, BaseStore):
                 if isinstance(op, GetOp):
                     results.append(self._get(op, refresh))
                 elif isinstance(op, SearchOp):
-                    results.append(self._search(op, refresh))
+                    results.append(self._search(op, refresh, embedded))
                 elif isinstance(op, ListNamespacesOp):
                     results.append(self._list_namespaces(op))
                 elif isinstance(op, PutOp):
@@ -291,15 +461,33 @@ class MoteStore(StoreHolder, BaseStore):
                 else:
                     raise ValueError(f"unknown operation {op!r}")
             for op in puts.values():
-                self._put(op)
+                self._put(op, embedded)
         if refresh:
             with self.store.write():
                 self._refresh(refresh)
         return results
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """``batch`` on a worker thread."""
-        return await asyncio.to_thread(self.batch, list(ops))
+
+def _last_puts(ops: list[Op]) -> dict[tuple, PutOp]:
+    """A batch's puts by (namespace, key), the last of a key winning; namespaces checked."""
+    puts: dict[tuple, PutOp] = {}
+    for op in ops:
+        if isinstance(op, PutOp):
+            _check_namespace(op.namespace)
+            puts[(tuple(op.namespace), op.key)] = op
+    return puts
+
+
+def _index_settings(index: IndexConfig) -> tuple[int, str]:
+    """An index configuration's dims and MoteDB distance, checked."""
+    dims = index.get("dims")
+    if not isinstance(dims, int) or isinstance(dims, bool) or dims < 1:
+        raise ValueError(f"index: 'dims' must be the embeddings' length (a positive int), "
+                         f"not {dims!r}")
+    kind = index.get("distance_type", "cosine")
+    if kind not in _DISTANCES:
+        raise ValueError(f"index: unknown distance_type {kind!r}: one of {', '.join(_DISTANCES)}")
+    return dims, _DISTANCES[kind]
 
 
 def _check_namespace(namespace: tuple[str, ...]) -> None:

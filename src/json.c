@@ -228,16 +228,40 @@ static int plain_byte(uint8_t c)
     return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
+/* Does one of the 8 bytes of w need a closer look than plain_byte's: a
+ * quote, a backslash, a control character or a byte >= 0x80? (May say yes
+ * for a plain byte after one that does: the bytes are then read one by one.) */
+static int word_special(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    uint64_t below = (w - ones * 0x20) | (q - ones) | (b - ones); /* a borrow: < 0x20, " or \ */
+    return ((below & ~(q & b & w)) | w) & highs ? 1 : 0;
+}
+
+/* Past the plain bytes at s->i: 8 at a time while none needs a look. */
+static void skip_plain(jscan *s)
+{
+    while (s->n - s->i >= 8) {
+        uint64_t w;
+        memcpy(&w, s->p + s->i, 8);
+        if (word_special(w))
+            break;
+        s->i += 8;
+    }
+    while (s->i < s->n && plain_byte(s->p[s->i]))
+        s->i++;
+}
+
 /* The string at s->i (its opening quote): 0 with s->i past it, or -1. */
 static int scan_string(jscan *s)
 {
     uint8_t u[4];
     int k;
     s->i++;
-    do {
-        while (s->i < s->n && plain_byte(s->p[s->i]))
-            s->i++;
-    } while ((k = str_unit(s, u)) > 0);
+    do
+        skip_plain(s);
+    while ((k = str_unit(s, u)) > 0);
     return k;
 }
 
@@ -538,6 +562,13 @@ int mote__jpath_compile(const char *text, size_t len, jpath **out)
  * 1 equal, 0 not, -1 malformed; s->i past its closing quote. */
 static int key_is(jscan *s, const uint8_t *key, size_t klen)
 {
+    size_t start = s->i;
+    skip_plain(s);
+    if (at(s, '"')) { /* the common key: plain bytes only, compared at once */
+        size_t n = s->i++ - start;
+        return n == klen && !memcmp(s->p + start, key, n);
+    }
+    s->i = start;
     size_t off = 0;
     int same = 1, k;
     uint8_t u[4];

@@ -360,8 +360,8 @@ class AsyncQuery(Generic[E]):
     async def find(self) -> list[E]:
         return await self.store._read(self.sync.find)
 
-    async def find_with_scores(self) -> list[tuple[E, float]]:
-        return await self.store._read(self.sync.find_with_scores)
+    async def find_with_scores(self, *props: Any) -> list[tuple[Any, float]]:
+        return await self.store._read(self.sync.find_with_scores, *props)
 
     async def first(self) -> E | None:
         return await self.store._read(self.sync.first)

@@ -669,10 +669,13 @@ static PyObject *query_find(PyObject *self, PyObject *unused)
 
 /* nearest(): [(object, distance), ...], nearest first; matches(): [(object,
  * score), ...], highest first */
-static PyObject *query_find_with_scores(PyObject *self, PyObject *unused)
+static PyObject *q_project(PyObject *self, PyObject *args, int dicts, int scored);
+
+static PyObject *query_find_with_scores(PyObject *self, PyObject *args)
 {
-    (void)unused;
     QueryObject *q = (QueryObject *)self;
+    if (q->cond && cond_ranked((CondObject *)q->cond) && PyTuple_GET_SIZE(args))
+        return q_project(self, args, 0, 1);
     if (!q->cond || !cond_ranked((CondObject *)q->cond)) {
         PyErr_Format(PyExc_TypeError, "find_with_scores(): the query has no nearest() or "
                      "matches() condition (%s.prop.nearest(vector, k=...), "
@@ -889,7 +892,9 @@ static PyObject *project_field(QueryObject *q, mote_txn *t, const mote_record *r
     return l;
 }
 
-static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
+/* tuples() and dicts(); scored: find_with_scores(*props), (tuple, score)
+ * pairs in the ranked order. */
+static PyObject *q_project(PyObject *self, PyObject *args, int dicts, int scored)
 {
     QueryObject *q = (QueryObject *)self;
     Py_ssize_t np;
@@ -907,9 +912,21 @@ static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
     }
     const EntityInfo *in = q->box->info;
     uint64_t *ids = NULL;
+    double *dist = NULL;
     size_t n = 0;
     PyObject *res = NULL;
-    if (q_ids(q, &op, &ids, &n) == 0)
+    int got;
+    if (scored) {
+        mote_txn *t = op.ts->txn;
+        mote_query *mq = q->mq;
+        Py_BEGIN_ALLOW_THREADS
+        got = mote_query_scored(t, mq, &ids, &dist, &n);
+        Py_END_ALLOW_THREADS
+        got = got ? raise_rc(got) : 0;
+    } else {
+        got = q_ids(q, &op, &ids, &n);
+    }
+    if (got == 0)
         res = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; res && i < n; i++) {
         mote_record r;
@@ -932,6 +949,11 @@ static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
                 PyTuple_SET_ITEM(row, j, v);
             }
         }
+        if (row && scored) {
+            PyObject *d = PyFloat_FromDouble(dist[i]);
+            Py_SETREF(row, d ? PyTuple_Pack(2, row, d) : NULL);
+            Py_XDECREF(d);
+        }
         if (!row) {
             Py_CLEAR(res);
             break;
@@ -939,6 +961,7 @@ static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
         PyList_SET_ITEM(res, (Py_ssize_t)i, row);
     }
     mote_free(ids);
+    mote_free(dist);
     PyMem_Free(idx);
     q->busy = 0;
     if (op_end(q->box->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
@@ -946,8 +969,11 @@ static PyObject *q_project(PyObject *self, PyObject *args, int dicts)
     return res;
 }
 
-static PyObject *query_tuples(PyObject *self, PyObject *args) { return q_project(self, args, 0); }
-static PyObject *query_dicts(PyObject *self, PyObject *args) { return q_project(self, args, 1); }
+static PyObject *query_tuples(PyObject *self, PyObject *args)
+{
+    return q_project(self, args, 0, 0);
+}
+static PyObject *query_dicts(PyObject *self, PyObject *args) { return q_project(self, args, 1, 0); }
 
 /* ---- aggregates: min, max, sum, avg (NULLs ignored) ---- */
 
@@ -1365,9 +1391,11 @@ static PyMethodDef query_methods[] = {
     {"offset", query_offset, METH_O, "offset(n) -> self: skip n results."},
     {"limit", query_limit, METH_O, "limit(n) -> self: at most n results."},
     {"find", query_find, METH_NOARGS, "find() -> [objects]."},
-    {"find_with_scores", query_find_with_scores, METH_NOARGS,
-     "find_with_scores() -> [(object, distance)], nearest first: a query with nearest(); "
-     "[(object, score)], highest BM25 score first: a query with matches()."},
+    {"find_with_scores", query_find_with_scores, METH_VARARGS,
+     "find_with_scores(*props) -> [(object, distance)], nearest first: a query with "
+     "nearest(); [(object, score)], highest BM25 score first: a query with matches(). With "
+     "properties, (tuple of those properties, score) pairs instead of objects, as tuples() "
+     "gives them."},
     {"first", query_first, METH_NOARGS, "first() -> object or None."},
     {"count", query_count, METH_NOARGS, "count() -> int (after offset / limit)."},
     {"ids", query_ids, METH_NOARGS, "ids() -> [ids]."},

@@ -99,6 +99,14 @@ def test_float32_buffers_and_tuples(memories):
     assert as_list == as_buffer == as_tuple == [i for _, i in reference(objs, q, "cosine", 7)]
     rows = box.query(Memory.embedding.nearest(q, k=3)).tuples("id", "topic")
     assert [r[0] for r in rows] == as_list[:3]
+    # scores with chosen properties instead of objects, in the same order
+    near = box.query(Memory.embedding.nearest(q, k=5) & (Memory.topic < 40))
+    want = [((o.id, o.topic), d) for o, d in near.find_with_scores()]
+    assert near.find_with_scores("id", Memory.topic) == want and len(want) == 5
+    with pytest.raises(ValueError, match="is not a property"):
+        near.find_with_scores("nope")
+    with pytest.raises(TypeError, match="no nearest"):
+        box.query(Memory.topic == 1).find_with_scores("id")
     # puts: a float32 buffer is read in place, a strided one (not contiguous) and a
     # float64 one element by element, a buffer of the wrong length refused
     wide = array.array("f", [float(i) for i in range(2 * DIM)])

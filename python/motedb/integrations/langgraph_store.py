@@ -186,9 +186,14 @@ def _filter(flt: dict[str, Any] | None, value: Any) -> Any:
 
 def _in_namespace(prefix: Any, namespace: tuple[str, ...]) -> Any:
     """The condition on a dotted ``prefix`` property: in the namespace or below (None:
-    the empty namespace, everything)."""
+    the empty namespace, everything). Its first part is one range of the prefix's
+    index, which the plan reads: the names from ``text`` to ``text + "/"`` ("/" follows
+    "." in byte order), the namespace's and its descendants' among them; the second
+    leaves out the others there ("users.u1-x", but not "users.u10", is in that range)."""
+    if not namespace:
+        return None
     text = ".".join(namespace)
-    return (prefix == text) | prefix.startswith(text + ".") if namespace else None
+    return prefix.between(text, text + "/") & ((prefix == text) | prefix.startswith(text + "."))
 
 
 def _ns_matches(ns: tuple[str, ...], kind: str, path: tuple[str, ...]) -> bool:
@@ -329,10 +334,11 @@ class MoteStore(StoreHolder, BaseStore):
         where = (_in_namespace(V.prefix, tuple(op.namespace_prefix)), _filter(op.filter, V.value))
         k = 2 * want
         while True:  # k vectors whenever k match: fewer means there are no more
-            found = self.vectors.query(V.embedding.nearest(vector, k=k), *where).find_with_scores()
+            found = self.vectors.query(V.embedding.nearest(vector, k=k), *where
+                                       ).find_with_scores(V.item)  # not the vectors: their items
             best: dict[str, float] = {}
-            for v, distance in found:  # nearest first: an item's first vector is its best
-                best.setdefault(v.item, distance)
+            for (item,), distance in found:  # nearest first: an item's first vector is its best
+                best.setdefault(item, distance)
             if len(best) >= want or len(found) < k:
                 break
             k *= 2

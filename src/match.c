@@ -163,6 +163,8 @@ int mote__query_eval(const mote_query *q, int node, const mote_record *r)
     }
     if (n->kind == Q_ID)
         return eval_id(n, r->id);
+    if (n->kind == Q_JSON && q->defer_json) /* checked later: a superset now */
+        return 1;
     if (n->kind == Q_JSON) { /* a NULL property: no value at any path */
         mote_value x;
         jval v = {J_ABSENT, NULL, 0};

@@ -1696,6 +1696,46 @@ static int nearest_run(mote_txn *t, mote_query *q, uint64_t **ids, double **scor
     return near_run(t, q, ids, score, n, 1);
 }
 
+/*
+ * Deferred JSON conditions. A sorted query with a limit keeps only the first
+ * offset + limit matches in its order, but every candidate would have its
+ * JSON read (json.c scans the text up to the key, often past long strings).
+ * The first pass takes the JSON conditions as holding: condition trees have
+ * no negation (NOT is folded into the operators), so its matches are a
+ * superset. After the sort the candidates are checked whole, in order, until
+ * enough match: for a query on 200 candidates where one in eight matches, 80
+ * JSON reads instead of 200.
+ */
+static int has_json(const mote_query *q)
+{
+    for (size_t i = 0; i < q->nn; i++)
+        if (q->nodes[i].kind == Q_JSON)
+            return 1;
+    return 0;
+}
+
+/* The first `want` ids of ids[0..*n) (in their order) whose records match
+ * q whole: kept at the front, *n their number. */
+static int check_deferred(mote_txn *t, mote_query *q, uint64_t *ids, size_t *n, uint64_t want)
+{
+    mote_cursor *oc;
+    size_t k = 0;
+    int rc = mote_cursor_open(t, q->e->eid, &oc);
+    for (size_t i = 0; !rc && i < *n && k < want; i++) {
+        mote_record r;
+        if ((rc = fetch_obj(q->e, oc, ids[i], &r)))
+            break;
+        int m = mote__query_admit(q, &r);
+        if (m < 0)
+            rc = -m;
+        else if (m)
+            ids[k++] = ids[i];
+    }
+    mote_cursor_close(oc);
+    *n = k;
+    return rc;
+}
+
 /* The matching ids after order, offset and limit. On error *ids is NULL. */
 int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
 {
@@ -1719,6 +1759,7 @@ int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
     c.sorting = !pl.ordered && !id_sort;
     if (pl.ordered && q->limit)
         c.stop_after = off + q->limit;
+    q->defer_json = c.sorting && q->limit && has_json(q);
     rc = run_matches(t, q, &pl, coll_add, &c);
     if (rc == -1)
         rc = MOTE_OK;
@@ -1745,6 +1786,11 @@ int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
     }
     if (!rc && id_sort && c.n > 1)
         qsort(c.ids, c.n, sizeof *c.ids, cmp_id);
+    if (q->defer_json) {
+        q->defer_json = 0;
+        if (!rc)
+            rc = check_deferred(t, q, c.ids, &c.n, off + q->limit);
+    }
     mote__free(c.keys);
     mote__free(c.koff);
     mote__free(c.klen);

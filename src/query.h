@@ -71,6 +71,8 @@ struct mote_query {
     unsigned near_ef; /* search breadth through an index, 0: the default */
     qmatch *match;    /* full-text match (replaces an order), or NULL */
     int64_t now;      /* the run's transaction's clock, for expiry (object.c) */
+    int defer_json;   /* a sorted run's first pass: JSON conditions hold (query.c,
+                         "Deferred JSON conditions") */
 };
 
 /* match.c: does the condition tree below `node` hold for record r? 1 = match,

@@ -20,6 +20,7 @@ class Doc(motedb.Entity):
     id: int = 0
     meta: dict | None = None
     tags: list = motedb.field(default_factory=list)
+    rank: int = 0
 
 
 class IxDoc(motedb.Entity):
@@ -174,6 +175,21 @@ def test_queries_equal_the_reference(store, docs, queries):
             inv = box.query(~condition(path, op, x)).ids()
             neg = {"==": "!=", "<": ">=", "in_": "not_in", "is_null": "is_not_null"}[op]
             assert inv == [i for i, d in zip(ids, docs) if holds(d, path, neg, x)]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(docs=st.lists(st.tuples(DOC | st.none(), st.integers(0, 3)), min_size=1, max_size=15),
+       queries=st.lists(st.tuples(QUERY, st.integers(0, 3), st.integers(1, 4)), min_size=1, max_size=6))
+def test_sorted_pages_equal_the_reference(store, docs, queries):
+    """Ordered by another property with offset and limit: the JSON conditions are
+    checked after the sort, on the candidates in order, until the page is full."""
+    box = store.box(Doc)
+    box.remove_all()
+    ids = box.put_many([Doc(meta=d, rank=r) for d, r in docs])
+    for (path, op, x), off, lim in queries:
+        got = box.query(condition(path, op, x)).order_by(Doc.rank.desc()).offset(off).limit(lim).ids()
+        ranked = sorted(((-r, i) for i, (d, r) in zip(ids, docs) if holds(d, path, op, x)))
+        assert got == [i for _, i in ranked][off:off + lim], (path, op, x, off, lim)
 
 
 SERVED = ["==", "<", "<=", ">", ">=", "in_", "between", "is_null", "startswith"]

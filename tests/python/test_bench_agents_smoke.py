@@ -1,5 +1,6 @@
-"""Smoke test of the LangGraph checkpointer benchmark (bench/agents): 4 threads × 5 steps, one rep; and its async
-API configuration (motedb.aio against aiosqlite): 100 coroutines × 5 operations.
+"""Smoke test of the LangGraph checkpointer benchmark (bench/agents): 4 threads × 5 steps, one rep; its async
+API configuration (motedb.aio against aiosqlite): 100 coroutines × 5 operations; and its store search (MoteStore
+against SqliteStore): 4 users × 30 memories, 20 searches of each kind it can run here.
 
 Runs `python3 -m bench.agents --smoke` as a subprocess (it creates or reuses .bench-venvs/agents/ and checks by
 itself that every measurement is plausible), then checks the output's shape.
@@ -22,6 +23,7 @@ CONFIGS = {
     "async shared": {"MoteSaver", "AsyncSqliteSaver"},
 }
 AIO_CONFIG, AIO_ENGINES, AIO_KINDS = "async API", {"motedb.aio", "aiosqlite"}, {"get", "write"}
+SEARCH_CONFIG, SEARCH_ENGINES = "store search", {"MoteStore", "SqliteStore"}
 
 
 def test_bench_agents_smoke(tmp_path):
@@ -36,7 +38,7 @@ def test_bench_agents_smoke(tmp_path):
     assert p["profile"] == "smoke" and p["reps"] >= 1
     assert p["checkpoints_per_run"] == p["threads"] * (p["steps_per_thread"] + 1)
     assert p["sqlite_synchronous_seen"]  # recorded, whatever it is
-    assert set(res["results"]) == set(CONFIGS) | {AIO_CONFIG} == set(res["ratios"])
+    assert set(res["results"]) == set(CONFIGS) | {AIO_CONFIG, SEARCH_CONFIG} == set(res["ratios"])
     for cfg, engines in CONFIGS.items():
         assert set(res["results"][cfg]) == engines
         assert all(len(res["measurements"][cfg][e]) == p["reps"] for e in engines)
@@ -66,7 +68,18 @@ def test_bench_agents_smoke(tmp_path):
     assert res["results"][AIO_CONFIG]["aiosqlite"]["sqlite"]["journal_mode"] == "wal"
     ra = res["ratios"][AIO_CONFIG]
     assert ra["against"] == "aiosqlite" and ra["ops_per_s"] > 0 and set(ra["latency_p50"]) == AIO_KINDS
+    s = p["store_search"]
+    assert s["kinds"][0] == "filter" and set(s["kinds"]) <= {"filter", "semantic"}
+    assert (len(s["kinds"]) == 2) == (s["semantic_not_measured"] is None)
+    for e in SEARCH_ENGINES:
+        for k in s["kinds"]:
+            r = res["results"][SEARCH_CONFIG][e][k]
+            assert r["searches_per_s"] > 0 and 0 < r["latency_p50_us"] <= r["latency_p99_us"]
+            assert all(m["kinds"][k]["searches"] == s["searches_per_kind"]
+                       for m in res["measurements"][SEARCH_CONFIG][e])
+    assert all(res["ratios"][SEARCH_CONFIG][k]["searches_per_s"] > 0 for k in s["kinds"])
     md = (out / "results.md").read_text()
+    assert "| store search, filter (4 users × 30 memories; SqliteStore) | searches/s |" in md
     assert md.startswith("## bench/agents")
     assert "| async API: 100 coroutines (motedb.aio vs aiosqlite) | ops/s |" in md
     assert {f.name for f in out.glob("*.png")} == set(res["environment"]["charts"]) != set()

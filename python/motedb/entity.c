@@ -958,6 +958,13 @@ static PyObject *cond_repr(PyObject *self)
     if (c->kind == C_JSON && c->op >= MOTE_EQ && c->op <= MOTE_GE)
         return PyUnicode_FromFormat("%s.%U%U %s %R", prop_entity(c->prop), c->prop->name,
                                     c->shown, op_text[c->op], PyTuple_GET_ITEM(c->vals, 0));
+    if (c->kind == C_JSON && PyTuple_GET_SIZE(c->vals) == 1 && c->op != MOTE_IN &&
+        c->op != MOTE_NOT_IN)
+        return PyUnicode_FromFormat("%s.%U%U.%s(%R)", prop_entity(c->prop), c->prop->name,
+                                    c->shown, op_text[c->op], PyTuple_GET_ITEM(c->vals, 0));
+    if (c->kind == C_JSON && (c->op == MOTE_IN || c->op == MOTE_NOT_IN))
+        return PyUnicode_FromFormat("%s.%U%U.%s(%R)", prop_entity(c->prop), c->prop->name,
+                                    c->shown, op_text[c->op], c->vals);
     if (c->kind == C_JSON)
         return PyUnicode_FromFormat("%s.%U%U.%s%R", prop_entity(c->prop), c->prop->name,
                                     c->shown, op_text[c->op], c->vals);
@@ -1421,6 +1428,24 @@ static PyObject *prop_endswith(PyObject *self, PyObject *args, PyObject *kwds)
 
 static PyObject *prop_contains(PyObject *self, PyObject *args, PyObject *kwds)
 {
+    PropertyObject *p = (PropertyObject *)self;
+    FieldInfo *f = prop_field(p);
+    if (f && f->kind == K_LIST) { /* tags.contains(x): the list holds an element equal to x */
+        PyObject *v;
+        if (!PyArg_ParseTuple(args, "O", &v) || (kwds && PyDict_GET_SIZE(kwds))) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "contains(value) of a list property takes "
+                                                 "one value");
+            return NULL;
+        }
+        PyObject *root = PyUnicode_FromString("$"), *empty = PyUnicode_FromString("");
+        PyObject *vals = root && empty ? PyTuple_Pack(1, v) : NULL;
+        PyObject *c = vals ? json_cond(p, root, empty, MOTE_ARRAY_CONTAINS, vals) : NULL;
+        Py_XDECREF(root);
+        Py_XDECREF(empty);
+        Py_XDECREF(vals);
+        return c;
+    }
     return prop_strop(self, args, kwds, MOTE_CONTAINS);
 }
 
@@ -1699,7 +1724,8 @@ static PyMethodDef prop_methods[] = {
     {"endswith", (PyCFunction)(void (*)(void))prop_endswith, METH_VARARGS | METH_KEYWORDS,
      "endswith(s, case_sensitive=True)."},
     {"contains", (PyCFunction)(void (*)(void))prop_contains, METH_VARARGS | METH_KEYWORDS,
-     "contains(s, case_sensitive=True): substring."},
+     "contains(s, case_sensitive=True): substring of a str or bytes property; "
+     "contains(x) of a list property: an element equal to x (as a JSON path's contains())."},
     {"matches", (PyCFunction)(void (*)(void))prop_matches, METH_VARARGS | METH_KEYWORDS,
      "matches(text, *, k=10, all_terms=False): the k objects whose text (a property with a "
      "full-text index, motedb.FullText) holds any of text's words (every one with "

@@ -232,6 +232,11 @@ def test_paths_values_and_errors(tmp_path):
         assert box.query(Doc.meta["u"]["age"] >= 7).count() == 3
         assert box.query(Doc.meta["k.dot"][0] == 4).count() == 1  # a key with a dot
         assert box.query(Doc.meta["k.dot"].contains("x")).count() == 10
+        box.put_many([Doc(tags=["a", 1, {"b": 2}]), Doc(tags=[]), Doc(tags=["a"])])
+        assert box.query(Doc.tags.contains("a")).count() == 2  # a list property itself
+        assert box.query(Doc.tags.contains({"b": 2.0})).count() == 1
+        assert repr(Doc.tags.contains(1)) == "Doc.tags.contains(1)"
+        assert repr(Doc.meta["u"].in_([1, 2])) == "Doc.meta['u'].in_((1, 2))"
         assert box.query(Doc.meta["u"]["age"].in_([1, 2.0, "3", None])).count() == 2
         q = box.query((Doc.meta["u"]["age"] < 3) & Doc.meta["u"]["name"].startswith("n"))
         assert q.count() == 3

@@ -434,6 +434,13 @@ int mote__entities_flush(mote_txn *t)
 
 static int remove_one(mote_txn *t, mote_entity *e, uint64_t id);
 
+/* Has record r's object expired by t's clock? (At once 0 for an entity
+ * without an expiry time, whose reads never read the clock.) */
+static int expired_now(mote_txn *t, const mote_record *r)
+{
+    return r->e->expires >= 0 && mote__expired(r, mote__txn_now(t));
+}
+
 /* Object id, whose record is rec[0..len), is gone if it has expired: then
  * remove it (MOTE_NOTFOUND), else MOTE_OK. rec may be oldbuf, which the
  * removal reuses. */
@@ -442,7 +449,7 @@ static int drop_if_expired(mote_txn *t, mote_entity *e, uint64_t id, const uint8
 {
     mote_record r;
     int rc = mote__record_init(&r, e, rec, len, id);
-    if (rc || !mote__expired(&r, mote__txn_now(t)))
+    if (rc || !expired_now(t, &r))
         return rc;
     return (rc = remove_one(t, e, id)) ? rc : MOTE_NOTFOUND;
 }
@@ -839,7 +846,7 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
         mote_value *v = vals + i * np;
         mote_record r;
         rc = mote__obj_seek(e, oc, ids[i], &r);
-        if (rc == MOTE_NOTFOUND || (!rc && mote__expired(&r, mote__txn_now(t))))
+        if (rc == MOTE_NOTFOUND || (!rc && expired_now(t, &r)))
             rc = BATCH_NO; /* one by one: see put_with_id */
         for (unsigned j = e->nprops; !rc && j < np; j++) /* kept: carried over */
             rc = mote_record_get(&r, j, &v[j], NULL);
@@ -1124,7 +1131,7 @@ int mote_get(mote_txn *t, mote_entity *e, uint64_t id, mote_record *out)
         return rc;
     mote_record r;
     rc = mote__record_init(out ? out : &r, e, v.data, v.size, id);
-    if (!rc && e->expires >= 0 && mote__expired(out ? out : &r, mote__txn_now(t)))
+    if (!rc && expired_now(t, out ? out : &r))
         rc = MOTE_NOTFOUND;
     return rc;
 }
@@ -1212,7 +1219,7 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
             rc = kb_add(&b.ob, k, 8, 1);
         if (!rc)
             rc = mote__links_cleanup(t, e, ids[i]);
-        cnt += !mote__expired(&r, e->expires >= 0 ? mote__txn_now(t) : 0); /* see EXPIRY */
+        cnt += !expired_now(t, &r); /* see EXPIRY */
     }
     mote_cursor_close(oc);
     if (!rc)
@@ -1402,7 +1409,7 @@ int mote_scan(mote_txn *t, mote_entity *e, mote_record_fn fn, void *ctx)
         if ((rc = mote_cursor_get(c, &k, &v)) ||
             (rc = mote__record_init(&r, e, v.data, v.size, mote__be64(k.data))))
             break;
-        if (e->expires >= 0 && mote__expired(&r, mote__txn_now(t)))
+        if (expired_now(t, &r))
             continue;
         if ((rc = fn(ctx, &r)))
             break;

@@ -290,9 +290,9 @@ int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out)
     mpage *np = mote__mpage_alloc(s->P);
     if (!np)
         return mote__err(MOTE_NOMEM, "out of memory reading page %u", pgno);
-    /* another process's commit: its branch pages may be in the segment */
+    /* another process's commit: its pages may be in the segment */
     const char *what = level < 0 ? "overflow" : "tree";
-    int rc = s->seg && level > 0 && mote__share_page(s, pgno, b32, np->data)
+    int rc = s->seg && mote__share_page(s, pgno, b32, np->data)
                  ? mote__verify_page(s, np->data, ptr, what)
                  : MOTE_CORRUPT;
     if (rc) { /* from the file */

@@ -28,8 +28,9 @@
  *   root    copies of the states of the last commits written (64 KB from
  *           page 5: 4 of 4 KB pages, 1 of 64 KB ones; written once a second
  *           process has opened the store)
- *   pages   copies of the branch pages of the last commits (65 KB: 16 of
- *           4 KB pages, 1 of 64 KB; likewise)
+ *   pages   copies of the pages commits wrote, one place per page number
+ *           modulo their count (4.1 MB: 1,024 of 4 KB pages, 64 of 64 KB;
+ *           likewise; memory only where written)
  *   more    the slots that do not fit in the header's page
  *
  * The read path makes no system call (one costs ~0.4 µs here, a get from
@@ -106,13 +107,13 @@
 #include "pager.h"
 
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
-#define SEG_VERSION 6u
+#define SEG_VERSION 7u
 #define SEG_PAGE 4096u
 #define RING_PAGES 3u
 #define SEG_BYTES ((1u + RING_PAGES) * SEG_PAGE) /* header and slots; the ring */
 #define ROOT_MAX 65536u                          /* the largest page size */
 #define ROOT_COPIES 4u /* copies of recent states, of P bytes each in ROOT_MAX */
-#define PAGE_AREA (ROOT_MAX + 1024u) /* copies of recent branch pages, with a header each */
+#define PAGE_AREA (1024u * (4096u + 64u)) /* copies of written pages, with a header each */
 #define SEG_HEADER 320u
 #define SLOT_BYTES 64u /* a cache line */
 #define HEAD_SLOTS ((SEG_PAGE - SEG_HEADER) / SLOT_BYTES) /* 59 */
@@ -127,8 +128,8 @@ typedef struct rootcopy {
     _Atomic uint64_t seq, txn;
 } rootcopy;
 
-/* A copy of a branch page a recent commit wrote, and its header: sequence
- * lock, page number, low 32 bits of its birth (the page follows). */
+/* A copy of a page a commit wrote, and its header: sequence lock, page
+ * number, low 32 bits of its birth (the page follows). */
 typedef struct pagecopy {
     _Atomic uint64_t seq;
     _Atomic uint32_t pgno, birth;
@@ -172,8 +173,7 @@ struct segment {
     _Atomic uint32_t slots_hi;    /* no slot at or above this one was ever used */
     _Atomic uint32_t fresh;       /* no commit is durable yet (pager.h FRESH) */
     uint32_t copy_next;           /* the root copy the next commit takes (writer) */
-    uint32_t page_next;           /* the page copy the next branch page takes (writer) */
-    uint32_t pad0;
+    uint32_t pad0[2];
     rootcopy copy[ROOT_COPIES];   /* what root + i * page_size holds */
     pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
     pthread_mutex_t sync_mu;      /* held while a synced commit becomes the latest */
@@ -183,7 +183,7 @@ struct segment {
     uint32_t ring_pgno[RING];
     uint8_t root[ROOT_MAX];       /* states of recent commits, once a second process
                                      came (copies(page_size) of them) */
-    uint8_t pages[PAGE_AREA];     /* branch pages of recent commits, likewise
+    uint8_t pages[PAGE_AREA];     /* pages commits wrote, likewise
                                      (page_copies(page_size) of them) */
     segslot more[MORE_SLOTS];     /* slots HEAD_SLOTS and up */
 };
@@ -1178,20 +1178,28 @@ void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synce
         pthread_mutex_unlock(&seg->sync_mu);
 }
 
-/* ---- copies of recent branch pages ----------------------------------------------- */
+/* ---- copies of written pages ---------------------------------------------------- */
 
-/* A reader of another process's commit needs the branch pages on its way
- * to any leaf, and a commit rewrites one at least (its leaf's parent): read
- * from the file, each costs a pread (~2.5 µs) where a copy costs a memcpy.
- * The writer puts the branch pages of its commit here (round, under the
- * writer lock), a reader that misses its cache looks here first: a copy
- * is used only if it is whole (its sequence lock) and passes the checks of
- * a page read from the file (the pointer's crc32c, page number, birth). */
+/* A reader of another process's commit needs the pages that commit wrote
+ * (its leaf, the branches above it): read from the file, each costs a pread
+ * and its copy (~2.5 µs with four processes on two CPUs) where a copy from
+ * here costs a memcpy. The writer puts every tree and overflow page of its
+ * commit here (under the writer lock), each at the place of its page number
+ * modulo their count, so a reader that misses its cache looks at one place:
+ * a copy is used only if it is whole (its sequence lock) and passes the
+ * checks of a page read from the file (the pointer's crc32c, page number,
+ * birth). In bench-procs' mixed workload 0.4 of the reads missed a page
+ * another process had rewritten; with 16 copies of branch pages only, the
+ * leaves were all preads (ARCHITECTURE.md, "Reading another process's
+ * pages"). Direct places keep a writer's cost at one memcpy per page and a
+ * reader's at one header; a store larger than the places loses the copies
+ * of pages whose numbers meet (the newer one wins), not their correctness.
+ * The area's memory is taken only where written: at most the store's size. */
 static unsigned page_copies(uint32_t P) { return PAGE_AREA / (P + (uint32_t)sizeof(pagecopy)); }
 
-static pagecopy *page_copy(struct segment *seg, uint32_t P, unsigned i)
+static pagecopy *page_copy(struct segment *seg, uint32_t P, uint32_t pgno)
 {
-    return (pagecopy *)(seg->pages + (size_t)i * (P + sizeof(pagecopy)));
+    return (pagecopy *)(seg->pages + (size_t)(pgno % page_copies(P)) * (P + sizeof(pagecopy)));
 }
 
 void mote__share_pages(mote_store *s, mpage *const *pages, uint32_t npg)
@@ -1199,12 +1207,11 @@ void mote__share_pages(mote_store *s, mpage *const *pages, uint32_t npg)
     struct segment *seg = s->seg;
     if (atomic_load(&seg->slots_hi) <= 1) /* no other process has opened the store */
         return;
-    unsigned n = page_copies(s->P);
     for (uint32_t k = 0; k < npg; k++) {
         const uint8_t *d = pages[k]->data;
-        if (n_type(d) != NODE_BRANCH)
+        if (n_type(d) != NODE_BRANCH && n_type(d) != NODE_LEAF && n_type(d) != PAGE_OVERFLOW)
             continue;
-        pagecopy *c = page_copy(seg, s->P, seg->page_next++ % n);
+        pagecopy *c = page_copy(seg, s->P, pages[k]->pgno);
         uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed) | 1;
         atomic_store_explicit(&c->seq, seq, memory_order_relaxed);
         atomic_thread_fence(memory_order_release);
@@ -1220,19 +1227,14 @@ int mote__share_page(mote_store *s, uint32_t pgno, uint32_t birth32, uint8_t *bu
     struct segment *seg = s->seg;
     if (atomic_load_explicit(&seg->slots_hi, memory_order_relaxed) <= 1)
         return 0;
-    unsigned n = page_copies(s->P);
-    for (unsigned i = 0; i < n; i++) {
-        pagecopy *c = page_copy(seg, s->P, i);
-        uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-        if (!seq || (seq & 1) || atomic_load_explicit(&c->pgno, memory_order_relaxed) != pgno ||
-            atomic_load_explicit(&c->birth, memory_order_relaxed) != birth32)
-            continue;
-        memcpy(buf, c + 1, s->P);
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&c->seq, memory_order_relaxed) == seq)
-            return 1;
-    }
-    return 0;
+    pagecopy *c = page_copy(seg, s->P, pgno);
+    uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+    if (!seq || (seq & 1) || atomic_load_explicit(&c->pgno, memory_order_relaxed) != pgno ||
+        atomic_load_explicit(&c->birth, memory_order_relaxed) != birth32)
+        return 0;
+    memcpy(buf, c + 1, s->P);
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&c->seq, memory_order_relaxed) == seq;
 }
 
 void mote__share_keep_base(mote_store *s)

@@ -264,6 +264,10 @@ struct mote_store {
 
     /* many processes (share.c) */
     struct segment *seg; /* the shared segment; NULL: the store is open exclusively */
+    uint64_t seg_dev, seg_ino; /* the segment's file */
+    _Atomic(uint8_t *) seg_area; /* its copies of written pages, mapped once another
+                            process has the store open (share.c); NULL: not yet */
+    int area_failed;     /* mapping them failed: no copies in this process */
     _Atomic uint64_t *sh_latest, *sh_snap; /* in seg: the latest commit, this
                             process's published snapshot (the read path's fast way) */
     int slot;            /* this process's slot in seg */

@@ -28,10 +28,13 @@
  *   root    copies of the states of the last commits written (64 KB from
  *           page 5: 4 of 4 KB pages, 1 of 64 KB ones; written once a second
  *           process has opened the store)
+ *   more    the slots that do not fit in the header's page
  *   pages   copies of the pages commits wrote, one place per page number
  *           modulo their count (4.1 MB: 1,024 of 4 KB pages, 64 of 64 KB;
- *           likewise; memory only where written)
- *   more    the slots that do not fit in the header's page
+ *           likewise; memory only where written), mapped apart, by a
+ *           process only once another one has opened the store (a larger
+ *           mapping made every open → read → close of a tiny store ~1.5 µs
+ *           slower)
  *
  * The read path makes no system call (one costs ~0.4 µs here, a get from
  * Python ~0.7 µs in all): a reader compares the header's latest txnid with
@@ -113,13 +116,14 @@
 #define SEG_BYTES ((1u + RING_PAGES) * SEG_PAGE) /* header and slots; the ring */
 #define ROOT_MAX 65536u                          /* the largest page size */
 #define ROOT_COPIES 4u /* copies of recent states, of P bytes each in ROOT_MAX */
-#define PAGE_AREA (1024u * (4096u + 64u)) /* copies of written pages, with a header each */
+#define PAGE_AREA (1024u * (4096u + 64u)) /* copies of written pages, with a header each, after SEG_MAP */
 #define SEG_HEADER 320u
 #define SLOT_BYTES 64u /* a cache line */
 #define HEAD_SLOTS ((SEG_PAGE - SEG_HEADER) / SLOT_BYTES) /* 59 */
 #define MORE_SLOTS 128u
 #define SEG_SLOTS (HEAD_SLOTS + MORE_SLOTS)
-#define SEG_MAP (SEG_BYTES + ROOT_MAX + PAGE_AREA + MORE_SLOTS * SLOT_BYTES)
+#define SEG_MAP (SEG_BYTES + ROOT_MAX + MORE_SLOTS * SLOT_BYTES) /* what every process maps */
+#define SEG_FILE (SEG_MAP + PAGE_AREA)
 #define RING (RING_PAGES * SEG_PAGE / 12u)
 #define DEFAULT_BUSY_MS 5000
 
@@ -183,15 +187,13 @@ struct segment {
     uint32_t ring_pgno[RING];
     uint8_t root[ROOT_MAX];       /* states of recent commits, once a second process
                                      came (copies(page_size) of them) */
-    uint8_t pages[PAGE_AREA];     /* pages commits wrote, likewise
-                                     (page_copies(page_size) of them) */
     segslot more[MORE_SLOTS];     /* slots HEAD_SLOTS and up */
 };
 
 _Static_assert(offsetof(struct segment, copy) == 152, "the header's layout");
 _Static_assert(offsetof(struct segment, slot) == SEG_HEADER, "the header's size");
 _Static_assert(sizeof(segslot) == SLOT_BYTES && SEG_HEADER % SLOT_BYTES == 0 &&
-                   (SEG_BYTES + ROOT_MAX + PAGE_AREA) % SLOT_BYTES == 0,
+                   (SEG_BYTES + ROOT_MAX) % SLOT_BYTES == 0 && SEG_MAP % SEG_PAGE == 0,
                "a slot per cache line");
 _Static_assert(offsetof(struct segment, ring_tag) == SEG_PAGE, "the ring's place");
 _Static_assert(offsetof(struct segment, root) == SEG_BYTES, "the root copies' place");
@@ -533,10 +535,10 @@ static int seg_attach(mote_store *s)
                            s->mode);
         goto fail;
     }
-    if ((creator || (s->alone && fi.size < SEG_MAP)) &&
-        (r = io->ftruncate(io->ctx, fd, SEG_MAP)))
+    if ((creator || (s->alone && fi.size < SEG_FILE)) &&
+        (r = io->ftruncate(io->ctx, fd, SEG_FILE)))
         goto io_fail;
-    if (!creator && !s->alone && fi.size < SEG_MAP) { /* its creator is on it */
+    if (!creator && !s->alone && fi.size < SEG_FILE) { /* its creator is on it */
         rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s is being made; try again",
                        s->path, path);
         goto fail;
@@ -566,6 +568,8 @@ static int seg_attach(mote_store *s)
     }
     io->close(io->ctx, fd); /* the mapping stays */
     s->seg = seg;
+    s->seg_dev = fi.dev;
+    s->seg_ino = fi.ino;
     s->dur = &seg->dur;
     s->sh_latest = &seg->latest;
     s->sh_snap = &seg_slot(seg, (unsigned)s->slot)->snap;
@@ -1197,21 +1201,62 @@ void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synce
  * The area's memory is taken only where written: at most the store's size. */
 static unsigned page_copies(uint32_t P) { return PAGE_AREA / (P + (uint32_t)sizeof(pagecopy)); }
 
-static pagecopy *page_copy(struct segment *seg, uint32_t P, uint32_t pgno)
+/* The copies' area, mapped the first time a process needs it once another
+ * one has opened the store (with the header again: the shim maps from a
+ * file's start); NULL if that fails (it is a shortcut: readers pread). */
+static uint8_t *page_area(mote_store *s)
 {
-    return (pagecopy *)(seg->pages + (size_t)(pgno % page_copies(P)) * (P + sizeof(pagecopy)));
+    uint8_t *a = atomic_load_explicit(&s->seg_area, memory_order_acquire);
+    if (a || s->area_failed || atomic_load_explicit(&s->seg->slots_hi, memory_order_relaxed) <= 1)
+        return a;
+    pthread_mutex_lock(&s->mu);
+    if (!(a = atomic_load(&s->seg_area)) && !s->area_failed) {
+        const mote_io *io = s->io;
+        char path[80];
+        seg_path(s, path, sizeof path);
+        int fd = atomic_load(&nmapped) < map_budget(io)
+                     ? io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0) : -EMFILE;
+        mote_fileinfo fi;
+        void *map = NULL;
+        if (fd >= 0 && !io->fstat(io->ctx, fd, &fi) && fi.dev == s->seg_dev &&
+            fi.ino == s->seg_ino && fi.size >= SEG_FILE && !io->map(io->ctx, fd, SEG_FILE, &map)) {
+            a = (uint8_t *)map + SEG_MAP;
+            atomic_fetch_add(&nmapped, 1);
+            atomic_store_explicit(&s->seg_area, a, memory_order_release);
+        } else {
+            s->area_failed = 1;
+        }
+        if (fd >= 0)
+            io->close(io->ctx, fd);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return a;
+}
+
+static void page_area_unmap(mote_store *s)
+{
+    uint8_t *a = atomic_exchange(&s->seg_area, NULL);
+    if (a) {
+        s->io->unmap(s->io->ctx, a - SEG_MAP, SEG_FILE);
+        atomic_fetch_sub(&nmapped, 1);
+    }
+}
+
+static pagecopy *page_copy(uint8_t *area, uint32_t P, uint32_t pgno)
+{
+    return (pagecopy *)(area + (size_t)(pgno % page_copies(P)) * (P + sizeof(pagecopy)));
 }
 
 void mote__share_pages(mote_store *s, mpage *const *pages, uint32_t npg)
 {
-    struct segment *seg = s->seg;
-    if (atomic_load(&seg->slots_hi) <= 1) /* no other process has opened the store */
+    uint8_t *area = page_area(s); /* NULL while no other process has opened the store */
+    if (!area)
         return;
     for (uint32_t k = 0; k < npg; k++) {
         const uint8_t *d = pages[k]->data;
         if (n_type(d) != NODE_BRANCH && n_type(d) != NODE_LEAF && n_type(d) != PAGE_OVERFLOW)
             continue;
-        pagecopy *c = page_copy(seg, s->P, pages[k]->pgno);
+        pagecopy *c = page_copy(area, s->P, pages[k]->pgno);
         uint64_t seq = atomic_load_explicit(&c->seq, memory_order_relaxed) | 1;
         atomic_store_explicit(&c->seq, seq, memory_order_relaxed);
         atomic_thread_fence(memory_order_release);
@@ -1224,10 +1269,10 @@ void mote__share_pages(mote_store *s, mpage *const *pages, uint32_t npg)
 
 int mote__share_page(mote_store *s, uint32_t pgno, uint32_t birth32, uint8_t *buf)
 {
-    struct segment *seg = s->seg;
-    if (atomic_load_explicit(&seg->slots_hi, memory_order_relaxed) <= 1)
+    uint8_t *area = page_area(s);
+    if (!area)
         return 0;
-    pagecopy *c = page_copy(seg, s->P, pgno);
+    pagecopy *c = page_copy(area, s->P, pgno);
     uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
     if (!seq || (seq & 1) || atomic_load_explicit(&c->pgno, memory_order_relaxed) != pgno ||
         atomic_load_explicit(&c->birth, memory_order_relaxed) != birth32)
@@ -1271,6 +1316,7 @@ void mote__share_forked(mote_store *s)
 {
     if (!s->seg)
         return;
+    page_area_unmap(s);
     s->io->unmap(s->io->ctx, s->seg, SEG_MAP);
     s->seg = NULL;
     atomic_fetch_sub(&nmapped, 1);
@@ -1288,6 +1334,7 @@ void mote__share_close(mote_store *s)
         io->unlink(io->ctx, path);
     }
     slot_reclaim(seg_slot(seg, (unsigned)s->slot), my_pid(s));
+    page_area_unmap(s);
     io->unmap(io->ctx, seg, SEG_MAP);
     s->seg = NULL;
     atomic_fetch_sub(&nmapped, 1);

@@ -4,7 +4,7 @@
  * Any number of processes may have a store open. Each reads snapshots
  * without blocking or being blocked; one write transaction at a time runs
  * across all of them. What they share lives in a segment of shared memory,
- * one page, /dev/shm/motedb-<dev>-<ino> (the store file's device and inode),
+ * /dev/shm/motedb-<dev>-<ino> (the store file's device and inode),
  * mapped by every process that has the store open:
  *
  *   header  the latest commit readers take (durable: txnid and the page of

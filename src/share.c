@@ -535,10 +535,10 @@ static int seg_attach(mote_store *s)
                            s->mode);
         goto fail;
     }
-    if ((creator || (s->alone && fi.size < SEG_FILE)) &&
-        (r = io->ftruncate(io->ctx, fd, SEG_FILE)))
+    if ((creator || (s->alone && fi.size < SEG_MAP)) &&
+        (r = io->ftruncate(io->ctx, fd, SEG_MAP)))
         goto io_fail;
-    if (!creator && !s->alone && fi.size < SEG_FILE) { /* its creator is on it */
+    if (!creator && !s->alone && fi.size < SEG_MAP) { /* its creator is on it */
         rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s is being made; try again",
                        s->path, path);
         goto fail;
@@ -576,7 +576,7 @@ static int seg_attach(mote_store *s)
     atomic_fetch_add(&nmapped, 1);
     return MOTE_OK;
 io_fail:
-    rc = mote__ioerr(r, "the shared memory of", s->path);
+    rc = mote__ioerr(r, "the shared memory", s->path);
 fail:
     s->slot = -1;
     if (map)
@@ -1203,7 +1203,9 @@ static unsigned page_copies(uint32_t P) { return PAGE_AREA / (P + (uint32_t)size
 
 /* The copies' area, mapped the first time a process needs it once another
  * one has opened the store (with the header again: the shim maps from a
- * file's start); NULL if that fails (it is a shortcut: readers pread). */
+ * file's start), the segment's file grown to hold it then; NULL if either
+ * fails (it is a shortcut: readers pread). Not at open: a file size limit
+ * (RLIMIT_FSIZE, 256 KB in a test) would make every open fail. */
 static uint8_t *page_area(mote_store *s)
 {
     uint8_t *a = atomic_load_explicit(&s->seg_area, memory_order_acquire);
@@ -1218,8 +1220,11 @@ static uint8_t *page_area(mote_store *s)
                      ? io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0) : -EMFILE;
         mote_fileinfo fi;
         void *map = NULL;
+        /* the file grows to hold them now (never shrinks while in use) */
         if (fd >= 0 && !io->fstat(io->ctx, fd, &fi) && fi.dev == s->seg_dev &&
-            fi.ino == s->seg_ino && fi.size >= SEG_FILE && !io->map(io->ctx, fd, SEG_FILE, &map)) {
+            fi.ino == s->seg_ino &&
+            (fi.size >= SEG_FILE || !io->ftruncate(io->ctx, fd, SEG_FILE)) &&
+            !io->map(io->ctx, fd, SEG_FILE, &map)) {
             a = (uint8_t *)map + SEG_MAP;
             atomic_fetch_add(&nmapped, 1);
             atomic_store_explicit(&s->seg_area, a, memory_order_release);

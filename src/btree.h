@@ -57,6 +57,8 @@ struct mote_cursor {
     int saved;
     unsigned ahead;        /* forward steps to a next leaf since the last descent:
                               from the second on, leaves are read ahead */
+    unsigned back;         /* backward steps to a previous leaf since the last
+                              descent: from the second on, leaves are prefetched */
     struct mote_cursor *next_in_txn;
     uint8_t key[MAX_IKEY]; /* the current key, once saved (last: not cleared at open) */
 };

@@ -24,7 +24,7 @@ void mote__cur_reset(mote_cursor *c)
             mote__page_put(c->t->s, c->pg[d]);
     c->depth = 0;
     c->run_leaf = NULL;
-    c->ahead = 0;
+    c->ahead = c->back = 0;
 }
 
 /* Load the child at c->idx[d] of level d into level d+1. */
@@ -129,6 +129,7 @@ static int cur_move(mote_cursor *c, int dir)
     c->depth = up + 1;
     c->idx[up] += dir > 0 ? 1 : (unsigned)-1;
     c->ahead += dir > 0;
+    c->back += dir < 0;
     for (int x = up;; x++) {
         const uint8_t *n = cur_node(c, x);
         if (dir > 0 && c->ahead >= 2 && n_level(n) == 1) { /* a scan: read leaves ahead */
@@ -137,6 +138,8 @@ static int cur_move(mote_cursor *c, int dir)
             for (unsigned i = c->idx[x]; i < n_nkeys(n) && k < 16; i++)
                 ptrs[k++] = n + n_off(n, i);
             mote__page_readahead(c->t, ptrs, k, 0);
+        } else if (dir < 0 && c->back >= 2 && n_level(n) == 1 && c->idx[x] > 0) {
+            mote__page_prefetch(c->t, n + n_off(n, c->idx[x] - 1));
         }
         int rc = cur_down(c, x);
         if (rc)
@@ -321,7 +324,7 @@ static int cur_redescend(mote_cursor *c, const uint8_t *k, uint32_t kl)
             mote__page_put(c->t->s, c->pg[x]);
     c->depth = u + 1;
     c->run_leaf = NULL;
-    c->ahead = 0; /* lookups: no read ahead */
+    c->ahead = c->back = 0; /* lookups: no read ahead */
     for (int d = u;; d++) {
         const uint8_t *n = cur_node(c, d);
         if (d >= MAX_DEPTH - 1)

@@ -449,6 +449,9 @@ int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out);
  * as mote__page_get checks it, and cached unpinned. Best effort: nothing
  * is reported; a page that fails is left for mote__page_get. */
 void mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, int level);
+/* A scan going backwards: the page ptr points to, if cached, into the CPU's
+ * caches (forwards, mote__page_readahead does it). */
+void mote__page_prefetch(mote_txn *t, const uint8_t *ptr);
 void mote__page_put(mote_store *s, mpage *pg); /* unpin (no-op if dirty) */
 /* Make the child behind `ptr` (inside a writable node) writable: returns the
  * dirty page, copying it to a new page number if needed and updating ptr. */

@@ -267,7 +267,7 @@ struct mote_store {
     uint64_t seg_dev, seg_ino; /* the segment's file */
     _Atomic(uint8_t *) seg_area; /* its copies of written pages, mapped once another
                             process has the store open (share.c); NULL: not yet */
-    int area_failed;     /* mapping them failed: no copies in this process */
+    _Atomic int area_failed; /* mapping them failed: no copies in this process */
     _Atomic uint64_t *sh_latest, *sh_snap; /* in seg: the latest commit, this
                             process's published snapshot (the read path's fast way) */
     int slot;            /* this process's slot in seg */

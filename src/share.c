@@ -1194,8 +1194,7 @@ void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synce
  * checks of a page read from the file (the pointer's crc32c, page number,
  * birth). In bench-procs' mixed workload 0.4 of the reads missed a page
  * another process had rewritten; with 16 copies of branch pages only, the
- * leaves were all preads (ARCHITECTURE.md, "Reading another process's
- * pages"). Direct places keep a writer's cost at one memcpy per page and a
+ * leaves were all preads (ARCHITECTURE.md, "Concurrency"). Direct places keep a writer's cost at one memcpy per page and a
  * reader's at one header; a store larger than the places loses the copies
  * of pages whose numbers meet (the newer one wins), not their correctness.
  * The area's memory is taken only where written: at most the store's size. */
@@ -1209,10 +1208,11 @@ static unsigned page_copies(uint32_t P) { return PAGE_AREA / (P + (uint32_t)size
 static uint8_t *page_area(mote_store *s)
 {
     uint8_t *a = atomic_load_explicit(&s->seg_area, memory_order_acquire);
-    if (a || s->area_failed || atomic_load_explicit(&s->seg->slots_hi, memory_order_relaxed) <= 1)
+    if (a || atomic_load_explicit(&s->area_failed, memory_order_relaxed) ||
+        atomic_load_explicit(&s->seg->slots_hi, memory_order_relaxed) <= 1)
         return a;
     pthread_mutex_lock(&s->mu);
-    if (!(a = atomic_load(&s->seg_area)) && !s->area_failed) {
+    if (!(a = atomic_load(&s->seg_area)) && !atomic_load(&s->area_failed)) {
         const mote_io *io = s->io;
         char path[80];
         seg_path(s, path, sizeof path);
@@ -1229,7 +1229,7 @@ static uint8_t *page_area(mote_store *s)
             atomic_fetch_add(&nmapped, 1);
             atomic_store_explicit(&s->seg_area, a, memory_order_release);
         } else {
-            s->area_failed = 1;
+            atomic_store(&s->area_failed, 1);
         }
         if (fd >= 0)
             io->close(io->ctx, fd);

@@ -1194,8 +1194,9 @@ void mote__share_visible(mote_store *s, uint64_t txnid, uint32_t page, int synce
  * checks of a page read from the file (the pointer's crc32c, page number,
  * birth). In bench-procs' mixed workload 0.4 of the reads missed a page
  * another process had rewritten; with 16 copies of branch pages only, the
- * leaves were all preads (ARCHITECTURE.md, "Concurrency"). Direct places keep a writer's cost at one memcpy per page and a
- * reader's at one header; a store larger than the places loses the copies
+ * leaves were all preads (ARCHITECTURE.md, "Concurrency"). Direct places
+ * keep a writer's cost at one memcpy per page and a reader's at one
+ * header; a store larger than the places loses the copies
  * of pages whose numbers meet (the newer one wins), not their correctness.
  * The area's memory is taken only where written: at most the store's size. */
 static unsigned page_copies(uint32_t P) { return PAGE_AREA / (P + (uint32_t)sizeof(pagecopy)); }

@@ -842,10 +842,29 @@ int mote_query_search(mote_query *q, int how, unsigned ef);
  * 1 / (MOTE_RRF_K + its rank there, counted from 1); all the objects either
  * list holds, best first (equal scores: lower id first), then offset and
  * limit. The scores (mote_query_scored, mote_record.distance) are the
- * fused ones.
+ * fused ones. mote_query_fusion chooses another fusion.
  */
 enum { MOTE_MATCH_ALL = 1 };
 #define MOTE_RRF_K 60 /* Reciprocal Rank Fusion's constant (hybrid search) */
+/*
+ * How a hybrid query fuses its two lists:
+ *   MOTE_FUSE_RRF       Reciprocal Rank Fusion (the default) with constant
+ *                       `arg` (0: MOTE_RRF_K; at most 1e9): an object's
+ *                       score is the sum over the lists that hold it of
+ *                       1 / (arg + its rank there, from 1).
+ *   MOTE_FUSE_WEIGHTED  each list's scores min-max scaled over that list
+ *                       (its best 1, its worst 0; a list whose scores are
+ *                       all equal gives each 1; a list that does not hold
+ *                       the object gives 0), then `arg` (the text's weight,
+ *                       0 to 1) times the match's plus (1 - arg) times the
+ *                       nearest's (the distance: nearer is higher). With
+ *                       arg 0.5 an object best in both lists scores 1.
+ * The lists, their k and the order of equal scores are as above. MOTE_INVALID
+ * for another `how` or an `arg` out of its range (NaN included). Kept by the
+ * query for its later runs; a query without both clauses ignores it.
+ */
+enum { MOTE_FUSE_RRF = 0, MOTE_FUSE_WEIGHTED = 1 };
+int mote_query_fusion(mote_query *q, int how, double arg);
 /*
  * The match text's language. Words (as mote_tokenize cuts them) are joined
  * by the implicit operator: any of them (OR) by default, all of them with

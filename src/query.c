@@ -467,6 +467,27 @@ int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit)
     return MOTE_OK;
 }
 
+int mote_query_fusion(mote_query *q, int how, double arg)
+{
+    if (!q)
+        return mote__err(MOTE_INVALID, "mote_query_fusion: query is NULL");
+    if (how == MOTE_FUSE_RRF) {
+        if (!(arg >= 0 && arg <= 1e9))
+            return mote__err(MOTE_INVALID, "mote_query_fusion: Reciprocal Rank Fusion's k "
+                             "is a number from 0 (the default, %d) to 1e9, got %g", MOTE_RRF_K,
+                             arg);
+    } else if (how == MOTE_FUSE_WEIGHTED) {
+        if (!(arg >= 0 && arg <= 1))
+            return mote__err(MOTE_INVALID, "mote_query_fusion: the text's weight is a number "
+                             "from 0 to 1, got %g", arg);
+    } else {
+        return mote__err(MOTE_INVALID, "mote_query_fusion: unknown fusion %d", how);
+    }
+    q->fuse = how;
+    q->fuse_arg = arg;
+    return MOTE_OK;
+}
+
 /* ---- planning ------------------------------------------------------------------ */
 
 typedef struct range {
@@ -1591,11 +1612,12 @@ static int near_run(mote_txn *t, mote_query *q, uint64_t **ids, double **dist, s
     return MOTE_OK;
 }
 
-/* An object of a hybrid query: its id and its rank in either list (0: not
- * in it), then its fused score. */
+/* An object of a hybrid query: its id, its rank in either list (0: not in
+ * it) and its score there, then its fused score. */
 typedef struct fused {
     uint64_t id;
     size_t rank[2];
+    double part[2];
     double score;
 } fused;
 
@@ -1613,10 +1635,22 @@ static int cmp_fused_score(const void *x, const void *y)
     return (a->id > b->id) - (a->id < b->id);
 }
 
+/* What list l's score `v` is worth in a weighted fusion: min-max scaled
+ * over the list (its best 1, its worst 0; all equal: 1). The match's
+ * scores are better higher (l = 0), the distances lower (l = 1). */
+static double scaled(double lo, double hi, int l, double v)
+{
+    if (!(hi > lo))
+        return 1.0;
+    return l == 0 ? (v - lo) / (hi - lo) : (hi - v) / (hi - lo);
+}
+
 /* A hybrid query (a match and a nearest clause): the k best of each, each
- * filtered by the conditions, fused by Reciprocal Rank Fusion: an object's
- * score is the sum over the lists that hold it of 1 / (MOTE_RRF_K + its
- * rank there, from 1); best first, ties by id; then offset and limit. */
+ * filtered by the conditions, fused (mote.h, mote_query_fusion): by
+ * Reciprocal Rank Fusion, an object's score is the sum over the lists that
+ * hold it of 1 / (k + its rank there, from 1); weighted, w times its scaled
+ * match score plus (1 - w) times its scaled distance (0 where a list does
+ * not hold it). Best first, ties by id; then offset and limit. */
 static int hybrid_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score, size_t *n)
 {
     uint64_t *id[2] = {NULL, NULL};
@@ -1630,26 +1664,41 @@ static int hybrid_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score
         rc = mote__err(MOTE_NOMEM, "out of memory");
     size_t m = 0;
     for (int l = 0; !rc && l < 2; l++)
-        for (size_t i = 0; i < cnt[l]; i++)
-            f[m++] = (fused){.id = id[l][i], .rank = {l ? 0 : i + 1, l ? i + 1 : 0}};
+        for (size_t i = 0; i < cnt[l]; i++) {
+            f[m] = (fused){.id = id[l][i]};
+            f[m].rank[l] = i + 1;
+            f[m++].part[l] = sc[l][i];
+        }
     uint64_t *oi = NULL;
     double *os = NULL;
-    if (!rc) { /* one entry per object, its ranks in both lists */
+    if (!rc) { /* one entry per object, its ranks and scores in both lists */
         qsort(f, m, sizeof *f, cmp_fused_id);
         size_t w = 0;
         for (size_t i = 0; i < m; i++) {
             if (w && f[w - 1].id == f[i].id) {
-                f[w - 1].rank[0] += f[i].rank[0];
-                f[w - 1].rank[1] += f[i].rank[1];
+                for (int l = 0; l < 2; l++)
+                    if (f[i].rank[l]) {
+                        f[w - 1].rank[l] = f[i].rank[l];
+                        f[w - 1].part[l] = f[i].part[l];
+                    }
             } else {
                 f[w++] = f[i];
             }
         }
         m = w;
+        double k = q->fuse_arg > 0 ? q->fuse_arg : MOTE_RRF_K, lo[2] = {0, 0}, hi[2] = {0, 0};
+        for (int l = 0; l < 2; l++)
+            for (size_t i = 0; i < cnt[l]; i++) {
+                lo[l] = i == 0 || sc[l][i] < lo[l] ? sc[l][i] : lo[l];
+                hi[l] = i == 0 || sc[l][i] > hi[l] ? sc[l][i] : hi[l];
+            }
         for (size_t i = 0; i < m; i++)
             for (int l = 0; l < 2; l++)
-                if (f[i].rank[l])
-                    f[i].score += 1.0 / (MOTE_RRF_K + (double)f[i].rank[l]);
+                if (f[i].rank[l] && q->fuse == MOTE_FUSE_WEIGHTED)
+                    f[i].score += (l == 0 ? q->fuse_arg : 1.0 - q->fuse_arg) *
+                                  scaled(lo[l], hi[l], l, f[i].part[l]);
+                else if (f[i].rank[l])
+                    f[i].score += 1.0 / (k + (double)f[i].rank[l]);
         qsort(f, m, sizeof *f, cmp_fused_score);
         oi = mote__malloc((m + 1) * sizeof *oi);
         os = mote__malloc((m + 1) * sizeof *os);

@@ -70,6 +70,8 @@ struct mote_query {
     int near_how;     /* MOTE_NEAR_* (mote_query_search) */
     unsigned near_ef; /* search breadth through an index, 0: the default */
     qmatch *match;    /* full-text match (replaces an order), or NULL */
+    int fuse;         /* a hybrid query's fusion: MOTE_FUSE_RRF, MOTE_FUSE_WEIGHTED */
+    double fuse_arg;  /* its parameter: RRF's k (0: MOTE_RRF_K), the text's weight */
     int64_t now;      /* the run's transaction's clock, for expiry (object.c) */
     int defer_json;   /* a sorted run's first pass: JSON conditions hold (query.c,
                          "Deferred JSON conditions") */

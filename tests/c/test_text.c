@@ -798,7 +798,53 @@ static void hy_query(mote_entity *e, int topic, uint64_t km, uint64_t kn, int ma
         OK(mote_query_nearest(*out, HY_VEC, at, 2, kn, MOTE_DIST_EUCLIDEAN));
 }
 
-TEST(text_hybrid_rrf)
+/* A hybrid query's list (ih, sh) against the two lists fused here, as
+ * mote.h says: every id of either list, its score from its ranks (RRF) or
+ * its scaled scores (weighted), best first, ties by lower id. */
+static void check_fused(int how, double arg, const uint64_t *im, const double *sm, size_t nm,
+                        const uint64_t *in, const double *sn, size_t nn, const uint64_t *ih,
+                        const double *sh, size_t nh)
+{
+    uint64_t want[64];
+    double wsc[64], lo[2] = {sm[0], sn[0]}, hi[2] = {sm[0], sn[0]};
+    size_t nw = 0;
+    for (size_t i = 0; i < nm; i++) {
+        lo[0] = sm[i] < lo[0] ? sm[i] : lo[0];
+        hi[0] = sm[i] > hi[0] ? sm[i] : hi[0];
+    }
+    for (size_t i = 0; i < nn; i++) {
+        lo[1] = sn[i] < lo[1] ? sn[i] : lo[1];
+        hi[1] = sn[i] > hi[1] ? sn[i] : hi[1];
+    }
+    for (int l = 0; l < 2; l++)
+        for (size_t i = 0; i < (l ? nn : nm); i++) {
+            uint64_t id = l ? in[i] : im[i];
+            double v = l ? sn[i] : sm[i];
+            size_t w = 0;
+            while (w < nw && want[w] != id)
+                w++;
+            if (w == nw) {
+                want[nw] = id;
+                wsc[nw++] = 0;
+            }
+            if (how == MOTE_FUSE_RRF)
+                wsc[w] += 1.0 / ((arg > 0 ? arg : MOTE_RRF_K) + (double)(i + 1));
+            else
+                wsc[w] += (l ? 1 - arg : arg) *
+                          (hi[l] > lo[l] ? (l ? hi[l] - v : v - lo[l]) / (hi[l] - lo[l]) : 1.0);
+        }
+    CHECK(nh == nw);
+    for (size_t i = 0; i < nh; i++) {
+        size_t w = 0;
+        while (w < nw && want[w] != ih[i])
+            w++;
+        CHECK(w < nw && fabs(sh[i] - wsc[w]) < 1e-12);
+        if (i)
+            CHECK(sh[i - 1] > sh[i] || (sh[i - 1] == sh[i] && ih[i - 1] < ih[i]));
+    }
+}
+
+TEST(text_hybrid_fusion)
 {
     const char *path = test_path("hybrid.mote");
     mote_store *s;
@@ -834,32 +880,20 @@ TEST(text_hybrid_rrf)
         size_t nm, nn, nh;
         OK(mote_query_scored(t, qm, &im, &sm, &nm));
         OK(mote_query_scored(t, qn, &in, &sn, &nn));
-        OK(mote_query_scored(t, qh, &ih, &sh, &nh));
         CHECK(nm > 3 && nn == kn);
-        /* fuse here: every id of either list, its score from its ranks */
-        uint64_t want[64];
-        double wsc[64];
-        size_t nw = 0;
-        for (int l = 0; l < 2; l++)
-            for (size_t i = 0; i < (l ? nn : nm); i++) {
-                uint64_t id = l ? in[i] : im[i];
-                size_t w = 0;
-                while (w < nw && want[w] != id)
-                    w++;
-                if (w == nw) {
-                    want[nw] = id;
-                    wsc[nw++] = 0;
-                }
-                wsc[w] += 1.0 / (MOTE_RRF_K + (double)(i + 1));
+        static const struct {
+            int how;
+            double arg;
+        } fusions[] = {{MOTE_FUSE_WEIGHTED, 0.3}, {MOTE_FUSE_WEIGHTED, 1},
+                       {MOTE_FUSE_WEIGHTED, 0}, {MOTE_FUSE_RRF, 10}, {MOTE_FUSE_RRF, 0}};
+        for (size_t fu = 0; fu < sizeof fusions / sizeof *fusions; fu++) {
+            OK(mote_query_fusion(qh, fusions[fu].how, fusions[fu].arg));
+            OK(mote_query_scored(t, qh, &ih, &sh, &nh));
+            check_fused(fusions[fu].how, fusions[fu].arg, im, sm, nm, in, sn, nn, ih, sh, nh);
+            if (fu + 1 < sizeof fusions / sizeof *fusions) {
+                mote_free(ih);
+                mote_free(sh);
             }
-        CHECK(nh == nw);
-        for (size_t i = 0; i < nh; i++) {
-            size_t w = 0;
-            while (w < nw && want[w] != ih[i])
-                w++;
-            CHECK(w < nw && sh[i] == wsc[w]);
-            if (i)
-                CHECK(sh[i - 1] > sh[i] || (sh[i - 1] == sh[i] && ih[i - 1] < ih[i]));
         }
         /* offset and limit apply to the fused list; count agrees */
         uint64_t count, *iw;
@@ -882,6 +916,14 @@ TEST(text_hybrid_rrf)
         mote_query_free(qn);
         mote_query_free(qh);
     }
+    mote_query *qe;
+    OK(mote_query_new(e, &qe));
+    CHECK(mote_query_fusion(qe, 2, 0.5) == MOTE_INVALID);
+    CHECK(mote_query_fusion(qe, MOTE_FUSE_WEIGHTED, 1.5) == MOTE_INVALID);
+    CHECK(mote_query_fusion(qe, MOTE_FUSE_WEIGHTED, NAN) == MOTE_INVALID);
+    CHECK(mote_query_fusion(qe, MOTE_FUSE_RRF, -1) == MOTE_INVALID);
+    CHECK(mote_query_fusion(NULL, MOTE_FUSE_RRF, 0) == MOTE_INVALID);
+    mote_query_free(qe);
     mote_abort(t);
     OK(mote_close(s));
     for (int i = 0; i < 300; i++)

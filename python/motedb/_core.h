@@ -222,6 +222,8 @@ typedef struct {
     PyObject *orders;  /* list of Order */
     uint64_t offset, limit;
     int limit_zero;
+    int fuse;              /* a hybrid query's fusion (mote_query_fusion) and its argument */
+    double fuse_arg;
     int busy;
     Py_ssize_t *leaf_prop; /* the leaves of the built query: property index */
     int *leaf_node;        /* and node id */

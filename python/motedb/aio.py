@@ -350,6 +350,11 @@ class AsyncQuery(Generic[E]):
         self.sync.limit(n)
         return self
 
+    def fusion(self, *, rrf_k: float | None = None,
+               text_weight: float | None = None) -> AsyncQuery[E]:
+        self.sync.fusion(rrf_k=rrf_k, text_weight=text_weight)
+        return self
+
     def set_parameter(self, prop: Any, *values: Any) -> AsyncQuery[E]:
         self.sync.set_parameter(prop, *values)
         return self

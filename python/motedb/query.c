@@ -306,7 +306,8 @@ static int q_build(QueryObject *q)
         if ((rc = mote_query_order(q->mq, (unsigned)o->prop->index, o->flags)))
             goto fail_rc;
     }
-    if ((rc = mote_query_limit(q->mq, q->offset, q->limit)))
+    if ((rc = mote_query_limit(q->mq, q->offset, q->limit)) ||
+        (rc = mote_query_fusion(q->mq, q->fuse, q->fuse_arg)))
         goto fail_rc;
     if (q->params) {
         PyObject *k, *v;
@@ -375,6 +376,8 @@ PyObject *query_new(BoxObject *b, PyObject *args)
     q->orders = PyList_New(0);
     q->offset = q->limit = 0;
     q->limit_zero = 0;
+    q->fuse = MOTE_FUSE_RRF;
+    q->fuse_arg = 0;
     q->busy = 0;
     q->leaf_prop = NULL;
     q->leaf_node = NULL;
@@ -594,6 +597,48 @@ static PyObject *query_limit(PyObject *self, PyObject *arg)
     q->limit = n;
     if (q->mq)
         mote_query_limit(q->mq, q->offset, q->limit);
+    return Py_NewRef(self);
+}
+
+static PyObject *query_fusion(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"rrf_k", "text_weight", NULL};
+    QueryObject *q = (QueryObject *)self;
+    PyObject *k = Py_None, *w = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OO:fusion", names, &k, &w) ||
+        q_check_busy(q) < 0)
+        return NULL;
+    if ((k == Py_None) == (w == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "fusion() takes one of rrf_k= and text_weight=");
+        return NULL;
+    }
+    PyObject *v = k != Py_None ? k : w;
+    if (PyBool_Check(v) || !(PyLong_Check(v) || PyFloat_Check(v))) {
+        PyErr_Format(PyExc_TypeError, "fusion(): %s is a number, got %R",
+                     k != Py_None ? "rrf_k" : "text_weight", v);
+        return NULL;
+    }
+    double x = PyFloat_AsDouble(v);
+    if (x == -1.0 && PyErr_Occurred())
+        return NULL;
+    int how = k != Py_None ? MOTE_FUSE_RRF : MOTE_FUSE_WEIGHTED;
+    if (k != Py_None ? !(x > 0 && x <= 1e9) : !(x >= 0 && x <= 1)) {
+        PyErr_Format(PyExc_ValueError, k != Py_None
+                                           ? "fusion(): rrf_k is a number above 0, at most "
+                                             "1e9, got %R"
+                                           : "fusion(): text_weight is a number from 0 to 1, "
+                                             "got %R", v);
+        return NULL;
+    }
+    q->fuse = how;
+    q->fuse_arg = x;
+    if (q->mq) {
+        int rc = mote_query_fusion(q->mq, how, x);
+        if (rc) {
+            raise_rc(rc);
+            return NULL;
+        }
+    }
     return Py_NewRef(self);
 }
 
@@ -1390,6 +1435,12 @@ static PyMethodDef query_methods[] = {
      "order_by(Note.a, Note.b.desc(), ...) -> self. Ties are in id order."},
     {"offset", query_offset, METH_O, "offset(n) -> self: skip n results."},
     {"limit", query_limit, METH_O, "limit(n) -> self: at most n results."},
+    {"fusion", (PyCFunction)(void (*)(void))query_fusion, METH_VARARGS | METH_KEYWORDS,
+     "fusion(*, rrf_k=None, text_weight=None) -> self: how a hybrid query (matches() & "
+     "nearest()) fuses its two lists. rrf_k: Reciprocal Rank Fusion with that constant (the "
+     "default, 60): 1 / (rrf_k + rank) summed over the lists. text_weight (0 to 1): each "
+     "list's scores scaled to 0..1 over the list (its best 1, its worst 0), text_weight "
+     "times the match's plus (1 - text_weight) times the nearest's."},
     {"find", query_find, METH_NOARGS, "find() -> [objects]."},
     {"find_with_scores", query_find_with_scores, METH_VARARGS,
      "find_with_scores(*props) -> [(object, distance)], nearest first: a query with "

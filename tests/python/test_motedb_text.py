@@ -347,6 +347,61 @@ def rrf(*lists: list[int]) -> list[tuple[int, float]]:
     return sorted(score.items(), key=lambda x: (-x[1], x[0]))
 
 
+def rrf_k(k: float, *lists: list[int]) -> list[tuple[int, float]]:
+    """Reciprocal Rank Fusion with constant k."""
+    score: dict[int, float] = {}
+    for ids in lists:
+        for rank, i in enumerate(ids, 1):
+            score[i] = score.get(i, 0.0) + 1.0 / (k + rank)
+    return sorted(score.items(), key=lambda x: (-x[1], x[0]))
+
+
+def weighted(w: float, text: list[tuple[int, float]], near: list[tuple[int, float]]
+             ) -> list[tuple[int, float]]:
+    """The weighted fusion of mote.h: each list's scores min-max scaled (best 1, worst 0, all
+    equal 1; BM25 higher is better, distances lower), w for the text, 1 - w for the nearest."""
+    score: dict[int, float] = {}
+    for weight, pairs, higher in ((w, text, True), (1 - w, near, False)):
+        lo, hi = min(s for _, s in pairs), max(s for _, s in pairs)
+        for i, s in pairs:
+            v = 1.0 if hi <= lo else ((s - lo) if higher else (hi - s)) / (hi - lo)
+            score[i] = score.get(i, 0.0) + weight * v
+    return sorted(score.items(), key=lambda x: (-x[1], x[0]))
+
+
+def test_hybrid_fusions(tmp_path) -> None:
+    rng = __import__("random").Random(5)
+    with motedb.open(str(tmp_path / "f.mote")) as store:
+        box = store.box(Fact)
+        box.put_many([Fact(topic=i % 3, text=" ".join(rng.choice(WORDS) for _ in range(8)),
+                           vec=[rng.random(), rng.random()]) for i in range(200)])
+        words = Fact.text.matches("beta timeout", k=14) & (Fact.topic != 2)
+        near = Fact.vec.nearest([0.7, 0.1], k=11) & (Fact.topic != 2)
+        text = [(o.id, s) for o, s in box.query(words).find_with_scores()]
+        vec = [(o.id, s) for o, s in box.query(near).find_with_scores()]
+        for how, want in [({"text_weight": 0.25}, weighted(0.25, text, vec)),
+                          ({"text_weight": 1.0}, weighted(1.0, text, vec)),
+                          ({"text_weight": 0.0}, weighted(0.0, text, vec)),
+                          ({"rrf_k": 5}, rrf_k(5, [i for i, _ in text], [i for i, _ in vec])),
+                          ({"rrf_k": 60}, rrf([i for i, _ in text], [i for i, _ in vec]))]:
+            got = [(o.id, s) for o, s in box.query(words & near).fusion(**how).find_with_scores()]
+            assert [i for i, _ in got] == [i for i, _ in want], how
+            assert all(math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15)
+                       for (_, a), (_, b) in zip(got, want)), how
+        q = box.query(words & near).fusion(text_weight=0.5)
+        assert q.offset(2).limit(3).ids() == [i for i, _ in weighted(0.5, text, vec)[2:5]]
+        with pytest.raises(TypeError, match="one of"):
+            box.query(words & near).fusion()
+        with pytest.raises(TypeError, match="one of"):
+            box.query(words & near).fusion(rrf_k=1, text_weight=0.5)
+        with pytest.raises(ValueError, match="0 to 1"):
+            box.query(words & near).fusion(text_weight=1.5)
+        with pytest.raises(ValueError, match="above 0"):
+            box.query(words & near).fusion(rrf_k=0)
+        with pytest.raises(TypeError, match="is a number"):
+            box.query(words & near).fusion(text_weight="0.5")
+
+
 def test_hybrid_fuses_by_rank(tmp_path) -> None:
     rng = __import__("random").Random(11)
     with motedb.open(str(tmp_path / "h.mote")) as store:

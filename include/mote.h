@@ -1011,7 +1011,12 @@ void mote_free(void *p);
  * gives no token.
  */
 #define MOTE_TOKEN_MAX 255 /* bytes of one folded token */
-enum { MOTE_TOKEN_KEEP_DIACRITICS = 1 };
+/* MOTE_TOKEN_STEM: each folded token of 3 to 64 bytes is then stemmed as
+ * English by the Porter algorithm, as SQLite FTS5's `porter` tokenizer does
+ * ("connections", "connected", "connecting": "connect"; "relational":
+ * "relat"); the position and byte range stay the token's. The rules are in
+ * src/stem.c. */
+enum { MOTE_TOKEN_KEEP_DIACRITICS = 1, MOTE_TOKEN_STEM = 2 };
 
 /* Called for each token in order: its folded UTF-8 bytes token[0..len)
  * (not NUL-terminated; valid until the call returns), its position (0, 1,
@@ -1021,7 +1026,8 @@ typedef int (*mote_token_fn)(void *ctx, const char *token, size_t len, uint32_t 
                              size_t start, size_t end);
 /* Cut text[0..len) into tokens, calling fn for each. MOTE_OK, the value fn
  * stopped with, or MOTE_INVALID (fn NULL, text NULL with len > 0, a flag
- * other than MOTE_TOKEN_KEEP_DIACRITICS, or more than 2^32 - 1 tokens). */
+ * other than MOTE_TOKEN_KEEP_DIACRITICS and MOTE_TOKEN_STEM, or more than
+ * 2^32 - 1 tokens). */
 int mote_tokenize(const char *text, size_t len, unsigned flags, mote_token_fn fn, void *ctx);
 
 /* ---- Content-defined chunks ------------------------------------------------

@@ -27,6 +27,7 @@
  */
 #include <string.h>
 
+#include "stem.h"
 #include "tokenize.h"
 #include "unicode_tab.h"
 
@@ -144,6 +145,7 @@ typedef struct tok {
     size_t start;  /* input bytes of the run so far */
     size_t end;
     uint32_t pos;  /* the next token's position */
+    int stem;      /* MOTE_TOKEN_STEM: English stemming (stem.c) */
 } tok;
 
 static void tok_add(tok *t, uint32_t cp)
@@ -165,6 +167,8 @@ static int tok_emit(tok *t, mote_token_fn fn, void *ctx)
     if (t->len) {
         if (t->pos == UINT32_MAX)
             return MOTE_INVALID;
+        if (t->stem)
+            t->len = mote__stem_en(t->buf, t->len);
         rc = fn(ctx, t->buf, t->len, t->pos++, t->start, t->end);
     }
     t->len = 0;
@@ -174,10 +178,11 @@ static int tok_emit(tok *t, mote_token_fn fn, void *ctx)
 
 int mote_tokenize(const char *text, size_t len, unsigned flags, mote_token_fn fn, void *ctx)
 {
-    if (!fn || (!text && len) || (flags & ~(unsigned)MOTE_TOKEN_KEEP_DIACRITICS))
+    if (!fn || (!text && len) ||
+        (flags & ~(unsigned)(MOTE_TOKEN_KEEP_DIACRITICS | MOTE_TOKEN_STEM)))
         return MOTE_INVALID;
     int remove = !(flags & MOTE_TOKEN_KEEP_DIACRITICS), in = 0, rc;
-    tok t = {.len = 0};
+    tok t = {.len = 0, .stem = !!(flags & MOTE_TOKEN_STEM)};
     const uint8_t *p = (const uint8_t *)text;
     for (size_t i = 0; i < len;) {
         uint32_t cp;

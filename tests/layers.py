@@ -16,7 +16,8 @@ import sys
 # Bottom to top. A layer is its header(s) and the .c files that implement it.
 LAYERS = [
     ("support", ["support.h", "checksum.h", "vecmath.h", "tokenize.h", "unicode_tab.h", "util.c",
-                 "checksum.c", "vecmath.c", "tokenize.c", "chunk.c", "json.h", "json.c"]),
+                 "checksum.c", "vecmath.c", "tokenize.c", "chunk.c", "json.h", "json.c", "stem.h",
+                 "stem.c"]),
     ("io", ["io.h", "io.c"]),
     ("node", ["node.h", "node.c"]),
     ("pager", ["pager.h", "pager.c", "cache.c", "alloc.c", "open.c", "share.c"]),

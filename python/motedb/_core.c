@@ -89,10 +89,10 @@ static int append_token(void *ctx, const char *token, size_t len, uint32_t pos, 
 static PyObject *mod_tokenize(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
-    static char *kwlist[] = {"text", "keep_diacritics", NULL};
+    static char *kwlist[] = {"text", "keep_diacritics", "stem", NULL};
     PyObject *text;
-    int keep = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|$p:tokenize", kwlist, &text, &keep))
+    int keep = 0, stem = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|$pp:tokenize", kwlist, &text, &keep, &stem))
         return NULL;
     Py_ssize_t n;
     const char *s = PyUnicode_AsUTF8AndSize(text, &n);
@@ -101,7 +101,8 @@ static PyObject *mod_tokenize(PyObject *self, PyObject *args, PyObject *kwds)
     PyObject *out = PyList_New(0);
     if (!out)
         return NULL;
-    int rc = mote_tokenize(s, (size_t)n, keep ? MOTE_TOKEN_KEEP_DIACRITICS : 0, append_token, out);
+    unsigned flags = (keep ? MOTE_TOKEN_KEEP_DIACRITICS : 0u) | (stem ? MOTE_TOKEN_STEM : 0u);
+    int rc = mote_tokenize(s, (size_t)n, flags, append_token, out);
     if (rc) {
         Py_DECREF(out);
         if (!PyErr_Occurred())
@@ -147,11 +148,13 @@ static PyMethodDef module_methods[] = {
      "_chunk_ends(data, min, max, bits) -> list[int]\n\n"
      "The end offsets of data's content-defined chunks (mote.h, mote_chunk)."},
     {"tokenize", (PyCFunction)(void (*)(void))mod_tokenize, METH_VARARGS | METH_KEYWORDS,
-     "tokenize(text, *, keep_diacritics=False) -> list[str]\n\n"
+     "tokenize(text, *, keep_diacritics=False, stem=False) -> list[str]\n\n"
      "The tokens full-text search makes of text, in order: runs of letters, digits\n"
      "and marks, case folded, Latin and Greek letters without their diacritics\n"
      "unless keep_diacritics; each Han, Hiragana and Katakana character a token of\n"
-     "its own; tokens cut to 255 UTF-8 bytes (mote.h, \"Full-text tokens\")."},
+     "its own; tokens cut to 255 UTF-8 bytes (mote.h, \"Full-text tokens\"). With\n"
+     "stem, each token of 3 to 64 bytes then stemmed as English by the Porter\n"
+     "algorithm, as SQLite FTS5's porter tokenizer does (\"connections\": \"connect\")."},
     {"_init", (PyCFunction)(void (*)(void))mod_init, METH_VARARGS | METH_KEYWORDS,
      "Set the Python helpers (called by motedb/__init__.py)."},
     {"_json_value", mod_json_value, METH_O,

@@ -119,6 +119,57 @@ def test_long_runs_are_cut_at_a_character(ch: str, n: int) -> None:
     assert all(len(t.encode()) <= TOKEN_MAX for t in got) and got[-1] == "end"
 
 
+def fts5_porter(words: list[str]) -> list[str]:
+    """Each word's term in SQLite FTS5 with tokenize='porter unicode61 remove_diacritics 2'
+    (one row per word; the vocabulary table's instances give the row's term)."""
+    import sqlite3
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 "
+               "remove_diacritics 2')")
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+    db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", list(enumerate(words, 1)))
+    term = {doc: t for t, doc in db.execute("SELECT term, doc FROM v")}
+    return [term[i] for i in range(1, len(words) + 1)]
+
+
+def test_stems_equal_fts5_porter() -> None:
+    """stem=True gives SQLite FTS5's porter terms. Real words: every token of the docstrings
+    of 25 standard library modules (text others wrote, offline); synthetic ones: random
+    stems with the suffixes each Porter rule looks for, doubled, in every order."""
+    import importlib
+    import random
+    import warnings
+    words: set[str] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ["os", "collections", "json", "argparse", "typing", "asyncio", "email",
+                     "subprocess", "logging", "unittest", "decimal", "datetime", "pathlib",
+                     "re", "shutil", "inspect", "threading", "socket", "tarfile", "zipfile",
+                     "pydoc", "difflib", "textwrap", "statistics", "functools"]:
+            m = importlib.import_module(name)
+            for obj in [m] + [getattr(m, a, None) for a in dir(m)]:
+                if isinstance(getattr(obj, "__doc__", None), str):
+                    words.update(motedb.tokenize(obj.__doc__))
+    assert len(words) > 3000
+    rng = random.Random(19)
+    suffixes = ["s", "sses", "ies", "ss", "eed", "ed", "ing", "at", "bl", "iz", "y", "ational",
+                "tional", "enci", "anci", "izer", "bli", "alli", "entli", "eli", "ousli",
+                "ization", "ation", "ator", "alism", "iveness", "fulness", "ousness", "aliti",
+                "iviti", "biliti", "logi", "icate", "ative", "alize", "iciti", "ical", "ful",
+                "ness", "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment",
+                "ent", "sion", "tion", "ion", "ou", "ism", "ate", "iti", "ous", "ive", "ize",
+                "e", "ll", "l", "z"]
+    for _ in range(20000):
+        stem = "".join(rng.choice("bcdfghlmnprstvwxyzaeiouy") for _ in range(rng.randint(1, 6)))
+        words.add(stem + "".join(rng.choice(suffixes) for _ in range(rng.randint(1, 2))))
+    words_l = sorted(words)
+    want = fts5_porter(words_l)
+    got = [motedb.tokenize(w, stem=True) for w in words_l]
+    bad = [(w, g, x) for w, g, x in zip(words_l, got, want) if g != [x]]
+    assert not bad, bad[:20]
+    assert motedb.tokenize("Connections were RUNNING", stem=True) == ["connect", "were", "run"]
+
+
 def test_examples_and_errors() -> None:
     assert motedb.tokenize("Élan vital, CAFÉ crème") == ["elan", "vital", "cafe", "creme"]
     assert motedb.tokenize("Élan", keep_diacritics=True) == ["élan"]

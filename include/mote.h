@@ -439,6 +439,11 @@ enum {
                                  the object expires (NULL: never); see
                                  mote_sweep. One per entity; its schema record
                                  is then format 5 */
+#define MOTE_P_STEM 0x40u     /* with MOTE_P_FULLTEXT: the index and its matches
+                                 stem words as English (MOTE_TOKEN_STEM; a
+                                 prefix pre* is not stemmed); its schema record
+                                 is then format 7. Adding or removing it builds
+                                 the index again */
 
 /*
  * The parameters of a vector index (MOTE_P_HNSW). Zero fields take the

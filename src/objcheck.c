@@ -96,6 +96,7 @@ static int check_entity(void *ctx, const char *name)
             if (p->text_tree && !vals[i].null) {
                 uint64_t terms;
                 int tr = mote__text_check_doc(t, p->text_tree, id, vals[i].v.s.p, vals[i].v.s.n,
+                                              p->flags & MOTE_P_STEM ? MOTE_TOKEN_STEM : 0,
                                               &terms);
                 ntext[i]++;
                 nterms[i] += terms;

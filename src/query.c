@@ -1525,7 +1525,9 @@ static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score,
     if (!rc && t->write) /* this transaction's own changes */
         rc = mote__text_flush(t);
     if (!rc)
-        rc = mote__text_search(t, p->text_tree, m->text, m->len, m->flags & MOTE_MATCH_ALL,
+        rc = mote__text_search(t, p->text_tree, m->text, m->len,
+                               (int)(m->flags & MOTE_MATCH_ALL) |
+                                   (p->flags & MOTE_P_STEM ? MOTE_TOKEN_STEM : 0),
                                &id, &sc, &na);
     if (!rc && query_filtered(q))
         rc = mote_cursor_open(t, q->e->eid, &oc);

@@ -133,6 +133,9 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
         if ((d[i].flags & MOTE_P_FULLTEXT) && d[i].type != MOTE_T_STRING)
             return mote__err(MOTE_INVALID, "%s.%s: a full-text index is for string properties, "
                              "not %s", name, d[i].name, mote__type_name(d[i].type));
+        if ((d[i].flags & MOTE_P_STEM) && !(d[i].flags & MOTE_P_FULLTEXT))
+            return mote__err(MOTE_INVALID, "%s.%s: stemming (MOTE_P_STEM) is an option of a "
+                             "full-text index (MOTE_P_FULLTEXT)", name, d[i].name);
         if ((d[i].flags & MOTE_P_EXPIRES) &&
             (d[i].type != MOTE_T_TIMESTAMP || !(d[i].flags & MOTE_P_INDEXED) ||
              (d[i].flags & MOTE_P_UNIQUE)))
@@ -143,7 +146,7 @@ static int validate_defs(const char *name, const mote_prop_def *d, unsigned n)
                 return mote__err(MOTE_INVALID, "entity %s: two expiry times (%s and %s)", name,
                                  d[j].name, d[i].name);
         if (d[i].flags & ~(MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_UNIQUE | MOTE_P_HNSW |
-                           MOTE_P_FULLTEXT | MOTE_P_EXPIRES))
+                           MOTE_P_FULLTEXT | MOTE_P_EXPIRES | MOTE_P_STEM))
             return mote__err(MOTE_INVALID, "%s.%s: unknown flags 0x%x", name,
                              d[i].name, d[i].flags);
         const mote_hnsw_def *h = &d[i].hnsw;
@@ -234,7 +237,7 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
     } while (0)
     NEED(12);
     unsigned format = rd32(p);
-    if (format < 1 || format > 6)
+    if (format < 1 || format > 7)
         return mote__err(MOTE_FORMAT, "entity %s: schema format %u unknown (written by a "
                          "newer MoteDB?)", ename, format);
     ss->eid = rd32(p + 4);
@@ -281,6 +284,8 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
         if ((q->flags & MOTE_P_FULLTEXT) && (format < 4 || q->type != MOTE_T_STRING))
             goto bad;
         if ((q->flags & MOTE_P_EXPIRES) && (format < 5 || q->type != MOTE_T_TIMESTAMP))
+            goto bad;
+        if ((q->flags & MOTE_P_STEM) && (format < 7 || !(q->flags & MOTE_P_FULLTEXT)))
             goto bad;
         q->jpath_text = NULL;
         q->jp = NULL;
@@ -347,7 +352,8 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
 {
     size_t n = 12 + 2 + 8;
     /* 3 when a property has a vector index, 4 a full-text one, 5 an expiry
-     * time, 6 an index on a JSON path (so that a library that would not
+     * time, 6 an index on a JSON path, 7 a full-text index that stems (so
+     * that a library that would not
      * maintain the index, or would show expired objects, refuses the
      * entity) */
     unsigned format = 2;
@@ -364,8 +370,10 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
             format = format > 5 ? format : 5;
         if (ss->p[i].jpath_text) {
             n += 2 + strlen(ss->p[i].jpath_text);
-            format = 6;
+            format = format > 6 ? format : 6;
         }
+        if (ss->p[i].flags & MOTE_P_STEM)
+            format = 7;
         for (unsigned k = 0; k < ss->former[i].n; k++)
             n += 1 + strlen(ss->former[i].s[k]);
     }
@@ -827,6 +835,9 @@ static const char *flag_change(unsigned was, unsigned now)
         return now & MOTE_P_HNSW ? "gains a vector index" : "loses its vector index";
     if ((was & MOTE_P_FULLTEXT) != (now & MOTE_P_FULLTEXT))
         return now & MOTE_P_FULLTEXT ? "gains a full-text index" : "loses its full-text index";
+    if ((was & MOTE_P_STEM) != (now & MOTE_P_STEM))
+        return now & MOTE_P_STEM ? "gains stemming (its full-text index is built again)"
+                                 : "loses stemming (its full-text index is built again)";
     if ((was & MOTE_P_EXPIRES) != (now & MOTE_P_EXPIRES))
         return now & MOTE_P_EXPIRES ? "becomes an expiry time" : "is no longer an expiry time";
     if ((was & MOTE_P_UNIQUE) != (now & MOTE_P_UNIQUE))
@@ -1012,13 +1023,19 @@ static int evolve_tindex(mote_txn *t, mote_entity *e, unsigned i, const mprop *h
 {
     mprop *p = &e->props[i];
     int was = had && (had->flags & MOTE_P_FULLTEXT), now = (p->flags & MOTE_P_FULLTEXT) != 0;
-    if (was == now)
+    int restem = was && now && (had->flags & MOTE_P_STEM) != (p->flags & MOTE_P_STEM);
+    if (was == now && !restem)
         return MOTE_OK;
     char tn[64];
     text_tree_name(tn, sizeof tn, e->eid, p->id);
-    if (!now) {
+    if (!now || restem) { /* another stemming: its words all change, built anew */
         int rc = mote_kv_drop(t, tn);
-        return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+        if (rc && rc != MOTE_NOTFOUND)
+            return rc;
+        if (!now)
+            return MOTE_OK;
+        if ((rc = mote_kv_tree(t, tn, MOTE_TREE_CREATE, &p->text_tree)))
+            return rc;
     }
     return each_value(t, e, i, text_one); /* entity_build made its tree */
 }

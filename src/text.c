@@ -217,7 +217,7 @@ int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, in
     noting g = {.b = b};
     if (b->nd >= UINT32_MAX || b->npos >= UINT32_MAX - len)
         return mote__err(MOTE_FULL, "text index: too many changes in one batch");
-    int rc = mote_tokenize(utf8, len, 0, note_token, &g);
+    int rc = mote_tokenize(utf8, len, b->tok, note_token, &g);
     if (!rc && g.n)
         qsort(g.o, g.n, sizeof *g.o, cmp_occ);
     if (!rc)
@@ -1037,6 +1037,7 @@ typedef struct qlparse {
     const char *s;
     size_t len, at;      /* the text, the lexer's position */
     int all;             /* the implicit operator: AND (1) or OR (0) */
+    unsigned tok;        /* mote_tokenize's flags for words and phrases (stemming) */
     int lx;              /* the current lexeme, its text [ls, le) */
     size_t ls, le;
     qlnode *n;
@@ -1140,7 +1141,9 @@ static int ql_unit(qlparse *p)
 {
     int kind = p->lx;
     size_t first = p->tk.n, at = p->ls;
-    if ((p->rc = mote_tokenize(p->s + p->ls, p->le - p->ls, 0, ql_token, p)))
+    /* a prefix is matched as written: its stem would be another word */
+    if ((p->rc = mote_tokenize(p->s + p->ls, p->le - p->ls, kind == LX_PREFIX ? 0 : p->tok,
+                               ql_token, p)))
         return -1;
     lex(p);
     size_t n = p->tk.n - first;
@@ -1223,7 +1226,8 @@ static int ql_parse(qlparse *p, const char *q, size_t len, int all, int *root)
     memset(p, 0, sizeof *p);
     p->s = q;
     p->len = len;
-    p->all = all;
+    p->all = all & MOTE_MATCH_ALL;
+    p->tok = (unsigned)all & MOTE_TOKEN_STEM;
     lex(p);
     *root = ql_or(p);
     if (!p->rc && p->lx != LX_END)
@@ -1529,6 +1533,8 @@ static int search_expr(mote_txn *t, uint32_t tree, const char *q, size_t qlen, i
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
                       uint64_t **ids, double **scores, size_t *n)
 {
+    unsigned tok = (unsigned)all & MOTE_TOKEN_STEM; /* the index stems: so do the words */
+    all &= MOTE_MATCH_ALL;
     qterms qt = {0};
     hit *h = NULL;
     size_t nh = 0, hcap = 0;
@@ -1547,12 +1553,12 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
         goto out; /* an empty index */
     }
     if (!rc && ql_syntax(q, qlen)) { /* the query language */
-        if ((rc = search_expr(t, tree, q, qlen, all, tot, &sc, &ns)))
+        if ((rc = search_expr(t, tree, q, qlen, all | (int)tok, tot, &sc, &ns)))
             goto out;
         goto ranked;
     }
     if (!rc) /* a list of words: its distinct terms */
-        rc = mote_tokenize(q, qlen, 0, add_qterm, &qt);
+        rc = mote_tokenize(q, qlen, tok, add_qterm, &qt);
     if (rc || !qt.n)
         goto out;
     if (!(idf = mote__calloc(qt.n, sizeof *idf))) {
@@ -1820,7 +1826,7 @@ int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
 /* ---- checking a document ---------------------------------------------------------- */
 
 int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *utf8, size_t len,
-                         uint64_t *terms)
+                         unsigned tok, uint64_t *terms)
 {
     text_batch tb = {0}; /* its terms only */
     noting g = {.b = &tb};
@@ -1829,7 +1835,7 @@ int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *ut
     uint64_t dl;
     uint8_t key[KEY_MAX];
     *terms = 0;
-    int rc = mote_tokenize(utf8, len, 0, note_token, &g);
+    int rc = mote_tokenize(utf8, len, tok, note_token, &g);
     if (!rc) {
         if (g.n)
             qsort(g.o, g.n, sizeof *g.o, cmp_occ);
@@ -1905,6 +1911,7 @@ int mote__text_note_value(mote_txn *t, const mprop *p, uint64_t id, const mote_v
         memset(x->text + old, 0, (x->text_cap - old) * sizeof *x->text);
         x->text[x->ntext++].tree = p->text_tree;
     }
+    x->text[i].b.tok = p->flags & MOTE_P_STEM ? MOTE_TOKEN_STEM : 0;
     return mote__text_note(&x->text[i].b, id, v->v.s.p, v->v.s.n, add);
 }
 

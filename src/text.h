@@ -28,6 +28,7 @@ typedef struct text_batch {
     struct tx_term *t;  /* the distinct terms, each once */
     size_t nt, tcap;
     char *terms;        /* their bytes */
+    unsigned tok;       /* mote_tokenize's flags for its texts (MOTE_TOKEN_STEM) */
     size_t terms_len, terms_cap;
     uint32_t *slots;    /* a hash table of the terms: index + 1, 0 if free */
     size_t nslots;      /* a power of two, at least twice nt (0: none yet) */
@@ -54,7 +55,8 @@ void mote__text_batch_clear(text_batch *b);
 void mote__text_batch_free(text_batch *b);
 
 /* The documents of tree that hold at least one of the terms of query
- * text q (tokenized as documents are; all of them with `all`), by BM25
+ * text q (tokenized as documents are; all of them with `all`'s bit
+ * MOTE_MATCH_ALL; its bit MOTE_TOKEN_STEM: the index stems), by BM25
  * score, highest first (equal scores: lower id first): malloc'd arrays
  * *ids and *scores of *n (NULL when none). */
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
@@ -80,7 +82,7 @@ int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
  * what differs. *terms: its distinct terms (a check adds them up: the
  * index's postings must number as many). */
 int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *utf8, size_t len,
-                         uint64_t *terms);
+                         unsigned tok, uint64_t *terms);
 /* Each posting of tree in order: fn(ctx, term, term_len, id, positions,
  * tf) (positions ascending); non-zero from fn stops (returned). For tests
  * and mote check. */

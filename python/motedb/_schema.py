@@ -22,9 +22,9 @@ from . import _core
 # types and flags (mote.h), as the extension exports them.
 from ._core import (
     K_BOOL, K_BYTES, K_DATE, K_DATETIME, K_DECIMAL, K_DICT, K_FLOAT, K_ID, K_INT, K_LIST, K_STR,
-    K_TOMANY, K_TOONE, K_VECTOR, P_EXPIRES, P_FULLTEXT, P_HNSW, P_INDEXED, P_NULLABLE, P_UNIQUE, T_BOOL,
-    T_BYTES, T_DATE, T_DECIMAL, T_FLOAT32, T_FLOAT64, T_INT8, T_INT16, T_INT32, T_INT64, T_JSON, T_STRING,
-    T_TIMESTAMP, T_TOMANY, T_TOONE, T_VECTOR,
+    K_TOMANY, K_TOONE, K_VECTOR, P_EXPIRES, P_FULLTEXT, P_HNSW, P_INDEXED, P_NULLABLE, P_STEM,
+    P_UNIQUE, T_BOOL, T_BYTES, T_DATE, T_DECIMAL, T_FLOAT32, T_FLOAT64, T_INT8, T_INT16, T_INT32,
+    T_INT64, T_JSON, T_STRING, T_TIMESTAMP, T_TOMANY, T_TOONE, T_VECTOR,
 )
 
 MISSING = object()
@@ -76,8 +76,21 @@ class IndexPath(_Marker):
         return f"motedb.Index(path={self.path!r})"
 
 
+class _FullTextMarker(_Marker):
+    """motedb.FullText: a full-text index; ``motedb.FullText(stem=True)``, one whose words
+    (stored and searched) are stemmed as English, as SQLite FTS5's porter tokenizer does."""
+
+    __slots__ = ()
+
+    def __call__(self, *, stem: bool = False) -> _Marker:
+        if not isinstance(stem, bool):
+            raise TypeError(f"motedb.FullText(stem=...) takes a bool, not {stem!r}")
+        return FullTextStem if stem else self
+
+
 Index = _IndexMarker("Index")
-FullText = _Marker("FullText")
+FullText = _FullTextMarker("FullText")
+FullTextStem = _Marker("FullText(stem=True)")
 Expires = _Marker("Expires")
 Unique = _Marker("Unique")
 Int8 = _Marker("Int8")
@@ -398,11 +411,11 @@ def prepare(name: str, bases: tuple, ns: dict):
             raise TypeError(f"{where}: {base!r} properties cannot be indexed"
                             + (" (a dict or list property: on a path, motedb.Index(path=\"a.b\"))"
                                if kind in (K_DICT, K_LIST) else ""))
-        if FullText in markers:
+        if FullText in markers or FullTextStem in markers:
             if kind != K_STR:
                 raise TypeError(f"{where}: a full-text index (motedb.FullText) is for str "
                                 f"properties, not {base!r}")
-            flags |= P_FULLTEXT
+            flags |= P_FULLTEXT | (P_STEM if FullTextStem in markers else 0)
         if Expires in markers:
             if kind != K_DATETIME:
                 raise TypeError(f"{where}: an expiry time (motedb.Expires) is a datetime "

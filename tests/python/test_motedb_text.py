@@ -263,11 +263,13 @@ def test_match_scores_equal_reference(tmp_path_factory, texts, query, all_terms,
         same_ranking(filtered, want)
 
 
-def fts5_table(texts: list[str]) -> sqlite3.Connection:
-    """An in-memory FTS5 table t(x) of texts (rowids from 1), tokenized as MoteDB does."""
+def fts5_table(texts: list[str], porter: bool = False) -> sqlite3.Connection:
+    """An in-memory FTS5 table t(x) of texts (rowids from 1), tokenized as MoteDB does (with
+    porter: as an index that stems, motedb.FullText(stem=True))."""
     con = sqlite3.connect(":memory:")
     try:
-        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+        con.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='" + ("porter " if porter else "")
+                    + "unicode61 remove_diacritics 2')")
     except sqlite3.OperationalError:
         pytest.skip("this sqlite3 has no FTS5")
     con.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(texts, 1))
@@ -509,6 +511,41 @@ def test_query_language_equals_fts5(tmp_path) -> None:
             assert ours.keys() == fts.keys(), query
             for i, s in ours.items():
                 assert math.isclose(s, fts[i], rel_tol=1e-9), (query, i, s, fts[i])
+
+
+class Stemmed(motedb.Entity):
+    id: int = 0
+    text: Annotated[str, motedb.FullText(stem=True)] = ""
+
+
+def test_stemming_index_equals_fts5_porter(tmp_path) -> None:
+    """An index that stems against FTS5's porter tokenizer: the same documents and bm25()
+    scores for words, phrases, AND / OR / NOT, prefixes (matched against the stems: FTS5
+    does not stem a prefix either). Texts: synthetic, of English words in many forms."""
+    rng = __import__("random").Random(23)
+    words = ["connect", "connected", "connecting", "connection", "connections", "general",
+             "generalizations", "generate", "running", "runs", "ran", "timeout", "timeouts",
+             "error", "errors", "erroneous", "happy", "happiness", "relational", "relate",
+             "alpha", "caresses", "ponies", "agreed", "hopping", "hop"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 12))) for _ in range(400)]
+    con = fts5_table(texts, porter=True)
+    with motedb.open(str(tmp_path / "s.mote")) as store:
+        box = store.box(Stemmed)
+        box.put_many([Stemmed(id=i, text=t) for i, t in enumerate(texts, 1)])
+        for query in ["connection", "timeouts error", '"connected timeout"', "happiness NOT hop",
+                      "relational AND generalizations", "connect* OR gen*", "runs", "erroneous",
+                      "(ponies OR caresses) AND agreed", "connecti*", "hopping running"]:
+            fts = {r: -sc for r, sc in con.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ?",
+                                                   [query])}
+            ours = {m.id: sc for m, sc in box.query(
+                Stemmed.text.matches(query, k=1000, all_terms=True)).find_with_scores()}
+            assert ours.keys() == fts.keys(), query
+            for i, sc in ours.items():
+                assert math.isclose(sc, fts[i], rel_tol=1e-9), (query, i, sc, fts[i])
+    assert repr(motedb.FullText(stem=True)) == "motedb.FullText(stem=True)"
+    assert motedb.FullText(stem=False) is motedb.FullText
+    with pytest.raises(TypeError, match="bool"):
+        motedb.FullText(stem="yes")
 
 
 @pytest.mark.parametrize("query, where", [

@@ -108,8 +108,9 @@ static int stat_entity(void *ctx, const char *name)
         if (mote_entity_prop_def(e, i, &d) || !(d.flags & MOTE_P_FULLTEXT) ||
             mote_text_stat(t, e, i, &ts))
             continue;
-        printf("  full-text index %s: %llu texts, %llu words, %llu distinct, %llu postings in "
-               "%llu blocks, %llu bytes", d.name, (unsigned long long)ts.texts,
+        printf("  full-text index %s%s: %llu texts, %llu words, %llu distinct, %llu postings in "
+               "%llu blocks, %llu bytes", d.name, d.flags & MOTE_P_STEM ? " (stemmed)" : "",
+               (unsigned long long)ts.texts,
                (unsigned long long)ts.tokens, (unsigned long long)ts.terms,
                (unsigned long long)ts.postings, (unsigned long long)ts.blocks,
                (unsigned long long)ts.bytes);

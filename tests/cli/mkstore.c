@@ -138,14 +138,16 @@ static int near_store(const char *path)
 }
 
 /* mkstore --text FILE: entity Doc, 200 texts of 3 words each (600 words,
- * 20 distinct) with a full-text index, JSON indexed on a path and an expiry
- * time that is never reached (mote stat shows them, mote check verifies the
- * indexes). */
+ * 20 distinct) with a full-text index, JSON indexed on a path, an expiry
+ * time that is never reached, and a title "Running connections" in an index
+ * that stems (400 words, 2 distinct: run, connect) (mote stat shows them,
+ * mote check verifies the indexes). */
 static const mote_prop_def text_def[] = {
     {"body", MOTE_T_STRING, MOTE_P_FULLTEXT, 0, NULL, NULL, {0}, NULL},
     {"meta", MOTE_T_JSON, MOTE_P_INDEXED, 0, NULL, NULL, {0}, "n"},
     {"until", MOTE_T_TIMESTAMP, MOTE_P_NULLABLE | MOTE_P_INDEXED | MOTE_P_EXPIRES, 0, NULL, NULL,
      {0}, NULL},
+    {"title", MOTE_T_STRING, MOTE_P_FULLTEXT | MOTE_P_STEM, 0, NULL, NULL, {0}, NULL},
 };
 
 static int text_store(const char *path)
@@ -153,11 +155,13 @@ static int text_store(const char *path)
     mote_txn *t;
     mote_entity *doc;
     if (mote_open(path, NULL, &s) || mote_begin(s, 0, &t) ||
-        mote_entity_open(t, "Doc", text_def, 3, &doc))
+        mote_entity_open(t, "Doc", text_def, 4, &doc))
         return fail("text");
     for (int i = 0; i < 200; i++) {
         char b[64], m[32];
-        mote_value v[3] = {{0}, {0}, {1, {0}}};
+        mote_value v[4] = {{0}, {0}, {1, {0}}, {0}};
+        v[3].v.s.p = "Running connections";
+        v[3].v.s.n = 19;
         v[0].v.s.p = b;
         v[0].v.s.n = (size_t)snprintf(b, sizeof b, "Word%d word%d WORD%d", i % 7, 7 + i % 6,
                                       13 + i % 7);

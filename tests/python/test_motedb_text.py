@@ -488,6 +488,17 @@ QUERIES = [
 ]
 
 
+def same_as_fts5(con: sqlite3.Connection, box, prop, query: str) -> None:
+    """The query's documents and scores (implicit AND) equal FTS5's bm25() in con."""
+    fts = {r: -s for r, s in con.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ?",
+                                         [query])}
+    ours = {m.id: s for m, s in box.query(
+        prop.matches(query, k=1000, all_terms=True)).find_with_scores()}
+    assert ours.keys() == fts.keys(), query
+    for i, s in ours.items():
+        assert math.isclose(s, fts[i], rel_tol=1e-9), (query, i, s, fts[i])
+
+
 def test_query_language_equals_fts5(tmp_path) -> None:
     # phrases, prefixes, NOT, AND / OR, parentheses: the same documents and
     # the same scores as FTS5's bm25() (implicit AND on both sides)
@@ -504,13 +515,7 @@ def test_query_language_equals_fts5(tmp_path) -> None:
                 with pytest.raises(ValueError, match="at 7"):
                     Memory.text.matches(query, all_terms=True)
                 continue
-            fts = {r: -s for r, s in con.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ?",
-                                                 [query])}
-            ours = {m.id: s for m, s in box.query(
-                Memory.text.matches(query, k=1000, all_terms=True)).find_with_scores()}
-            assert ours.keys() == fts.keys(), query
-            for i, s in ours.items():
-                assert math.isclose(s, fts[i], rel_tol=1e-9), (query, i, s, fts[i])
+            same_as_fts5(con, box, Memory.text, query)
 
 
 class Stemmed(motedb.Entity):
@@ -535,13 +540,7 @@ def test_stemming_index_equals_fts5_porter(tmp_path) -> None:
         for query in ["connection", "timeouts error", '"connected timeout"', "happiness NOT hop",
                       "relational AND generalizations", "connect* OR gen*", "runs", "erroneous",
                       "(ponies OR caresses) AND agreed", "connecti*", "hopping running"]:
-            fts = {r: -sc for r, sc in con.execute("SELECT rowid, bm25(t) FROM t WHERE t MATCH ?",
-                                                   [query])}
-            ours = {m.id: sc for m, sc in box.query(
-                Stemmed.text.matches(query, k=1000, all_terms=True)).find_with_scores()}
-            assert ours.keys() == fts.keys(), query
-            for i, sc in ours.items():
-                assert math.isclose(sc, fts[i], rel_tol=1e-9), (query, i, sc, fts[i])
+            same_as_fts5(con, box, Stemmed.text, query)
     assert repr(motedb.FullText(stem=True)) == "motedb.FullText(stem=True)"
     assert motedb.FullText(stem=False) is motedb.FullText
     with pytest.raises(TypeError, match="bool"):

@@ -106,8 +106,8 @@ static int ends(const char *w, size_t n, const char *suf, size_t sl)
     return n > sl && memcmp(w + n - sl, suf, sl) == 0;
 }
 
-/* A rule: suffix, replacement, the least measure of the stem (or a special
- * condition below). */
+/* A rule: suffix, replacement, and the condition on the stem: its measure
+ * above `cond` (C_M0, C_M1), or C_ION. */
 typedef struct rule {
     const char *suf, *rep;
     int cond;

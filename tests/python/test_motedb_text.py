@@ -391,22 +391,27 @@ class Fact(motedb.Entity):
     vec: Annotated[list[float], motedb.Vector(2)] = motedb.field(default_factory=lambda: [0.0, 0.0])
 
 
-def rrf(*lists: list[int]) -> list[tuple[int, float]]:
-    """Reciprocal Rank Fusion, k = 60, of ranked id lists: best first, ties by id."""
-    score: dict[int, float] = {}
-    for ids in lists:
-        for rank, i in enumerate(ids, 1):
-            score[i] = score.get(i, 0.0) + 1.0 / (60 + rank)
-    return sorted(score.items(), key=lambda x: (-x[1], x[0]))
-
-
 def rrf_k(k: float, *lists: list[int]) -> list[tuple[int, float]]:
-    """Reciprocal Rank Fusion with constant k."""
+    """Reciprocal Rank Fusion with constant k of ranked id lists: best first, ties by id."""
     score: dict[int, float] = {}
     for ids in lists:
         for rank, i in enumerate(ids, 1):
             score[i] = score.get(i, 0.0) + 1.0 / (k + rank)
     return sorted(score.items(), key=lambda x: (-x[1], x[0]))
+
+
+def rrf(*lists: list[int]) -> list[tuple[int, float]]:
+    """Reciprocal Rank Fusion with mote.h's default constant, 60."""
+    return rrf_k(60, *lists)
+
+
+def facts_box(store, seed: int):
+    """The box of 200 Facts of random words (WORDS, synthetic), topics 0-2 and 2-d vectors."""
+    rng = __import__("random").Random(seed)
+    box = store.box(Fact)
+    box.put_many([Fact(topic=i % 3, text=" ".join(rng.choice(WORDS) for _ in range(8)),
+                       vec=[rng.random(), rng.random()]) for i in range(200)])
+    return box
 
 
 def weighted(w: float, text: list[tuple[int, float]], near: list[tuple[int, float]]
@@ -423,11 +428,8 @@ def weighted(w: float, text: list[tuple[int, float]], near: list[tuple[int, floa
 
 
 def test_hybrid_fusions(tmp_path) -> None:
-    rng = __import__("random").Random(5)
     with motedb.open(str(tmp_path / "f.mote")) as store:
-        box = store.box(Fact)
-        box.put_many([Fact(topic=i % 3, text=" ".join(rng.choice(WORDS) for _ in range(8)),
-                           vec=[rng.random(), rng.random()]) for i in range(200)])
+        box = facts_box(store, 5)
         words = Fact.text.matches("beta timeout", k=14) & (Fact.topic != 2)
         near = Fact.vec.nearest([0.7, 0.1], k=11) & (Fact.topic != 2)
         text = [(o.id, s) for o, s in box.query(words).find_with_scores()]
@@ -456,11 +458,8 @@ def test_hybrid_fusions(tmp_path) -> None:
 
 
 def test_hybrid_fuses_by_rank(tmp_path) -> None:
-    rng = __import__("random").Random(11)
     with motedb.open(str(tmp_path / "h.mote")) as store:
-        box = store.box(Fact)
-        box.put_many([Fact(topic=i % 3, text=" ".join(rng.choice(WORDS) for _ in range(8)),
-                           vec=[rng.random(), rng.random()]) for i in range(200)])
+        box = facts_box(store, 11)
         for topic in (None, 1):
             words = Fact.text.matches("alpha timeout", k=15)
             near = Fact.vec.nearest([0.2, 0.9], k=12, distance="euclidean")

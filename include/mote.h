@@ -135,7 +135,10 @@ typedef struct mote_options {
  * across all of them (mote_begin waits for another process's, see
  * mote_busy_timeout). What the processes share is a page of shared memory,
  * /dev/shm/motedb-<dev>-<ino>, with the store file's permission bits; the
- * last process to close the store removes it, and a process killed at any
+ * last process to close the store removes it. A process alone with its own
+ * store (not writable by another user) makes none: the next process to
+ * open the store makes it from a small entry the first one keeps in its
+ * own page (/dev/shm/motedb-solo-<id>, removed at exit). A process killed at any
  * point blocks the others no longer than it takes to notice (its locks go
  * with it) and loses nothing acknowledged. With MOTE_EXCLUSIVE (and where
  * shared memory is not available, or once a process holds a quarter of

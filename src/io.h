@@ -45,8 +45,9 @@ typedef struct mote_io {
     /* Locks on bytes [off, off + len) of fd, owned by the open file
      * description (so no other descriptor or thread of the process releases
      * them, and its death does), never waiting: MOTE_LK_READ (shared),
-     * MOTE_LK_UNLOCK, or MOTE_LK_TEST (takes nothing: -EAGAIN if another
-     * description holds any lock there, 0 if none). */
+     * MOTE_LK_WRITE (exclusive: -EAGAIN if another description holds a
+     * lock there), MOTE_LK_UNLOCK, or MOTE_LK_TEST (takes nothing: -EAGAIN
+     * if another description holds any lock there, 0 if none). */
     int (*lock)(void *ctx, int fd, int op, uint64_t off, uint64_t len);
     /* Map the first n bytes of fd shared and writable (*out), and unmap. */
     int (*map)(void *ctx, int fd, size_t n, void **out);
@@ -56,7 +57,7 @@ typedef struct mote_io {
     int (*chmod)(void *ctx, int fd, unsigned mode);
 } mote_io;
 
-enum { MOTE_LK_READ, MOTE_LK_UNLOCK, MOTE_LK_TEST };
+enum { MOTE_LK_READ, MOTE_LK_UNLOCK, MOTE_LK_TEST, MOTE_LK_WRITE };
 
 
 extern const mote_io mote_io_posix;

@@ -63,6 +63,7 @@ static void fork_child(void)
         reg_tab[b] = NULL;
     }
     reg_n = 0;
+    mote__share_fork_child();
     pthread_mutex_unlock(&reg_mu);
 }
 
@@ -730,6 +731,7 @@ int mote__store_busy(mote_store *s)
 
 void mote__store_close(mote_store *s)
 {
+    mote__solo_close(s); /* another process took the store over: join it first */
     int alone = mote__store_alone(s);
     if (s->seg && alone) { /* the marker names the latest commit of any process */
         pthread_mutex_lock(&s->mu);

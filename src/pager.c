@@ -458,6 +458,7 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
         int rc = s->poisoned ? mote__err(MOTE_POISONED, "store %s: an earlier sync failed; "
                                          "close and reopen it", s->path)
                  : s->seg      ? share_read_begin(s)
+                 : s->solo     ? solo_read_begin(s)
                  : s->outsider ? mote__share_outsider_refresh(s)
                                : MOTE_OK;
         if (rc) {
@@ -496,6 +497,8 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
                        "and reopen it", s->path);
     else if (!s->seg && atomic_load(&s->dur->failed))
         rc = failed_err(s);
+    if (!rc && s->solo)
+        rc = mote__solo_write_begin(s, t);
     if (!rc && s->seg && !(rc = mote__share_write_begin(s)))
         shared = 1;
     if (!rc) { /* the base: the newest commit written (GROUP COMMIT) */
@@ -530,11 +533,14 @@ int mote__txn_begin(mote_store *s, int write, mote_txn **out)
         }
         mote__free(t->bm);
         mote__free(t->scratch);
-        mote__free(t);
+        int solo = t->solo_w;
         if (shared)
             mote__share_write_end(s);
         atomic_store(&s->writer, NULL);
         pthread_mutex_unlock(&s->wmu);
+        if (solo)
+            solo_write_done(s);
+        mote__free(t);
         return rc;
     }
     memcpy(t->root->data, t->base->data, s->P);
@@ -572,6 +578,8 @@ static void txn_free(mote_txn *t)
         *pp = t->rd.next;
         if (s->seg && !t->view)
             share_read_end(s);
+        else if (s->solo && !t->view)
+            solo_read_end(s);
     }
     mote__snap_unref(t->root);
     if (t->base)
@@ -590,10 +598,13 @@ static void txn_free(mote_txn *t)
     mote__free(t->vbuf);
     mote__free(t->spare);
     if (t->write) {
-        if (s->seg)
+        int solo = t->solo_w && !t->solo_keep;
+        if (s->seg && !t->solo_w)
             mote__share_write_end(s);
         atomic_store(&s->writer, NULL);
         pthread_mutex_unlock(&s->wmu);
+        if (solo) /* (after the lock: the last one may join) */
+            solo_write_done(s);
     }
     mote__free(t);
 }
@@ -1079,6 +1090,8 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
     uint64_t txnid = t->txnid;
     snap *sn = t->root;
     sn->refs++; /* the caller's */
+    int solo = t->solo_w;
+    t->solo_keep = solo; /* counted until durable, below or in mote__commit_wait */
     publish(t, pages, npg); /* frees t, ends the write transaction */
     mote__free(pages);
     mote__free(both);
@@ -1095,6 +1108,8 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
             sync_ended(s);
             sync_unlock(s);
         }
+        if (solo)
+            solo_write_done(s);
         return MOTE_OK;
     }
     *txnid_out = txnid;
@@ -1119,7 +1134,9 @@ int mote__commit_wait(mote_store *s, uint64_t txnid, snap *sn)
     else
         mote__snap_unref(sn);
     pthread_mutex_unlock(&s->mu);
-    return rc ? poison(s, rc) : MOTE_OK;
+    rc = rc ? poison(s, rc) : MOTE_OK;
+    solo_write_done(s); /* (a store joins only once no write is counted) */
+    return rc;
 }
 
 void mote__commit_forget(mote_store *s, snap *sn)
@@ -1127,6 +1144,7 @@ void mote__commit_forget(mote_store *s, snap *sn)
     pthread_mutex_lock(&s->mu);
     mote__snap_unref(sn);
     pthread_mutex_unlock(&s->mu);
+    solo_write_done(s);
 }
 
 int mote__txn_commit(mote_txn *t)

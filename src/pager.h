@@ -207,6 +207,18 @@ typedef struct durability {
     uint32_t pad;
 } durability;
 
+/* A process alone with a store and without a segment (share.c SOLO): its
+ * entry in the process's solo page, which another process that opens the
+ * store reads and rings. A cache line each. */
+typedef struct solo_entry {
+    _Atomic uint64_t dev, ino; /* the store's (0: a free entry) */
+    _Atomic uint64_t oldest;   /* the oldest snapshot this process reads (UINT64_MAX: none) */
+    _Atomic uint32_t bell;     /* bumped by a process that opens the store */
+    _Atomic uint32_t writing;  /* write transactions begun alone, not yet durable */
+    _Atomic uint64_t synced;   /* its newest commit known durable */
+    uint8_t pad[24];
+} solo_entry;
+
 typedef struct pending {
     uint32_t pgno;
     uint64_t tag; /* freed by this commit */
@@ -270,6 +282,16 @@ struct mote_store {
     _Atomic int area_failed; /* mapping them failed: no copies in this process */
     _Atomic uint64_t *sh_latest, *sh_snap; /* in seg: the latest commit, this
                             process's published snapshot (the read path's fast way) */
+    _Atomic(solo_entry *) solo; /* alone without a segment (share.c SOLO); NULL once
+                            it joined one, or never alone so */
+    uint32_t bell_seen;  /* solo: the bell's value this process answered */
+    uint64_t solo_off;   /* solo: the byte of the store file it locks */
+    solo_entry *to_e;    /* opening: the solo process's entry this one took the
+                            store over from (its page mapped), else NULL */
+    uint64_t to_oldest;  /* the oldest snapshot it read there */
+    uint64_t to_synced;  /* and its newest durable commit (0: unknown) */
+    int take_fd1;        /* 1 + the descriptor of the segment it is making after a
+                            takeover (its first byte write-locked), 0: none */
     int slot;            /* this process's slot in seg */
     int alone;           /* the flock is held exclusively (no other process) */
     int probed;          /* closing: mote__store_alone asked the flock once */
@@ -311,6 +333,10 @@ struct mote_txn {
     mote_cursor *spare;  /* the last cursor closed, reused by the next open */
     uint64_t serial;     /* unique per write transaction of the store */
     int view;            /* a read transaction on a writer's base (mote__txn_base_view) */
+    int solo_w;          /* a write begun alone (counted in the solo entry's
+                            `writing` until its commit is durable or it ends) */
+    int solo_keep;       /* its commit goes on: the count ends with it, not
+                            with the transaction (pager.c) */
     int64_t now;         /* the object layer's clock for expiry, 0 until read
                             (mote__txn_now) */
 
@@ -541,6 +567,59 @@ static inline void share_read_end(mote_store *s)
     else
         atomic_store_explicit(s->sh_snap, UINT64_MAX, memory_order_release);
 }
+/* Alone without a segment (share.c SOLO), under s->mu. A read
+ * transaction's snapshot goes into the solo entry (then the bell is read:
+ * a process that rang it reads the entry after); a rung bell makes this
+ * process join the segment the other one made, and the reader goes on as
+ * a shared one. mote__solo_join_read says which: 1 joined, 0 still alone,
+ * < 0 an error. */
+int mote__solo_join_read(mote_store *s, int ending);
+uint64_t mote__solo_oldest(const mote_store *s);
+static inline int solo_read_begin(mote_store *s)
+{
+    solo_entry *e = atomic_load_explicit(&s->solo, memory_order_relaxed);
+    uint64_t o = s->txnid;
+    if (s->readers) {
+        uint64_t lo = mote__solo_oldest(s);
+        if (lo < o)
+            o = lo;
+    }
+    atomic_store(&e->oldest, o); /* then the bell (sequentially consistent both) */
+    if (atomic_load(&e->bell) == s->bell_seen)
+        return MOTE_OK;
+    int rc = mote__solo_join_read(s, 0);
+    return rc < 0 ? rc : rc ? share_read_begin(s) : MOTE_OK;
+}
+
+static inline void solo_read_end(mote_store *s)
+{
+    solo_entry *e = atomic_load_explicit(&s->solo, memory_order_relaxed);
+    atomic_store_explicit(&e->oldest, s->readers ? mote__solo_oldest(s) : UINT64_MAX,
+                          memory_order_release);
+    if (atomic_load(&e->bell) != s->bell_seen && mote__solo_join_read(s, 1) == 1)
+        share_read_end(s);
+}
+/* A write transaction (s->wmu held): counted in `writing` (t->solo_w), or,
+ * the bell rung, after joining the segment (then s->seg). */
+int mote__solo_write_begin(mote_store *s, mote_txn *t);
+/* A write begun alone is durable or over (neither s->wmu nor s->mu held):
+ * the count goes down; with the bell rung, the last one joins (a taker's
+ * writers wait for that, share.c). */
+void mote__solo_join_late(mote_store *s);
+static inline void solo_write_done(mote_store *s)
+{
+    solo_entry *e = atomic_load_explicit(&s->solo, memory_order_relaxed);
+    if (!e)
+        return;
+    atomic_store_explicit(&e->synced, store_synced(s), memory_order_relaxed);
+    if (atomic_fetch_sub(&e->writing, 1) == 1 && atomic_load(&e->bell) != s->bell_seen)
+        mote__solo_join_late(s);
+}
+/* At close (no transactions): a rung bell is answered (joined) first. */
+void mote__solo_close(mote_store *s);
+/* In a forked child: the parent's solo page is not this process's. */
+void mote__share_fork_child(void);
+
 /* The oldest snapshot other processes read, checking those below `needed`
  * are alive (a dead one's slot is reclaimed). */
 uint64_t mote__share_oldest(mote_store *s, uint64_t needed);

@@ -89,6 +89,10 @@
  * `dropped`: until every snapshot is past that, a writer uses no free page
  * at all (the file grows), as it cannot tell which ones are safe.
  *
+ * A process alone with the store makes no segment (SOLO, at the end): a
+ * page of its own, which another process that opens the store reads to
+ * take the store over, is enough.
+ *
  * Exclusive mode (one process, as if the store were not shared: the flock
  * held exclusively from open to close, no segment): when the I/O shim has
  * no locks or mappings (the tests' in-memory files), when the segment
@@ -104,13 +108,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "pager.h"
 
 #define SEG_MAGIC 0x314D485345544F4Dull /* "MOTESHM1" little-endian */
-#define SEG_VERSION 7u
+#define SEG_VERSION 8u
 #define SEG_PAGE 4096u
 #define RING_PAGES 3u
 #define SEG_BYTES ((1u + RING_PAGES) * SEG_PAGE) /* header and slots; the ring */
@@ -157,6 +164,10 @@ typedef struct segslot {
  * (else, in that instant, it would remove the segment of a process that
  * just opened, write its marker and shrink the file under it). */
 #define OPEN_LOCK (SLOT_LOCK - 1)
+/* Byte SOLO_LOCK + (pid << 34 | fd << 18 | entry) is read-locked by a
+ * process alone with the store without a segment (SOLO, at the end). */
+#define SOLO_LOCK (SLOT_LOCK + (1ull << 58))
+#define SOLO_SPAN (1ull << 56)
 
 struct segment {
     _Atomic uint64_t magic; /* written last by the first opener */
@@ -181,7 +192,12 @@ struct segment {
     rootcopy copy[ROOT_COPIES];   /* what root + i * page_size holds */
     pthread_mutex_t writer_mu;    /* held for a write transaction (robust, shared) */
     pthread_mutex_t sync_mu;      /* held while a synced commit becomes the latest */
-    uint8_t reserved[SEG_HEADER - 216 - 2 * sizeof(pthread_mutex_t)];
+    _Atomic uint64_t solo_off;    /* slot 0 stands for a solo process that locks this
+                                     byte (SOLO below); 0: slot 0 is an ordinary slot */
+    _Atomic uint32_t solo_writing; /* it was in a write transaction begun alone when
+                                     taken over: writers wait until it joined */
+    uint32_t pad1;
+    uint8_t reserved[SEG_HEADER - 232 - 2 * sizeof(pthread_mutex_t)];
     segslot slot[HEAD_SLOTS];
     uint64_t ring_tag[RING];      /* page ring_pgno[i] was freed by commit ring_tag[i] */
     uint32_t ring_pgno[RING];
@@ -330,7 +346,8 @@ static int slot_alive(const mote_store *s, const struct segment *seg, unsigned i
 {
     const segslot *sl = seg_slot(seg, i);
     uint64_t o = atomic_load(&sl->owner), ns;
-    if (o == 0 || s->io->lock(s->io->ctx, s->fd, MOTE_LK_TEST, SLOT_LOCK + i, 1) == 0)
+    uint64_t solo = i == 0 ? atomic_load(&((struct segment *)seg)->solo_off) : 0;
+    if (o == 0 || s->io->lock(s->io->ctx, s->fd, MOTE_LK_TEST, solo ? solo : SLOT_LOCK + i, 1) == 0)
         return 0;
     self_owner(s->io, &ns);
     if (!ns || atomic_load(&sl->pidns) != ns)
@@ -378,9 +395,20 @@ static void slot_reclaim(segslot *sl, uint64_t dead)
 
 /* ---- open ------------------------------------------------------------------- */
 
+static int solo_may(const mote_store *s);
+static int solo_open(mote_store *s);
+static int find_solo(const mote_store *s, uint64_t *off);
+static int solo_attach(mote_store *s, uint64_t off);
+static void take_unlock(mote_store *s);
+static void solo_release(mote_store *s);
+static int solo_ready(mote_store *s);
+static void ring_push(struct segment *seg, uint64_t tag, uint32_t pgno);
+static int solo_died_writing(mote_store *s, struct segment *seg);
+
 /* The segment cannot be used: alone, the caller opens exclusively; a process
  * that may only read the store reads without it (an outsider). */
 #define NO_SEGMENT (-1000)
+#define SOLO_GONE (-1001) /* the solo process closed the store meanwhile */
 
 /* The segment's permission bits: read and write for each class of users that
  * may write the store file, none for the others, so that a process that may
@@ -484,6 +512,18 @@ static int wait_ready(mote_store *s, struct segment *seg, const char *path)
     return MOTE_OK;
 }
 
+/* The mapped segment (file fi), with this process's slot, is the store's. */
+static void seg_use(mote_store *s, struct segment *seg, const mote_fileinfo *fi)
+{
+    s->seg_dev = fi->dev;
+    s->seg_ino = fi->ino;
+    s->dur = &seg->dur;
+    s->sh_latest = &seg->latest;
+    s->sh_snap = &seg_slot(seg, (unsigned)s->slot)->snap;
+    s->seg = seg;
+    atomic_fetch_add(&nmapped, 1);
+}
+
 /* Open (or create) and map the segment, claim a slot. Sets s->init when this
  * process initializes it (the caller then reads the file, as the first
  * opener does). NO_SEGMENT: see above. */
@@ -498,6 +538,9 @@ static int seg_attach(mote_store *s)
      * one that does, unseen, uses another /dev/shm (another container?). An
      * outsider never makes it. */
     int creator = 0, r, fd = -ENOENT;
+    uint64_t off;
+    if (!s->alone && !s->outsider && find_solo(s, &off) && (r = solo_attach(s, off)) != SOLO_GONE)
+        return r;
     for (int tries = 0; tries < 3 && (tries == 0 || (!s->outsider && (fd == -ENOENT || fd == -EEXIST)));
          tries++) {
         if ((s->alone ? tries % 2 == 0 : tries % 2 == 1) && !s->outsider) {
@@ -567,13 +610,7 @@ static int seg_attach(mote_store *s)
         goto fail;
     }
     io->close(io->ctx, fd); /* the mapping stays */
-    s->seg = seg;
-    s->seg_dev = fi.dev;
-    s->seg_ino = fi.ino;
-    s->dur = &seg->dur;
-    s->sh_latest = &seg->latest;
-    s->sh_snap = &seg_slot(seg, (unsigned)s->slot)->snap;
-    atomic_fetch_add(&nmapped, 1);
+    seg_use(s, seg, &fi);
     return MOTE_OK;
 io_fail:
     rc = mote__ioerr(r, "the shared memory", s->path);
@@ -587,7 +624,11 @@ fail:
 
 /* Does a live process hold a slot of the store's segment? (one that is
  * opening or closing it holds the flock exclusively for an instant) */
-static int segment_in_use(mote_store *s) { return any_live(s, NULL); }
+static int segment_in_use(mote_store *s)
+{
+    return any_live(s, NULL) ||
+           s->io->lock(s->io->ctx, s->fd, MOTE_LK_TEST, OPEN_LOCK, 1) == -EAGAIN;
+}
 
 int mote_busy_timeout(mote_store *s, int ms)
 {
@@ -634,10 +675,20 @@ int mote__share_open(mote_store *s)
     }
     if (!want)
         return MOTE_OK;
-    int r = io->lock(io->ctx, s->fd, MOTE_LK_READ, OPEN_LOCK, 1);
-    if (r)
+    int r;
+    /* the flock exclusively while another process holds the open byte: that
+     * one is in the instant of its open (between the flock's exclusive and
+     * shared), perhaps alone without a segment: not alone */
+    if (s->alone && io->lock(io->ctx, s->fd, MOTE_LK_TEST, OPEN_LOCK, 1) == -EAGAIN) {
+        if ((r = io->flock(io->ctx, s->fd, LOCK_SH)))
+            return mote__ioerr(r, "lock", s->path);
+        s->alone = 0;
+    }
+    if ((r = io->lock(io->ctx, s->fd, MOTE_LK_READ, OPEN_LOCK, 1)))
         return mote__ioerr(r, "lock", s->path);
     s->open_lock = 1;
+    if (s->alone && solo_may(s) && (r = solo_open(s)))
+        return r < 0 ? r : MOTE_OK;
     int rc = seg_attach(s);
     if (rc == NO_SEGMENT) {
         s->init = 1; /* it reads the file itself: alone, exclusively; an outsider, as is */
@@ -674,16 +725,28 @@ int mote__share_ready(mote_store *s)
         atomic_store(&seg->written_page, st_where(s->cur->data));
         atomic_store(&seg->written, s->txnid);
         atomic_store(&seg->next_txnid, s->next_txnid);
+        if (s->to_e && s->txnid <= s->to_synced) { /* the solo process synced it */
+            atomic_store(&s->dur->synced, s->txnid);
+            s->need_sync = 0;
+        }
         /* an unclean open (even a read-only one) leaves a base that may not be durable */
         atomic_store(&seg->need_sync, (uint32_t)(!s->fresh && (s->need_sync ||
                                                                store_synced(s) < s->txnid)));
         atomic_store(&seg->fresh, (uint32_t)s->fresh);
+        /* taken over from a solo process whose snapshot is older: the pages
+         * commits since freed are not known, so none is used until then */
+        if (s->to_e && s->to_oldest < s->txnid)
+            seg->dropped = s->txnid;
         atomic_store(&seg->magic, SEG_MAGIC);
         s->bm_txnid = s->txnid;
     }
-    if (!seg || !s->alone)
+    take_unlock(s); /* (a taker: the segment is ready) */
+    int r;
+    if (atomic_load(&s->solo) && (r = solo_ready(s)))
+        return r;
+    if ((!seg && !atomic_load(&s->solo)) || !s->alone)
         return MOTE_OK;
-    int r = s->io->flock(s->io->ctx, s->fd, LOCK_SH); /* our slot is locked: see the top */
+    r = s->io->flock(s->io->ctx, s->fd, LOCK_SH); /* our slot is locked: see the top */
     if (r)
         return mote__ioerr(r, "lock", s->path);
     s->alone = 0;
@@ -1028,6 +1091,30 @@ int mote__share_write_begin(mote_store *s)
         return mote__err(MOTE_BUSY, "store %s: another process is in a write transaction "
                          "(waited %d ms)", s->path, ms);
     }
+    uint64_t start = now_us();
+    unsigned step = 0;
+    while (atomic_load(&seg->solo_writing)) { /* taken over in a write begun alone: it joins */
+        uint64_t off = atomic_load(&seg->solo_off);
+        int rc = MOTE_OK;
+        if (!off || io->lock(io->ctx, s->fd, MOTE_LK_TEST, off, 1) != -EAGAIN) {
+            rc = solo_died_writing(s, seg); /* (its process died) */
+        } else {
+            pthread_mutex_unlock(&seg->writer_mu); /* (waiting, as it joins without it) */
+            if (wait_over(start, ms, &step))
+                return mote__err(MOTE_BUSY, "store %s: process %u is in a write transaction "
+                                 "(waited %d ms)", s->path, atomic_load(&seg->writer), ms);
+            while ((r = pthread_mutex_lock(&seg->writer_mu)) == EINTR)
+                ;
+            if (r == EOWNERDEAD) {
+                pthread_mutex_consistent(&seg->writer_mu);
+                atomic_store(&seg->need_sync, 1);
+            }
+        }
+        if (rc) {
+            pthread_mutex_unlock(&seg->writer_mu);
+            return rc;
+        }
+    }
     atomic_store(&seg->writer, my_pid(s));
     if (atomic_exchange(&seg->writing, 1)) /* its holder died in one (a thread that ended) */
         atomic_store(&seg->need_sync, 1);
@@ -1124,17 +1211,8 @@ void mote__share_written(mote_store *s, uint64_t txnid, const uint8_t *st,
     struct segment *seg = s->seg;
     if (atomic_load(&seg->slots_hi) > 1) /* another process has opened the store */
         root_copy_put(seg, st, s->P, txnid);
-    for (size_t i = 0; i < nfreed; i++) { /* before the commit is published */
-        if (seg->ring_n == RING) { /* full: the oldest goes, and no free page is used for now */
-            if (seg->ring_tag[seg->ring_head] > seg->dropped)
-                seg->dropped = seg->ring_tag[seg->ring_head];
-            seg->ring_head = (seg->ring_head + 1) % RING;
-            seg->ring_n--;
-        }
-        uint32_t k = (seg->ring_head + seg->ring_n++) % RING;
-        seg->ring_tag[k] = txnid;
-        seg->ring_pgno[k] = freed[i];
-    }
+    for (size_t i = 0; i < nfreed; i++) /* before the commit is published */
+        ring_push(seg, txnid, freed[i]);
     /* unsynced (MOTE_NOSYNC): the next commit of a process that syncs syncs
      * it first; on a new store nothing is durable, so nothing needs that */
     atomic_store(&seg->need_sync, (s->flags & MOTE_NOSYNC) && !s->fresh ? 1u : 0u);
@@ -1331,6 +1409,8 @@ void mote__share_forked(mote_store *s)
 void mote__share_close(mote_store *s)
 {
     struct segment *seg = s->seg;
+    take_unlock(s);
+    solo_release(s); /* (its byte goes with the file's descriptor) */
     if (!seg)
         return;
     const mote_io *io = s->io;
@@ -1344,4 +1424,669 @@ void mote__share_close(mote_store *s)
     io->unmap(io->ctx, seg, SEG_MAP);
     s->seg = NULL;
     atomic_fetch_sub(&nmapped, 1);
+}
+
+/* ---- alone without a segment (SOLO) ---------------------------------------------
+ * A segment costs a tiny store's open and close ~25 µs (a tmpfs file made,
+ * truncated, mapped, unmapped, removed: 35 µs for open → read → close
+ * against 11.5 µs without, C driver, 2026-12-04), which a process alone
+ * with the store does not need. So a process that finds itself alone makes
+ * none (when the store file's writers are its own user only: the file is
+ * its own and not writable by group or others) and keeps instead, in its
+ * solo page (shared memory, one per process: /dev/shm/motedb-solo-<id>,
+ * mode 0600, 16 MB of which only the entries used take memory), an entry
+ * per such store: the oldest snapshot it reads, how many of its write
+ * transactions are in flight, its newest durable commit, and a bell. It
+ * locks byte SOLO_LOCK + (id << 18 | entry) of the store file, which says
+ * where to find them.
+ *
+ * Another process that opens the store takes it over: it makes the segment
+ * (holding a write lock on the segment's first byte until it is ready: a
+ * taker that died leaves it unlocked and unready, and the next one makes it
+ * again), gives slot 0 to the solo process (alive while its byte is
+ * locked), rings the bell, reads the entry, then reads the file as a first
+ * opener does. Slot 0 gets the solo process's oldest snapshot; if that is
+ * older than the latest commit, no free page is used (`dropped`) until it
+ * is past it (which pages commits since then freed is not known). If a
+ * write transaction begun alone was in flight, `solo_writing` makes every
+ * writer wait until the solo process joined (its readers go on: that write
+ * reuses only pages freed by commits durable when it began, which the
+ * snapshot read from the file does not use); if the solo process died,
+ * the writer takes the newest state on disk instead.
+ *
+ * The solo process joins the segment at its next transaction, or when its
+ * last write in flight is durable, or at close: slot 0 becomes its own,
+ * with its readers' snapshot; its commits since the takeover, and the
+ * pages they freed, go into the segment. The order that makes this safe: a
+ * read transaction publishes its snapshot in the entry before it reads the
+ * bell, and a write transaction is counted (under the store's mutex)
+ * before it reads the bell, while the taker rings before it reads the
+ * entry; so either the taker sees them, or they see the bell and join
+ * first. A reader that sees the bell while another thread holds the writer
+ * lock goes on alone only while a write begun before the bell is counted
+ * (writers then wait for the join, which publishes that reader); else it
+ * waits for the join. Until it joins, an idle solo process holds back only
+ * the snapshots it reads (share_solo_idle_holds_nothing_back).
+ *
+ * A crash leaves a solo page: the next process to make one removes those of
+ * dead processes (its user, its pid namespace). A solo open of a store not
+ * closed cleanly removes a segment a crash left.
+ */
+#define PP_ENTRIES (1u << 18)
+#define PP_BYTES ((size_t)PP_ENTRIES * sizeof(solo_entry))
+#define PP_MAGIC 0x314F4C4F53544F4Dull /* "MOTSOLO1" */
+
+_Static_assert(sizeof(solo_entry) == 64, "an entry per cache line");
+
+/* Entry 0 of a solo page: whose it is. */
+typedef struct solo_head {
+    _Atomic uint64_t magic;
+    uint64_t owner, pidns; /* as a slot's */
+    uint8_t pad[40];
+} solo_head;
+
+static pthread_mutex_t pp_mu = PTHREAD_MUTEX_INITIALIZER;
+static solo_entry *pp;      /* this process's solo page; NULL: none (yet) */
+static const mote_io *pp_io; /* the shim it was made with (compared, never called
+                                 later: it may be gone) */
+static int pp_failed;
+static uint32_t pp_next = 1; /* entries from here on were never handed out */
+static uint32_t *pp_free, pp_nfree, pp_cap;
+
+/* Alone, may it go without a segment? Its own store file, writable by no
+ * other user (who could not reach its solo page). */
+static int solo_may(const mote_store *s)
+{
+    const mote_io *io = s->io;
+    return io->ftruncate && !(s->mode & 022) && s->uid == (unsigned)geteuid();
+}
+
+#define PP_ID_BITS 38
+static uint64_t pp_id; /* its name: /dev/shm/motedb-solo-<id> */
+
+static void pp_name(uint64_t id, char *buf, size_t n)
+{
+    snprintf(buf, n, "/dev/shm/motedb-solo-%010llx", (unsigned long long)id);
+}
+
+/* At exit, this process's solo page goes (a crash leaves it: the next
+ * process to make one removes those of dead processes). */
+static void pp_remove(void)
+{
+    char path[64];
+    if (pp && pp_id) { /* (not through pp_io: a shim may be gone by now) */
+        pp_name(pp_id, path, sizeof path);
+        unlink(path);
+    }
+}
+
+/* Solo pages of processes that died (of this user, in this pid namespace). */
+static void pp_sweep(const mote_io *io)
+{
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return;
+    uint64_t ns;
+    self_owner(io, &ns);
+    struct dirent *de;
+    for (int n = 0; n < 4096 && (de = readdir(d)); n++) {
+        if (strncmp(de->d_name, "motedb-solo-", 12))
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/dev/shm/%s", de->d_name);
+        int fd = io->open(io->ctx, path, O_RDONLY | O_NOFOLLOW, 0);
+        if (fd < 0)
+            continue;
+        solo_head h;
+        mote_fileinfo fi;
+        int stale = !io->fstat(io->ctx, fd, &fi) && fi.uid == (unsigned)geteuid() &&
+                    io->pread(io->ctx, fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
+                    h.magic == PP_MAGIC && h.pidns == ns;
+        io->close(io->ctx, fd);
+        if (stale) {
+            long pid = (long)(h.owner & 0xFFFFFFFFu);
+            uint64_t start = kill((pid_t)pid, 0) == 0 || errno != ESRCH ? proc_start(io, pid) : 0;
+            if (start == 0 ? kill((pid_t)pid, 0) != 0 : (start & 0xFFFFFFFFu) != h.owner >> 32)
+                io->unlink(io->ctx, path);
+        }
+    }
+    closedir(d);
+}
+
+/* This process's solo page (under pp_mu): made once, 16 MB of which only
+ * the entries used take memory, named by a random id that the solo lock's
+ * byte carries (a process in another pid namespace that shares /dev/shm
+ * finds it too). */
+static int pp_make(const mote_io *io)
+{
+    struct rlimit fl;
+    if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY &&
+        fl.rlim_cur < PP_BYTES)
+        return -1; /* (growing it past the limit would raise SIGXFSZ) */
+    pp_sweep(io);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t id = ((uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 20 ^
+                   (uint64_t)ts.tv_sec) & ((1ull << PP_ID_BITS) - 1);
+    char path[64];
+    int fd = -EEXIST;
+    for (int tries = 0; tries < 8 && fd == -EEXIST; tries++) {
+        id = (id + 0x5851F42Dull * (uint64_t)tries) & ((1ull << PP_ID_BITS) - 1);
+        pp_name(id ? id : 1, path, sizeof path);
+        fd = io->open(io->ctx, path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    }
+    if (fd < 0)
+        return -1;
+    void *map = NULL;
+    int r = io->ftruncate(io->ctx, fd, PP_BYTES);
+    if (!r)
+        r = io->map(io->ctx, fd, PP_BYTES, &map);
+    io->close(io->ctx, fd);
+    if (r) {
+        io->unlink(io->ctx, path);
+        return -1;
+    }
+    solo_head *h = map;
+    uint64_t ns;
+    h->owner = self_owner(io, &ns);
+    h->pidns = ns;
+    atomic_store(&h->magic, PP_MAGIC);
+    pp = map;
+    pp_io = io;
+    pp_id = id ? id : 1;
+    static int registered;
+    if (!registered)
+        registered = atexit(pp_remove) == 0;
+    return 0;
+}
+
+/* An entry of the solo page for s, its index in *idx; NULL: none. */
+static solo_entry *solo_alloc(mote_store *s, uint32_t *idx)
+{
+    solo_entry *e = NULL;
+    pthread_mutex_lock(&pp_mu);
+    if ((pp || (!pp_failed && !(pp_failed = pp_make(s->io) != 0))) && pp_io == s->io) {
+        if (pp_nfree)
+            *idx = pp_free[--pp_nfree];
+        else if (pp_next < PP_ENTRIES)
+            *idx = pp_next++;
+        else
+            *idx = 0;
+        e = *idx ? &pp[*idx] : NULL;
+    }
+    pthread_mutex_unlock(&pp_mu);
+    return e;
+}
+
+/* s's entry back (s is no longer solo). */
+static void solo_release(mote_store *s)
+{
+    solo_entry *e = atomic_exchange(&s->solo, NULL);
+    if (!e)
+        return;
+    atomic_store(&e->dev, 0);
+    atomic_store(&e->ino, 0);
+    pthread_mutex_lock(&pp_mu);
+    if (pp_nfree == pp_cap) {
+        uint32_t n = pp_cap ? pp_cap * 2 : 64, *f = mote__realloc(pp_free, n * sizeof *f);
+        if (f) {
+            pp_free = f;
+            pp_cap = n;
+        }
+    }
+    if (pp_nfree < pp_cap) /* (no memory: the entry is lost, not misused) */
+        pp_free[pp_nfree++] = (uint32_t)(e - pp);
+    pthread_mutex_unlock(&pp_mu);
+}
+
+void mote__share_fork_child(void)
+{
+    if (pp) /* the parent's: its handles here fail before they touch it */
+        munmap(pp, PP_BYTES);
+    pp = NULL;
+    pp_id = 0;
+    pp_failed = 0;
+    pp_next = 1;
+    pp_nfree = 0;
+}
+
+/* Alone and allowed to: go without a segment. 1 if so, 0 if not (no solo
+ * page, no entry), < 0 an error. */
+static int solo_open(mote_store *s)
+{
+    uint32_t idx;
+    solo_entry *e = solo_alloc(s, &idx);
+    if (!e)
+        return 0;
+    uint64_t off = SOLO_LOCK + (pp_id << 18 | idx);
+    atomic_store(&e->oldest, UINT64_MAX);
+    atomic_store(&e->writing, 0);
+    atomic_store(&e->dev, s->dev);
+    atomic_store(&e->ino, s->ino);
+    s->bell_seen = atomic_load(&e->bell);
+    atomic_store(&s->solo, e);
+    s->solo_off = off; /* locked once the file is read (solo_ready) */
+    s->init = 1;
+    return 1;
+}
+
+/* The file read: a segment that a crash left (the store was not closed
+ * cleanly) goes, then the solo byte is locked (from then on another process
+ * may take the store over: the flock is still exclusive until the caller
+ * makes it shared). */
+static int solo_ready(mote_store *s)
+{
+    const mote_io *io = s->io;
+    if (!s->marker_ok) { /* (a new store too: an old file's inode, reused) */
+        char path[80];
+        seg_path(s, path, sizeof path);
+        io->unlink(io->ctx, path);
+    }
+    atomic_store(&atomic_load(&s->solo)->synced, store_synced(s));
+    int r = io->lock(io->ctx, s->fd, MOTE_LK_READ, s->solo_off, 1);
+    return r ? mote__ioerr(r, "lock", s->path) : MOTE_OK;
+}
+
+/* The byte a solo process locks, if one has the store open (the lowest
+ * locked one: there is at most one, unless a process that may read the
+ * file locks bytes to confuse; then the open fails, as below). */
+static int find_solo(const mote_store *s, uint64_t *off)
+{
+    const mote_io *io = s->io;
+    if (io->lock(io->ctx, s->fd, MOTE_LK_TEST, SOLO_LOCK, SOLO_SPAN) != -EAGAIN)
+        return 0;
+    uint64_t lo = SOLO_LOCK, n = SOLO_SPAN;
+    while (n > 1) {
+        uint64_t half = n / 2;
+        if (io->lock(io->ctx, s->fd, MOTE_LK_TEST, lo, half) == -EAGAIN) {
+            n = half;
+        } else {
+            lo += half;
+            n -= half;
+        }
+    }
+    *off = lo;
+    return 1;
+}
+
+static void take_unlock(mote_store *s)
+{
+    if (s->take_fd1) { /* the segment is ready (or the open failed) */
+        s->io->lock(s->io->ctx, s->take_fd1 - 1, MOTE_LK_UNLOCK, 0, 1);
+        s->io->close(s->io->ctx, s->take_fd1 - 1);
+        s->take_fd1 = 0;
+    }
+    if (s->to_e) {
+        solo_entry *page = s->to_e - ((s->solo_off - SOLO_LOCK) & (PP_ENTRIES - 1));
+        s->io->unmap(s->io->ctx, page, PP_BYTES);
+        s->to_e = NULL;
+    }
+}
+
+/* The solo process's entry (its page mapped: s->to_e), checked. */
+static int solo_page(mote_store *s, uint64_t off)
+{
+    const mote_io *io = s->io;
+    uint64_t v = off - SOLO_LOCK;
+    uint32_t idx = (uint32_t)(v & (PP_ENTRIES - 1));
+    char path[64];
+    pp_name(v >> 18, path, sizeof path);
+    int pfd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0);
+    mote_fileinfo fi;
+    void *map = NULL;
+    int ok = pfd >= 0 && !io->fstat(io->ctx, pfd, &fi) && fi.uid == s->uid &&
+             !(fi.mode & 077) && fi.size >= PP_BYTES && !io->map(io->ctx, pfd, PP_BYTES, &map);
+    if (pfd >= 0)
+        io->close(io->ctx, pfd);
+    solo_entry *e = ok ? (solo_entry *)map + idx : NULL;
+    const solo_head *h = map;
+    if (!ok || atomic_load(&h->magic) != PP_MAGIC || atomic_load(&e->dev) != s->dev ||
+        atomic_load(&e->ino) != s->ino) {
+        if (map)
+            io->unmap(io->ctx, map, PP_BYTES);
+        if (io->lock(io->ctx, s->fd, MOTE_LK_TEST, off, 1) != -EAGAIN)
+            return SOLO_GONE; /* it closed the store meanwhile */
+        return mote__err(MOTE_LOCKED, "store %s is open in process %llu, whose shared memory "
+                         "%s is not visible here (%s): another container or user?",
+                         s->path, (unsigned long long)(h && ok ? h->owner & 0xFFFFFFFFu : 0),
+                         path, pfd < 0 ? strerror(-pfd) : "it does not match");
+    }
+    s->to_e = e;
+    s->solo_off = off;
+    return MOTE_OK;
+}
+
+/* Not alone, and a solo process has the store open (its byte at `off`):
+ * attach the segment an earlier takeover made, or make it, holding a write
+ * lock on its first byte until it is ready (a taker that died leaves it
+ * unlocked and not ready: the next one makes it again). The maker gives
+ * slot 0 to the solo process, rings its bell, waits for its writes begun
+ * alone, and reads its snapshot into slot 0. */
+static int solo_attach(mote_store *s, uint64_t off)
+{
+    const mote_io *io = s->io;
+    char path[80];
+    seg_path(s, path, sizeof path);
+    unsigned want = seg_mode(s->mode);
+    int rc = solo_page(s, off), r = 0, fd = -1;
+    void *map = NULL;
+    mote_fileinfo fi;
+    uint64_t start = now_us();
+    unsigned step = 0;
+    while (!rc) {
+        fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW | O_CREAT, (int)want);
+        if (fd < 0) {
+            rc = mote__ioerr(fd, "the shared memory", s->path);
+            break;
+        }
+        if ((r = io->fstat(io->ctx, fd, &fi)))
+            break;
+        if ((fi.uid != (unsigned)geteuid() && fi.uid != s->uid) || (fi.mode & ~want)) {
+            rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s belongs to user %u "
+                           "with mode %o (the store: user %u, mode %o); remove it if no "
+                           "process has the store open", s->path, path, fi.uid, fi.mode,
+                           s->uid, s->mode);
+            break;
+        }
+        if ((r = io->lock(io->ctx, fd, MOTE_LK_WRITE, 0, 1)) != -EAGAIN)
+            break;
+        io->close(io->ctx, fd); /* another process is making it */
+        fd = -1;
+        if (wait_over(start, s->busy_ms, &step))
+            rc = mote__err(MOTE_BUSY, "store %s: another process is opening it (waited %d "
+                           "ms)", s->path, s->busy_ms);
+    }
+    if (!rc && !r && fi.size < SEG_MAP)
+        r = io->ftruncate(io->ctx, fd, SEG_MAP);
+    if (!rc && !r)
+        r = io->map(io->ctx, fd, SEG_MAP, &map);
+    if (r && !rc)
+        rc = mote__ioerr(r, "the shared memory", s->path);
+    if (rc) {
+        if (fd >= 0)
+            io->close(io->ctx, fd);
+        take_unlock(s);
+        return rc;
+    }
+    struct segment *seg = map;
+    s->take_fd1 = fd + 1;
+    if (io->lock(io->ctx, s->fd, MOTE_LK_TEST, off, 1) != -EAGAIN) { /* it joined, or left */
+        io->unmap(io->ctx, map, SEG_MAP);
+        take_unlock(s);
+        return SOLO_GONE;
+    }
+    /* made by an earlier taker: for this solo process, or one it is joining */
+    uint64_t so = atomic_load(&seg->solo_off);
+    s->init = !(atomic_load(&seg->magic) == SEG_MAGIC && seg->version == SEG_VERSION &&
+                seg->dev == s->dev && seg->ino == s->ino &&
+                (so == off || (so == 0 && any_live(s, seg))));
+    if (s->init) { /* new, stale, or half made by a taker that died */
+        if ((r = seg_init(seg)) != 0) {
+            rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",
+                           s->path, path, strerror(r));
+            goto fail;
+        }
+        segslot *z = seg_slot(seg, 0);
+        const solo_head *h = (const solo_head *)(s->to_e - ((off - SOLO_LOCK) & (PP_ENTRIES - 1)));
+        atomic_store(&z->snap, 0); /* everything, until its snapshot is read */
+        atomic_store(&z->pidns, h->pidns);
+        atomic_store(&z->owner, h->owner);
+        atomic_store(&seg->solo_off, off);
+        atomic_store(&seg->slots_hi, 1);
+    }
+    if ((rc = claim_slot(s, seg)))
+        goto fail;
+    if (s->init) {
+        solo_entry *e = s->to_e;
+        atomic_fetch_add(&e->bell, 1); /* then its writes and its snapshot */
+        if (atomic_load(&e->writing)) { /* writers wait until it joined (share_write_begin) */
+            const solo_head *h = (const solo_head *)(e - ((off - SOLO_LOCK) & (PP_ENTRIES - 1)));
+            atomic_store(&seg->writer, (uint32_t)(h->owner & 0xFFFFFFFFu));
+            atomic_store(&seg->solo_writing, 1);
+            s->to_synced = 0;
+        } else { /* its commits are durable up to this one */
+            s->to_synced = atomic_load(&e->synced);
+        }
+        s->to_oldest = atomic_load(&e->oldest);
+        atomic_store(&seg_slot(seg, 0)->snap, s->to_oldest);
+    } else {
+        take_unlock(s);
+    }
+    seg_use(s, seg, &fi);
+    return MOTE_OK;
+fail:
+    io->unmap(io->ctx, map, SEG_MAP);
+    take_unlock(s);
+    return rc;
+}
+
+uint64_t mote__solo_oldest(const mote_store *s) { return local_oldest(s); }
+
+static void wait_writing_zero(solo_entry *e)
+{
+    while (atomic_load(&e->writing)) { /* commits of this process becoming durable */
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Ring entries: page pgno freed by commit tag (the writer's). */
+static void ring_push(struct segment *seg, uint64_t tag, uint32_t pgno)
+{
+    if (seg->ring_n == RING) { /* full: the oldest goes, and no free page is used for now */
+        if (seg->ring_tag[seg->ring_head] > seg->dropped)
+            seg->dropped = seg->ring_tag[seg->ring_head];
+        seg->ring_head = (seg->ring_head + 1) % RING;
+        seg->ring_n--;
+    }
+    uint32_t k = (seg->ring_head + seg->ring_n++) % RING;
+    seg->ring_tag[k] = tag;
+    seg->ring_pgno[k] = pgno;
+}
+
+/* A solo process that was in a write transaction when taken over, joining
+ * (under the writer mutex): the segment learns its commits since the
+ * taker read the file, and the pages they freed. */
+static int pending_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const pending *)a)->tag, y = ((const pending *)b)->tag;
+    return x < y ? -1 : x > y;
+}
+
+static void solo_catch_up(mote_store *s, struct segment *seg)
+{
+    /* in the order of their commits (the ring is kept so: its oldest first;
+     * it is empty here, as no other process wrote since the takeover) */
+    if (s->npend)
+        qsort(s->pendv, s->npend, sizeof *s->pendv, pending_cmp);
+    for (size_t i = 0; i < s->npend; i++)
+        ring_push(seg, s->pendv[i].tag, s->pendv[i].pgno);
+    uint32_t page = st_where(s->cur->data);
+    snap *w = s->wcur ? s->wcur : s->cur; /* (written, not durable: a commit not waited for) */
+    uint64_t wt = s->wcur ? s->wtxnid : s->txnid;
+    if (wt > atomic_load(&seg->written)) {
+        uint64_t seq = atomic_load_explicit(&seg->written_seq, memory_order_relaxed);
+        atomic_store(&seg->written_seq, seq + 1);
+        atomic_store(&seg->written_page, st_where(w->data));
+        atomic_store(&seg->written, wt);
+        atomic_store(&seg->written_seq, seq + 2);
+    }
+    if (s->wcur)
+        atomic_store(&seg->need_sync, 1);
+    if (s->next_txnid > atomic_load(&seg->next_txnid))
+        atomic_store(&seg->next_txnid, s->next_txnid);
+    if ((s->flags & MOTE_NOSYNC) || atomic_load(&s->own_dur.synced) < s->txnid)
+        atomic_store(&seg->need_sync, 1);
+    if (s->txnid > atomic_load(&seg->latest)) { /* (no reader takes it before: see the caller) */
+        if (atomic_load(&s->own_dur.synced) > atomic_load(&seg->dur.synced))
+            atomic_store(&seg->dur.synced, atomic_load(&s->own_dur.synced));
+        atomic_store(&seg->latest_page, page);
+        atomic_store(&seg->latest, s->txnid);
+    }
+}
+
+/* The solo process at `solo_off` died in a write transaction begun alone
+ * before it joined (the writer mutex held): its commits since the taker
+ * read the file are found there as an open would, and no free page is used
+ * until every snapshot is past them (which pages they freed is not known). */
+static int solo_died_writing(mote_store *s, struct segment *seg)
+{
+    uint8_t *st = mote__malloc(s->P);
+    if (!st)
+        return mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
+    int rc = newest_state(s, st);
+    uint64_t tx = rc ? 0 : rd64(st + 24);
+    if (!rc && tx > atomic_load(&seg->written)) {
+        uint64_t seq = atomic_load_explicit(&seg->written_seq, memory_order_relaxed);
+        atomic_store(&seg->written_seq, seq + 1);
+        atomic_store(&seg->written_page, st_where(st));
+        atomic_store(&seg->written, tx);
+        atomic_store(&seg->written_seq, seq + 2);
+        if (tx >= atomic_load(&seg->next_txnid))
+            atomic_store(&seg->next_txnid, tx + 1);
+        if (tx > seg->dropped)
+            seg->dropped = tx;
+        atomic_store(&seg->need_sync, 1); /* (syncing it makes it the latest) */
+    }
+    mote__free(st);
+    if (!rc)
+        atomic_store(&seg->solo_writing, 0);
+    return rc;
+}
+
+/* Join the segment a taker made (s->wmu and s->mu held, nothing counted in
+ * `writing`): 1 if joined; 0 if there is none to join (its taker died
+ * before it was ready), and the bell counts as answered; < 0 an error
+ * (the store cannot be used alone any more). */
+static int solo_join(mote_store *s)
+{
+    const mote_io *io = s->io;
+    solo_entry *e = atomic_load(&s->solo);
+    uint32_t bell = atomic_load(&e->bell);
+    char path[80];
+    seg_path(s, path, sizeof path);
+    int fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0);
+    mote_fileinfo fi;
+    void *map = NULL;
+    int ok = fd >= 0 && !io->fstat(io->ctx, fd, &fi) && fi.uid == s->uid &&
+             !(fi.mode & ~seg_mode(s->mode)) && fi.size >= SEG_MAP &&
+             !io->map(io->ctx, fd, SEG_MAP, &map);
+    struct segment *seg = map;
+    uint64_t start = now_us(), ns;
+    unsigned step = 0;
+    while (ok > 0 && atomic_load(&seg->magic) != SEG_MAGIC) /* its taker is reading the file */
+        if (io->lock(io->ctx, fd, MOTE_LK_TEST, 0, 1) != -EAGAIN ||
+            wait_over(start, s->busy_ms, &step))
+            ok = atomic_load(&seg->magic) == SEG_MAGIC ? 1 : -1;
+    if (fd >= 0)
+        io->close(io->ctx, fd);
+    segslot *z = ok > 0 ? seg_slot(seg, 0) : NULL;
+    int bad = ok > 0 && (seg->version != SEG_VERSION || seg->dev != s->dev ||
+                         seg->ino != s->ino || atomic_load(&seg->solo_off) != s->solo_off ||
+                         atomic_load(&z->owner) != self_owner(io, &ns) ||
+                         io->lock(io->ctx, s->fd, MOTE_LK_READ, SLOT_LOCK, 1));
+    if (ok <= 0 || bad) {
+        if (map)
+            io->unmap(io->ctx, map, SEG_MAP);
+        /* No segment made ready (its taker died first; another one rings
+         * again): alone as before. One that is there but cannot be used: no
+         * more transactions alone, as its taker may write. */
+        if (fd == -ENOENT || ok < 0) {
+            s->bell_seen = bell;
+            return 0;
+        }
+        return mote__err(MOTE_LOCKED, "store %s: another process opened it, and this one "
+                         "cannot join the shared memory %s it made%s%s", s->path, path,
+                         fd < 0 ? ": " : "", fd < 0 ? strerror(-fd) : "");
+    }
+    atomic_store(&z->snap, s->readers ? local_oldest(s) : UINT64_MAX);
+    if (atomic_load(&seg->solo_writing)) { /* its commits since the takeover: published */
+        solo_catch_up(s, seg); /* (the taker's writers wait for solo_writing) */
+        atomic_store(&seg->solo_writing, 0);
+    }
+    atomic_store(&seg->solo_off, 0); /* slot 0's byte is locked: an ordinary slot */
+    io->lock(io->ctx, s->fd, MOTE_LK_UNLOCK, s->solo_off, 1);
+    if (atomic_load(&s->own_dur.failed))
+        atomic_store(&seg->dur.failed, 1);
+    s->slot = 0;
+    seg_use(s, seg, &fi);
+    s->bell_seen = bell;
+    solo_release(s);
+    return 1;
+}
+
+int mote__solo_join_read(mote_store *s, int ending)
+{
+    for (;;) {
+        solo_entry *e = atomic_load(&s->solo);
+        if (s->seg)
+            return 1;
+        if (!e || atomic_load(&e->bell) == s->bell_seen)
+            return 0;
+        /* a write begun before the bell is counted: the taker reads the
+         * entry (this reader's snapshot) only once it is durable */
+        if (atomic_load(&e->writing))
+            return 0;
+        if (pthread_mutex_trylock(&s->wmu) == 0) {
+            int joined = solo_join(s);
+            pthread_mutex_unlock(&s->wmu);
+            return ending && joined < 0 ? 0 : joined;
+        }
+        if (ending) /* (its slot stays as the taker read it: older, so safe) */
+            return 0;
+        /* the writer lock's holder is about to count its write or to join */
+        pthread_mutex_unlock(&s->mu);
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+        pthread_mutex_lock(&s->mu);
+    }
+}
+
+void mote__solo_join_late(mote_store *s)
+{
+    solo_entry *e = atomic_load(&s->solo);
+    if (!e || atomic_load(&e->writing) || pthread_mutex_trylock(&s->wmu))
+        return; /* (the next transaction, or the one holding the lock, joins) */
+    pthread_mutex_lock(&s->mu);
+    if (atomic_load(&s->solo) && atomic_load(&e->bell) != s->bell_seen &&
+        !atomic_load(&e->writing))
+        solo_join(s);
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->wmu);
+}
+
+int mote__solo_write_begin(mote_store *s, mote_txn *t)
+{
+    solo_entry *e = atomic_load(&s->solo);
+    pthread_mutex_lock(&s->mu); /* (a reader sees a count only of writes before the bell) */
+    atomic_fetch_add(&e->writing, 1);
+    if (atomic_load(&e->bell) != s->bell_seen) {
+        atomic_fetch_sub(&e->writing, 1);
+        pthread_mutex_unlock(&s->mu);
+        wait_writing_zero(e); /* (their ends take s->mu) */
+        pthread_mutex_lock(&s->mu);
+        int joined = solo_join(s);
+        if (joined < 0) {
+            pthread_mutex_unlock(&s->mu);
+            return joined;
+        }
+        if (!joined)
+            atomic_fetch_add(&e->writing, 1);
+    }
+    t->solo_w = s->seg == NULL;
+    pthread_mutex_unlock(&s->mu);
+    return MOTE_OK;
+}
+
+void mote__solo_close(mote_store *s)
+{
+    solo_entry *e = atomic_load(&s->solo);
+    if (!e || atomic_load(&e->bell) == s->bell_seen)
+        return;
+    pthread_mutex_lock(&s->wmu);
+    wait_writing_zero(e);
+    pthread_mutex_lock(&s->mu);
+    solo_join(s);
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->wmu);
 }

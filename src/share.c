@@ -1724,7 +1724,22 @@ static void take_unlock(mote_store *s)
 }
 
 /* The solo process's entry (its page mapped: s->to_e), checked. */
+static int solo_page_once(mote_store *s, uint64_t off);
+
+/* The solo process's entry: a process closing the store frees its entry
+ * before its descriptor (and the byte's lock) goes, so a mismatch while the
+ * byte is locked is asked again for a while. */
 static int solo_page(mote_store *s, uint64_t off)
+{
+    uint64_t start = now_us();
+    unsigned step = 0;
+    int rc;
+    while ((rc = solo_page_once(s, off)) == MOTE_LOCKED && !wait_over(start, 200, &step))
+        ;
+    return rc;
+}
+
+static int solo_page_once(mote_store *s, uint64_t off)
 {
     const mote_io *io = s->io;
     uint64_t v = off - SOLO_LOCK;

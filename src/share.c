@@ -164,8 +164,9 @@ typedef struct segslot {
  * (else, in that instant, it would remove the segment of a process that
  * just opened, write its marker and shrink the file under it). */
 #define OPEN_LOCK (SLOT_LOCK - 1)
-/* Byte SOLO_LOCK + (pid << 34 | fd << 18 | entry) is read-locked by a
- * process alone with the store without a segment (SOLO, at the end). */
+/* Byte SOLO_LOCK + (id << 18 | entry) is read-locked by a process alone
+ * with the store without a segment (SOLO, at the end): its solo page's id,
+ * its entry there. */
 #define SOLO_LOCK (SLOT_LOCK + (1ull << 58))
 #define SOLO_SPAN (1ull << 56)
 
@@ -338,6 +339,17 @@ static uint64_t self_owner(const mote_io *io, uint64_t *pidns)
     return o;
 }
 
+/* Is the process of owner word o (its pid and start time), in this pid
+ * namespace, alive? (an unreadable /proc: alive) */
+static int owner_alive(const mote_io *io, uint64_t o)
+{
+    long pid = (long)(o & 0xFFFFFFFFu);
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    uint64_t start = proc_start(io, pid);
+    return start == 0 || (start & 0xFFFFFFFFu) == o >> 32;
+}
+
 /* Is the process that owns slot i alive? Dead for sure when no process
  * holds the slot's byte of the store file; when one does (it may be any
  * process that can read the file), and the owner is in this process's pid
@@ -352,11 +364,7 @@ static int slot_alive(const mote_store *s, const struct segment *seg, unsigned i
     self_owner(s->io, &ns);
     if (!ns || atomic_load(&sl->pidns) != ns)
         return 1;
-    long pid = (long)(o & 0xFFFFFFFFu);
-    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-        return 0;
-    uint64_t start = proc_start(s->io, pid);
-    return start == 0 || (start & 0xFFFFFFFFu) == o >> 32; /* unreadable /proc: alive */
+    return owner_alive(s->io, o);
 }
 
 /* A slot's owner found alive is taken as alive for ALIVE_US more: a writer
@@ -1543,12 +1551,8 @@ static void pp_sweep(const mote_io *io)
                     io->pread(io->ctx, fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
                     h.magic == PP_MAGIC && h.pidns == ns;
         io->close(io->ctx, fd);
-        if (stale) {
-            long pid = (long)(h.owner & 0xFFFFFFFFu);
-            uint64_t start = kill((pid_t)pid, 0) == 0 || errno != ESRCH ? proc_start(io, pid) : 0;
-            if (start == 0 ? kill((pid_t)pid, 0) != 0 : (start & 0xFFFFFFFFu) != h.owner >> 32)
-                io->unlink(io->ctx, path);
-        }
+        if (stale && !owner_alive(io, h.owner))
+            io->unlink(io->ctx, path);
     }
     closedir(d);
 }
@@ -1709,6 +1713,13 @@ static int find_solo(const mote_store *s, uint64_t *off)
     return 1;
 }
 
+/* The start (its head) of the solo page a taker mapped, s->to_e an entry
+ * of it (the one of the solo byte s->solo_off). */
+static solo_head *taken_page(const mote_store *s)
+{
+    return (solo_head *)(s->to_e - ((s->solo_off - SOLO_LOCK) & (PP_ENTRIES - 1)));
+}
+
 static void take_unlock(mote_store *s)
 {
     if (s->take_fd1) { /* the segment is ready (or the open failed) */
@@ -1717,8 +1728,7 @@ static void take_unlock(mote_store *s)
         s->take_fd1 = 0;
     }
     if (s->to_e) {
-        solo_entry *page = s->to_e - ((s->solo_off - SOLO_LOCK) & (PP_ENTRIES - 1));
-        s->io->unmap(s->io->ctx, page, PP_BYTES);
+        s->io->unmap(s->io->ctx, taken_page(s), PP_BYTES);
         s->to_e = NULL;
     }
 }
@@ -1842,7 +1852,7 @@ static int solo_attach(mote_store *s, uint64_t off)
             goto fail;
         }
         segslot *z = seg_slot(seg, 0);
-        const solo_head *h = (const solo_head *)(s->to_e - ((off - SOLO_LOCK) & (PP_ENTRIES - 1)));
+        const solo_head *h = taken_page(s);
         atomic_store(&z->snap, 0); /* everything, until its snapshot is read */
         atomic_store(&z->pidns, h->pidns);
         atomic_store(&z->owner, h->owner);
@@ -1855,7 +1865,7 @@ static int solo_attach(mote_store *s, uint64_t off)
         solo_entry *e = s->to_e;
         atomic_fetch_add(&e->bell, 1); /* then its writes and its snapshot */
         if (atomic_load(&e->writing)) { /* writers wait until it joined (share_write_begin) */
-            const solo_head *h = (const solo_head *)(e - ((off - SOLO_LOCK) & (PP_ENTRIES - 1)));
+            const solo_head *h = taken_page(s);
             atomic_store(&seg->writer, (uint32_t)(h->owner & 0xFFFFFFFFu));
             atomic_store(&seg->solo_writing, 1);
             s->to_synced = 0;

@@ -614,6 +614,16 @@ TEST(share_kill9_loop)
     CHECK(!segment_exists(p));
 }
 
+/* Store p, open, after n commits of write_one (its random state: rs). */
+static mote_store *store_of(const char *p, int n, uint64_t *rs)
+{
+    mote_store *s = test_open(p, NULL);
+    int rc;
+    for (int i = 0; i < n; i++)
+        CHECK(write_one(s, rs, &rc) != 0);
+    return s;
+}
+
 /* A process alone with a store (no segment, SOLO in share.c) that stays
  * idle holds nothing back: another process that opens the store takes it
  * over and rewrites the same keys 200 times, reusing pages (the file does
@@ -621,39 +631,22 @@ TEST(share_kill9_loop)
  * and sees the last commit. */
 TEST(share_solo_idle_holds_nothing_back)
 {
-    const char *p = test_path("idle.mote");
-    mote_store *s = test_open(p, NULL);
+    const char *p = test_path("idle.mote"), *q = test_path("idle2.mote");
     uint64_t rs = 3;
     int rc;
-    for (int i = 0; i < 20; i++)
-        CHECK(write_one(s, &rs, &rc) != 0);
+    mote_store *s = store_of(p, 20, &rs);
     CHECK(!segment_exists(p));
-    pid_t pid = spawn_writer(p, -1, 20, 7, 0);
-    wait_ok(pid);
-    uint64_t pages_at_40 = 0;
-    {
-        struct stat fs;
-        CHECK(stat(p, &fs) == 0);
-        pages_at_40 = (uint64_t)fs.st_size / 4096;
-    }
-    pid = spawn_writer(p, -1, 200, 9, 0);
-    wait_ok(pid);
-    struct stat fs;
-    CHECK(stat(p, &fs) == 0);
-    printf("file: %llu pages after 40 commits, %llu after 240 (the one alone idle)\n",
-           (unsigned long long)pages_at_40, (unsigned long long)fs.st_size / 4096);
+    wait_ok(spawn_writer(p, -1, 20, 7, 0));
+    wait_ok(spawn_writer(p, -1, 200, 9, 0));
     /* the same commits with no other process: the size this store takes */
-    const char *q = test_path("idle2.mote");
-    mote_store *s2 = test_open(q, NULL);
     uint64_t rs2 = 3;
-    for (int i = 0; i < 20; i++)
-        CHECK(write_one(s2, &rs2, &rc) != 0);
-    OK(mote_close(s2));
+    OK(mote_close(store_of(q, 20, &rs2)));
     wait_ok(spawn_writer(q, -1, 20, 7, 0));
     wait_ok(spawn_writer(q, -1, 200, 9, 0));
-    struct stat fs2;
-    CHECK(stat(q, &fs2) == 0);
-    printf("alone throughout: %llu pages after 240\n", (unsigned long long)fs2.st_size / 4096);
+    struct stat fs, fs2;
+    CHECK(stat(p, &fs) == 0 && stat(q, &fs2) == 0);
+    printf("file after 240 commits: %llu pages (the one alone idle), %llu (alone throughout)\n",
+           (unsigned long long)fs.st_size / 4096, (unsigned long long)fs2.st_size / 4096);
     CHECK(fs.st_size <= fs2.st_size + 8 * 4096);
     CHECK(read_one(s, 0) == 240); /* joins: sees the last commit */
     CHECK(write_one(s, &rs, &rc) == 241);
@@ -669,12 +662,9 @@ TEST(share_solo_idle_holds_nothing_back)
 TEST(share_solo_killed_in_a_write_after_takeover)
 {
     const char *p = test_path("killed.mote");
-    mote_store *s0 = test_open(p, NULL);
     uint64_t rs = 3;
     int rc;
-    for (int i = 0; i < 10; i++)
-        CHECK(write_one(s0, &rs, &rc) != 0);
-    OK(mote_close(s0));
+    OK(mote_close(store_of(p, 10, &rs)));
     int up[2];
     CHECK(pipe(up) == 0);
     pid_t pid = fork();

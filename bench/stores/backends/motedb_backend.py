@@ -2,10 +2,11 @@
 
 One store is one file (store-NNNNNN.mote). The schema lives in the store, so opening an existing store with an
 unchanged entity class is one lookup and a hash compare: there is no model file and nothing like ObjectBox's model
-sync to skip. create(): motedb.open() creates the file (one fdatasync of the first root slot and one of the
-directory), box.put_many() writes all objects in one transaction (exactly one fdatasync), close() writes the
-clean-close marker (no sync). open(): open(), fstat(), flock() and one pread() of the root slots; the ten small
-objects of the small workload live inside that slot, so reading them needs no further I/O.
+sync to skip. create(): motedb.open() creates the file and writes its creation page (no sync), store.box()
+registers the entity in a lazy commit (no sync), box.put_many() writes all objects in one transaction, the store's
+first durable commit (one fdatasync and one fsync of the directory), close() writes the clean-close marker (no
+sync). open(): 8 system calls (open, fstat, flock, three byte-lock calls, one pread() of the root slots, flock); the ten
+small objects of the small workload live inside that slot, so reading them needs no further I/O.
 
 The motedb package is built from this checkout into .bench-venvs/stores/ by `python3 -m bench.stores` before the
 run starts (Venv.install_motedb in bench/common/venvs.py, through bench/common/motedb_pkg.py: rebuilt whenever

@@ -385,6 +385,24 @@ static int keys_in_image(const uint8_t *img, size_t len, int n)
     return found;
 }
 
+/* A store on m (the in-memory shim) holding keys 0..4999 of tree "t"
+ * (100-byte values), committed; its tree in *tr. */
+static mote_store *filled_store(memio *m, uint32_t *tr)
+{
+    static uint8_t v[100];
+    mote_options o = {MOTE_CREATE, 0, 0, &m->io};
+    mote_store *s;
+    mote_txn *t;
+    memio_init(m);
+    OK(mote_open("/c/s.mote", &o, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, tr));
+    for (uint32_t k = 0; k < 5000; k++)
+        OK(mote_kv_put(t, *tr, &k, 4, v, sizeof v, 0));
+    OK(mote_commit(t));
+    return s;
+}
+
 /* The commit chain's cases (pager.h COMMIT CHAIN), each on an image left
  * after 5,000 keys and then 10 single-key commits (records, not closed):
  * garbage at the reserved page; a record of another time there (a copy of
@@ -394,18 +412,10 @@ static int keys_in_image(const uint8_t *img, size_t len, int n)
 TEST(crash_chain_cases)
 {
     memio m;
-    memio_init(&m);
-    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
-    mote_store *s;
-    OK(mote_open("/c/s.mote", &o, &s));
-    mote_txn *t;
     uint32_t tr;
+    mote_store *s = filled_store(&m, &tr);
+    mote_txn *t;
     static uint8_t v[100];
-    OK(mote_begin(s, 0, &t));
-    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
-    for (uint32_t k = 0; k < 5000; k++)
-        OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
-    OK(mote_commit(t));
     for (uint32_t k = 5000; k < 5010; k++) {
         OK(mote_begin(s, 0, &t));
         OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
@@ -530,18 +540,10 @@ TEST(crash_chain_cases)
 TEST(crash_checkpoint_beside_an_unsynced_one)
 {
     memio m;
-    memio_init(&m);
-    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
-    mote_store *s;
-    OK(mote_open("/c/s.mote", &o, &s));
-    mote_txn *t;
     uint32_t tr;
+    mote_store *s = filled_store(&m, &tr);
+    mote_txn *t;
     static uint8_t v[100];
-    OK(mote_begin(s, 0, &t));
-    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
-    for (uint32_t k = 0; k < 5000; k++)
-        OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
-    OK(mote_commit(t));
     uint32_t k = 5000;
     for (; k < 5040; k++) { /* acknowledged: records and checkpoints */
         OK(mote_begin(s, 0, &t));

@@ -894,6 +894,29 @@ int mote_query_fusion(mote_query *q, int how, double arg);
 int mote_match_check(const char *text, size_t len, unsigned flags);
 int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len, uint64_t k,
                      unsigned flags);
+/*
+ * A full-text match over n (1..MOTE_MATCH_PROPS_MAX) string properties of
+ * the query's entity at once, each with a full-text index, as the columns
+ * of one FTS5 table ranked by bm25(t, weights[0], weights[1], ...):
+ *  - a unit (word, prefix, phrase) matches an object when it matches in
+ *    any of the properties (a phrase within one of them); AND, OR and NOT
+ *    combine those, so "a AND b" holds with a in one and b in another;
+ *  - its tf is the sum over the properties of weights[i] times its count
+ *    in property props[i]; its df the objects it matches;
+ *  - N counts the objects with a text in any of the properties, dl is an
+ *    object's length summed over them, avgdl their mean over N.
+ * With every weight 1 and one property this is mote_query_match. The
+ * weights (NULL: all 1) are numbers from 0 to 1e9: a property weighted 2
+ * counts each match there twice. The properties either all stem
+ * (MOTE_P_STEM) or none does; each is named once. A word list (no
+ * operators) is read as the query language reads it: each word a unit,
+ * joined by OR (AND with MOTE_MATCH_ALL). Computing N costs one pass over
+ * the properties' document lengths unless one of them holds a text for
+ * every object. Everything else as mote_query_match.
+ */
+#define MOTE_MATCH_PROPS_MAX 16
+int mote_query_match_in(mote_query *q, const unsigned *props, const double *weights,
+                        unsigned n, const char *text, size_t len, uint64_t k, unsigned flags);
 
 /* A full-text index as transaction txn sees it (mote_text_stat). */
 typedef struct mote_tstat {

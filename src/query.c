@@ -407,21 +407,39 @@ int mote_query_nearest(mote_query *q, unsigned prop, const float *vec, size_t di
     return MOTE_OK;
 }
 
-int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len, uint64_t k,
-                     unsigned flags)
+int mote_query_match_in(mote_query *q, const unsigned *props, const double *weights,
+                        unsigned n, const char *text, size_t len, uint64_t k, unsigned flags)
 {
-    if (!q || (!text && len))
+    if (!q || !props || (!text && len))
         return mote__err(MOTE_INVALID, "mote_query_match: NULL argument");
     mote_entity *e = q->e;
-    if (prop >= e->nprops)
-        return mote__err(MOTE_INVALID, "%s: no property %u", e->name, prop);
-    const mprop *p = &e->props[prop];
-    if (p->type != MOTE_T_STRING)
-        return mote__err(MOTE_TYPE, "%s.%s: match needs a string property, not %s", e->name,
-                         p->name, mote__type_name(p->type));
-    if (!(p->flags & MOTE_P_FULLTEXT))
-        return mote__err(MOTE_INVALID, "%s.%s: match needs a full-text index on the property "
-                         "(MOTE_P_FULLTEXT)", e->name, p->name);
+    if (n < 1 || n > MOTE_MATCH_PROPS_MAX)
+        return mote__err(MOTE_INVALID, "%s: a match is over 1 to %d properties, not %u", e->name,
+                         MOTE_MATCH_PROPS_MAX, n);
+    const mprop *p = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        if (props[i] >= e->nprops)
+            return mote__err(MOTE_INVALID, "%s: no property %u", e->name, props[i]);
+        p = &e->props[props[i]];
+        if (p->type != MOTE_T_STRING)
+            return mote__err(MOTE_TYPE, "%s.%s: match needs a string property, not %s",
+                             e->name, p->name, mote__type_name(p->type));
+        if (!(p->flags & MOTE_P_FULLTEXT))
+            return mote__err(MOTE_INVALID, "%s.%s: match needs a full-text index on the "
+                             "property (MOTE_P_FULLTEXT)", e->name, p->name);
+        for (unsigned j = 0; j < i; j++)
+            if (props[j] == props[i])
+                return mote__err(MOTE_INVALID, "%s.%s: a match names a property once", e->name,
+                                 p->name);
+        if ((p->flags & MOTE_P_STEM) != (e->props[props[0]].flags & MOTE_P_STEM))
+            return mote__err(MOTE_INVALID, "%s.%s and %s.%s: the properties of a match either "
+                             "all stem their words (MOTE_P_STEM) or none does", e->name,
+                             e->props[props[0]].name, e->name, p->name);
+        if (weights && !(weights[i] >= 0 && weights[i] <= 1e9))
+            return mote__err(MOTE_INVALID, "%s.%s: a match weight is a number from 0 to 1e9, "
+                             "not %g", e->name, p->name, weights[i]);
+    }
+    p = &e->props[props[0]];
     if (!k)
         return mote__err(MOTE_INVALID, "%s.%s: match needs k >= 1", e->name, p->name);
     if (flags & ~(unsigned)MOTE_MATCH_ALL)
@@ -436,13 +454,24 @@ int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len,
     qmatch *m = mote__malloc(sizeof *m + len + 1);
     if (!m)
         return mote__err(MOTE_NOMEM, "out of memory");
-    *m = (qmatch){.prop = prop, .flags = flags, .k = k, .len = len};
+    *m = (qmatch){.prop = props[0], .nprops = n, .flags = flags, .k = k, .len = len};
+    for (unsigned i = 0; i < n; i++) {
+        m->props[i] = props[i];
+        m->w[i] = weights ? weights[i] : 1;
+        m->weighted |= n > 1 || m->w[i] != 1;
+    }
     if (len)
         memcpy(m->text, text, len);
     m->text[len] = 0;
     mote__free(q->match);
     q->match = m;
     return MOTE_OK;
+}
+
+int mote_query_match(mote_query *q, unsigned prop, const char *text, size_t len, uint64_t k,
+                     unsigned flags)
+{
+    return mote_query_match_in(q, &prop, NULL, 1, text, len, k, flags);
 }
 
 int mote_query_search(mote_query *q, int how, unsigned ef)
@@ -1516,19 +1545,26 @@ static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score,
     double *sc = NULL;
     size_t na = 0, k = 0;
     mote_cursor *oc = NULL;
+    uint32_t trees[MOTE_MATCH_PROPS_MAX];
     int rc = mote__query_check(t, q);
     if (!rc)
         rc = resolve_links(t, q);
-    if (!rc && !p->text_tree) /* a handle of a definition without the index */
-        rc = mote__err(MOTE_INVALID, "%s.%s: match needs a full-text index on the property",
-                       q->e->name, p->name);
+    for (unsigned i = 0; !rc && i < m->nprops; i++)
+        if (!(trees[i] = q->e->props[m->props[i]].text_tree)) /* a handle of a definition
+                                                                   without the index */
+            rc = mote__err(MOTE_INVALID, "%s.%s: match needs a full-text index on the "
+                           "property", q->e->name, q->e->props[m->props[i]].name);
     if (!rc && t->write) /* this transaction's own changes */
         rc = mote__text_flush(t);
-    if (!rc)
-        rc = mote__text_search(t, p->text_tree, m->text, m->len,
-                               (int)(m->flags & MOTE_MATCH_ALL) |
-                                   (p->flags & MOTE_P_STEM ? MOTE_TOKEN_STEM : 0),
-                               &id, &sc, &na);
+    int flags = (int)(m->flags & MOTE_MATCH_ALL) | (p->flags & MOTE_P_STEM ? MOTE_TOKEN_STEM : 0);
+    uint64_t objects = 0;
+    if (!rc && m->weighted)
+        rc = mote_kv_count(t, q->e->eid, NULL, 0, NULL, 0, &objects);
+    if (!rc && m->weighted)
+        rc = mote__text_search_in(t, trees, m->w, m->nprops, objects, m->text, m->len, flags,
+                                  &id, &sc, &na);
+    else if (!rc)
+        rc = mote__text_search(t, p->text_tree, m->text, m->len, flags, &id, &sc, &na);
     if (!rc && query_filtered(q))
         rc = mote_cursor_open(t, q->e->eid, &oc);
     for (size_t i = 0; !rc && i < na && k < m->k; i++) {

@@ -50,7 +50,11 @@ typedef struct qnear {
 
 /* A full-text clause (mote_query_match). */
 typedef struct qmatch {
-    unsigned prop;
+    unsigned prop;  /* the first of its properties */
+    unsigned nprops;
+    unsigned props[MOTE_MATCH_PROPS_MAX];
+    double w[MOTE_MATCH_PROPS_MAX];
+    int weighted;   /* several properties, or a weight other than 1 */
     unsigned flags; /* MOTE_MATCH_* */
     uint64_t k;
     size_t len;

@@ -844,21 +844,37 @@ static double bm25_idf(const uint64_t tot[2], double df)
     return x > 0 ? x : 1e-6;
 }
 
+/* A document's length in tokens over the n trees (one: it must have one;
+ * several: 0 where a property has no text). */
+static int doc_length(mote_txn *t, const uint32_t *trees, unsigned n, uint64_t id, double *dl)
+{
+    uint8_t key[9];
+    doc_key(key, id);
+    *dl = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t v;
+        int rc = get_varints(t, trees[i], key, 9, &v, 1);
+        if (rc == MOTE_NOTFOUND && n > 1)
+            continue;
+        if (rc == MOTE_NOTFOUND)
+            rc = CORRUPT("text index: a document with postings has no length");
+        if (rc)
+            return rc;
+        *dl += (double)v;
+    }
+    return MOTE_OK;
+}
+
 static int bm25_norm(mote_txn *t, uint32_t tree, uint64_t id, const uint64_t tot[2],
                      double *norm)
 {
-    uint8_t key[9];
-    uint64_t dl;
-    doc_key(key, id);
-    int rc = get_varints(t, tree, key, 9, &dl, 1);
-    if (rc == MOTE_NOTFOUND)
-        rc = CORRUPT("text index: a document with postings has no length");
-    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
-    *norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * (double)dl / avgdl);
+    double dl, avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
+    int rc = doc_length(t, &tree, 1, id, &dl);
+    *norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * dl / avgdl);
     return rc;
 }
 
-static double bm25_part(double idf, uint32_t tf, double norm)
+static double bm25_part(double idf, double tf, double norm)
 {
     return idf * (tf * (TEXT_K1 + 1)) / (tf + norm);
 }
@@ -1283,10 +1299,47 @@ int mote__text_query_check(const char *q, size_t len, int all)
 typedef struct umatch {
     uint64_t *id;
     uint32_t *tf;
-    size_t n, cap, tcap;
+    double *wf;  /* several properties: the weighted counts (tf unused) */
+    size_t n, cap, tcap, wcap;
     double idf;
     int scored;  /* not right of a NOT */
 } umatch;
+
+static int um_add(umatch *u, uint64_t id, uint32_t tf);
+
+/* A unit's matches in each of n properties (part[i], ascending) into u:
+ * each document once, with the sum of w[i] times its count in property i
+ * (FTS5's bm25() with column weights: a hit counts its column's weight). */
+static int um_merge(umatch *u, const umatch *part, unsigned n, const double *w)
+{
+    size_t at[TEXT_MATCH_MAX] = {0};
+    for (;;) {
+        uint64_t lo = UINT64_MAX;
+        for (unsigned i = 0; i < n; i++)
+            if (at[i] < part[i].n && part[i].id[at[i]] < lo)
+                lo = part[i].id[at[i]];
+        if (lo == UINT64_MAX)
+            return MOTE_OK;
+        double f = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (at[i] < part[i].n && part[i].id[at[i]] == lo)
+                f += w[i] * part[i].tf[at[i]++];
+        int rc = um_add(u, lo, 0);
+        if (!rc)
+            rc = grow((void **)&u->wf, &u->wcap, u->n, sizeof *u->wf);
+        if (rc)
+            return rc;
+        u->wf[u->n - 1] = f;
+    }
+}
+
+static void um_free(umatch *u)
+{
+    mote__free(u->id);
+    mote__free(u->tf);
+    mote__free(u->wf);
+    memset(u, 0, sizeof *u);
+}
 
 static int um_add(umatch *u, uint64_t id, uint32_t tf)
 {
@@ -1468,35 +1521,52 @@ static int eval_node(const qlparse *p, int e, umatch *u, int scored, uint64_t **
     return MOTE_OK;
 }
 
-/* A query in the language: the documents its expression matches, scored
- * by its units (see above). */
-static int search_expr(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
-                       const uint64_t tot[2], scored **out, size_t *nout)
+/* A query in the language over the n trees (FTS5's columns; w: their
+ * weights, NULL for one tree unweighted): the documents its expression
+ * matches, scored by its units (see above); tot: documents (with a text in
+ * any of them) and tokens (in all). */
+static int search_expr(mote_txn *t, const uint32_t *trees, const double *w, unsigned nt,
+                       const char *q, size_t qlen, int all, const uint64_t tot[2], scored **out,
+                       size_t *nout)
 {
     qlparse p;
     int root;
     umatch *u = NULL;
     uint64_t *docs = NULL;
     size_t nd = 0, ns = 0;
-    mote_cursor *c = NULL;
+    mote_cursor *c[TEXT_MATCH_MAX] = {0};
     scored *sc = NULL;
     int rc = ql_parse(&p, q, qlen, all, &root);
     if (!rc && root >= 0 && !(u = mote__calloc(p.nn, sizeof *u)))
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
-    if (!rc && root >= 0)
-        rc = mote_cursor_open(t, tree, &c);
-    for (size_t i = 0; !rc && root >= 0 && i < p.nn; i++)
-        if (p.n[i].kind <= QL_PHRASE) {
-            rc = unit_matches(t, tree, c, &p, &p.n[i], &u[i]);
-            u[i].idf = bm25_idf(tot, (double)u[i].n);
+    for (unsigned j = 0; !rc && root >= 0 && j < nt; j++)
+        rc = mote_cursor_open(t, trees[j], &c[j]);
+    for (size_t i = 0; !rc && root >= 0 && i < p.nn; i++) {
+        if (p.n[i].kind > QL_PHRASE)
+            continue;
+        if (!w) {
+            rc = unit_matches(t, trees[0], c[0], &p, &p.n[i], &u[i]);
+        } else { /* its matches in each property, merged */
+            umatch part[TEXT_MATCH_MAX] = {0};
+            for (unsigned j = 0; !rc && j < nt; j++)
+                rc = unit_matches(t, trees[j], c[j], &p, &p.n[i], &part[j]);
+            if (!rc)
+                rc = um_merge(&u[i], part, nt, w);
+            for (unsigned j = 0; j < nt; j++)
+                um_free(&part[j]);
         }
+        u[i].idf = bm25_idf(tot, (double)u[i].n);
+    }
     if (!rc && root >= 0)
         rc = eval_node(&p, root, u, 1, &docs, &nd);
     if (!rc && nd && !(sc = mote__malloc(nd * sizeof *sc)))
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
     for (size_t i = 0; !rc && i < nd; i++) {
-        double s = 0, norm;
-        rc = bm25_norm(t, tree, docs[i], tot, &norm);
+        double s = 0, dl;
+        if ((rc = doc_length(t, trees, nt, docs[i], &dl)))
+            break;
+        double norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * dl / avgdl);
         for (size_t x = 0; x < p.nn; x++) {
             if (p.n[x].kind > QL_PHRASE || !u[x].scored)
                 continue;
@@ -1509,15 +1579,14 @@ static int search_expr(mote_txn *t, uint32_t tree, const char *q, size_t qlen, i
                     hi = mid;
             }
             if (lo < u[x].n && u[x].id[lo] == docs[i])
-                s += bm25_part(u[x].idf, u[x].tf[lo], norm);
+                s += bm25_part(u[x].idf, u[x].wf ? u[x].wf[lo] : u[x].tf[lo], norm);
         }
         sc[ns++] = (scored){docs[i], s};
     }
-    mote_cursor_close(c);
-    for (size_t i = 0; u && i < p.nn; i++) {
-        mote__free(u[i].id);
-        mote__free(u[i].tf);
-    }
+    for (unsigned j = 0; j < nt; j++)
+        mote_cursor_close(c[j]);
+    for (size_t i = 0; u && i < p.nn; i++)
+        um_free(&u[i]);
     mote__free(u);
     mote__free(docs);
     ql_free(&p);
@@ -1528,6 +1597,110 @@ static int search_expr(mote_txn *t, uint32_t tree, const char *q, size_t qlen, i
     *out = sc;
     *nout = ns;
     return MOTE_OK;
+}
+
+/* sc[0..ns) by score, best first, into the malloc'd arrays of a search's
+ * result. */
+static int ranked_out(scored *sc, size_t ns, uint64_t **ids, double **scores, size_t *n)
+{
+    if (ns) /* (none: sc may be NULL) */
+        qsort(sc, ns, sizeof *sc, cmp_scored);
+    uint64_t *oi = mote__malloc((ns + 1) * sizeof *oi);
+    double *os = mote__malloc((ns + 1) * sizeof *os);
+    if (!oi || !os) {
+        mote__free(oi);
+        mote__free(os);
+        return mote__err(MOTE_NOMEM, "out of memory searching text");
+    }
+    for (size_t i = 0; i < ns; i++) {
+        oi[i] = sc[i].id;
+        os[i] = sc[i].score;
+    }
+    *ids = oi;
+    *scores = os;
+    *n = ns;
+    return MOTE_OK;
+}
+
+/* The document at cursor c after a step that returned r: *id, or
+ * UINT64_MAX past the documents ("d" keys). */
+static int doc_at(mote_cursor *c, int r, uint64_t *id)
+{
+    *id = UINT64_MAX;
+    if (r == MOTE_NOTFOUND)
+        return MOTE_OK;
+    mote_val k;
+    if (r || (r = mote_cursor_get(c, &k, NULL)))
+        return r;
+    const uint8_t *kp = k.data;
+    if (k.size && kp[0] == 'd' && k.size != 9)
+        return CORRUPT("text index: a document key of %zu bytes", k.size);
+    if (k.size == 9 && kp[0] == 'd')
+        *id = mote__be64(kp + 1);
+    return MOTE_OK;
+}
+
+/* How many documents any of the n trees holds: their "d" keys merged. */
+static int docs_in_any(mote_txn *t, const uint32_t *trees, unsigned n, uint64_t *count)
+{
+    mote_cursor *c[TEXT_MATCH_MAX] = {0};
+    uint64_t at[TEXT_MATCH_MAX];
+    int rc = MOTE_OK;
+    *count = 0;
+    for (unsigned i = 0; i < n; i++)
+        at[i] = UINT64_MAX;
+    for (unsigned i = 0; !rc && i < n; i++)
+        if (!(rc = mote_cursor_open(t, trees[i], &c[i])))
+            rc = doc_at(c[i], mote_cursor_seek(c[i], "d", 1, MOTE_SEEK_GE), &at[i]);
+    while (!rc) {
+        uint64_t lo = UINT64_MAX;
+        for (unsigned i = 0; i < n; i++)
+            if (at[i] < lo)
+                lo = at[i];
+        if (lo == UINT64_MAX)
+            break;
+        ++*count;
+        for (unsigned i = 0; !rc && i < n; i++)
+            if (at[i] == lo)
+                rc = doc_at(c[i], mote_cursor_next(c[i]), &at[i]);
+    }
+    for (unsigned i = 0; i < n; i++)
+        mote_cursor_close(c[i]);
+    return rc;
+}
+
+int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, unsigned n,
+                         uint64_t objects, const char *q, size_t qlen, int flags, uint64_t **ids,
+                         double **scores, size_t *nout)
+{
+    uint64_t tot[2] = {0, 0}, most = 0;
+    int rc = MOTE_OK;
+    *ids = NULL;
+    *scores = NULL;
+    *nout = 0;
+    for (unsigned i = 0; !rc && i < n; i++) {
+        uint64_t v[2];
+        if ((rc = get_varints(t, trees[i], "s", 1, v, 2)) == MOTE_NOTFOUND) {
+            rc = MOTE_OK; /* an empty index */
+            continue;
+        }
+        tot[1] += v[1];
+        most = v[0] > most ? v[0] : most;
+    }
+    if (rc || !most)
+        return rc;
+    /* the documents: with a text in any property (every object, if one
+     * property's index holds them all; else their lengths' keys merged) */
+    if (most == objects)
+        tot[0] = objects;
+    else if ((rc = docs_in_any(t, trees, n, &tot[0])))
+        return rc;
+    scored *sc = NULL;
+    size_t ns = 0;
+    if (!(rc = search_expr(t, trees, w, n, q, qlen, flags, tot, &sc, &ns)))
+        rc = ranked_out(sc, ns, ids, scores, nout);
+    mote__free(sc);
+    return rc;
 }
 
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
@@ -1553,7 +1726,7 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
         goto out; /* an empty index */
     }
     if (!rc && ql_syntax(q, qlen)) { /* the query language */
-        if ((rc = search_expr(t, tree, q, qlen, all | (int)tok, tot, &sc, &ns)))
+        if ((rc = search_expr(t, &tree, NULL, 1, q, qlen, all | (int)tok, tot, &sc, &ns)))
             goto out;
         goto ranked;
     }
@@ -1651,23 +1824,7 @@ scored:
     if (rc)
         goto out;
 ranked:
-    if (ns) /* (none: sc may be NULL) */
-        qsort(sc, ns, sizeof *sc, cmp_scored);
-    uint64_t *oi = mote__malloc((ns + 1) * sizeof *oi);
-    double *os = mote__malloc((ns + 1) * sizeof *os);
-    if (!oi || !os) {
-        mote__free(oi);
-        mote__free(os);
-        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
-        goto out;
-    }
-    for (size_t i = 0; i < ns; i++) {
-        oi[i] = sc[i].id;
-        os[i] = sc[i].score;
-    }
-    *ids = oi;
-    *scores = os;
-    *n = ns;
+    rc = ranked_out(sc, ns, ids, scores, n);
 out:
     mote_cursor_close(c);
     mote__free(qt.t);

@@ -62,6 +62,19 @@ void mote__text_batch_free(text_batch *b);
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
                       uint64_t **ids, double **scores, size_t *n);
 
+/* The same over the n (1..TEXT_MATCH_MAX) trees of an entity's properties,
+ * as the columns of one FTS5 table: a unit (term, prefix, phrase) matches a
+ * document if it matches in any of them, its count is the sum over them of
+ * w[i] times its count in tree i, and a document's length is the sum of its
+ * lengths; the documents are those with a text in any of them (`objects`:
+ * how many objects the entity has, all of them if one tree holds that
+ * many). The query goes through the query language (also a list of
+ * words). */
+#define TEXT_MATCH_MAX MOTE_MATCH_PROPS_MAX
+int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, unsigned n,
+                         uint64_t objects, const char *q, size_t qlen, int flags, uint64_t **ids,
+                         double **scores, size_t *nout);
+
 /* MOTE_OK if query text q is well formed (text.c, "the query language"),
  * else MOTE_INVALID with a message naming the position. */
 int mote__text_query_check(const char *q, size_t len, int all);

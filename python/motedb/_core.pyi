@@ -1,7 +1,8 @@
 """Type stubs of motedb._core (the C extension)."""
 
 import os
-from typing import Any, Callable, Generic, Iterable, Iterator, Literal, Sequence, TypeVar, overload
+from typing import (Any, Callable, Generic, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar,
+                    overload)
 
 version: str
 
@@ -131,7 +132,8 @@ class Property:
     def nearest(self, vector: Sequence[float] | Any, *, k: int = 10,
                 distance: Literal["cosine", "euclidean", "dot"] | None = None,
                 ef: int | None = None, exact: bool | None = None) -> Condition: ...
-    def matches(self, text: str, *, k: int = 10, all_terms: bool = False) -> Condition: ...
+    def matches(self, text: str, *, k: int = 10, all_terms: bool = False, weight: float = 1.0,
+                also: Mapping[Property, float] | Iterable[Property] | None = None) -> Condition: ...
     def desc(self) -> Order: ...
     def asc(self) -> Order: ...
     def nulls_last(self) -> Order: ...

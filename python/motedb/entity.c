@@ -968,11 +968,32 @@ static PyObject *cond_repr(PyObject *self)
     if (c->kind == C_JSON)
         return PyUnicode_FromFormat("%s.%U%U.%s%R", prop_entity(c->prop), c->prop->name,
                                     c->shown, op_text[c->op], c->vals);
-    if (c->kind == C_MATCH)
-        return PyUnicode_FromFormat("%s.%U.matches(%R, k=%llu%s)", prop_entity(c->prop),
-                                    c->prop->name, PyTuple_GET_ITEM(c->vals, 1),
-                                    (unsigned long long)c->k,
-                                    c->op & MOTE_MATCH_ALL ? ", all_terms=True" : "");
+    if (c->kind == C_MATCH) {
+        PyObject *pairs = PyTuple_GET_ITEM(c->vals, 2), *more = PyUnicode_FromString("");
+        double w0 = PyFloat_AsDouble(PyTuple_GET_ITEM(PyTuple_GET_ITEM(pairs, 0), 1));
+        if (more && w0 != 1)
+            Py_SETREF(more, PyUnicode_FromFormat(", weight=%R",
+                                                 PyTuple_GET_ITEM(PyTuple_GET_ITEM(pairs, 0), 1)));
+        if (more && PyTuple_GET_SIZE(pairs) > 1) {
+            PyObject *d = PyDict_New();
+            for (Py_ssize_t i = 1; d && i < PyTuple_GET_SIZE(pairs); i++) {
+                PyObject *pr = PyTuple_GET_ITEM(pairs, i);
+                if (PyDict_SetItem(d, PyTuple_GET_ITEM(pr, 0), PyTuple_GET_ITEM(pr, 1)) < 0)
+                    Py_CLEAR(d);
+            }
+            Py_SETREF(more, d ? PyUnicode_FromFormat("%U, also=%R", more, d) : NULL);
+            Py_XDECREF(d);
+        }
+        if (!more)
+            return NULL;
+        PyObject *r = PyUnicode_FromFormat("%s.%U.matches(%R, k=%llu%s%U)",
+                                           prop_entity(c->prop), c->prop->name,
+                                           PyTuple_GET_ITEM(c->vals, 1), (unsigned long long)c->k,
+                                           c->op & MOTE_MATCH_ALL ? ", all_terms=True" : "",
+                                           more);
+        Py_DECREF(more);
+        return r;
+    }
     if (c->kind == C_NEAR) {
         char ef[32] = "";
         if (c->ef)
@@ -1645,25 +1666,128 @@ static PyObject *prop_nearest(PyObject *self, PyObject *args, PyObject *kw)
     return (PyObject *)c;
 }
 
-/* Memory.text.matches(text, k=10, all_terms=False): the k objects whose
- * text (a property with a full-text index) holds text's words (all of them
- * with all_terms), best BM25 score first; & with other conditions: the k
- * best of the objects they match. */
+/* A property of `owner` for matches(): a string with a full-text index. */
+static int fulltext_prop(PyObject *o, PyTypeObject *owner, const char *what)
+{
+    if (!PyObject_TypeCheck(o, &Property_Type) || ((PropertyObject *)o)->owner != owner) {
+        PyErr_Format(PyExc_TypeError, "matches(%s=...): a property of %s, got %R", what,
+                     owner->tp_name, o);
+        return -1;
+    }
+    FieldInfo *f = prop_field((PropertyObject *)o);
+    if (!f || f->kind != K_STR || !(f->flags & MOTE_P_FULLTEXT)) {
+        PyErr_Format(PyExc_TypeError, "%R.matches(): the property has no full-text index "
+                     "(Annotated[str, motedb.FullText])", o);
+        return -1;
+    }
+    return 0;
+}
+
+/* A match weight: a real number from 0 to 1e9 (not a bool). */
+static int match_weight(PyObject *o, PyObject *prop, double *w)
+{
+    *w = PyBool_Check(o) ? -1 : PyFloat_AsDouble(o);
+    if (*w == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        *w = -1;
+    }
+    if (!(*w >= 0 && *w <= 1e9)) {
+        PyErr_Format(PyExc_ValueError, "matches(): the weight of %R is a number from 0 to 1e9, "
+                     "not %R", prop, o);
+        return -1;
+    }
+    return 0;
+}
+
+/* matches()'s properties and weights: self with `weight`, then also's
+ * (a dict {property: weight} or an iterable of properties, weight 1):
+ * a tuple of (property, weight) pairs, or NULL with an exception. */
+static PyObject *match_props(PyObject *self, PyObject *weight, PyObject *also)
+{
+    PyObject *pairs = PyList_New(0), *items = NULL;
+    double w = 1;
+    PropertyObject *me = (PropertyObject *)self;
+    if (!pairs || (weight && match_weight(weight, self, &w) < 0))
+        goto fail;
+    PyObject *pw = Py_BuildValue("(Od)", self, w);
+    if (!pw || PyList_Append(pairs, pw) < 0) {
+        Py_XDECREF(pw);
+        goto fail;
+    }
+    Py_DECREF(pw);
+    if (also && also != Py_None) {
+        items = PyDict_Check(also) ? PyDict_Items(also) : PySequence_List(also);
+        if (!items) {
+            if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "matches(also=...): a dict {property: weight} or "
+                             "an iterable of properties, got %.100s", Py_TYPE(also)->tp_name);
+            }
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *it = PyList_GET_ITEM(items, i), *prop = it;
+            w = 1;
+            if (PyDict_Check(also)) {
+                prop = PyTuple_GET_ITEM(it, 0);
+                if (match_weight(PyTuple_GET_ITEM(it, 1), prop, &w) < 0)
+                    goto fail;
+            }
+            if (fulltext_prop(prop, me->owner, "also") < 0)
+                goto fail;
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(pairs); j++)
+                if (PyTuple_GET_ITEM(PyList_GET_ITEM(pairs, j), 0) == prop) {
+                    PyErr_Format(PyExc_ValueError, "matches(): %R is named twice", prop);
+                    goto fail;
+                }
+            if (PyList_GET_SIZE(pairs) == MOTE_MATCH_PROPS_MAX) {
+                PyErr_Format(PyExc_ValueError, "matches(): at most %d properties",
+                             MOTE_MATCH_PROPS_MAX);
+                goto fail;
+            }
+            FieldInfo *f0 = prop_field(me), *f = prop_field((PropertyObject *)prop);
+            if ((f0->flags & MOTE_P_STEM) != (f->flags & MOTE_P_STEM)) {
+                PyErr_Format(PyExc_ValueError, "matches(): %R and %R: the properties of a match "
+                             "either all stem their words (FullText(stem=True)) or none does",
+                             self, prop);
+                goto fail;
+            }
+            if (!(pw = Py_BuildValue("(Od)", prop, w)) || PyList_Append(pairs, pw) < 0) {
+                Py_XDECREF(pw);
+                goto fail;
+            }
+            Py_DECREF(pw);
+        }
+    }
+    Py_XDECREF(items);
+    PyObject *t = PyList_AsTuple(pairs);
+    Py_DECREF(pairs);
+    return t;
+fail:
+    Py_XDECREF(items);
+    Py_XDECREF(pairs);
+    return NULL;
+}
+
+/* Memory.text.matches(text, k=10, all_terms=False, weight=1.0, also=None):
+ * the k objects whose text (a property with a full-text index) holds
+ * text's words (all of them with all_terms), best BM25 score first; with
+ * also, over several properties at once, each match weighted (FTS5's
+ * bm25() with column weights); & with other conditions: the k best of the
+ * objects they match. */
 static PyObject *prop_matches(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"text", "k", "all_terms", NULL};
-    PyObject *text, *kobj = NULL;
+    static char *kwlist[] = {"text", "k", "all_terms", "weight", "also", NULL};
+    PyObject *text, *kobj = NULL, *weight = NULL, *also = NULL;
     int all = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$Op:matches", kwlist, &text, &kobj, &all))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OpOO:matches", kwlist, &text, &kobj, &all,
+                                     &weight, &also))
         return NULL;
     PropertyObject *p = (PropertyObject *)self;
     FieldInfo *f = prop_field(p);
     const char *ent = prop_entity(p);
-    if (!f || f->kind != K_STR || !(f->flags & MOTE_P_FULLTEXT)) {
-        PyErr_Format(PyExc_TypeError, "%R.matches(): the property has no full-text index "
-                     "(Annotated[str, motedb.FullText])", self);
+    if (fulltext_prop(self, p->owner, "self") < 0)
         return NULL;
-    }
     if (!PyUnicode_Check(text)) {
         PyErr_Format(PyExc_TypeError, "%s.%s.matches(): the text is a str, got %.100s", ent,
                      f->cname, Py_TYPE(text)->tp_name);
@@ -1672,26 +1796,34 @@ static PyObject *prop_matches(PyObject *self, PyObject *args, PyObject *kw)
     unsigned long long k;
     if (ranked_k(ent, f, "matches", kobj, &k) < 0)
         return NULL;
-    PyObject *utf8 = PyUnicode_AsUTF8String(text);
-    if (!utf8)
+    PyObject *pairs = match_props(self, weight, also);
+    if (!pairs)
         return NULL;
+    PyObject *utf8 = PyUnicode_AsUTF8String(text);
+    if (!utf8) {
+        Py_DECREF(pairs);
+        return NULL;
+    }
     if (mote_match_check(PyBytes_AS_STRING(utf8), (size_t)PyBytes_GET_SIZE(utf8),
                          all ? MOTE_MATCH_ALL : 0)) {
         PyErr_Format(PyExc_ValueError, "%s.%s.matches(%R): %s", ent, f->cname, text,
                      mote_errmsg(NULL));
         Py_DECREF(utf8);
+        Py_DECREF(pairs);
         return NULL;
     }
     CondObject *c = cond_alloc(C_MATCH, p->owner);
     if (!c) {
         Py_DECREF(utf8);
+        Py_DECREF(pairs);
         return NULL;
     }
     c->prop = (PropertyObject *)Py_NewRef(self);
     c->op = all ? MOTE_MATCH_ALL : 0;
     c->k = k;
-    c->vals = PyTuple_Pack(2, utf8, text);
+    c->vals = PyTuple_Pack(3, utf8, text, pairs);
     Py_DECREF(utf8);
+    Py_DECREF(pairs);
     if (!c->vals) {
         Py_DECREF(c);
         return NULL;
@@ -1727,10 +1859,13 @@ static PyMethodDef prop_methods[] = {
      "contains(s, case_sensitive=True): substring of a str or bytes property; "
      "contains(x) of a list property: an element equal to x (as a JSON path's contains())."},
     {"matches", (PyCFunction)(void (*)(void))prop_matches, METH_VARARGS | METH_KEYWORDS,
-     "matches(text, *, k=10, all_terms=False): the k objects whose text (a property with a "
-     "full-text index, motedb.FullText) holds any of text's words (every one with "
-     "all_terms), best BM25 score first; & with other conditions for the k best of their "
-     "matches. find_with_scores() gives the scores."},
+     "matches(text, *, k=10, all_terms=False, weight=1.0, also=None): the k objects whose "
+     "text (a property with a full-text index, motedb.FullText) holds any of text's words "
+     "(every one with all_terms), best BM25 score first; & with other conditions for the k "
+     "best of their matches. also: more full-text properties of the entity searched at once, "
+     "a dict {property: weight} or an iterable of properties (weight 1), as the columns of "
+     "one SQLite FTS5 table ranked by bm25() with column weights (this property's: weight). "
+     "find_with_scores() gives the scores."},
     {"nearest", (PyCFunction)(void (*)(void))prop_nearest, METH_VARARGS | METH_KEYWORDS,
      "nearest(vector, *, k=10, distance=None, ef=None, exact=None): the k objects whose "
      "vector is nearest (distance 'cosine', 'euclidean' or 'dot'; None: the vector index's, "

@@ -287,10 +287,18 @@ static int q_build(QueryObject *q)
         if ((rc = mote_query_where(q->mq, node)))
             goto fail_rc;
     }
-    if (match) {
-        PyObject *tb = PyTuple_GET_ITEM(match->vals, 0);
-        if ((rc = mote_query_match(q->mq, (unsigned)match->prop->index, PyBytes_AS_STRING(tb),
-                                   (size_t)PyBytes_GET_SIZE(tb), match->k, (unsigned)match->op)))
+    if (match) { /* its properties and weights: (property, weight) pairs */
+        PyObject *tb = PyTuple_GET_ITEM(match->vals, 0), *pairs = PyTuple_GET_ITEM(match->vals, 2);
+        unsigned props[MOTE_MATCH_PROPS_MAX], n = (unsigned)PyTuple_GET_SIZE(pairs);
+        double w[MOTE_MATCH_PROPS_MAX];
+        for (unsigned i = 0; i < n; i++) {
+            PyObject *pr = PyTuple_GET_ITEM(pairs, i);
+            props[i] = (unsigned)((PropertyObject *)PyTuple_GET_ITEM(pr, 0))->index;
+            w[i] = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(pr, 1));
+        }
+        if ((rc = mote_query_match_in(q->mq, props, w, n, PyBytes_AS_STRING(tb),
+                                      (size_t)PyBytes_GET_SIZE(tb), match->k,
+                                      (unsigned)match->op)))
             goto fail_rc;
     }
     if (near) { /* (the bytes of a PyBytes are aligned for floats) */

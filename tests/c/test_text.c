@@ -1098,6 +1098,139 @@ static void same_matches(mote_txn *t, mote_entity *e, const char *a, const char 
     mote_free(sb);
 }
 
+/* The ids and scores of a match of q over props (weights w, NULL: 1). */
+static size_t match_in(mote_txn *t, mote_entity *e, const unsigned *props, const double *w,
+                       unsigned n, const char *q, uint64_t **ids, double **sc)
+{
+    mote_query *qq;
+    size_t cnt;
+    OK(mote_query_new(e, &qq));
+    OK(mote_query_match_in(qq, props, w, n, q, strlen(q), 1000, 0));
+    OK(mote_query_scored(t, qq, ids, sc, &cnt));
+    mote_query_free(qq);
+    return cnt;
+}
+
+/* A match over several properties (FTS5's columns, scores equal to FTS5's
+ * in the Python tests): a unit matches in any property, so "a AND b" holds
+ * with a in the title and b in the body; a property that holds no text
+ * changes nothing (the same ids and scores as the match over the other);
+ * a weight scales tf alone; a write transaction sees its own changes; and
+ * the arguments are checked. */
+TEST(text_match_several_properties)
+{
+    enum { TITLE, BODY, PLAIN, STEMMED, NP };
+    static const mote_prop_def props[NP] = {
+        {.name = "title", .type = MOTE_T_STRING, .flags = MOTE_P_NULLABLE | MOTE_P_FULLTEXT},
+        {.name = "body", .type = MOTE_T_STRING, .flags = MOTE_P_NULLABLE | MOTE_P_FULLTEXT},
+        {.name = "plain", .type = MOTE_T_STRING, .flags = MOTE_P_NULLABLE},
+        {.name = "stemmed", .type = MOTE_T_STRING,
+         .flags = MOTE_P_NULLABLE | MOTE_P_FULLTEXT | MOTE_P_STEM},
+    };
+    mote_store *s;
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_open(test_path("ftmulti.mote"), NULL, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Doc", props, NP, &e));
+    static const char *words[] = {"alpha", "beta", "gamma", "delta", "kappa", "zeta"};
+    uint64_t rs = 3;
+    char texts[200][64];
+    for (int i = 0; i < 200; i++) { /* titles only, for now */
+        int len = 0, nw = 1 + (int)(test_rand(&rs) % 6);
+        for (int w = 0; w < nw; w++)
+            len += snprintf(texts[i] + len, sizeof texts[i] - (size_t)len, "%s ",
+                            words[test_rand(&rs) % 6]);
+        mote_value v[NP] = {{0}};
+        for (int p = 0; p < NP; p++)
+            v[p].null = p != TITLE;
+        v[TITLE].v.s.p = texts[i];
+        v[TITLE].v.s.n = strlen(texts[i]);
+        OK(mote_put(t, e, 0, v, MOTE_PUT_INSERT, NULL));
+    }
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    unsigned tb[2] = {TITLE, BODY};
+    double w2[2] = {2.5, 1};
+    uint64_t *a, *b;
+    double *sa, *sb;
+    const char *qs[] = {"alpha", "beta gamma", "\"alpha beta\" OR kap*", "zeta NOT delta"};
+    for (int i = 0; i < 4; i++) { /* bodies empty: the title's match, unchanged */
+        mote_query *qq;
+        size_t na, nb;
+        OK(mote_query_new(e, &qq));
+        OK(mote_query_match(qq, TITLE, qs[i], strlen(qs[i]), 1000, 0));
+        OK(mote_query_scored(t, qq, &a, &sa, &na));
+        mote_query_free(qq);
+        nb = match_in(t, e, tb, NULL, 2, qs[i], &b, &sb);
+        CHECK(na == nb && na > 0);
+        for (size_t j = 0; j < na; j++)
+            CHECK(a[j] == b[j] && fabs(sa[j] - sb[j]) <= 1e-12 * sa[j]);
+        mote_free(b);
+        mote_free(sb);
+        /* weight 2.5: the same objects, each tf times 2.5 (idf and norm as
+         * they were), so every score higher */
+        nb = match_in(t, e, tb, w2, 2, qs[i], &b, &sb);
+        CHECK(nb == na);
+        for (size_t j = 0; j < nb; j++) {
+            size_t x = 0;
+            while (x < na && a[x] != b[j])
+                x++;
+            CHECK(x < na && sb[j] > sa[x] * 1.01);
+        }
+        mote_free(a);
+        mote_free(sa);
+        mote_free(b);
+        mote_free(sb);
+    }
+    mote_abort(t);
+    /* bodies: "omega" in some; then "alpha AND omega" needs both properties */
+    OK(mote_begin(s, 0, &t));
+    size_t both = 0;
+    for (uint64_t id = 1; id <= 200; id += 3) {
+        unsigned prop = BODY;
+        mote_value v = {0};
+        v.v.s.p = "omega omega";
+        v.v.s.n = 11;
+        OK(mote_update(t, e, id, &prop, &v, 1));
+        both += strstr(texts[id - 1], "alpha") != NULL;
+    }
+    size_t n = match_in(t, e, tb, NULL, 2, "alpha AND omega", &a, &sa); /* its own changes */
+    CHECK(n == both && both > 0);
+    for (size_t j = 0; j < n; j++)
+        CHECK((a[j] - 1) % 3 == 0 && strstr(texts[a[j] - 1], "alpha"));
+    mote_free(a);
+    mote_free(sa);
+    CHECK(match_in(t, e, &tb[0], NULL, 1, "alpha AND omega", &a, &sa) == 0);
+    mote_free(a);
+    mote_free(sa);
+    OK(mote_commit(t));
+    /* the arguments */
+    mote_query *qq;
+    OK(mote_query_new(e, &qq));
+    unsigned dup[2] = {TITLE, TITLE}, plain[2] = {TITLE, PLAIN}, stem[2] = {TITLE, STEMMED};
+    unsigned many[MOTE_MATCH_PROPS_MAX + 1] = {0}, none[2] = {TITLE, NP};
+    double bad[2] = {1, -1}, nan2[2] = {1, NAN};
+    CHECK_RC(mote_query_match_in(qq, tb, NULL, 0, "x", 1, 5, 0), MOTE_INVALID);
+    CHECK_RC(mote_query_match_in(qq, many, NULL, MOTE_MATCH_PROPS_MAX + 1, "x", 1, 5, 0),
+             MOTE_INVALID);
+    CHECK_RC(mote_query_match_in(qq, dup, NULL, 2, "x", 1, 5, 0), MOTE_INVALID);
+    CHECK(strstr(mote_errmsg(s), "once"));
+    CHECK_RC(mote_query_match_in(qq, plain, NULL, 2, "x", 1, 5, 0), MOTE_INVALID);
+    CHECK_RC(mote_query_match_in(qq, stem, NULL, 2, "x", 1, 5, 0), MOTE_INVALID);
+    CHECK(strstr(mote_errmsg(s), "stem"));
+    CHECK_RC(mote_query_match_in(qq, none, NULL, 2, "x", 1, 5, 0), MOTE_INVALID);
+    CHECK_RC(mote_query_match_in(qq, tb, bad, 2, "x", 1, 5, 0), MOTE_INVALID);
+    CHECK_RC(mote_query_match_in(qq, tb, nan2, 2, "x", 1, 5, 0), MOTE_INVALID);
+    CHECK_RC(mote_query_match_in(qq, NULL, NULL, 1, "x", 1, 5, 0), MOTE_INVALID);
+    CHECK_RC(mote_query_match_in(qq, tb, NULL, 2, "(x", 2, 5, 0), MOTE_INVALID);
+    mote_query_free(qq);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    printf("several properties: the title's match unchanged beside empty bodies, "
+           "\"alpha AND omega\" across them: %zu objects\n", both);
+}
+
 TEST(text_query_language_random)
 {
     const char *path = test_path("lang.mote");

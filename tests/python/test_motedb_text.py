@@ -384,6 +384,106 @@ def test_match_errors() -> None:
             n: Annotated[int, motedb.FullText] = 0
 
 
+class Doc(motedb.Entity):
+    id: int = 0
+    title: Annotated[str, motedb.FullText] | None = None
+    body: Annotated[str, motedb.FullText] | None = None
+    note: Annotated[str, motedb.FullText] | None = None
+    topic: int = 0
+
+
+def test_several_properties_equal_fts5_column_weights(tmp_path) -> None:
+    # title, body and note searched at once: the documents and scores of an FTS5 table with
+    # those three columns ranked by bm25(t, w1, w2, w3), for words, phrases, prefixes, NOT
+    # and AND across columns; texts synthetic (random words), some properties None. In the
+    # second store every object has a body (N counted without a pass over the lengths).
+    rng = __import__("random").Random(11)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "theta", "thetas", "kappa",
+             "timeout", "error", "connection", "connect"]
+
+    def text(n: int, none: float) -> str | None:
+        return None if rng.random() < none else " ".join(rng.choice(words)
+                                                         for _ in range(rng.randint(1, n)))
+
+    for every_body in (False, True):
+        rows = [(i, text(5, 0.25), text(20, 0.0 if every_body else 0.25), text(8, 0.5))
+                for i in range(1, 301)]
+        con = sqlite3.connect(":memory:")
+        try:
+            con.execute("CREATE VIRTUAL TABLE t USING fts5(title, body, note, "
+                        "tokenize='unicode61 remove_diacritics 2')")
+        except sqlite3.OperationalError:
+            pytest.skip("this sqlite3 has no FTS5")
+        con.executemany("INSERT INTO t(rowid, title, body, note) VALUES (?, ?, ?, ?)",
+                        [r for r in rows if any(x is not None for x in r[1:])])
+        with motedb.open(str(tmp_path / f"d{every_body}.mote")) as store:
+            box = store.box(Doc)
+            box.put_many([Doc(id=i, title=a, body=b, note=c) for i, a, b, c in rows])
+            for query in ["alpha", "timeout error", '"alpha beta" OR theta*', "gamma NOT delta",
+                          "kappa AND connection", "conn* NOT (zeta OR eta)"]:
+                for w in [(1.0, 1.0, 1.0), (2.0, 0.5, 1.0), (0.0, 3.0, 10.0)]:
+                    fts = {r: -s for r, s in con.execute(
+                        "SELECT rowid, bm25(t, ?, ?, ?) FROM t WHERE t MATCH ?", [*w, query])}
+                    cond = Doc.title.matches(query, k=1000, all_terms=True, weight=w[0],
+                                             also={Doc.body: w[1], Doc.note: w[2]})
+                    ours = {m.id: s for m, s in box.query(cond).find_with_scores()}
+                    assert ours.keys() == fts.keys(), (query, w)
+                    for i, s in ours.items():
+                        assert math.isclose(s, fts[i], rel_tol=1e-9, abs_tol=1e-12), (query, w, i)
+            # a word list (OR), k and a filter: the best k of FTS5's ranking among the kept
+            kept = {i for i, *_ in rows if i % 3 == 0}
+            fts = sorted(((-s, r) for r, s in con.execute(
+                "SELECT rowid, bm25(t, 3, 1, 1) FROM t WHERE t MATCH 'timeout OR kappa'")
+                if r in kept), key=lambda x: (-x[0], x[1]))[:7]
+            box.put_many([Doc(id=i, title=a, body=b, note=c, topic=1 if i in kept else 0)
+                          for i, a, b, c in rows])
+            got = box.query(Doc.title.matches("timeout kappa", k=7, weight=3, also=[Doc.body,
+                                                                                  Doc.note])
+                            & (Doc.topic == 1)).find_with_scores()
+            assert [m.id for m, _ in got] == [r for _, r in fts]
+            assert all(math.isclose(s, f, rel_tol=1e-9) for (_, s), (f, _) in zip(got, fts))
+            # one property with weight 1 is the single-property match; weight 2 changes tf only
+            one = box.query(Doc.body.matches("alpha theta", k=50)).find_with_scores()
+            same = box.query(Doc.body.matches("alpha theta", k=50, also={})).find_with_scores()
+            assert [(m.id, s) for m, s in one] == [(m.id, s) for m, s in same]
+            two = {m.id: s for m, s in
+                   box.query(Doc.body.matches("alpha", k=1000, weight=2)).find_with_scores()}
+            con.execute("CREATE VIRTUAL TABLE b USING fts5(x, "
+                        "tokenize='unicode61 remove_diacritics 2')")
+            con.executemany("INSERT INTO b(rowid, x) VALUES (?, ?)",
+                            [(i, body) for i, _, body, _ in rows if body is not None])
+            fts = {r: -s for r, s in con.execute(
+                "SELECT rowid, bm25(b, 2) FROM b WHERE b MATCH 'alpha'")}
+            assert two.keys() == fts.keys()
+            assert all(math.isclose(s, fts[i], rel_tol=1e-9) for i, s in two.items())
+            assert repr(Doc.title.matches("x", weight=2.0, also={Doc.body: 0.5})) == \
+                "Doc.title.matches('x', k=10, weight=2.0, also={Doc.body: 0.5})"
+
+
+def test_several_properties_errors() -> None:
+    with pytest.raises(TypeError, match="property of Doc"):
+        Doc.title.matches("x", also=[Memory.text])
+    with pytest.raises(TypeError, match="full-text index"):
+        Doc.title.matches("x", also=[Doc.topic])
+    with pytest.raises(ValueError, match="named twice"):
+        Doc.title.matches("x", also={Doc.body: 1, Doc.title: 2})
+    for bad in (-1, float("nan"), True, "2", 2e9):
+        with pytest.raises(ValueError, match="number from 0 to 1e9"):
+            Doc.title.matches("x", weight=bad)
+        with pytest.raises(ValueError, match="number from 0 to 1e9"):
+            Doc.title.matches("x", also={Doc.body: bad})
+    with pytest.raises(TypeError, match="dict"):
+        Doc.title.matches("x", also=3)
+
+    class Mixed(motedb.Entity):
+        id: int = 0
+        a: Annotated[str, motedb.FullText] = ""
+        b: Annotated[str, motedb.FullText(stem=True)] = ""
+
+    with pytest.raises(ValueError, match="stem"):
+        Mixed.a.matches("x", also=[Mixed.b])
+
+
 class Fact(motedb.Entity):
     id: int = 0
     topic: Annotated[int, motedb.Index] = 0

@@ -1,4 +1,4 @@
-"""Smoke test of the full-text benchmark (bench/text): 2,000 passages, 20 queries per kind.
+"""Smoke test of the full-text benchmark (bench/text): 2,000 passages, 20 queries per kind, the hybrid row.
 
 Runs `python3 -m bench.text --smoke` as a subprocess (it creates or reuses .bench-venvs/text/ and checks by
 itself that every measurement is plausible), then checks the output's shape.
@@ -35,4 +35,8 @@ def test_bench_text_smoke(tmp_path):
             assert 0 < q["p50_us"] <= q["p99_us"]
     # the same ranking as FTS5 on words both tokenize alike
     assert all(r["overlap"][k] >= 0.9 for k in KINDS)
+    hy = r["hybrid"]
+    assert all(hy[k] > 0 for k in ("text_p50_us", "vector_p50_us", "hybrid_p50_us"))
+    assert hy["empty_results"] == 0 and hy["queries"] == 20
+    assert abs(hy["ratio"] - hy["hybrid_p50_us"] / (hy["text_p50_us"] + hy["vector_p50_us"])) < 1e-9
     assert (out / "results.md").read_text().startswith("## bench/text")

@@ -1804,15 +1804,6 @@ static int solo_attach(mote_store *s, uint64_t off)
             rc = mote__ioerr(fd, "the shared memory", s->path);
             break;
         }
-        if ((r = io->fstat(io->ctx, fd, &fi)))
-            break;
-        if ((fi.uid != (unsigned)geteuid() && fi.uid != s->uid) || (fi.mode & ~want)) {
-            rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s belongs to user %u "
-                           "with mode %o (the store: user %u, mode %o); remove it if no "
-                           "process has the store open", s->path, path, fi.uid, fi.mode,
-                           s->uid, s->mode);
-            break;
-        }
         if ((r = io->lock(io->ctx, fd, MOTE_LK_WRITE, 0, 1)) != -EAGAIN)
             break;
         io->close(io->ctx, fd); /* another process is making it */
@@ -1821,7 +1812,16 @@ static int solo_attach(mote_store *s, uint64_t off)
             rc = mote__err(MOTE_BUSY, "store %s: another process is opening it (waited %d "
                            "ms)", s->path, s->busy_ms);
     }
-    if (!rc && !r && fi.size < SEG_MAP)
+    /* its size under the lock: read before it, it could be that of a file
+     * another taker was about to make, which has grown since (a page area),
+     * and making it that size again would cut a live mapping (SIGBUS) */
+    if (!rc && !r && !(r = io->fstat(io->ctx, fd, &fi)) &&
+        ((fi.uid != (unsigned)geteuid() && fi.uid != s->uid) || (fi.mode & ~want)))
+        rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s belongs to user %u "
+                       "with mode %o (the store: user %u, mode %o); remove it if no "
+                       "process has the store open", s->path, path, fi.uid, fi.mode,
+                       s->uid, s->mode);
+    if (!rc && !r && fi.size < SEG_MAP) /* (never smaller: sizes only grow) */
         r = io->ftruncate(io->ctx, fd, SEG_MAP);
     if (!rc && !r)
         r = io->map(io->ctx, fd, SEG_MAP, &map);

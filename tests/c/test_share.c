@@ -624,6 +624,95 @@ static mote_store *store_of(const char *p, int n, uint64_t *rs)
     return s;
 }
 
+/* A shim that stops a process at its first exclusive lock of byte 0 (the
+ * segment's, while a taker makes it) until the parent lets it go. */
+static int pause_up = -1, pause_down = -1;
+static int pause_lock(void *c, int fd, int op, uint64_t off, uint64_t len)
+{
+    if (op == MOTE_LK_WRITE && off == 0 && len == 1 && pause_up >= 0) {
+        char x = 1;
+        CHECK(write(pause_up, &x, 1) == 1);
+        CHECK(read(pause_down, &x, 1) == 1);
+        pause_up = -1; /* once */
+    }
+    return mote_io_posix.lock(c, fd, op, off, len);
+}
+
+static off_t segment_size(const char *path)
+{
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    char seg[96];
+    snprintf(seg, sizeof seg, "/dev/shm/motedb-%llx-%llx", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+    return stat(seg, &st) == 0 ? st.st_size : -1;
+}
+
+/* Two processes take over a store that a third holds alone (SOLO). The
+ * first opens the segment's file and stops before its lock; the second
+ * makes the segment and commits (its page copies grow the file); then the
+ * first goes on. It must not make the file smaller: with its size read
+ * before the lock it did, and the second died of SIGBUS at its next commit
+ * (share_kill9_loop found it, one run in ten). */
+TEST(share_taker_never_cuts_the_segment)
+{
+    const char *p = test_path("cut.mote");
+    uint64_t rs = 11;
+    int rc;
+    mote_store *s = store_of(p, 20, &rs); /* alone: no segment */
+    CHECK(!segment_exists(p));
+    int up[2], down[2], up1[2], down1[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
+    pid_t second = fork();
+    if (second == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.lock = pause_lock;
+        pause_up = up[1];
+        pause_down = down[0];
+        mote_options o = {0, 0, 0, &io};
+        mote_store *b;
+        OK(mote_open(p, &o, &b)); /* stops at the segment's byte 0 */
+        char y = 1;
+        CHECK(write(up[1], &y, 1) == 1);
+        CHECK(read(down[0], &y, 1) == 1);
+        CHECK(write_one(b, &rs, &rc) != 0); /* (its page copies would grow it again) */
+        OK(mote_close(b));
+        _exit(0);
+    }
+    char x = 1;
+    CHECK(read(up[0], &x, 1) == 1);
+    CHECK(segment_size(p) == 0); /* it made the file, nothing more */
+    pid_t first = fork();
+    if (first == 0) {
+        mote_store *b = test_open(p, NULL); /* makes the segment */
+        CHECK(write_one(b, &rs, &rc) != 0); /* its page copies grow the file */
+        CHECK(write(up1[1], &x, 1) == 1);
+        CHECK(read(down1[0], &x, 1) == 1);
+        CHECK(write_one(b, &rs, &rc) != 0); /* SIGBUS here if the file was cut */
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up1[0], &x, 1) == 1);
+    off_t grown = segment_size(p);
+    CHECK(grown > 65536);
+    CHECK(write(down[1], &x, 1) == 1); /* the stopped one goes on: opens */
+    CHECK(read(up[0], &x, 1) == 1);
+    CHECK(segment_size(p) == grown);
+    CHECK(write(down1[1], &x, 1) == 1);
+    wait_ok(first);
+    CHECK(write(down[1], &x, 1) == 1); /* and commits */
+    wait_ok(second);
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t)); /* joins, sees both commits */
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    CHECK(get_u64(t, tr, "counter") == 23);
+    mote_abort(t);
+    OK(mote_close(s));
+    printf("the segment's file stayed at %lld bytes\n", (long long)grown);
+}
+
 /* A process alone with a store (no segment, SOLO in share.c) that stays
  * idle holds nothing back: another process that opens the store takes it
  * over and rewrites the same keys 200 times, reusing pages (the file does

@@ -143,6 +143,28 @@ static int scan_entity(void *ctx, const char *name)
                 mote_query_free(q);
             }
         }
+        /* the full-text indexes together (those stemming as the first one
+         * does), weighted: every index's lengths merged */
+        unsigned props[MOTE_MATCH_PROPS_MAX], np = 0, stem = 0;
+        double w[MOTE_MATCH_PROPS_MAX];
+        for (unsigned i = 0; i < mote_entity_nprops(e) && np < MOTE_MATCH_PROPS_MAX; i++) {
+            mote_prop_def d;
+            if (mote_entity_prop_def(e, i, &d) || !(d.flags & MOTE_P_FULLTEXT) ||
+                (np && (d.flags & MOTE_P_STEM) != stem))
+                continue;
+            stem = d.flags & MOTE_P_STEM;
+            w[np] = 2.0 + np; /* (not 1: one index too goes the weighted way) */
+            props[np++] = i;
+        }
+        uint64_t *ids;
+        size_t n;
+        static const char mq[] = "beta OR \"gamma delta\" OR al*";
+        if (np && !mote_query_new(e, &q)) {
+            if (!mote_query_match_in(q, props, w, np, mq, sizeof mq - 1, 5, 0) &&
+                !mote_query_ids(t, q, &ids, &n))
+                mote_free(ids);
+            mote_query_free(q);
+        }
     }
     return 0;
 }

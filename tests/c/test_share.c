@@ -242,13 +242,19 @@ static uint64_t counter_of(const char *path)
     return c;
 }
 
-static int segment_exists(const char *path)
+/* The shared segment's name of store `path` (share.c: by device and inode). */
+static void segment_name(const char *path, char *seg, size_t n)
 {
     struct stat st;
     CHECK(stat(path, &st) == 0);
-    char seg[96];
-    snprintf(seg, sizeof seg, "/dev/shm/motedb-%llx-%llx", (unsigned long long)st.st_dev,
+    snprintf(seg, n, "/dev/shm/motedb-%llx-%llx", (unsigned long long)st.st_dev,
              (unsigned long long)st.st_ino);
+}
+
+static int segment_exists(const char *path)
+{
+    char seg[96];
+    segment_name(path, seg, sizeof seg);
     return access(seg, F_OK) == 0;
 }
 
@@ -640,11 +646,9 @@ static int pause_lock(void *c, int fd, int op, uint64_t off, uint64_t len)
 
 static off_t segment_size(const char *path)
 {
-    struct stat st;
-    CHECK(stat(path, &st) == 0);
     char seg[96];
-    snprintf(seg, sizeof seg, "/dev/shm/motedb-%llx-%llx", (unsigned long long)st.st_dev,
-             (unsigned long long)st.st_ino);
+    struct stat st;
+    segment_name(path, seg, sizeof seg);
     return stat(seg, &st) == 0 ? st.st_size : -1;
 }
 

@@ -1689,10 +1689,11 @@ int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, un
     }
     if (rc || !most)
         return rc;
-    /* the documents: with a text in any property (every object, if one
-     * property's index holds them all; else their lengths' keys merged) */
-    if (most == objects)
-        tot[0] = objects;
+    /* the documents: with a text in any property (one property's own
+     * count; every object, if one property's index holds them all; else
+     * their lengths' keys merged) */
+    if (n == 1 || most == objects)
+        tot[0] = most;
     else if ((rc = docs_in_any(t, trees, n, &tot[0])))
         return rc;
     scored *sc = NULL;

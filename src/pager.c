@@ -911,6 +911,14 @@ int mote__free_chain(mote_txn *t)
     return rc;
 }
 
+/* The checkpoint that the base's chain starts from is durable: the one a
+ * new checkpoint keeps in the other slot. Its txnid is at most the base's
+ * minus the records since it (each record's txnid is above its base's). */
+static int ckpt_durable(const mote_txn *t)
+{
+    return store_synced(t->s) + st_chain_len(t->base->data) >= t->base_txnid;
+}
+
 /* What recovery must verify of a commit built on a base that was not
  * durable (pager.h GROUP COMMIT): its txnid minus the newest commit known
  * durable, 0 if that is its base. */
@@ -957,10 +965,10 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
      * first commit that is not lazy, which writes both slots */
     int lazy = s->fresh && t->lazy;
     int sync = !(s->flags & MOTE_NOSYNC) && !lazy;
-    /* a record is made durable after the writer lock is released, with the
-     * commits of others (pager.h GROUP COMMIT); a checkpoint is synced here,
-     * before the next checkpoint can overwrite the slot it did not take */
-    int group = record && sync && !s->fresh;
+    /* made durable after the writer lock is released, with the commits of
+     * others (pager.h GROUP COMMIT); a checkpoint only when the checkpoint
+     * it leaves in the other slot is durable, else synced here */
+    int group = sync && !s->fresh && (record || ckpt_durable(t));
     /* the next record's page: a record's successor, unless the chain is
      * full; a checkpoint's if it has pages, not too many (tiny stores and
      * bulk loads keep their size) */

@@ -86,10 +86,12 @@
  * `latest`). One sync at a time per process (s->smu: the kernel reports a
  * failed writeback once per open file, so every thread of the process must
  * see it), but processes sync at once, each through its own open file:
- * this disk runs concurrent flushes side by side. Only a commit record goes
- * this way; a checkpoint is written and synced under the writer lock (as
- * is a new store's first commit), so the slot the next checkpoint
- * overwrites holds one that is durable.
+ * this disk runs concurrent flushes side by side. A checkpoint goes this
+ * way too when the checkpoint it leaves in the other slot is durable (the
+ * base's txnid minus the records since that one is synced: pager.c
+ * ckpt_durable); else it is synced under the writer lock, so a checkpoint
+ * never overwrites a slot while the other slot's is not durable. A new
+ * store's first commit is synced under the lock as well.
  * What recovery must know: a commit written on a base that was not yet
  * durable says so (byte 63, lag = txnid - the newest commit known durable
  * then, its *durable floor*; 0: its base). A crash may keep any subset of
@@ -142,8 +144,9 @@
  *  - A page freed by commit C is reused only when C is durable and every
  *    live snapshot in the process is >= C (pending list); pages allocated
  *    and freed by the same transaction are reusable at once.
- *  - Readers see durable commits only (MOTE_NOSYNC: written ones); the
- *    checkpoint in the slot a checkpoint does not overwrite is durable.
+ *  - Readers see durable commits only (MOTE_NOSYNC: written ones); a
+ *    checkpoint is written into a slot only when the checkpoint in the
+ *    other slot is durable.
  *
  * The store and transaction structures also carry, as opaque pointers, what
  * the layers above keep per transaction (cursors, deferred puts: kv.h) and

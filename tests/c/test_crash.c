@@ -7,6 +7,7 @@
  * anything else, and mote_check finds it consistent. Then a further commit
  * on the recovered store must work.
  */
+#include "kv.h"
 #include "memio.h"
 #include "pager.h"
 #include "workload.h"
@@ -527,6 +528,73 @@ TEST(crash_chain_cases)
     free(x);
     free(img);
     free(closed);
+}
+
+/* Checkpoints join the group commit (pager.h GROUP COMMIT) only while the
+ * checkpoint they leave in the other slot is durable: commits written in
+ * one run without a wait pass two checkpoints, and the disk keeps, of all
+ * that was written since the last sync, only the last checkpoint's slot.
+ * Had that checkpoint overwritten the slot of the last durable one while
+ * the one before it (in the other slot) was not durable, both slots would
+ * be lost: the open would find an older state, or none. */
+TEST(crash_checkpoint_beside_an_unsynced_one)
+{
+    memio m;
+    uint32_t tr;
+    mote_store *s = filled_store(&m, &tr);
+    mote_txn *t;
+    static uint8_t v[100];
+    uint32_t k = 5000;
+    for (; k < 5040; k++) { /* acknowledged: records and checkpoints */
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
+        OK(mote_commit(t));
+    }
+    uint32_t acked = k;
+    enum { N = 80, P = 4096 };
+    snap *sn[N];
+    int ckpts = 0;
+    long syncs = m.syncs;
+    for (int i = 0; i < N; i++, k++) { /* written, none waited for */
+        uint64_t txnid;
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
+        OK(mote__kv_flush(t));
+        mote__kv_txn_end(t);
+        uint32_t before = (uint32_t)m.writes;
+        OK(mote__txn_commit_write(t, &txnid, &sn[i]));
+        ckpts += m.writes - before == 2; /* pages, then a slot */
+        CHECK(txnid != 0 || !sn[i]);
+    }
+    syncs = m.syncs - syncs;
+    CHECK(ckpts >= 2 && syncs < ckpts); /* some went without a sync of their own */
+    /* the durable image, and the last slot written since the last sync */
+    memio_file *f = NULL;
+    for (int i = 0; i < m.nfiles; i++)
+        if (!strcmp(m.files[i].path, "/c/s.mote"))
+            f = &m.files[i];
+    CHECK(f && f->cur_len >= f->dur_len);
+    uint8_t *img = calloc(1, f->cur_len);
+    memcpy(img, f->dur, f->dur_len);
+    size_t last = SIZE_MAX;
+    for (size_t i = 0; i < f->nlog; i++)
+        if (f->log[i].off < 2 * P && f->log[i].len == P)
+            last = i;
+    if (last != SIZE_MAX)
+        memcpy(img + f->log[last].off, f->log[last].data, P);
+    int found = keys_in_image(img, f->cur_len, (int)k);
+    if (found < (int)acked)
+        fprintf(stderr, "%d keys after the crash, %u acknowledged\n", found, acked);
+    CHECK(found >= (int)acked);
+    for (int i = 0; i < N; i++)
+        if (sn[i])
+            mote__commit_forget(s, sn[i]);
+    OK(mote_close(s));
+    free(img);
+    memio_free(&m);
+    printf("%d checkpoints (%ld syncs) among %d commits written without a wait; of what "
+           "followed the last sync, a checkpoint's slot alone on disk: %d keys (%u "
+           "acknowledged)\n", ckpts, syncs, N, found, acked);
 }
 
 /* A store whose slot 0 is the creation page and slot 1 a durable commit

@@ -1557,8 +1557,8 @@ static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score,
     if (!rc && t->write) /* this transaction's own changes */
         rc = mote__text_flush(t);
     int flags = (int)(m->flags & MOTE_MATCH_ALL) | (p->flags & MOTE_P_STEM ? MOTE_TOKEN_STEM : 0);
-    uint64_t objects = 0;
-    if (!rc && m->weighted)
+    uint64_t objects = 0; /* (several properties: how many objects may have a text) */
+    if (!rc && m->nprops > 1)
         rc = mote_kv_count(t, q->e->eid, NULL, 0, NULL, 0, &objects);
     if (!rc && m->weighted)
         rc = mote__text_search_in(t, trees, m->w, m->nprops, objects, m->text, m->len, flags,

@@ -521,6 +521,15 @@ static int wait_ready(mote_store *s, struct segment *seg, const char *path)
 }
 
 /* The mapped segment (file fi), with this process's slot, is the store's. */
+/* A segment file whose owner or permission bits are not what the store's
+ * allow: refused (MOTE_LOCKED). */
+static int foreign_segment(const mote_store *s, const char *path, const mote_fileinfo *fi)
+{
+    return mote__err(MOTE_LOCKED, "store %s: its shared memory %s belongs to user %u with mode "
+                     "%o (the store: user %u, mode %o); remove it if no process has the store "
+                     "open", s->path, path, fi->uid, fi->mode, s->uid, s->mode);
+}
+
 static void seg_use(mote_store *s, struct segment *seg, const mote_fileinfo *fi)
 {
     s->seg_dev = fi->dev;
@@ -579,11 +588,7 @@ static int seg_attach(mote_store *s)
             io->close(io->ctx, fd);
             return NO_SEGMENT;
         }
-        rc = r ? mote__ioerr(r, "stat", path)
-               : mote__err(MOTE_LOCKED, "store %s: its shared memory %s belongs to user %u "
-                           "with mode %o (the store: user %u, mode %o); remove it if no "
-                           "process has the store open", s->path, path, fi.uid, fi.mode, s->uid,
-                           s->mode);
+        rc = r ? mote__ioerr(r, "stat", path) : foreign_segment(s, path, &fi);
         goto fail;
     }
     if ((creator || (s->alone && fi.size < SEG_MAP)) &&
@@ -1817,10 +1822,7 @@ static int solo_attach(mote_store *s, uint64_t off)
      * and making it that size again would cut a live mapping (SIGBUS) */
     if (!rc && !r && !(r = io->fstat(io->ctx, fd, &fi)) &&
         ((fi.uid != (unsigned)geteuid() && fi.uid != s->uid) || (fi.mode & ~want)))
-        rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s belongs to user %u "
-                       "with mode %o (the store: user %u, mode %o); remove it if no "
-                       "process has the store open", s->path, path, fi.uid, fi.mode,
-                       s->uid, s->mode);
+        rc = foreign_segment(s, path, &fi);
     if (!rc && !r && fi.size < SEG_MAP) /* (never smaller: sizes only grow) */
         r = io->ftruncate(io->ctx, fd, SEG_MAP);
     if (!rc && !r)

@@ -865,12 +865,19 @@ static int doc_length(mote_txn *t, const uint32_t *trees, unsigned n, uint64_t i
     return MOTE_OK;
 }
 
+/* BM25's length term of a document of dl tokens: k1 * (1 - b + b * dl / avgdl). */
+static double bm25_len(double dl, const uint64_t tot[2])
+{
+    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
+    return TEXT_K1 * (1 - TEXT_B + TEXT_B * dl / avgdl);
+}
+
 static int bm25_norm(mote_txn *t, uint32_t tree, uint64_t id, const uint64_t tot[2],
                      double *norm)
 {
-    double dl, avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
+    double dl;
     int rc = doc_length(t, &tree, 1, id, &dl);
-    *norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * dl / avgdl);
+    *norm = bm25_len(dl, tot);
     return rc;
 }
 
@@ -1561,12 +1568,11 @@ static int search_expr(mote_txn *t, const uint32_t *trees, const double *w, unsi
         rc = eval_node(&p, root, u, 1, &docs, &nd);
     if (!rc && nd && !(sc = mote__malloc(nd * sizeof *sc)))
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
-    double avgdl = tot[0] ? (double)tot[1] / (double)tot[0] : 1;
     for (size_t i = 0; !rc && i < nd; i++) {
         double s = 0, dl;
         if ((rc = doc_length(t, trees, nt, docs[i], &dl)))
             break;
-        double norm = TEXT_K1 * (1 - TEXT_B + TEXT_B * dl / avgdl);
+        double norm = bm25_len(dl, tot);
         for (size_t x = 0; x < p.nn; x++) {
             if (p.n[x].kind > QL_PHRASE || !u[x].scored)
                 continue;

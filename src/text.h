@@ -68,8 +68,8 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
  * w[i] times its count in tree i, and a document's length is the sum of its
  * lengths; the documents are those with a text in any of them (`objects`:
  * how many objects the entity has, all of them if one tree holds that
- * many). The query goes through the query language (also a list of
- * words). */
+ * many; read only when n > 1). The query goes through the query language
+ * (also a list of words). */
 #define TEXT_MATCH_MAX MOTE_MATCH_PROPS_MAX
 int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, unsigned n,
                          uint64_t objects, const char *q, size_t qlen, int flags, uint64_t **ids,

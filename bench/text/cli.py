@@ -29,6 +29,7 @@ import shutil
 import sqlite3
 import sys
 import time
+import zlib
 
 from bench.common import envinfo
 from bench.common import output
@@ -122,8 +123,6 @@ class FTS5:
 
 def hashed_vector(words, dim=HYBRID_DIM):
     """A passage's or query's vector from its words (feature hashing, unit length; zeros if no word)."""
-    import zlib
-
     v = [0.0] * dim
     for w in words:
         h = zlib.crc32(w.encode())

@@ -198,8 +198,10 @@ int mote__verify_page(const mote_store *s, const uint8_t *buf, const uint8_t *pt
                       const char *what)
 {
     uint32_t pgno = ptr_pgno(ptr);
-    if (mote__crc32c(0, buf, s->P) != ptr_crc(ptr))
-        return CORRUPT("%s page %u: checksum mismatch", what, pgno);
+    if (mote__crc32c(0, buf, s->P) != ptr_crc(ptr)) /* (what it holds: rewritten, or torn?) */
+        return CORRUPT("%s page %u: checksum mismatch (it holds page %u of txn %llu, type %u; "
+                       "expected txn %u)", what, pgno, rd32(buf + 4),
+                       (unsigned long long)rd64(buf + 8), buf[0], ptr_birth(ptr));
     if (rd32(buf + 4) != pgno)
         return CORRUPT("%s page %u: holds page number %u (misdirected write)",
                        what, pgno, rd32(buf + 4));

@@ -686,7 +686,7 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     if ((rc = registry_add(s)))
         goto fail;
     registered = 1;
-    if ((rc = mote__share_open(s)))
+    if ((rc = mote__share_open(s)) || (s->to_e && (rc = mote__share_taken_size(s, &size))))
         goto fail;
     /* A zero-byte file is a store that was never initialized: creation
      * makes the file, then writes its first page (synced by the first
@@ -701,8 +701,17 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     else if (size == 0)
         rc = mote__err(MOTE_FORMAT, "store %s is empty (0 bytes): it was never "
                        "initialized; open it writable once to create it", path);
-    else
-        rc = open_existing(s, size);
+    else if ((rc = open_existing(s, size)) == MOTE_CORRUPT && s->to_e) {
+        int again = mote__share_taken_again(s, &size); /* a torn first commit? */
+        if (again > 0) {
+            mote__snap_unref(s->cur);
+            s->cur = NULL;
+            s->fresh = 0;
+            rc = open_existing(s, size);
+        } else if (again < 0) {
+            rc = again;
+        }
+    }
     if (!rc)
         rc = mote__share_ready(s);
     if (rc)

@@ -523,6 +523,19 @@ int mote__txn_base_view(mote_txn *w, mote_txn **out);
  * process has the store open (the caller reads, recovers or creates the
  * file); otherwise the caller calls mote__share_join. */
 int mote__share_open(mote_store *s);
+/* Taking the store over from a solo process (share.c SOLO; s->to_e set),
+ * before the file is read: its size now, into *size. The solo process's
+ * commits before the bell are all in the file, but they may have grown it
+ * since the open's fstat, and a read of the chain that stops at the old
+ * size finds an older state, whose pages the solo process may have reused. */
+int mote__share_taken_size(mote_store *s, uint64_t *size);
+/* Taking over, the file's read failed with MOTE_CORRUPT: if the solo
+ * process was in a write at the takeover (a new store's first commit
+ * writes both slots, which the read may have found torn), waits until that
+ * write ended and gives the size to read the file again with: 1; 0 if not
+ * such a case (the error stands); < 0 an error (MOTE_BUSY after the busy
+ * timeout). */
+int mote__share_taken_again(mote_store *s, uint64_t *size);
 /* Not s->init: the latest commit from the segment (file size `size`). */
 int mote__share_join(mote_store *s, uint64_t size);
 /* Alone: the segment describes the commit just opened; the flock becomes

@@ -1887,6 +1887,34 @@ fail:
     return rc;
 }
 
+int mote__share_taken_size(mote_store *s, uint64_t *size)
+{
+    mote_fileinfo fi;
+    int r = s->io->fstat(s->io->ctx, s->fd, &fi);
+    if (r)
+        return mote__ioerr(r, "stat", s->path);
+    *size = fi.size;
+    return MOTE_OK;
+}
+
+int mote__share_taken_again(mote_store *s, uint64_t *size)
+{
+    if (!s->to_e || !s->seg || !atomic_load(&s->seg->solo_writing))
+        return 0;
+    /* (it cannot begin another one: its next write joins, and waits for the
+     * segment this one is making; if it died, the file holds what it wrote) */
+    uint64_t start = now_us();
+    unsigned step = 0;
+    while (atomic_load(&s->to_e->writing) &&
+           s->io->lock(s->io->ctx, s->fd, MOTE_LK_TEST, s->solo_off, 1) == -EAGAIN)
+        if (wait_over(start, s->busy_ms, &step))
+            return mote__err(MOTE_BUSY, "store %s: process %u is in its first write "
+                             "transaction (waited %d ms)", s->path,
+                             atomic_load(&s->seg->writer), s->busy_ms);
+    int rc = mote__share_taken_size(s, size);
+    return rc ? rc : 1;
+}
+
 uint64_t mote__solo_oldest(const mote_store *s) { return local_oldest(s); }
 
 static void wait_writing_zero(solo_entry *e)
@@ -1940,6 +1968,9 @@ static void solo_catch_up(mote_store *s, struct segment *seg)
     }
     if (s->wcur)
         atomic_store(&seg->need_sync, 1);
+    /* (its first commit, made meanwhile, ended the store's FRESH state: a
+     * taker that read the file before it took the store as new) */
+    atomic_store(&seg->fresh, (uint32_t)s->fresh);
     if (s->next_txnid > atomic_load(&seg->next_txnid))
         atomic_store(&seg->next_txnid, s->next_txnid);
     if ((s->flags & MOTE_NOSYNC) || atomic_load(&s->own_dur.synced) < s->txnid)

@@ -59,8 +59,8 @@ static uint64_t get_u64(mote_txn *t, uint32_t tr, const char *key)
     if (rc == MOTE_OK && v.size == 8)
         memcpy(&x, v.data, 8);
     else if (rc != MOTE_NOTFOUND) {
-        fprintf(stderr, "%d: get %s: %s: %s\n", (int)getpid(), key, mote_strerror(rc),
-                mote_errmsg(NULL));
+        fprintf(stderr, "%d: get %s in txn %llu: %s: %s\n", (int)getpid(), key,
+                (unsigned long long)mote_txn_id(t), mote_strerror(rc), mote_errmsg(NULL));
         _exit(60);
     }
     return x;
@@ -112,8 +112,11 @@ static uint64_t read_one(mote_store *s, int hold_us)
         mote_abort(t);
         return 0;
     }
-    if (rc)
+    if (rc) {
+        fprintf(stderr, "reader %d: tree: %s: %s\n", (int)getpid(), mote_strerror(rc),
+                mote_errmsg(NULL));
         _exit(32);
+    }
     uint64_t c = get_u64(t, tr, "counter");
     mote_cursor *cur;
     if (mote_cursor_open(t, tr, &cur))
@@ -137,8 +140,11 @@ static uint64_t read_one(mote_store *s, int hold_us)
         if (hold_us && n == NKEYS / 2)
             usleep((useconds_t)hold_us); /* writers commit and free pages meanwhile */
     }
-    if (rc != MOTE_NOTFOUND)
+    if (rc != MOTE_NOTFOUND) {
+        fprintf(stderr, "reader %d: cursor in txn %llu: %s: %s\n", (int)getpid(),
+                (unsigned long long)mote_txn_id(t), mote_strerror(rc), mote_errmsg(NULL));
         _exit(36);
+    }
     mote_cursor_close(cur);
     if (get_u64(t, tr, "latest") != c || get_u64(t, tr, "counter") != c)
         _exit(37);
@@ -555,7 +561,15 @@ TEST(share_kill9_loop)
     OK(mote_close(test_open(p, NULL)));
     int iters = 70 * test_scale(), kills = 0;
     uint64_t rs = 5, acked_max = 0;
+    /* MOTE_TEST_K9_NEW=n: a new store every n iterations (the takeovers of
+     * a new store's first commits found two bugs: share_taker_*) */
+    int reset = getenv("MOTE_TEST_K9_NEW") ? atoi(getenv("MOTE_TEST_K9_NEW")) : 0;
     for (int it = 0; it < iters; it++) {
+        if (reset && it % reset == 0) {
+            unlink(p);
+            OK(mote_close(test_open(p, NULL)));
+            acked_max = 0;
+        }
         int fa[2], fb[2];
         CHECK(pipe(fa) == 0 && pipe(fb) == 0);
         pid_t pids[3];
@@ -715,6 +729,152 @@ TEST(share_taker_never_cuts_the_segment)
     mote_abort(t);
     OK(mote_close(s));
     printf("the segment's file stayed at %lld bytes\n", (long long)grown);
+}
+
+/* A shim that stops a process at its first flock (its open: after the
+ * store file's fstat) until the parent lets it go. */
+static int stop_up = -1, stop_down = -1;
+static int stop_flock(void *c, int fd, int op)
+{
+    if (stop_up >= 0) {
+        char x = 1;
+        CHECK(write(stop_up, &x, 1) == 1);
+        CHECK(read(stop_down, &x, 1) == 1);
+        stop_up = -1; /* once */
+    }
+    return mote_io_posix.flock(c, fd, op);
+}
+
+/* A process opening a store that another holds alone (SOLO) is stopped
+ * after its fstat; the solo one commits 60 more times, which grows the
+ * file; then the opener takes the store over. It must read the newest
+ * commit: with the size of its fstat it followed the chain of commit
+ * records only up to the old end of the file, took an older commit for the
+ * newest, and either found that commit's pages reused since (MOTE_CORRUPT)
+ * or built on it (the commits after it lost). share_kill9_loop found it. */
+TEST(share_taker_reads_the_file_as_it_is)
+{
+    const char *p = test_path("stale.mote");
+    uint64_t rs = 5;
+    int rc;
+    mote_store *s = store_of(p, 10, &rs); /* alone: no segment */
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.flock = stop_flock;
+        stop_up = up[1];
+        stop_down = down[0];
+        mote_options o = {0, 0, 0, &io};
+        mote_store *b;
+        if (mote_open(p, &o, &b)) {
+            fprintf(stderr, "taker: %s\n", mote_last_open_error());
+            _exit(20);
+        }
+        mote_txn *t;
+        uint32_t tr;
+        OK(mote_begin(b, MOTE_TXN_RDONLY, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        uint64_t c = get_u64(t, tr, "counter");
+        mote_abort(t);
+        if (c != 70) {
+            fprintf(stderr, "taker: counter %llu, expected 70\n", (unsigned long long)c);
+            _exit(21);
+        }
+        CHECK(write_one(b, &rs, &rc) == 71);
+        OK(mote_check(b, NULL, NULL));
+        OK(mote_close(b));
+        _exit(0);
+    }
+    char x;
+    CHECK(read(up[0], &x, 1) == 1); /* stopped after its fstat */
+    struct stat before, after;
+    CHECK(stat(p, &before) == 0);
+    for (int i = 0; i < 60; i++)
+        CHECK(write_one(s, &rs, &rc) != 0);
+    CHECK(stat(p, &after) == 0);
+    CHECK(after.st_size > before.st_size); /* (else the test shows nothing) */
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(pid);
+    CHECK(read_one(s, 0) == 71);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    printf("the file grew from %lld to %lld bytes after the taker's fstat\n",
+           (long long)before.st_size, (long long)after.st_size);
+}
+
+/* A shim that writes the first page of a write request at offset 0 (a new
+ * store's first commit: both root slots, then its pages), then stops until
+ * the parent lets it go, then writes the rest. */
+static ssize_t torn_pwritev(void *c, int fd, const struct iovec *iov, int cnt, uint64_t off)
+{
+    if (off != 0 || cnt < 2 || stop_up < 0)
+        return mote_io_posix.pwritev(c, fd, iov, cnt, off);
+    ssize_t a = mote_io_posix.pwritev(c, fd, iov, 1, off);
+    char x = 1;
+    CHECK(write(stop_up, &x, 1) == 1);
+    CHECK(read(stop_down, &x, 1) == 1);
+    stop_up = -1;
+    ssize_t b = mote_io_posix.pwritev(c, fd, iov + 1, cnt - 1, off + iov[0].iov_len);
+    return a < 0 ? a : b < 0 ? b : a + b;
+}
+
+/* A new store's first commit writes both root slots and its pages in one
+ * request. A process that takes the store over from the solo process in
+ * the middle of it reads slot 0 of that commit and pages not yet there:
+ * it waits for the commit to end and reads the file again (it failed to
+ * open, MOTE_CORRUPT: share_kill9_loop, on a new store). */
+TEST(share_taker_during_the_first_commit)
+{
+    const char *p = test_path("first.mote");
+    OK(mote_close(test_open(p, NULL))); /* created: no commit yet */
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t solo = fork();
+    if (solo == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.pwritev = torn_pwritev;
+        stop_up = up[1];
+        stop_down = down[0];
+        mote_options o = {0, 0, 0, &io};
+        mote_store *b;
+        OK(mote_open(p, &o, &b));
+        mote_txn *t; /* a commit of pages beside the slots (a tiny one lives in them) */
+        uint32_t tr;
+        uint8_t buf[400];
+        uint64_t v = 1;
+        OK(mote_begin(b, 0, &t));
+        OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+        for (uint32_t k = 0; k < NKEYS; k++)
+            OK(mote_kv_put(t, tr, &k, 4, buf, make_value(k, v, buf), 0));
+        OK(mote_kv_put(t, tr, "counter", 7, &v, 8, 0));
+        OK(mote_kv_put(t, tr, "latest", 6, &v, 8, 0));
+        OK(mote_commit(t)); /* stops after slot 0 */
+        CHECK(read_one(b, 0) == 1);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    char x;
+    CHECK(read(up[0], &x, 1) == 1);
+    pid_t taker = fork();
+    if (taker == 0) {
+        mote_store *b = open_or_exit(p, 0); /* waits for the first commit */
+        CHECK(read_one(b, 0) == 1);
+        uint64_t rs = 3;
+        int rc;
+        CHECK(write_one(b, &rs, &rc) == 2);
+        OK(mote_check(b, NULL, NULL));
+        OK(mote_close(b));
+        _exit(0);
+    }
+    usleep(200000); /* the taker reads the file meanwhile */
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(taker);
+    wait_ok(solo);
+    CHECK(counter_of(p) == 2);
 }
 
 /* A process alone with a store (no segment, SOLO in share.c) that stays

@@ -725,6 +725,8 @@ int mote__share_join(mote_store *s, uint64_t size)
     return rc;
 }
 
+static void root_copy_put(struct segment *seg, const uint8_t *slot, uint32_t P, uint64_t txnid);
+
 int mote__share_ready(mote_store *s)
 {
     struct segment *seg = s->seg;
@@ -750,6 +752,11 @@ int mote__share_ready(mote_store *s)
          * commits since freed are not known, so none is used until then */
         if (s->to_e && s->to_oldest < s->txnid)
             seg->dropped = s->txnid;
+        /* a taker: a copy of the commit read, for the processes that join
+         * (a new store's first commit, in flight alone, rewrites the slot
+         * that held it: the empty store's, txnid 1) */
+        if (s->to_e)
+            root_copy_put(seg, s->cur->data, s->P, s->txnid);
         atomic_store(&seg->magic, SEG_MAGIC);
         s->bm_txnid = s->txnid;
     }

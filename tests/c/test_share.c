@@ -805,20 +805,68 @@ TEST(share_taker_reads_the_file_as_it_is)
            (long long)before.st_size, (long long)after.st_size);
 }
 
-/* A shim that writes the first page of a write request at offset 0 (a new
- * store's first commit: both root slots, then its pages), then stops until
- * the parent lets it go, then writes the rest. */
+static void stop_here(void)
+{
+    char x = 1;
+    CHECK(write(stop_up, &x, 1) == 1);
+    CHECK(read(stop_down, &x, 1) == 1);
+}
+
+/* A shim for the write request at offset 0 (a new store's first commit:
+ * both root slots, then its pages): stop_whole 0: its first page, then a
+ * stop until the parent lets it go, then the rest; 1: a stop before it and
+ * another after it. */
+static int stop_whole;
 static ssize_t torn_pwritev(void *c, int fd, const struct iovec *iov, int cnt, uint64_t off)
 {
     if (off != 0 || cnt < 2 || stop_up < 0)
         return mote_io_posix.pwritev(c, fd, iov, cnt, off);
-    ssize_t a = mote_io_posix.pwritev(c, fd, iov, 1, off);
-    char x = 1;
-    CHECK(write(stop_up, &x, 1) == 1);
-    CHECK(read(stop_down, &x, 1) == 1);
+    ssize_t a, b;
+    if (stop_whole) {
+        stop_here();
+        a = mote_io_posix.pwritev(c, fd, iov, cnt, off);
+        b = 0;
+        stop_here();
+    } else {
+        a = mote_io_posix.pwritev(c, fd, iov, 1, off);
+        stop_here();
+        b = mote_io_posix.pwritev(c, fd, iov + 1, cnt - 1, off + iov[0].iov_len);
+    }
     stop_up = -1;
-    ssize_t b = mote_io_posix.pwritev(c, fd, iov + 1, cnt - 1, off + iov[0].iov_len);
     return a < 0 ? a : b < 0 ? b : a + b;
+}
+
+/* A process alone with a new store, stopped in its first commit by
+ * torn_pwritev (its pages beside the slots: a tiny commit lives in them);
+ * it commits, then reads (joining the segment if it was taken over). */
+static pid_t spawn_first_commit(const char *p, int up, int down, int whole)
+{
+    pid_t pid = fork();
+    if (pid)
+        return pid;
+    static mote_io io;
+    io = mote_io_posix;
+    io.pwritev = torn_pwritev;
+    stop_up = up;
+    stop_down = down;
+    stop_whole = whole;
+    mote_options o = {0, 0, 0, &io};
+    mote_store *b;
+    OK(mote_open(p, &o, &b));
+    mote_txn *t;
+    uint32_t tr;
+    uint8_t buf[400];
+    uint64_t v = 1;
+    OK(mote_begin(b, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    for (uint32_t k = 0; k < NKEYS; k++)
+        OK(mote_kv_put(t, tr, &k, 4, buf, make_value(k, v, buf), 0));
+    OK(mote_kv_put(t, tr, "counter", 7, &v, 8, 0));
+    OK(mote_kv_put(t, tr, "latest", 6, &v, 8, 0));
+    OK(mote_commit(t));
+    CHECK(read_one(b, 0) == 1);
+    OK(mote_close(b));
+    _exit(0);
 }
 
 /* A new store's first commit writes both root slots and its pages in one
@@ -832,31 +880,7 @@ TEST(share_taker_during_the_first_commit)
     OK(mote_close(test_open(p, NULL))); /* created: no commit yet */
     int up[2], down[2];
     CHECK(pipe(up) == 0 && pipe(down) == 0);
-    pid_t solo = fork();
-    if (solo == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.pwritev = torn_pwritev;
-        stop_up = up[1];
-        stop_down = down[0];
-        mote_options o = {0, 0, 0, &io};
-        mote_store *b;
-        OK(mote_open(p, &o, &b));
-        mote_txn *t; /* a commit of pages beside the slots (a tiny one lives in them) */
-        uint32_t tr;
-        uint8_t buf[400];
-        uint64_t v = 1;
-        OK(mote_begin(b, 0, &t));
-        OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
-        for (uint32_t k = 0; k < NKEYS; k++)
-            OK(mote_kv_put(t, tr, &k, 4, buf, make_value(k, v, buf), 0));
-        OK(mote_kv_put(t, tr, "counter", 7, &v, 8, 0));
-        OK(mote_kv_put(t, tr, "latest", 6, &v, 8, 0));
-        OK(mote_commit(t)); /* stops after slot 0 */
-        CHECK(read_one(b, 0) == 1);
-        OK(mote_close(b));
-        _exit(0);
-    }
+    pid_t solo = spawn_first_commit(p, up[1], down[0], 0); /* stops after slot 0 */
     char x;
     CHECK(read(up[0], &x, 1) == 1);
     pid_t taker = fork();
@@ -875,6 +899,51 @@ TEST(share_taker_during_the_first_commit)
     wait_ok(taker);
     wait_ok(solo);
     CHECK(counter_of(p) == 2);
+}
+
+/* A process takes over a new store whose solo process is about to write
+ * its first commit: it reads the empty store (txnid 1, the creation page).
+ * The first commit then rewrites both slots, and a process that opens the
+ * store next joins the segment while the latest commit is still the empty
+ * store: it must take it from the segment's copy (from the file, it found
+ * only a commit not yet published, a thousand times: "commits come too fast
+ * to read the latest", share_kill9_loop on a new store). */
+TEST(share_joiner_during_the_first_commit)
+{
+    const char *p = test_path("join1.mote");
+    OK(mote_close(test_open(p, NULL)));
+    int up[2], down[2], up1[2], down1[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
+    pid_t solo = spawn_first_commit(p, up[1], down[0], 1);
+    char x = 1;
+    CHECK(read(up[0], &x, 1) == 1); /* stopped before its first write */
+    pid_t taker = fork();
+    if (taker == 0) {
+        mote_store *b = open_or_exit(p, 0);
+        CHECK(read_one(b, 0) == 0); /* the empty store */
+        CHECK(write(up1[1], &x, 1) == 1);
+        CHECK(read(down1[0], &x, 1) == 1);
+        CHECK(read_one(b, 0) == 1);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up1[0], &x, 1) == 1); /* the taker has the store open */
+    CHECK(write(down[1], &x, 1) == 1);
+    CHECK(read(up[0], &x, 1) == 1); /* the first commit written, not yet done */
+    pid_t joiner = fork();
+    if (joiner == 0) {
+        mote_store *b = open_or_exit(p, MOTE_RDONLY);
+        uint64_t c = read_one(b, 0); /* the empty store, or the first commit */
+        CHECK(c <= 1);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    wait_ok(joiner);
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(solo);
+    CHECK(write(down1[1], &x, 1) == 1);
+    wait_ok(taker);
+    CHECK(counter_of(p) == 1);
 }
 
 /* A process alone with a store (no segment, SOLO in share.c) that stays

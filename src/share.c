@@ -1844,22 +1844,29 @@ static int solo_attach(mote_store *s, uint64_t off)
     }
     struct segment *seg = map;
     s->take_fd1 = fd + 1;
-    if (io->lock(io->ctx, s->fd, MOTE_LK_TEST, off, 1) != -EAGAIN) { /* it joined, or left */
+    int ready = atomic_load(&seg->magic) == SEG_MAGIC && seg->version == SEG_VERSION &&
+                seg->dev == s->dev && seg->ino == s->ino;
+    /* Gone (its byte unlocked): it joined a segment made ready, and this
+     * one opens as any other process. Or it closed or died before one was:
+     * then this one makes it, as a taker would, for nobody else (a process
+     * that opens meanwhile waits for it, as for any first opener). */
+    int gone = io->lock(io->ctx, s->fd, MOTE_LK_TEST, off, 1) != -EAGAIN;
+    if (gone && ready) {
         io->unmap(io->ctx, map, SEG_MAP);
         take_unlock(s);
         return SOLO_GONE;
     }
     /* made by an earlier taker: for this solo process, or one it is joining */
     uint64_t so = atomic_load(&seg->solo_off);
-    s->init = !(atomic_load(&seg->magic) == SEG_MAGIC && seg->version == SEG_VERSION &&
-                seg->dev == s->dev && seg->ino == s->ino &&
-                (so == off || (so == 0 && any_live(s, seg))));
+    s->init = gone || !ready || !(so == off || (so == 0 && any_live(s, seg)));
     if (s->init) { /* new, stale, or half made by a taker that died */
         if ((r = seg_init(seg)) != 0) {
             rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",
                            s->path, path, strerror(r));
             goto fail;
         }
+    }
+    if (s->init && !gone) { /* slot 0 stands for the solo process */
         segslot *z = seg_slot(seg, 0);
         const solo_head *h = taken_page(s);
         atomic_store(&z->snap, 0); /* everything, until its snapshot is read */
@@ -1870,7 +1877,10 @@ static int solo_attach(mote_store *s, uint64_t off)
     }
     if ((rc = claim_slot(s, seg)))
         goto fail;
-    if (s->init) {
+    if (gone) { /* (nobody's snapshot or writes to wait for) */
+        s->to_synced = 0;
+        s->to_oldest = UINT64_MAX;
+    } else if (s->init) {
         solo_entry *e = s->to_e;
         atomic_fetch_add(&e->bell, 1); /* then its writes and its snapshot */
         if (atomic_load(&e->writing)) { /* writers wait until it joined (share_write_begin) */

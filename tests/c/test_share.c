@@ -731,6 +731,57 @@ TEST(share_taker_never_cuts_the_segment)
     printf("the segment's file stayed at %lld bytes\n", (long long)grown);
 }
 
+/* A process that opens a store finds another alone with it (SOLO) and
+ * stops before it makes the segment; the other dies. The opener must make
+ * the segment itself and open (with the solo process's byte found unlocked
+ * there it took the normal path, found the segment it had just made not
+ * ready and no live process: "never made ready", share_kill9_loop). */
+TEST(share_taker_after_the_solo_process_died)
+{
+    const char *p = test_path("gone.mote");
+    int up[2], down[2], up1[2], down1[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
+    pid_t solo = fork();
+    if (solo == 0) {
+        uint64_t rs = 2;
+        mote_store *b = store_of(p, 20, &rs); /* alone: no segment */
+        char y = 1;
+        CHECK(write(up1[1], &y, 1) == 1);
+        CHECK(read(down1[0], &y, 1) == 1); /* (killed here) */
+        OK(mote_close(b));
+        _exit(0);
+    }
+    char x = 1;
+    CHECK(read(up1[0], &x, 1) == 1);
+    pid_t taker = fork();
+    if (taker == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.lock = pause_lock;
+        pause_up = up[1];
+        pause_down = down[0];
+        mote_options o = {0, 0, 0, &io};
+        mote_store *b;
+        if (mote_open(p, &o, &b)) { /* stops at the segment's byte 0 */
+            fprintf(stderr, "taker: %s\n", mote_last_open_error());
+            _exit(20);
+        }
+        CHECK(read_one(b, 0) == 20);
+        uint64_t rs = 4;
+        int rc;
+        CHECK(write_one(b, &rs, &rc) == 21);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up[0], &x, 1) == 1);
+    CHECK(!segment_exists(p) || segment_size(p) == 0);
+    kill(solo, SIGKILL);
+    CHECK(waitpid(solo, NULL, 0) == solo);
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(taker);
+    CHECK(counter_of(p) == 21);
+}
+
 /* A shim that stops a process at its first flock (its open: after the
  * store file's fstat) until the parent lets it go. */
 static int stop_up = -1, stop_down = -1;

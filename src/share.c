@@ -503,13 +503,16 @@ static int seg_init(struct segment *seg)
     return r;
 }
 
-/* A joining process waits while the segment's creator initializes it. */
-static int wait_ready(mote_store *s, struct segment *seg, const char *path)
+/* A joining process waits while the segment's creator initializes it: a
+ * process with a slot, or a taker that holds a write lock on byte 0 of the
+ * segment's file `fd` (SOLO; it may not have claimed its slot yet). */
+static int wait_ready(mote_store *s, struct segment *seg, const char *path, int fd)
 {
     uint64_t start = now_us();
     unsigned step = 0;
     while (atomic_load(&seg->magic) != SEG_MAGIC) {
-        if (!any_live(s, seg) || wait_over(start, s->busy_ms, &step))
+        if ((!any_live(s, seg) && s->io->lock(s->io->ctx, fd, MOTE_LK_TEST, 0, 1) != -EAGAIN) ||
+            wait_over(start, s->busy_ms, &step))
             return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was never made "
                              "ready (its maker died?); remove it if no process has the "
                              "store open", s->path, path);
@@ -616,7 +619,7 @@ static int seg_attach(mote_store *s)
     }
     if ((rc = claim_slot(s, seg)))
         goto fail;
-    if (!s->init && (rc = wait_ready(s, seg, path))) {
+    if (!s->init && (rc = wait_ready(s, seg, path, fd))) {
         segslot *me = seg_slot(seg, (unsigned)s->slot);
         slot_reclaim(me, atomic_load(&me->owner));
         io->lock(io->ctx, s->fd, MOTE_LK_UNLOCK, SLOT_LOCK + (uint64_t)s->slot, 1);

@@ -782,6 +782,76 @@ TEST(share_taker_after_the_solo_process_died)
     CHECK(counter_of(p) == 21);
 }
 
+/* A shim that stops a process at its first lock of a slot's byte (share.c
+ * SLOT_LOCK + i: claiming a slot) until the parent lets it go. */
+static int slot_up = -1, slot_down = -1;
+static int pause_slot(void *c, int fd, int op, uint64_t off, uint64_t len)
+{
+    if (op == MOTE_LK_READ && off >= (1ull << 62) && off < (1ull << 62) + 1024 && slot_up >= 0) {
+        char x = 1;
+        CHECK(write(slot_up, &x, 1) == 1);
+        CHECK(read(slot_down, &x, 1) == 1);
+        slot_up = -1; /* once */
+    }
+    return mote_io_posix.lock(c, fd, op, off, len);
+}
+
+/* A process takes over a store from its solo process and stops after it
+ * initialized the segment, before it claims its slot; the solo process
+ * dies; a third process opens and finds the segment not ready and no live
+ * slot. It must wait for the taker, which holds the segment's byte 0 (it
+ * failed at once: "never made ready", share_kill9_loop). */
+TEST(share_joiner_waits_for_a_taker)
+{
+    const char *p = test_path("wait.mote");
+    int up[2], down[2], up1[2], down1[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
+    pid_t solo = fork();
+    if (solo == 0) {
+        uint64_t rs = 2;
+        mote_store *b = store_of(p, 20, &rs); /* alone: no segment */
+        char y = 1;
+        CHECK(write(up1[1], &y, 1) == 1);
+        CHECK(read(down1[0], &y, 1) == 1); /* (killed here) */
+        OK(mote_close(b));
+        _exit(0);
+    }
+    char x = 1;
+    CHECK(read(up1[0], &x, 1) == 1);
+    pid_t taker = fork();
+    if (taker == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.lock = pause_slot;
+        slot_up = up[1];
+        slot_down = down[0];
+        mote_options o = {0, 0, 0, &io};
+        mote_store *b;
+        OK(mote_open(p, &o, &b)); /* stops before its slot */
+        CHECK(read_one(b, 0) == 20);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up[0], &x, 1) == 1);
+    kill(solo, SIGKILL);
+    CHECK(waitpid(solo, NULL, 0) == solo);
+    pid_t joiner = fork();
+    if (joiner == 0) {
+        mote_store *b = open_or_exit(p, 0); /* waits for the taker */
+        CHECK(read_one(b, 0) == 20);
+        uint64_t rs = 4;
+        int rc;
+        CHECK(write_one(b, &rs, &rc) == 21);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    usleep(100000);
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(joiner);
+    wait_ok(taker);
+    CHECK(counter_of(p) == 21);
+}
+
 /* A shim that stops a process at its first flock (its open: after the
  * store file's fstat) until the parent lets it go. */
 static int stop_up = -1, stop_down = -1;

@@ -105,9 +105,13 @@ static uint64_t read_one(mote_store *s, int hold_us)
 {
     mote_txn *t;
     uint32_t tr;
-    if (mote_begin(s, MOTE_TXN_RDONLY, &t))
+    int rc = mote_begin(s, MOTE_TXN_RDONLY, &t);
+    if (rc) {
+        fprintf(stderr, "reader %d: begin: %s: %s\n", (int)getpid(), mote_strerror(rc),
+                mote_errmsg(NULL));
         _exit(31);
-    int rc = mote_kv_tree(t, "t", 0, &tr);
+    }
+    rc = mote_kv_tree(t, "t", 0, &tr);
     if (rc == MOTE_NOTFOUND) {
         mote_abort(t);
         return 0;

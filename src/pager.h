@@ -588,7 +588,7 @@ static inline void share_read_end(mote_store *s)
  * a process that rang it reads the entry after); a rung bell makes this
  * process join the segment the other one made, and the reader goes on as
  * a shared one. mote__solo_join_read says which: 1 joined, 0 still alone,
- * < 0 an error. */
+ * < 0 an error (the negated MOTE_* code). */
 int mote__solo_join_read(mote_store *s, int ending);
 uint64_t mote__solo_oldest(const mote_store *s);
 static inline int solo_read_begin(mote_store *s)
@@ -604,7 +604,7 @@ static inline int solo_read_begin(mote_store *s)
     if (atomic_load(&e->bell) == s->bell_seen)
         return MOTE_OK;
     int rc = mote__solo_join_read(s, 0);
-    return rc < 0 ? rc : rc ? share_read_begin(s) : MOTE_OK;
+    return rc < 0 ? -rc : rc ? share_read_begin(s) : MOTE_OK;
 }
 
 static inline void solo_read_end(mote_store *s)

@@ -761,7 +761,11 @@ int mote__share_ready(mote_store *s)
         if (s->to_e)
             root_copy_put(seg, s->cur->data, s->P, s->txnid);
         atomic_store(&seg->magic, SEG_MAGIC);
-        s->bm_txnid = s->txnid;
+        /* a taker's first write reads the file's size again (as after
+         * another process's commit): a write of the solo process in flight
+         * may have grown it after the size this one read, and the growth's
+         * zeros written from a size too small overwrote that commit's pages */
+        s->bm_txnid = s->to_e ? 0 : s->txnid;
     }
     take_unlock(s); /* (a taker: the segment is ready) */
     int r;
@@ -2034,8 +2038,9 @@ static int solo_died_writing(mote_store *s, struct segment *seg)
 
 /* Join the segment a taker made (s->wmu and s->mu held, nothing counted in
  * `writing`): 1 if joined; 0 if there is none to join (its taker died
- * before it was ready), and the bell counts as answered; < 0 an error
- * (the store cannot be used alone any more). */
+ * before it was ready), and the bell counts as answered; < 0 an error, the
+ * negated MOTE_* code (MOTE_BUSY: not ready yet; MOTE_LOCKED: the store
+ * cannot be used alone any more). */
 static int solo_join(mote_store *s)
 {
     const mote_io *io = s->io;
@@ -2052,10 +2057,14 @@ static int solo_join(mote_store *s)
     struct segment *seg = map;
     uint64_t start = now_us(), ns;
     unsigned step = 0;
-    while (ok > 0 && atomic_load(&seg->magic) != SEG_MAGIC) /* its taker is reading the file */
-        if (io->lock(io->ctx, fd, MOTE_LK_TEST, 0, 1) != -EAGAIN ||
-            wait_over(start, s->busy_ms, &step))
+    int slow = 0; /* its taker, alive, did not make it ready within the busy timeout */
+    while (ok > 0 && atomic_load(&seg->magic) != SEG_MAGIC) { /* its taker reads the file */
+        int gone = io->lock(io->ctx, fd, MOTE_LK_TEST, 0, 1) != -EAGAIN;
+        if (gone || wait_over(start, s->busy_ms, &step)) {
             ok = atomic_load(&seg->magic) == SEG_MAGIC ? 1 : -1;
+            slow = !gone && ok < 0;
+        }
+    }
     if (fd >= 0)
         io->close(io->ctx, fd);
     segslot *z = ok > 0 ? seg_slot(seg, 0) : NULL;
@@ -2067,15 +2076,20 @@ static int solo_join(mote_store *s)
         if (map)
             io->unmap(io->ctx, map, SEG_MAP);
         /* No segment made ready (its taker died first; another one rings
-         * again): alone as before. One that is there but cannot be used: no
-         * more transactions alone, as its taker may write. */
+         * again): alone as before. Its taker slow: not alone (it will make
+         * it), but not joined yet: this transaction fails, the next one
+         * tries again. One that is there but cannot be used: no more
+         * transactions alone, as its taker may write. */
+        if (slow)
+            return -mote__err(MOTE_BUSY, "store %s: another process is opening it (waited "
+                              "%d ms)", s->path, s->busy_ms);
         if (fd == -ENOENT || ok < 0) {
             s->bell_seen = bell;
             return 0;
         }
-        return mote__err(MOTE_LOCKED, "store %s: another process opened it, and this one "
-                         "cannot join the shared memory %s it made%s%s", s->path, path,
-                         fd < 0 ? ": " : "", fd < 0 ? strerror(-fd) : "");
+        return -mote__err(MOTE_LOCKED, "store %s: another process opened it, and this one "
+                          "cannot join the shared memory %s it made%s%s", s->path, path,
+                          fd < 0 ? ": " : "", fd < 0 ? strerror(-fd) : "");
     }
     atomic_store(&z->snap, s->readers ? local_oldest(s) : UINT64_MAX);
     if (atomic_load(&seg->solo_writing)) { /* its commits since the takeover: published */
@@ -2146,7 +2160,7 @@ int mote__solo_write_begin(mote_store *s, mote_txn *t)
         int joined = solo_join(s);
         if (joined < 0) {
             pthread_mutex_unlock(&s->mu);
-            return joined;
+            return -joined;
         }
         if (!joined)
             atomic_fetch_add(&e->writing, 1);

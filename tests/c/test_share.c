@@ -1071,6 +1071,144 @@ TEST(share_joiner_during_the_first_commit)
     CHECK(counter_of(p) == 1);
 }
 
+/* A shim that stops a process after its second fstat of the file its
+ * first fstat was of (an open: the store file's size again, after the
+ * takeover's bell) until the parent lets it go. */
+static int fstat_fd = -1, fstat_n;
+static int stop_second_fstat(void *c, int fd, mote_fileinfo *fi)
+{
+    int r = mote_io_posix.fstat(c, fd, fi);
+    if (fstat_fd < 0)
+        fstat_fd = fd;
+    if (fd == fstat_fd && ++fstat_n == 2 && stop_up >= 0) {
+        stop_here();
+        stop_up = -1;
+    }
+    return r;
+}
+
+/* A solo process is in a write when another process takes the store over;
+ * it commits (growing the file) between the taker's size and the taker's
+ * read of the file, which then finds that commit. The taker's first write
+ * must not take the file for the size it read: its growth's zeros went
+ * over that commit's pages (share_kill9_loop: "checksum mismatch (it holds
+ * page 0 of txn 0)"). */
+TEST(share_taker_after_a_growing_commit)
+{
+    const char *p = test_path("grow.mote");
+    int up[2], down[2], up1[2], down1[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
+    pid_t solo = fork();
+    if (solo == 0) {
+        uint64_t rs = 2;
+        int rc;
+        mote_store *b = store_of(p, 10, &rs); /* alone: no segment */
+        mote_txn *t;
+        uint32_t tr;
+        uint8_t buf[400];
+        uint64_t v = 11;
+        OK(mote_begin(b, 0, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        for (uint32_t k = 0; k < NKEYS; k++) /* (the file grows by a chunk of zeros) */
+            OK(mote_kv_put(t, tr, &k, 4, buf, make_value(k, v, buf), 0));
+        OK(mote_kv_put(t, tr, "counter", 7, &v, 8, 0));
+        OK(mote_kv_put(t, tr, "latest", 6, &v, 8, 0));
+        char y = 1;
+        CHECK(write(up1[1], &y, 1) == 1);
+        CHECK(read(down1[0], &y, 1) == 1); /* taken over meanwhile */
+        OK(mote_commit(t));
+        CHECK(write(up1[1], &y, 1) == 1);
+        CHECK(read(down1[0], &y, 1) == 1);
+        CHECK(read_one(b, 0) >= 11); /* joins */
+        CHECK(write_one(b, &rs, &rc) != 0);
+        OK(mote_check(b, NULL, NULL));
+        OK(mote_close(b));
+        _exit(0);
+    }
+    char x = 1;
+    CHECK(read(up1[0], &x, 1) == 1); /* in its write */
+    pid_t taker = fork();
+    if (taker == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.fstat = stop_second_fstat;
+        stop_up = up[1];
+        stop_down = down[0];
+        mote_options o = {0, 0, 0, &io};
+        mote_store *b;
+        OK(mote_open(p, &o, &b));
+        CHECK(write(up[1], &x, 1) == 1);
+        uint64_t rs = 4;
+        int rc;
+        CHECK(write_one(b, &rs, &rc) != 0); /* waits until the solo process joined */
+        CHECK(write(up[1], &x, 1) == 1);
+        OK(mote_check(b, NULL, NULL));
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up[0], &x, 1) == 1); /* the taker has the file's size */
+    struct stat before, after;
+    CHECK(stat(p, &before) == 0);
+    CHECK(write(down1[1], &x, 1) == 1); /* the solo process commits */
+    for (int i = 0; i < 5000; i++) { /* (its write done, it waits for the segment) */
+        CHECK(stat(p, &after) == 0);
+        if (after.st_size > before.st_size)
+            break;
+        usleep(1000);
+    }
+    CHECK(after.st_size > before.st_size); /* (else the test shows nothing) */
+    CHECK(write(down[1], &x, 1) == 1);
+    CHECK(read(up[0], &x, 1) == 1); /* the taker opened */
+    CHECK(read(up1[0], &x, 1) == 1); /* the solo process committed, and joined */
+    CHECK(read(up[0], &x, 1) == 1); /* the taker committed */
+    CHECK(write(down1[1], &x, 1) == 1);
+    wait_ok(solo);
+    wait_ok(taker);
+    CHECK(counter_of(p) == 13);
+}
+
+/* A taker stops after it rang the solo process's bell, before the segment
+ * is ready, for longer than the solo process's busy timeout. The solo
+ * process's write must fail with MOTE_BUSY (it went on alone: two writers,
+ * each unaware of the other), and its next one, once the taker is ready,
+ * join. */
+TEST(share_solo_waits_for_a_slow_taker)
+{
+    const char *p = test_path("slow.mote");
+    uint64_t rs = 5;
+    int rc;
+    mote_store *s = store_of(p, 10, &rs); /* alone: no segment */
+    OK(mote_busy_timeout(s, 100));
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t taker = fork();
+    if (taker == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.fstat = stop_second_fstat; /* after the bell */
+        stop_up = up[1];
+        stop_down = down[0];
+        mote_options o = {0, 0, 0, &io};
+        mote_store *b;
+        OK(mote_open(p, &o, &b));
+        uint64_t rs2 = 7;
+        CHECK(write_one(b, &rs2, &rc) != 0);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    char x = 1;
+    CHECK(read(up[0], &x, 1) == 1);
+    mote_txn *t;
+    CHECK_RC(mote_begin(s, 0, &t), MOTE_BUSY);
+    CHECK(strstr(mote_errmsg(NULL), "another process is opening it") != NULL);
+    CHECK(write(down[1], &x, 1) == 1);
+    CHECK(write_one(s, &rs, &rc) != 0); /* joins */
+    wait_ok(taker);
+    CHECK(read_one(s, 0) == 12);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
 /* A process alone with a store (no segment, SOLO in share.c) that stays
  * idle holds nothing back: another process that opens the store takes it
  * over and rewrites the same keys 200 times, reusing pages (the file does

@@ -316,12 +316,13 @@ int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid)
     return rc;
 }
 
-/* From state `st` (P bytes) follow the chain (pager.h COMMIT CHAIN) in a
- * file of `size` bytes: the pages of the records reached, in order, into
+/* From state `st` (P bytes) follow the chain (pager.h COMMIT CHAIN) to
+ * the file's end (a short read, not the size the open read before its
+ * flock: mote__store_open): the pages of the records reached, in order, into
  * pg (*n of them, at most CHAIN_MAX); the newest state reached into
  * `last` (P bytes; st itself if none); *hi the highest txnid any page
  * along the way names. `probe`: P bytes of room. */
-static int walk_chain(mote_store *s, const uint8_t *st, uint64_t size, uint8_t *last,
+static int walk_chain(mote_store *s, const uint8_t *st, uint8_t *last,
                       uint8_t *probe, uint32_t *pg, uint32_t *n, uint64_t *hi)
 {
     uint32_t P = s->P;
@@ -329,7 +330,7 @@ static int walk_chain(mote_store *s, const uint8_t *st, uint64_t size, uint8_t *
     *n = 0;
     for (;;) {
         uint32_t p = st_chain_next(last);
-        if (p < 2 || ((uint64_t)p + 1) * P > size || *n == CHAIN_MAX)
+        if (p < 2 || *n == CHAIN_MAX)
             break;
         ssize_t r = s->io->pread(s->io->ctx, s->fd, probe, P, (uint64_t)p * P);
         if (r < 0)
@@ -346,6 +347,15 @@ static int walk_chain(mote_store *s, const uint8_t *st, uint64_t size, uint8_t *
         pg[(*n)++] = p;
     }
     return MOTE_OK;
+}
+
+/* A file of `size` bytes too short for a commit of np pages of P bytes: a
+ * crash may leave the file short of the last commit's growth (a chunk at
+ * most: pager.c), never by more. */
+static int too_short(uint64_t np, uint64_t size, uint32_t P)
+{
+    uint64_t have = size / P;
+    return np > have + have / 4 + (8u << 20) / P + 64;
 }
 
 /* The newest commit known durable when the state `st` was written (pager.h
@@ -396,7 +406,7 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
         int i = order[k];
         const uint8_t *st = slots + (size_t)i * P;
         uint32_t nrec = 0;
-        if ((rc = walk_chain(s, st, size, last, probe, pg, &nrec, hi)))
+        if ((rc = walk_chain(s, st, last, probe, pg, &nrec, hi)))
             break;
         /* a marker vouches for the state it copies (v2), or names it (v1) */
         const uint8_t *o = slots + (size_t)(1 - i) * P;
@@ -413,13 +423,12 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
                 break;
             }
             rc = mote__verify_commit(s, last, rd64(last + 24));
-            /* a crash may leave the file short of the last commit's growth
-             * (a chunk at most: pager.c), never by more */
-            uint64_t np = rd32(last + 32), have_pages = size / P;
-            if (!rc && size != UINT64_MAX &&
-                np > have_pages + have_pages / 4 + (8u << 20) / P + 64)
+            uint64_t np = rd32(last + 32);
+            /* (a size read before another process grew the file: again) */
+            if (!rc && size != UINT64_MAX && too_short(np, size, P) &&
+                !mote__file_size(s, &size) && too_short(np, size, P))
                 rc = CORRUPT("%s: the commit names %llu pages, the file has %llu", s->path,
-                             (unsigned long long)np, (unsigned long long)have_pages);
+                             (unsigned long long)np, (unsigned long long)(size / P));
             if (rc != MOTE_CORRUPT || j == 0)
                 break;
             uint64_t f = durable_floor(last);
@@ -460,6 +469,16 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
     }
     mote__free(bufs);
     return rc;
+}
+
+int mote__file_size(mote_store *s, uint64_t *size)
+{
+    mote_fileinfo fi;
+    int r = s->io->fstat(s->io->ctx, s->fd, &fi);
+    if (r)
+        return mote__ioerr(r, "stat", s->path);
+    *size = fi.size;
+    return MOTE_OK;
 }
 
 /* Read both slots and choose the commit to open (see the top comment). */
@@ -686,7 +705,17 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     if ((rc = registry_add(s)))
         goto fail;
     registered = 1;
-    if ((rc = mote__share_open(s)) || (s->to_e && (rc = mote__share_taken_size(s, &size))))
+    /* The size again once the flock is held, if another process may have
+     * written since the fstat: it waited for the flock (another one opened
+     * or closed the store meanwhile), takes the store over from a solo
+     * process (share.c SOLO: whose commits before its bell may have grown
+     * the file), or found a new store (another's first commit may have
+     * made the slot it reads). Otherwise a process that wrote in between
+     * and died is the one case left: the chain is followed to the file's
+     * end, not to this size, and file_bytes is never below the pages of the
+     * commit read (below), so a size too small loses nothing. */
+    if ((rc = mote__share_open(s)) ||
+        ((s->to_e || s->waited || size <= 4096) && (rc = mote__file_size(s, &size))))
         goto fail;
     /* A zero-byte file is a store that was never initialized: creation
      * makes the file, then writes its first page (synced by the first
@@ -718,6 +747,9 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
         goto fail;
     if (!s->file_bytes)
         s->file_bytes = size;
+    uint64_t used = (uint64_t)rd32(s->cur->data + 32) << s->page_shift;
+    if (s->file_bytes < used) /* (its growth writes zeros from there) */
+        s->file_bytes = used;
     *out = s;
     return MOTE_OK;
 fail:

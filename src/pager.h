@@ -293,6 +293,7 @@ struct mote_store {
                             store over from (its page mapped), else NULL */
     uint64_t to_oldest;  /* the oldest snapshot it read there */
     uint64_t to_synced;  /* and its newest durable commit (0: unknown) */
+    int waited;          /* opening: the flock was not had at once */
     int take_fd1;        /* 1 + the descriptor of the segment it is making after a
                             takeover (its first byte write-locked), 0: none */
     int slot;            /* this process's slot in seg */
@@ -523,12 +524,7 @@ int mote__txn_base_view(mote_txn *w, mote_txn **out);
  * process has the store open (the caller reads, recovers or creates the
  * file); otherwise the caller calls mote__share_join. */
 int mote__share_open(mote_store *s);
-/* Taking the store over from a solo process (share.c SOLO; s->to_e set),
- * before the file is read: its size now, into *size. The solo process's
- * commits before the bell are all in the file, but they may have grown it
- * since the open's fstat, and a read of the chain that stops at the old
- * size finds an older state, whose pages the solo process may have reused. */
-int mote__share_taken_size(mote_store *s, uint64_t *size);
+
 /* Taking over, the file's read failed with MOTE_CORRUPT: if the solo
  * process was in a write at the takeover (a new store's first commit
  * writes both slots, which the read may have found torn), waits until that
@@ -702,5 +698,9 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
 /* Verify the pages commit txnid wrote, reached from its slot (open after an
  * unclean shutdown). */
 int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid);
+/* The store file's size now, into *size (an open reads it again once it
+ * holds the flock when another process may have written meanwhile:
+ * mote__store_open). */
+int mote__file_size(mote_store *s, uint64_t *size);
 
 #endif

@@ -685,6 +685,7 @@ int mote__share_open(mote_store *s)
          * has the store open exclusively. In exclusive mode (want == 0) the
          * shared holders of a store open in shared mode refuse us too. */
         int ms = want && segment_in_use(s) ? s->busy_ms : 50;
+        s->waited = 1;
         if (!want || wait_over(start, ms, &step))
             return mote__err(MOTE_LOCKED, "store %s is open %sin another process", s->path,
                              want ? "exclusively " : "");
@@ -1911,16 +1912,6 @@ fail:
     return rc;
 }
 
-int mote__share_taken_size(mote_store *s, uint64_t *size)
-{
-    mote_fileinfo fi;
-    int r = s->io->fstat(s->io->ctx, s->fd, &fi);
-    if (r)
-        return mote__ioerr(r, "stat", s->path);
-    *size = fi.size;
-    return MOTE_OK;
-}
-
 int mote__share_taken_again(mote_store *s, uint64_t *size)
 {
     if (!s->to_e || !s->seg || !atomic_load(&s->seg->solo_writing))
@@ -1935,7 +1926,7 @@ int mote__share_taken_again(mote_store *s, uint64_t *size)
             return mote__err(MOTE_BUSY, "store %s: process %u is in its first write "
                              "transaction (waited %d ms)", s->path,
                              atomic_load(&s->seg->writer), s->busy_ms);
-    int rc = mote__share_taken_size(s, size);
+    int rc = mote__file_size(s, size);
     return rc ? rc : 1;
 }
 

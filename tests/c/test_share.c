@@ -1209,6 +1209,56 @@ TEST(share_solo_waits_for_a_slow_taker)
     OK(mote_close(s));
 }
 
+/* A process opens a store that another holds exclusively: it reads the
+ * file's size, then waits for the flock; the other commits 60 times
+ * (growing the file) and dies. The opener, alone now, must read the newest
+ * commit: with the size it read before the flock it followed the chain of
+ * commit records only that far (share_kill9_loop: a reader that waited
+ * while two writers had the store open, then both died). */
+TEST(share_open_after_waiting_reads_the_file_as_it_is)
+{
+    const char *p = test_path("waited.mote");
+    uint64_t rs = 5;
+    OK(mote_close(store_of(p, 10, &rs)));
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t holder = fork();
+    if (holder == 0) {
+        mote_options o = {MOTE_EXCLUSIVE | MOTE_NOSYNC, 0, 0, NULL};
+        mote_store *b;
+        OK(mote_open(p, &o, &b));
+        char y = 1;
+        CHECK(write(up[1], &y, 1) == 1);
+        CHECK(read(down[0], &y, 1) == 1);
+        int rc;
+        for (int i = 0; i < 60; i++)
+            CHECK(write_one(b, &rs, &rc) != 0);
+        _exit(0); /* dies with the store open */
+    }
+    char x = 1;
+    CHECK(read(up[0], &x, 1) == 1);
+    struct stat before, after;
+    CHECK(stat(p, &before) == 0);
+    pid_t opener = fork();
+    if (opener == 0) {
+        mote_store *b = open_or_exit(p, 0); /* waits up to 50 ms for the flock */
+        uint64_t c = read_one(b, 0);
+        if (c != 70) {
+            fprintf(stderr, "opener: counter %llu, expected 70\n", (unsigned long long)c);
+            _exit(21);
+        }
+        OK(mote_check(b, NULL, NULL));
+        OK(mote_close(b));
+        _exit(0);
+    }
+    usleep(5000); /* it read the size and waits */
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(holder);
+    wait_ok(opener);
+    CHECK(stat(p, &after) == 0);
+    CHECK(after.st_size > before.st_size); /* (else the test shows nothing) */
+}
+
 /* A process alone with a store (no segment, SOLO in share.c) that stays
  * idle holds nothing back: another process that opens the store takes it
  * over and rewrites the same keys 200 times, reusing pages (the file does

@@ -1473,7 +1473,10 @@ void mote__share_close(mote_store *s)
  * taker that died leaves it unlocked and unready, and the next one makes it
  * again), gives slot 0 to the solo process (alive while its byte is
  * locked), rings the bell, reads the entry, then reads the file as a first
- * opener does. Slot 0 gets the solo process's oldest snapshot; if that is
+ * opener does, as it is after the bell: its size again (the open's fstat
+ * came before; a write in flight may grow it later, so the taker's first
+ * write reads it again too), a torn first commit of a new store again once
+ * that write ended (mote__share_taken_again). Slot 0 gets the solo process's oldest snapshot; if that is
  * older than the latest commit, no free page is used (`dropped`) until it
  * is past it (which pages commits since then freed is not known). If a
  * write transaction begun alone was in flight, `solo_writing` makes every

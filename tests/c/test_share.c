@@ -648,6 +648,35 @@ static mote_store *store_of(const char *p, int n, uint64_t *rs)
     return s;
 }
 
+/* Store p opened through the shim `io` (a copy of mote_io_posix with a hook
+ * that stops the process somewhere), or the child exits (20). */
+static mote_store *open_io(const char *p, const mote_io *io)
+{
+    mote_options o = {0, 0, 0, io};
+    mote_store *b;
+    if (mote_open(p, &o, &b)) {
+        fprintf(stderr, "child %d: open: %s\n", (int)getpid(), mote_last_open_error());
+        _exit(20);
+    }
+    return b;
+}
+
+/* A child alone with store p (SOLO: no segment) after n commits, then idle
+ * until it reads a byte on `down` (or is killed); it tells `up` when idle. */
+static pid_t spawn_idle_solo(const char *p, int n, int up, int down)
+{
+    pid_t pid = fork();
+    if (pid)
+        return pid;
+    uint64_t rs = 2;
+    mote_store *b = store_of(p, n, &rs);
+    char y = 1;
+    CHECK(write(up, &y, 1) == 1);
+    CHECK(read(down, &y, 1) == 1);
+    OK(mote_close(b));
+    _exit(0);
+}
+
 /* A shim that stops a process at its first exclusive lock of byte 0 (the
  * segment's, while a taker makes it) until the parent lets it go. */
 static int pause_up = -1, pause_down = -1;
@@ -692,9 +721,7 @@ TEST(share_taker_never_cuts_the_segment)
         io.lock = pause_lock;
         pause_up = up[1];
         pause_down = down[0];
-        mote_options o = {0, 0, 0, &io};
-        mote_store *b;
-        OK(mote_open(p, &o, &b)); /* stops at the segment's byte 0 */
+        mote_store *b = open_io(p, &io); /* stops at the segment's byte 0 */
         char y = 1;
         CHECK(write(up[1], &y, 1) == 1);
         CHECK(read(down[0], &y, 1) == 1);
@@ -745,16 +772,7 @@ TEST(share_taker_after_the_solo_process_died)
     const char *p = test_path("gone.mote");
     int up[2], down[2], up1[2], down1[2];
     CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
-    pid_t solo = fork();
-    if (solo == 0) {
-        uint64_t rs = 2;
-        mote_store *b = store_of(p, 20, &rs); /* alone: no segment */
-        char y = 1;
-        CHECK(write(up1[1], &y, 1) == 1);
-        CHECK(read(down1[0], &y, 1) == 1); /* (killed here) */
-        OK(mote_close(b));
-        _exit(0);
-    }
+    pid_t solo = spawn_idle_solo(p, 20, up1[1], down1[0]); /* (killed while idle) */
     char x = 1;
     CHECK(read(up1[0], &x, 1) == 1);
     pid_t taker = fork();
@@ -764,12 +782,7 @@ TEST(share_taker_after_the_solo_process_died)
         io.lock = pause_lock;
         pause_up = up[1];
         pause_down = down[0];
-        mote_options o = {0, 0, 0, &io};
-        mote_store *b;
-        if (mote_open(p, &o, &b)) { /* stops at the segment's byte 0 */
-            fprintf(stderr, "taker: %s\n", mote_last_open_error());
-            _exit(20);
-        }
+        mote_store *b = open_io(p, &io); /* stops at the segment's byte 0 */
         CHECK(read_one(b, 0) == 20);
         uint64_t rs = 4;
         int rc;
@@ -810,16 +823,7 @@ TEST(share_joiner_waits_for_a_taker)
     const char *p = test_path("wait.mote");
     int up[2], down[2], up1[2], down1[2];
     CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
-    pid_t solo = fork();
-    if (solo == 0) {
-        uint64_t rs = 2;
-        mote_store *b = store_of(p, 20, &rs); /* alone: no segment */
-        char y = 1;
-        CHECK(write(up1[1], &y, 1) == 1);
-        CHECK(read(down1[0], &y, 1) == 1); /* (killed here) */
-        OK(mote_close(b));
-        _exit(0);
-    }
+    pid_t solo = spawn_idle_solo(p, 20, up1[1], down1[0]); /* (killed while idle) */
     char x = 1;
     CHECK(read(up1[0], &x, 1) == 1);
     pid_t taker = fork();
@@ -829,9 +833,7 @@ TEST(share_joiner_waits_for_a_taker)
         io.lock = pause_slot;
         slot_up = up[1];
         slot_down = down[0];
-        mote_options o = {0, 0, 0, &io};
-        mote_store *b;
-        OK(mote_open(p, &o, &b)); /* stops before its slot */
+        mote_store *b = open_io(p, &io); /* stops before its slot */
         CHECK(read_one(b, 0) == 20);
         OK(mote_close(b));
         _exit(0);
@@ -892,12 +894,7 @@ TEST(share_taker_reads_the_file_as_it_is)
         io.flock = stop_flock;
         stop_up = up[1];
         stop_down = down[0];
-        mote_options o = {0, 0, 0, &io};
-        mote_store *b;
-        if (mote_open(p, &o, &b)) {
-            fprintf(stderr, "taker: %s\n", mote_last_open_error());
-            _exit(20);
-        }
+        mote_store *b = open_io(p, &io);
         mote_txn *t;
         uint32_t tr;
         OK(mote_begin(b, MOTE_TXN_RDONLY, &t));
@@ -1134,9 +1131,7 @@ TEST(share_taker_after_a_growing_commit)
         io.fstat = stop_second_fstat;
         stop_up = up[1];
         stop_down = down[0];
-        mote_options o = {0, 0, 0, &io};
-        mote_store *b;
-        OK(mote_open(p, &o, &b));
+        mote_store *b = open_io(p, &io);
         CHECK(write(up[1], &x, 1) == 1);
         uint64_t rs = 4;
         int rc;
@@ -1188,9 +1183,7 @@ TEST(share_solo_waits_for_a_slow_taker)
         io.fstat = stop_second_fstat; /* after the bell */
         stop_up = up[1];
         stop_down = down[0];
-        mote_options o = {0, 0, 0, &io};
-        mote_store *b;
-        OK(mote_open(p, &o, &b));
+        mote_store *b = open_io(p, &io);
         uint64_t rs2 = 7;
         CHECK(write_one(b, &rs2, &rc) != 0);
         OK(mote_close(b));
@@ -1662,9 +1655,7 @@ TEST(share_close_during_an_open)
         static mote_io io;
         io = mote_io_posix;
         io.flock = slow_flock;
-        mote_options o = {0, 0, 0, &io};
-        mote_store *b;
-        OK(mote_open(p, &o, &b)); /* alone: makes the segment, then the slow instant */
+        mote_store *b = open_io(p, &io); /* alone: makes the segment, then the slow instant */
         char x = 1;
         CHECK(write(up[1], &x, 1) == 1);
         CHECK(read(down[0], &x, 1) == 1);

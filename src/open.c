@@ -442,6 +442,22 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
                 break; /* (it was valid a moment ago) */
         }
         int alone = !nrec; /* the start, nothing after it */
+        /* A commit on the empty store (the first) whose pages lie past the
+         * file's end was cut short with its process (kill -9: a write
+         * request stops between pages, and the file grows with them): it
+         * was never synced, so never acknowledged; the store is the empty
+         * one it was built on (its slots are overwritten by the next
+         * commit: pager.h FRESH). Pages there but damaged stay MOTE_CORRUPT. */
+        uint64_t fsz;
+        if (rc == MOTE_CORRUPT && k + 1 == n && alone && st_base(st) == 1 &&
+            rd32(st + 32) > 2 && !mote__file_size(s, &fsz) &&
+            fsz < ((uint64_t)rd32(st + 32) << s->page_shift)) {
+            creation_page(out, P);
+            *start_slot = 0;
+            *clean = 0;
+            rc = MOTE_OK;
+            break;
+        }
         if (rc == MOTE_CORRUPT && k + 1 == n && alone && v[1 - i] == 1 &&
             tx[1 - i] == tx[i]) {
             char why[256]; /* both slots name it: the store's first commit */
@@ -591,7 +607,8 @@ static int open_existing(mote_store *s, uint64_t size)
         created = !memcmp(A, cp, P);
         mote__free(cp);
     }
-    if (created && vb != 1) { /* nothing durable yet: see pager.h FRESH */
+    if ((created && vb != 1) || s->txnid == 1) { /* nothing durable yet: see pager.h FRESH
+                                                  * (1: the empty store, mote__recover) */
         s->fresh = 1;
         atomic_store(&s->dur->synced, 0);
         s->marker_ok = s->need_sync = 0;

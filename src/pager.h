@@ -132,7 +132,11 @@
  *    (zeros do not forge a header, and a store that made a commit durable
  *    is longer than 4096 bytes). A crash during the first commit itself
  *    (not acknowledged) can leave both slots torn: MOTE_CORRUPT, the file
- *    held nothing.
+ *    held nothing. A process killed in it (kill -9: its write request
+ *    stops between two pages, so the file ends before the commit's pages)
+ *    leaves slots that name pages past the file's end: the empty store it
+ *    was built on opens, fresh (mote__recover; its pages there but damaged
+ *    stay MOTE_CORRUPT).
  *
  * INVARIANTS
  *  - Pages reachable from the durable base commit D (its tree, bitmap

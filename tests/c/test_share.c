@@ -935,9 +935,10 @@ static void stop_here(void)
 }
 
 /* A shim for the write request at offset 0 (a new store's first commit:
- * both root slots, then its pages): stop_whole 0: its first page, then a
- * stop until the parent lets it go, then the rest; 1: a stop before it and
- * another after it. */
+ * both root slots, then its pages): stop_whole 0: the first half of its
+ * first page (as a read in the middle of the kernel's copy finds it), then
+ * a stop until the parent lets it go, then the rest; 1: a stop before it
+ * and another after it. */
 static int stop_whole;
 static ssize_t torn_pwritev(void *c, int fd, const struct iovec *iov, int cnt, uint64_t off)
 {
@@ -950,9 +951,15 @@ static ssize_t torn_pwritev(void *c, int fd, const struct iovec *iov, int cnt, u
         b = 0;
         stop_here();
     } else {
-        a = mote_io_posix.pwritev(c, fd, iov, 1, off);
+        struct iovec half[2] = {{iov[0].iov_base, iov[0].iov_len / 2}, iov[0]}, rest[64];
+        half[1].iov_base = (uint8_t *)iov[0].iov_base + half[0].iov_len;
+        half[1].iov_len = iov[0].iov_len - half[0].iov_len;
+        CHECK(cnt < 64);
+        rest[0] = half[1];
+        memcpy(rest + 1, iov + 1, (size_t)(cnt - 1) * sizeof *iov);
+        a = mote_io_posix.pwritev(c, fd, half, 1, off);
         stop_here();
-        b = mote_io_posix.pwritev(c, fd, iov + 1, cnt - 1, off + iov[0].iov_len);
+        b = mote_io_posix.pwritev(c, fd, rest, cnt, off + half[0].iov_len);
     }
     stop_up = -1;
     return a < 0 ? a : b < 0 ? b : a + b;
@@ -993,16 +1000,16 @@ static pid_t spawn_first_commit(const char *p, int up, int down, int whole)
 
 /* A new store's first commit writes both root slots and its pages in one
  * request. A process that takes the store over from the solo process in
- * the middle of it reads slot 0 of that commit and pages not yet there:
- * it waits for the commit to end and reads the file again (it failed to
- * open, MOTE_CORRUPT: share_kill9_loop, on a new store). */
+ * the middle of it reads half of slot 0 written, slot 1 not yet: it waits
+ * for the commit to end and reads the file again (it failed to open,
+ * "neither root slot is valid": share_kill9_loop, on a new store). */
 TEST(share_taker_during_the_first_commit)
 {
     const char *p = test_path("first.mote");
     OK(mote_close(test_open(p, NULL))); /* created: no commit yet */
     int up[2], down[2];
     CHECK(pipe(up) == 0 && pipe(down) == 0);
-    pid_t solo = spawn_first_commit(p, up[1], down[0], 0); /* stops after slot 0 */
+    pid_t solo = spawn_first_commit(p, up[1], down[0], 0); /* stops in slot 0 */
     char x;
     CHECK(read(up[0], &x, 1) == 1);
     pid_t taker = fork();
@@ -1021,6 +1028,57 @@ TEST(share_taker_during_the_first_commit)
     wait_ok(taker);
     wait_ok(solo);
     CHECK(counter_of(p) == 2);
+}
+
+/* A shim for the write request at offset 0 (a new store's first commit):
+ * its first `die_after` pages, then the process dies, as a kill -9 between
+ * two pages of the request would leave it. */
+static int die_after;
+static ssize_t dying_pwritev(void *c, int fd, const struct iovec *iov, int cnt, uint64_t off)
+{
+    if (off != 0 || cnt <= die_after)
+        return mote_io_posix.pwritev(c, fd, iov, cnt, off);
+    mote_io_posix.pwritev(c, fd, iov, die_after, off);
+    _exit(0);
+}
+
+/* A process dies in a new store's first commit after its slots (one or
+ * both), before its pages: the commit was never synced, so never
+ * acknowledged, and the store opens as the empty store it was built on
+ * (it was MOTE_CORRUPT for good: "neither root slot is valid", or its
+ * pages past the file's end). The next commit works, and is there after a
+ * reopen. */
+TEST(share_killed_in_the_first_commit)
+{
+    for (die_after = 1; die_after <= 3; die_after++) {
+        const char *p = test_path(die_after == 1 ? "d1.mote" : die_after == 2 ? "d2.mote"
+                                                                               : "d3.mote");
+        OK(mote_close(test_open(p, NULL)));
+        pid_t pid = fork();
+        if (pid == 0) {
+            static mote_io io;
+            io = mote_io_posix;
+            io.pwritev = dying_pwritev;
+            mote_store *b = open_io(p, &io);
+            mote_txn *t;
+            uint32_t tr;
+            uint8_t buf[400];
+            OK(mote_begin(b, 0, &t));
+            OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+            for (uint32_t k = 0; k < NKEYS; k++)
+                OK(mote_kv_put(t, tr, &k, 4, buf, make_value(k, 1, buf), 0));
+            mote_commit(t); /* dies in it */
+            _exit(30);
+        }
+        wait_ok(pid);
+        CHECK(counter_of(p) == 0); /* the empty store */
+        uint64_t rs = 3;
+        int rc;
+        mote_store *s = test_open(p, NULL);
+        CHECK(write_one(s, &rs, &rc) == 1);
+        OK(mote_close(s));
+        CHECK(counter_of(p) == 1);
+    }
 }
 
 /* A process takes over a new store whose solo process is about to write

@@ -597,7 +597,14 @@ static int seg_attach(mote_store *s)
     if ((creator || (s->alone && fi.size < SEG_MAP)) &&
         (r = io->ftruncate(io->ctx, fd, SEG_MAP)))
         goto io_fail;
-    if (!creator && !s->alone && fi.size < SEG_MAP) { /* its creator is on it */
+    /* its creator is on it (a taker makes the file, then locks its byte 0
+     * and sizes it: SOLO): waited for, up to the busy timeout */
+    uint64_t start = now_us();
+    unsigned step = 0;
+    while (!creator && !s->alone && fi.size < SEG_MAP && !wait_over(start, s->busy_ms, &step))
+        if ((r = io->fstat(io->ctx, fd, &fi)))
+            goto io_fail;
+    if (!creator && !s->alone && fi.size < SEG_MAP) {
         rc = mote__err(MOTE_LOCKED, "store %s: its shared memory %s is being made; try again",
                        s->path, path);
         goto fail;

@@ -813,14 +813,14 @@ static int pause_slot(void *c, int fd, int op, uint64_t off, uint64_t len)
     return mote_io_posix.lock(c, fd, op, off, len);
 }
 
-/* A process takes over a store from its solo process and stops after it
- * initialized the segment, before it claims its slot; the solo process
- * dies; a third process opens and finds the segment not ready and no live
- * slot. It must wait for the taker, which holds the segment's byte 0 (it
- * failed at once: "never made ready", share_kill9_loop). */
-TEST(share_joiner_waits_for_a_taker)
+/* A process takes over a store from its solo process and stops (`made`:
+ * after it initialized the segment, before it claims its slot; else after
+ * it made the segment's file, before it sized it); the solo process dies;
+ * a third process opens and finds the segment not ready and no live slot,
+ * or too short. It must wait for the taker (it failed at once: "never made
+ * ready", "is being made; try again", share_kill9_loop). */
+static void joiner_waits(const char *p, int made)
 {
-    const char *p = test_path("wait.mote");
     int up[2], down[2], up1[2], down1[2];
     CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
     pid_t solo = spawn_idle_solo(p, 20, up1[1], down1[0]); /* (killed while idle) */
@@ -830,10 +830,10 @@ TEST(share_joiner_waits_for_a_taker)
     if (taker == 0) {
         static mote_io io;
         io = mote_io_posix;
-        io.lock = pause_slot;
-        slot_up = up[1];
-        slot_down = down[0];
-        mote_store *b = open_io(p, &io); /* stops before its slot */
+        io.lock = made ? pause_slot : pause_lock;
+        *(made ? &slot_up : &pause_up) = up[1];
+        *(made ? &slot_down : &pause_down) = down[0];
+        mote_store *b = open_io(p, &io);
         CHECK(read_one(b, 0) == 20);
         OK(mote_close(b));
         _exit(0);
@@ -856,6 +856,12 @@ TEST(share_joiner_waits_for_a_taker)
     wait_ok(joiner);
     wait_ok(taker);
     CHECK(counter_of(p) == 21);
+}
+
+TEST(share_joiner_waits_for_a_taker)
+{
+    joiner_waits(test_path("wait.mote"), 1);
+    joiner_waits(test_path("wait0.mote"), 0);
 }
 
 /* A shim that stops a process at its first flock (its open: after the

@@ -413,10 +413,17 @@ static void release_pending(mote_store *s)
     for (reader *r = s->readers; r; r = r->next)
         if (r->txnid < oldest)
             oldest = r->txnid;
+    /* A reader that begins after this look (at the slots too, below) takes
+     * the latest commit, which may be older than the newest synced one
+     * (GROUP COMMIT: a sync ends, then its commit becomes the latest):
+     * pages freed by commits after it stay, as after one not yet durable. */
+    uint64_t latest = s->seg ? atomic_load(s->sh_latest) : s->txnid;
     pthread_mutex_unlock(&s->mu);
     uint64_t synced = store_synced(s); /* (GROUP COMMIT: pages a state not yet durable freed) */
     if (synced < oldest)
         oldest = synced;
+    if (latest < oldest)
+        oldest = latest;
     if (s->seg) {
         uint64_t needed = 0;
         for (size_t i = 0; i < s->npend; i++)

@@ -2202,6 +2202,104 @@ static uint64_t write_unsynced(mote_store *c, const char *key, snap **sn)
     return txnid;
 }
 
+/* Every key to version v and the counter to v, in a commit written but not
+ * made durable (mote_commit's first phase): its txnid, its state in *sn. */
+static uint64_t rewrite_unsynced(mote_store *c, uint64_t v, snap **sn)
+{
+    mote_txn *t;
+    uint32_t tr;
+    uint8_t buf[400];
+    uint64_t txnid;
+    OK(mote_begin(c, 0, &t));
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    for (uint32_t k = 0; k < NKEYS; k++)
+        OK(mote_kv_put(t, tr, &k, 4, buf, make_value(k, v, buf), 0));
+    OK(mote_kv_put(t, tr, "counter", 7, &v, 8, 0));
+    OK(mote_kv_put(t, tr, "latest", 6, &v, 8, 0));
+    OK(mote__kv_flush(t));
+    mote__kv_txn_end(t);
+    OK(mote__txn_commit_write(t, &txnid, sn));
+    CHECK(txnid != 0); /* a record, left to be made durable */
+    return txnid;
+}
+
+/* A commit synced but not yet the latest (between a sync's end and its
+ * commit becoming the one readers take, GROUP COMMIT) must not let a
+ * writer reuse the pages it freed: a reader of another process that
+ * begins after the writer looked at the slots takes the latest, older
+ * commit, which reads them (share_kill9_loop: a reader's "checksum mismatch
+ * (it holds page 9 of txn 114; expected txn 109)"). */
+TEST(share_no_reuse_before_the_latest)
+{
+    const char *p = test_path("latest.mote");
+    int rc;
+    uint64_t rs = 5;
+    mote_store *s = store_of(p, 1, &rs); /* (a new store's first commit is synced at once) */
+    snap *s0, *sc, *sw;
+    uint64_t c0 = rewrite_unsynced(s, 1, &s0); /* the latest: every key at 1 */
+    OK(mote__commit_wait(s, c0, s0));
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t reader = fork();
+    if (reader == 0) {
+        mote_store *b = open_or_exit(p, MOTE_RDONLY); /* (a cache of 8 pages) */
+        char y = 1;
+        CHECK(write(up[1], &y, 1) == 1);
+        CHECK(read(down[0], &y, 1) == 1);
+        mote_txn *t;
+        uint32_t tr;
+        OK(mote_begin(b, MOTE_TXN_RDONLY, &t)); /* after the writer looked */
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        CHECK(write(up[1], &y, 1) == 1);
+        CHECK(read(down[0], &y, 1) == 1); /* the writer's pages are written */
+        mote_cursor *cur;
+        OK(mote_cursor_open(t, tr, &cur));
+        for (rc = mote_cursor_first(cur); rc == MOTE_OK; rc = mote_cursor_next(cur)) {
+            mote_val k, v;
+            uint64_t ver;
+            OK(mote_cursor_get(cur, &k, &v));
+            uint32_t key;
+            memcpy(&key, k.data, 4);
+            CHECK(k.size != 4 || (value_ok(key, &v, &ver) && ver == 1));
+        }
+        if (rc != MOTE_NOTFOUND) {
+            fprintf(stderr, "reader: %s\n", mote_errmsg(NULL));
+            _exit(40);
+        }
+        mote_cursor_close(cur);
+        mote_abort(t);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    char x = 1;
+    CHECK(read(up[0], &x, 1) == 1); /* it has the store open */
+    uint64_t c = rewrite_unsynced(s, 3, &sc); /* frees the pages of the latest */
+    atomic_store(&s->dur->synced, c); /* its sync ended; not yet the latest */
+    mote_txn *w;
+    uint32_t tr;
+    uint8_t buf[400];
+    uint64_t v = 4;
+    OK(mote_begin(s, 0, &w)); /* looks at the slots: the reader reads nothing */
+    w->no_chain = 1; /* a checkpoint (as every CHAIN_MAX commits): its pages go where
+                        pages are free (a record's go after its record's page) */
+    CHECK(write(down[1], &x, 1) == 1);
+    CHECK(read(up[0], &x, 1) == 1); /* it took the latest commit: every key at 1 */
+    OK(mote_kv_tree(w, "t", 0, &tr));
+    for (uint32_t k = 0; k < NKEYS; k++)
+        OK(mote_kv_put(w, tr, &k, 4, buf, make_value(k, v, buf), 0));
+    OK(mote__kv_flush(w));
+    mote__kv_txn_end(w);
+    uint64_t wt;
+    OK(mote__txn_commit_write(w, &wt, &sw));
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(reader);
+    OK(mote__commit_wait(s, c, sc));
+    if (wt)
+        OK(mote__commit_wait(s, wt, sw));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
 /* Process A writes a commit and waits before it makes it durable; process
  * B's commit is built on it (not durable yet), and B's one fdatasync makes
  * both durable: A then returns without a sync of its own. Until then, a

@@ -763,10 +763,12 @@ int mote__share_ready(mote_store *s)
          * commits since freed are not known, so none is used until then */
         if (s->to_e && s->to_oldest < s->txnid)
             seg->dropped = s->txnid;
-        /* a taker: a copy of the commit read, for the processes that join
-         * (a new store's first commit, in flight alone, rewrites the slot
-         * that held it: the empty store's, txnid 1) */
-        if (s->to_e)
+        /* a copy of the commit read, for the processes that join, when the
+         * file's slots may not hold it: a taker's (a new store's first
+         * commit, in flight alone, rewrites the slot that held it: the
+         * empty store's), and the empty store's (which a first commit cut
+         * short leaves in neither slot: mote__recover) */
+        if (s->to_e || s->txnid == 1)
             root_copy_put(seg, s->cur->data, s->P, s->txnid);
         atomic_store(&seg->magic, SEG_MAGIC);
         /* a taker's first write reads the file's size again (as after

@@ -1078,9 +1078,22 @@ TEST(share_killed_in_the_first_commit)
         }
         wait_ok(pid);
         CHECK(counter_of(p) == 0); /* the empty store */
+        /* with a segment (writable by its group: no process goes alone
+         * without one), where another process that joins finds the empty
+         * store in neither slot of the file */
+        CHECK(chmod(p, 0664) == 0);
         uint64_t rs = 3;
         int rc;
         mote_store *s = test_open(p, NULL);
+        CHECK(segment_exists(p));
+        pid_t joiner = fork();
+        if (joiner == 0) {
+            mote_store *b = open_or_exit(p, MOTE_RDONLY);
+            CHECK(read_one(b, 0) == 0);
+            OK(mote_close(b));
+            _exit(0);
+        }
+        wait_ok(joiner);
         CHECK(write_one(s, &rs, &rc) == 1);
         OK(mote_close(s));
         CHECK(counter_of(p) == 1);

@@ -417,6 +417,7 @@ static int solo_died_writing(mote_store *s, struct segment *seg);
  * that may only read the store reads without it (an outsider). */
 #define NO_SEGMENT (-1000)
 #define SOLO_GONE (-1001) /* the solo process closed the store meanwhile */
+#define MAKER_DIED (-1002) /* the segment's maker died before it was ready */
 
 /* The segment's permission bits: read and write for each class of users that
  * may write the store file, none for the others, so that a process that may
@@ -505,17 +506,18 @@ static int seg_init(struct segment *seg)
 
 /* A joining process waits while the segment's creator initializes it: a
  * process with a slot, or a taker that holds a write lock on byte 0 of the
- * segment's file `fd` (SOLO; it may not have claimed its slot yet). */
+ * segment's file `fd` (SOLO; it may not have claimed its slot yet).
+ * MAKER_DIED: neither is left, so nobody will. */
 static int wait_ready(mote_store *s, struct segment *seg, const char *path, int fd)
 {
     uint64_t start = now_us();
     unsigned step = 0;
     while (atomic_load(&seg->magic) != SEG_MAGIC) {
-        if ((!any_live(s, seg) && s->io->lock(s->io->ctx, fd, MOTE_LK_TEST, 0, 1) != -EAGAIN) ||
-            wait_over(start, s->busy_ms, &step))
-            return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was never made "
-                             "ready (its maker died?); remove it if no process has the "
-                             "store open", s->path, path);
+        if (!any_live(s, seg) && s->io->lock(s->io->ctx, fd, MOTE_LK_TEST, 0, 1) != -EAGAIN)
+            return atomic_load(&seg->magic) == SEG_MAGIC ? MOTE_OK : MAKER_DIED;
+        if (wait_over(start, s->busy_ms, &step))
+            return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was not made ready "
+                             "within %d ms", s->path, path, s->busy_ms);
     }
     if (seg->version != SEG_VERSION || seg->dev != s->dev || seg->ino != s->ino)
         return mote__err(MOTE_LOCKED, "store %s: its shared memory %s is of another store "
@@ -626,13 +628,45 @@ static int seg_attach(mote_store *s)
     }
     if ((rc = claim_slot(s, seg)))
         goto fail;
-    if (!s->init && (rc = wait_ready(s, seg, path, fd))) {
+    while (!s->init && (rc = wait_ready(s, seg, path, fd)) == MAKER_DIED) {
+        /* its maker (a taker: SOLO) died before it was ready, and no
+         * process lives in it: this one makes it, as that taker would have,
+         * under a write lock on its byte 0 (another one doing the same
+         * holds it: waited for above) */
+        if ((r = io->lock(io->ctx, fd, MOTE_LK_WRITE, 0, 1)) == -EAGAIN)
+            continue;
+        if (r) {
+            rc = mote__ioerr(r, "lock", path);
+            break;
+        }
+        if (atomic_load(&seg->magic) == SEG_MAGIC) { /* made meanwhile */
+            io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
+            continue;
+        }
+        if ((r = seg_init(seg)) != 0) {
+            io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
+            rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",
+                           s->path, path, strerror(r));
+            break;
+        }
+        io->lock(io->ctx, s->fd, MOTE_LK_UNLOCK, SLOT_LOCK + (uint64_t)s->slot, 1);
+        s->slot = -1; /* (its slot went with the rest: claimed again) */
+        if ((rc = claim_slot(s, seg))) {
+            io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
+            goto fail;
+        }
+        s->init = 1;
+        s->waited = 1; /* (the dead may have written the file since its size was read) */
+        s->take_fd1 = fd + 1; /* byte 0 unlocked once it is ready (mote__share_ready) */
+    }
+    if (!s->init && rc) {
         segslot *me = seg_slot(seg, (unsigned)s->slot);
         slot_reclaim(me, atomic_load(&me->owner));
         io->lock(io->ctx, s->fd, MOTE_LK_UNLOCK, SLOT_LOCK + (uint64_t)s->slot, 1);
         goto fail;
     }
-    io->close(io->ctx, fd); /* the mapping stays */
+    if (!s->take_fd1)
+        io->close(io->ctx, fd); /* the mapping stays */
     seg_use(s, seg, &fi);
     return MOTE_OK;
 io_fail:

@@ -864,6 +864,65 @@ TEST(share_joiner_waits_for_a_taker)
     joiner_waits(test_path("wait0.mote"), 0);
 }
 
+/* A taker dies after it initialized the segment, before it made it ready;
+ * the solo process it took the store over from died too; another taker is
+ * stopped before the segment's byte 0 (so the next one is not alone). A
+ * process that opens then finds the segment not ready, its maker dead and
+ * no process in it: it must make it itself (it failed: "never made ready",
+ * share_kill9_loop), and the stopped taker then join it. */
+TEST(share_remakes_a_segment_its_maker_left)
+{
+    const char *p = test_path("remake.mote");
+    int up[2], down[2], up1[2], down1[2], up2[2], down2[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0 &&
+          pipe(up2) == 0 && pipe(down2) == 0);
+    pid_t solo = spawn_idle_solo(p, 20, up1[1], down1[0]); /* (killed while idle) */
+    char x = 1;
+    CHECK(read(up1[0], &x, 1) == 1);
+    pid_t taker = fork();
+    if (taker == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.lock = pause_slot;
+        slot_up = up[1];
+        slot_down = down[0];
+        open_io(p, &io); /* stops before its slot (killed there) */
+        _exit(0);
+    }
+    CHECK(read(up[0], &x, 1) == 1);
+    pid_t other = fork();
+    if (other == 0) {
+        static mote_io io;
+        io = mote_io_posix;
+        io.lock = pause_lock;
+        pause_up = up2[1];
+        pause_down = down2[0];
+        mote_store *b = open_io(p, &io); /* stops at the segment's byte 0 */
+        CHECK(read_one(b, 0) >= 20);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up2[0], &x, 1) == 1);
+    kill(solo, SIGKILL);
+    CHECK(waitpid(solo, NULL, 0) == solo);
+    kill(taker, SIGKILL);
+    CHECK(waitpid(taker, NULL, 0) == taker);
+    pid_t opener = fork();
+    if (opener == 0) {
+        mote_store *b = open_or_exit(p, 0); /* makes the segment */
+        CHECK(read_one(b, 0) == 20);
+        uint64_t rs = 4;
+        int rc;
+        CHECK(write_one(b, &rs, &rc) == 21);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    wait_ok(opener);
+    CHECK(write(down2[1], &x, 1) == 1);
+    wait_ok(other);
+    CHECK(counter_of(p) == 21);
+}
+
 /* A shim that stops a process at its first flock (its open: after the
  * store file's fstat) until the parent lets it go. */
 static int stop_up = -1, stop_down = -1;

@@ -145,7 +145,8 @@
  *    the last checkpoint; one fdatasync ends a commit.
  *  - Every page read from disk is checked against the pointer that led to
  *    it (crc32c, pgno, birth) and its structure validated before use.
- *  - A page freed by commit C is reused only when C is durable and every
+ *  - A page freed by commit C is reused only when C is durable, the latest
+ *    commit (what a reader that begins takes) is C or newer, and every
  *    live snapshot in the process is >= C (pending list); pages allocated
  *    and freed by the same transaction are reusable at once.
  *  - Readers see durable commits only (MOTE_NOSYNC: written ones); a

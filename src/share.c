@@ -79,8 +79,9 @@
  * segment again, and one that closes then finds the open byte locked, so it
  * is not alone (it leaves the segment, the marker and the file's size).
  *
- * Pages freed by commit C are reused only when C is durable and every
- * snapshot of every process is >= C. Each commit appends the pages it
+ * Pages freed by commit C are reused only when C is durable, the latest
+ * commit (what a reader that begins takes: pager.c release_pending) is C or
+ * newer, and every snapshot of every process is >= C. Each commit appends the pages it
  * freed, with its txnid, to the segment's ring (its last three pages, 1,024
  * entries; a page is memory only once used); a writer drops the entries
  * every snapshot (and the newest durable commit) is past and keeps the

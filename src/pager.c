@@ -902,10 +902,22 @@ int mote__free_chain(mote_txn *t)
     const uint8_t *base = t->base->data;
     if (t->chain_freed || s->fresh || (!st_chain_len(base) && !st_chain_next(base)))
         return MOTE_OK;
-    uint32_t pages[CHAIN_MAX + 1], n = 0;
-    int rc = mote__chain_pages(s, base, pages, &n);
-    if (rc)
+    uint32_t pages[CHAIN_MAX + 1], n = 0, len = st_chain_len(base);
+    int rc = MOTE_OK;
+    if (len && s->chain_txnid == t->base_txnid && s->chain_n == len &&
+        s->chain_pg[0] == st_chain_head(base)) { /* this process wrote it */
+        memcpy(pages, s->chain_pg, len * sizeof *pages);
+        n = len;
+        if (st_chain_next(base))
+            pages[n++] = st_chain_next(base);
+#ifndef NDEBUG /* where other processes write too, the tests check it against the file */
+        uint32_t disk[CHAIN_MAX + 1], nd = 0;
+        assert(!s->seg || mote__chain_pages(s, base, disk, &nd) ||
+               (nd == n && !memcmp(disk, pages, n * sizeof *pages)));
+#endif
+    } else if ((rc = mote__chain_pages(s, base, pages, &n))) {
         return rc;
+    }
     t->chain_freed = 1;
     uint32_t nrec = st_chain_next(base) ? n - 1 : n;
     for (uint32_t i = 0; !rc && i < nrec; i++) /* pending: a snapshot's check reads them */
@@ -1067,6 +1079,12 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
         goto fail;
     }
     poisons = 1; /* from the slot on, a failure may have reached the disk */
+    if (record) { /* written: the chain this process knows grows, or starts */
+        int known = len == 1 || (s->chain_txnid == t->base_txnid && s->chain_n == len - 1);
+        s->chain_n = known ? len : 0;
+        s->chain_pg[len - 1] = R;
+        s->chain_txnid = t->txnid;
+    }
     uint64_t slot_end = (uint64_t)(where + 1) << s->page_shift;
     ssize_t w = both || record ? (ssize_t)s->P
                                : s->io->pwrite(s->io->ctx, s->fd, slot, s->P,

@@ -270,6 +270,12 @@ struct mote_store {
     uint8_t *pend;       /* bit = freed but maybe visible to a snapshot */
     uint32_t bm_cap, pend_cap; /* capacities of bm and pend in bytes */
     uint32_t hint;       /* no free page below this one (writer side) */
+    /* the record pages of the chain this process wrote last, in order, and
+     * the txnid of its last record: a checkpoint on that record frees them
+     * without reading them back (mote__free_chain) */
+    uint32_t chain_pg[CHAIN_MAX];
+    uint32_t chain_n;
+    uint64_t chain_txnid;
     pending *pendv;
     size_t npend, cap_pend;
 

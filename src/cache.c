@@ -252,16 +252,23 @@ void mote__page_prefetch(mote_txn *t, const uint8_t *ptr)
     pthread_mutex_unlock(&s->mu);
 }
 
-void mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, int level)
+mpage *mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, int level)
 {
     mote_store *s = t->s;
     uint32_t first = n ? ptr_pgno(ptrs[0]) : 0, end = rd32(t->root->data + 32), run = 0;
-    if (n < 2 || store_forked(s) || first < 2)
-        return;
+    if (n < 2 || store_forked(s) || first < 2 || first >= end)
+        return NULL;
     pthread_mutex_lock(&s->mu);
     prefetch_cached(s, ptrs[1]); /* the page after the next */
     if (n > 2 && s->hash) /* and the cache entry of the one after it (found then) */
         __builtin_prefetch(s->hash[ptr_pgno(ptrs[2]) & s->hash_mask], 0, 1);
+    mpage *pg = t->write && ptr_birth(ptrs[0]) == (uint32_t)t->txnid ? NULL : cache_find(s, first);
+    if (pg && (uint32_t)pg->birth == ptr_birth(ptrs[0])) { /* the next page, as mote__page_get */
+        if (pg->refs++ == 0)
+            lru_unlink(pg);
+        pthread_mutex_unlock(&s->mu);
+        return pg;
+    }
     while (run < n && ptr_pgno(ptrs[run]) == first + run && first + run < end &&
            !(t->write && ptr_birth(ptrs[run]) == (uint32_t)t->txnid) &&
            !cache_find(s, first + run))
@@ -271,7 +278,7 @@ void mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, i
     if (!buf || s->io->pread(s->io->ctx, s->fd, buf, (size_t)run * s->P,
                              (uint64_t)first << s->page_shift) != (ssize_t)((size_t)run * s->P)) {
         mote__free(buf);
-        return;
+        return NULL;
     }
     for (uint32_t i = 0; i < run; i++) {
         const uint8_t *data = buf + (size_t)i * s->P;
@@ -291,6 +298,7 @@ void mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, i
         pthread_mutex_unlock(&s->mu);
     }
     mote__free(buf);
+    return NULL;
 }
 
 int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out)

@@ -27,6 +27,16 @@ void mote__cur_reset(mote_cursor *c)
     c->ahead = c->back = 0;
 }
 
+/* The pinned page `child` (the child at c->idx[d] of level d) at level d+1. */
+static int cur_set(mote_cursor *c, int d, mpage *child)
+{
+    c->pg[d + 1] = child;
+    c->dirty[d + 1] = child->dirty;
+    c->depth = d + 2;
+    c->run_leaf = NULL; /* (a page buffer may come back at the address of another) */
+    return MOTE_OK;
+}
+
 /* Load the child at c->idx[d] of level d into level d+1. */
 static int cur_down(mote_cursor *c, int d)
 {
@@ -36,13 +46,7 @@ static int cur_down(mote_cursor *c, int d)
     const uint8_t *n = cur_node(c, d);
     mpage *child;
     int rc = mote__page_get(c->t, n + n_off(n, c->idx[d]), (int)n_level(n) - 1, &child);
-    if (rc)
-        return rc;
-    c->pg[d + 1] = child;
-    c->dirty[d + 1] = child->dirty;
-    c->depth = d + 2;
-    c->run_leaf = NULL; /* (a page buffer may come back at the address of another) */
-    return MOTE_OK;
+    return rc ? rc : cur_set(c, d, child);
 }
 
 /* Copy the current key into the cursor, so that it can find its place
@@ -132,16 +136,17 @@ static int cur_move(mote_cursor *c, int dir)
     c->back += dir < 0;
     for (int x = up;; x++) {
         const uint8_t *n = cur_node(c, x);
+        mpage *next = NULL;
         if (dir > 0 && c->ahead >= 2 && n_level(n) == 1) { /* a scan: read leaves ahead */
             const uint8_t *ptrs[16];
             unsigned k = 0;
             for (unsigned i = c->idx[x]; i < n_nkeys(n) && k < 16; i++)
                 ptrs[k++] = n + n_off(n, i);
-            mote__page_readahead(c->t, ptrs, k, 0);
+            next = mote__page_readahead(c->t, ptrs, k, 0);
         } else if (dir < 0 && c->back >= 2 && n_level(n) == 1 && c->idx[x] > 0) {
             mote__page_prefetch(c->t, n + n_off(n, c->idx[x] - 1));
         }
-        int rc = cur_down(c, x);
+        int rc = next ? cur_set(c, x, next) : cur_down(c, x);
         if (rc)
             return rc;
         const uint8_t *cn = cur_node(c, x + 1);

@@ -448,7 +448,7 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
          * was never synced, so never acknowledged; the store is the empty
          * one it was built on (its slots are overwritten by the next
          * commit: pager.h FRESH). Pages there but damaged stay MOTE_CORRUPT. */
-        uint64_t fsz;
+        uint64_t fsz = 0;
         if (rc == MOTE_CORRUPT && k + 1 == n && alone && st_base(st) == 1 &&
             rd32(st + 32) > 2 && !mote__file_size(s, &fsz) &&
             fsz < ((uint64_t)rd32(st + 32) << s->page_shift)) {

@@ -488,8 +488,10 @@ int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out);
  * branch, at `level`, in order), the run of consecutive page numbers from
  * ptrs[0] that is in no cache is read with one request, each page checked
  * as mote__page_get checks it, and cached unpinned. Best effort: nothing
- * is reported; a page that fails is left for mote__page_get. */
-void mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, int level);
+ * is reported; a page that fails is left for mote__page_get. When ptrs[0]'s
+ * page is cached, it is returned pinned instead, as mote__page_get would
+ * (one lock of the cache per leaf a scan enters, not two), else NULL. */
+mpage *mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n, int level);
 /* A scan going backwards: the page ptr points to, if cached, into the CPU's
  * caches (forwards, mote__page_readahead does it). */
 void mote__page_prefetch(mote_txn *t, const uint8_t *ptr);

@@ -680,17 +680,40 @@ static pid_t spawn_idle_solo(const char *p, int n, int up, int down)
     _exit(0);
 }
 
+/* Where the shims below stop a child: it tells the parent on stop_up and
+ * waits for a byte on stop_down. stop_up < 0: disarmed. */
+static int stop_up = -1, stop_down = -1;
+
+static void stop_here(void)
+{
+    char x = 1;
+    CHECK(write(stop_up, &x, 1) == 1);
+    CHECK(read(stop_down, &x, 1) == 1);
+}
+
+static void stop_once(void)
+{
+    stop_here();
+    stop_up = -1;
+}
+
+/* In a child: a copy of mote_io_posix for one stopping shim to replace a
+ * call of, armed on the pipe ends up and down (static: the store keeps it). */
+static mote_io *stop_io(int up, int down)
+{
+    static mote_io io;
+    io = mote_io_posix;
+    stop_up = up;
+    stop_down = down;
+    return &io;
+}
+
 /* A shim that stops a process at its first exclusive lock of byte 0 (the
  * segment's, while a taker makes it) until the parent lets it go. */
-static int pause_up = -1, pause_down = -1;
 static int pause_lock(void *c, int fd, int op, uint64_t off, uint64_t len)
 {
-    if (op == MOTE_LK_WRITE && off == 0 && len == 1 && pause_up >= 0) {
-        char x = 1;
-        CHECK(write(pause_up, &x, 1) == 1);
-        CHECK(read(pause_down, &x, 1) == 1);
-        pause_up = -1; /* once */
-    }
+    if (op == MOTE_LK_WRITE && off == 0 && len == 1 && stop_up >= 0)
+        stop_once();
     return mote_io_posix.lock(c, fd, op, off, len);
 }
 
@@ -719,12 +742,9 @@ TEST(share_taker_never_cuts_the_segment)
     CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0);
     pid_t second = fork();
     if (second == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.lock = pause_lock;
-        pause_up = up[1];
-        pause_down = down[0];
-        mote_store *b = open_io(p, &io); /* stops at the segment's byte 0 */
+        mote_io *io = stop_io(up[1], down[0]);
+        io->lock = pause_lock;
+        mote_store *b = open_io(p, io); /* stops at the segment's byte 0 */
         char y = 1;
         CHECK(write(up[1], &y, 1) == 1);
         CHECK(read(down[0], &y, 1) == 1);
@@ -780,12 +800,9 @@ TEST(share_taker_after_the_solo_process_died)
     CHECK(read(up1[0], &x, 1) == 1);
     pid_t taker = fork();
     if (taker == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.lock = pause_lock;
-        pause_up = up[1];
-        pause_down = down[0];
-        mote_store *b = open_io(p, &io); /* stops at the segment's byte 0 */
+        mote_io *io = stop_io(up[1], down[0]);
+        io->lock = pause_lock;
+        mote_store *b = open_io(p, io); /* stops at the segment's byte 0 */
         CHECK(read_one(b, 0) == 20);
         uint64_t rs = 4;
         int rc;
@@ -804,15 +821,10 @@ TEST(share_taker_after_the_solo_process_died)
 
 /* A shim that stops a process at its first lock of a slot's byte (share.c
  * SLOT_LOCK + i: claiming a slot) until the parent lets it go. */
-static int slot_up = -1, slot_down = -1;
 static int pause_slot(void *c, int fd, int op, uint64_t off, uint64_t len)
 {
-    if (op == MOTE_LK_READ && off >= (1ull << 62) && off < (1ull << 62) + 1024 && slot_up >= 0) {
-        char x = 1;
-        CHECK(write(slot_up, &x, 1) == 1);
-        CHECK(read(slot_down, &x, 1) == 1);
-        slot_up = -1; /* once */
-    }
+    if (op == MOTE_LK_READ && off >= (1ull << 62) && off < (1ull << 62) + 1024 && stop_up >= 0)
+        stop_once();
     return mote_io_posix.lock(c, fd, op, off, len);
 }
 
@@ -831,12 +843,9 @@ static void joiner_waits(const char *p, int made)
     CHECK(read(up1[0], &x, 1) == 1);
     pid_t taker = fork();
     if (taker == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.lock = made ? pause_slot : pause_lock;
-        *(made ? &slot_up : &pause_up) = up[1];
-        *(made ? &slot_down : &pause_down) = down[0];
-        mote_store *b = open_io(p, &io);
+        mote_io *io = stop_io(up[1], down[0]);
+        io->lock = made ? pause_slot : pause_lock;
+        mote_store *b = open_io(p, io);
         CHECK(read_one(b, 0) == 20);
         OK(mote_close(b));
         _exit(0);
@@ -884,23 +893,17 @@ TEST(share_remakes_a_segment_its_maker_left)
     CHECK(read(up1[0], &x, 1) == 1);
     pid_t taker = fork();
     if (taker == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.lock = pause_slot;
-        slot_up = up[1];
-        slot_down = down[0];
-        open_io(p, &io); /* stops before its slot (killed there) */
+        mote_io *io = stop_io(up[1], down[0]);
+        io->lock = pause_slot;
+        open_io(p, io); /* stops before its slot (killed there) */
         _exit(0);
     }
     CHECK(read(up[0], &x, 1) == 1);
     pid_t other = fork();
     if (other == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.lock = pause_lock;
-        pause_up = up2[1];
-        pause_down = down2[0];
-        mote_store *b = open_io(p, &io); /* stops at the segment's byte 0 */
+        mote_io *io = stop_io(up2[1], down2[0]);
+        io->lock = pause_lock;
+        mote_store *b = open_io(p, io); /* stops at the segment's byte 0 */
         CHECK(read_one(b, 0) >= 20);
         OK(mote_close(b));
         _exit(0);
@@ -928,15 +931,10 @@ TEST(share_remakes_a_segment_its_maker_left)
 
 /* A shim that stops a process at its first flock (its open: after the
  * store file's fstat) until the parent lets it go. */
-static int stop_up = -1, stop_down = -1;
 static int stop_flock(void *c, int fd, int op)
 {
-    if (stop_up >= 0) {
-        char x = 1;
-        CHECK(write(stop_up, &x, 1) == 1);
-        CHECK(read(stop_down, &x, 1) == 1);
-        stop_up = -1; /* once */
-    }
+    if (stop_up >= 0)
+        stop_once();
     return mote_io_posix.flock(c, fd, op);
 }
 
@@ -957,12 +955,9 @@ TEST(share_taker_reads_the_file_as_it_is)
     CHECK(pipe(up) == 0 && pipe(down) == 0);
     pid_t pid = fork();
     if (pid == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.flock = stop_flock;
-        stop_up = up[1];
-        stop_down = down[0];
-        mote_store *b = open_io(p, &io);
+        mote_io *io = stop_io(up[1], down[0]);
+        io->flock = stop_flock;
+        mote_store *b = open_io(p, io);
         mote_txn *t;
         uint32_t tr;
         OK(mote_begin(b, MOTE_TXN_RDONLY, &t));
@@ -993,13 +988,6 @@ TEST(share_taker_reads_the_file_as_it_is)
     OK(mote_close(s));
     printf("the file grew from %lld to %lld bytes after the taker's fstat\n",
            (long long)before.st_size, (long long)after.st_size);
-}
-
-static void stop_here(void)
-{
-    char x = 1;
-    CHECK(write(stop_up, &x, 1) == 1);
-    CHECK(read(stop_down, &x, 1) == 1);
 }
 
 /* A shim for the write request at offset 0 (a new store's first commit:
@@ -1041,13 +1029,10 @@ static pid_t spawn_first_commit(const char *p, int up, int down, int whole)
     pid_t pid = fork();
     if (pid)
         return pid;
-    static mote_io io;
-    io = mote_io_posix;
-    io.pwritev = torn_pwritev;
-    stop_up = up;
-    stop_down = down;
+    mote_io *io = stop_io(up, down);
+    io->pwritev = torn_pwritev;
     stop_whole = whole;
-    mote_options o = {0, 0, 0, &io};
+    mote_options o = {0, 0, 0, io};
     mote_store *b;
     OK(mote_open(p, &o, &b));
     mote_txn *t;
@@ -1216,10 +1201,8 @@ static int stop_second_fstat(void *c, int fd, mote_fileinfo *fi)
     int r = mote_io_posix.fstat(c, fd, fi);
     if (fstat_fd < 0)
         fstat_fd = fd;
-    if (fd == fstat_fd && ++fstat_n == 2 && stop_up >= 0) {
-        stop_here();
-        stop_up = -1;
-    }
+    if (fd == fstat_fd && ++fstat_n == 2 && stop_up >= 0)
+        stop_once();
     return r;
 }
 
@@ -1265,12 +1248,9 @@ TEST(share_taker_after_a_growing_commit)
     CHECK(read(up1[0], &x, 1) == 1); /* in its write */
     pid_t taker = fork();
     if (taker == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.fstat = stop_second_fstat;
-        stop_up = up[1];
-        stop_down = down[0];
-        mote_store *b = open_io(p, &io);
+        mote_io *io = stop_io(up[1], down[0]);
+        io->fstat = stop_second_fstat;
+        mote_store *b = open_io(p, io);
         CHECK(write(up[1], &x, 1) == 1);
         uint64_t rs = 4;
         int rc;
@@ -1317,12 +1297,9 @@ TEST(share_solo_waits_for_a_slow_taker)
     CHECK(pipe(up) == 0 && pipe(down) == 0);
     pid_t taker = fork();
     if (taker == 0) {
-        static mote_io io;
-        io = mote_io_posix;
-        io.fstat = stop_second_fstat; /* after the bell */
-        stop_up = up[1];
-        stop_down = down[0];
-        mote_store *b = open_io(p, &io);
+        mote_io *io = stop_io(up[1], down[0]);
+        io->fstat = stop_second_fstat; /* after the bell */
+        mote_store *b = open_io(p, io);
         uint64_t rs2 = 7;
         CHECK(write_one(b, &rs2, &rc) != 0);
         OK(mote_close(b));

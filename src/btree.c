@@ -121,6 +121,16 @@ static uint8_t *node_cell_room(mote_txn *t, uint8_t *n, uint32_t cap, unsigned i
     return n + upper;
 }
 
+/* Where a cell of csize bytes replacing cell idx (old bytes, no overflow
+ * chain, csize <= old) goes: over the old one; the bytes left become holes.
+ * Updates in a full leaf replaced each cell by removing it and making room
+ * for the new one, which compacted the whole node every time. */
+static uint8_t *cell_in_place(uint8_t *n, unsigned idx, uint32_t old, uint32_t csize)
+{
+    wr16(n + 18, (uint16_t)(n_holes(n) + old - csize));
+    return n + n_off(n, idx);
+}
+
 /* Insert a cell at idx if it fits (compacting if needed); 1 if no room. */
 static int node_try_insert(mote_txn *t, uint8_t *n, uint32_t cap, unsigned idx,
                            const uint8_t *cb, uint32_t csize)
@@ -395,10 +405,16 @@ static int put_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k,
         if (found) {
             if (flags & MOTE_NOOVERWRITE)
                 return MOTE_EXISTS;
+            cell c;
+            mote__cell(n, cap, idx, &c);
+            *delta = 0;
+            if (!c.ovf && csize <= c.size) {
+                memcpy(cell_in_place(n, idx, c.size, csize), cb, csize);
+                return MOTE_OK;
+            }
             int rc = leaf_remove(t, n, cap, idx);
             if (rc)
                 return rc;
-            *delta = 0;
         }
         return node_put(t, n, is_root, idx, cb, csize, sp);
     }
@@ -687,6 +703,11 @@ static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t 
             r->stuck = 1; /* a split: run_grow, or one at a time */
             r->grow = !found && idx == nk && !is_root;
             return MOTE_OK;
+        }
+        if (found && csize <= c.size) {
+            make_leaf_cell(cell_in_place(n, idx, c.size, csize), op->key, op->klen, op->val,
+                           op->vlen, 0);
+            continue;
         }
         if (found)
             node_remove(n, cap, idx);

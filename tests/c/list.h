@@ -1,5 +1,6 @@
 /* Every C test, in run order. X(name) refers to TEST(name). */
 X(kv_put_get_del)
+X(kv_replace_in_place)
 X(kv_abort_discards)
 X(kv_many_keys_and_cursor)
 X(kv_cursor_inline_steps)

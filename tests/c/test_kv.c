@@ -70,6 +70,76 @@ TEST(kv_put_get_del)
     OK(mote_close(s));
 }
 
+/* Values replaced by ones as long or shorter are written over the old cells
+ * (the bytes left become holes), longer ones elsewhere; new keys between
+ * them then need the holes back (compaction). Every value, the store's
+ * consistency and a reopen are checked after each round. */
+static void value_of_len(char *v, unsigned k, int round, unsigned len)
+{
+    for (unsigned i = 0; i < len; i++)
+        v[i] = (char)('a' + (k * 7 + (unsigned)round * 3 + i) % 26);
+}
+
+static void check_values(mote_store *s, unsigned nkeys, const unsigned *len, const int *round)
+{
+    mote_txn *t;
+    uint32_t tr;
+    char v[200];
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_tree(t, "r", 0, &tr));
+    for (unsigned k = 0; k < nkeys; k++) {
+        uint32_t key = __builtin_bswap32(k);
+        mote_val out;
+        int rc = mote_kv_get(t, tr, &key, 4, &out);
+        if (!len[k]) {
+            CHECK(rc == MOTE_NOTFOUND);
+            continue;
+        }
+        OK(rc);
+        value_of_len(v, k, round[k], len[k]);
+        CHECK(out.size == len[k] && !memcmp(out.data, v, len[k]));
+    }
+    mote_abort(t);
+    OK(mote_check(s, NULL, NULL));
+}
+
+TEST(kv_replace_in_place)
+{
+    const char *p = test_path("inplace.mote");
+    mote_store *s = test_open(p, NULL);
+    enum { N = 600 };
+    static unsigned len[N];
+    static int round[N];
+    const unsigned lens[] = {60, 60, 40, 55, 61, 20, 90, 90};
+    char v[200];
+    mote_txn *t;
+    uint32_t tr;
+    for (int r = 0; r < 8; r++) {
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_tree(t, "r", MOTE_TREE_CREATE, &tr));
+        for (unsigned k = 0; k < N; k += 2) { /* even keys: replaced every round */
+            uint32_t key = __builtin_bswap32(k);
+            len[k] = lens[r] - k % 3; /* some longer, some as long, some shorter */
+            round[k] = r;
+            value_of_len(v, k, r, len[k]);
+            OK(mote_kv_put(t, tr, &key, 4, v, len[k], 0));
+        }
+        for (unsigned k = 1 + 2 * (unsigned)r; r >= 4 && k < N; k += 8) { /* odd keys: new */
+            uint32_t key = __builtin_bswap32(k);
+            len[k] = 30;
+            round[k] = r;
+            value_of_len(v, k, r, len[k]);
+            OK(mote_kv_put(t, tr, &key, 4, v, len[k], 0));
+        }
+        OK(mote_commit(t));
+        check_values(s, N, len, round);
+    }
+    OK(mote_close(s));
+    s = test_open(p, NULL);
+    check_values(s, N, len, round);
+    OK(mote_close(s));
+}
+
 TEST(kv_abort_discards)
 {
     mote_store *s = test_open(test_path("a.mote"), NULL);

@@ -59,6 +59,27 @@
  * transaction's overlay rests on the image, the image changes only by that
  * overlay (it is "pinned"); a reader that would rebuild it searches exactly.
  *
+ * QUANTIZED ROWS. A search of the image alone (every read, and a write
+ * transaction that changed nothing in the index) walks the graph on 8-bit
+ * copies of the rows, then takes the exact distances of the ef nodes it
+ * kept from the float rows and orders them by those: the results and their
+ * distances are what a float search that found the same ef nodes would give.
+ * A row's 8-bit copy is its unit vector (cosine) or its vector (dot)
+ * scaled so that its largest component is +-127, plus 128, padded with
+ * 128s to a multiple of 64 bytes, and the scale; the query's the same
+ * without the 128, so a product is one pass of unsigned x signed bytes
+ * (AVX-512 VNNI: 64 a instruction; vecmath.h) less 128 x the query's byte
+ * sum. A graph search reads a row from memory at every step (100,000 rows
+ * of 384 floats are 150 MB, far past the caches): a quarter of the bytes
+ * per step and a cheaper product doubled the queries per second at equal
+ * recall (bench/vectors, 20,000 real-text vectors of 384 floats, cosine,
+ * ef 32: 11,400 -> 23,900; recall@10 0.957 both). The copies cost dim
+ * bytes per vector in memory, none on disk; they are made wherever a float
+ * row enters the image (load, folding an overlay). Euclidean distance keeps
+ * float rows: |a|^2 + |b|^2 - 2ab from bytes loses the small distances
+ * between near vectors far from the origin, the ones a search ranks by.
+ * Writes search floats (the overlay has no 8-bit rows): building is unchanged.
+ *
  * Nothing here is needed for correctness of results beyond the tree: the
  * image can always be thrown away and rebuilt (a failed allocation while
  * updating it does so).
@@ -189,6 +210,10 @@ typedef struct hgraph {
     uint32_t n, cap;       /* slots used (live or free), allocated */
     uint64_t live;
     float *vec;            /* cap rows */
+    uint32_t qdim;         /* bytes per 8-bit row: dim rounded up to 64; 0: none
+                              (euclidean) */
+    uint8_t *q8;           /* cap 8-bit rows (QUANTIZED ROWS, above) */
+    float *qs;             /* per slot: its 8-bit row's scale */
     uint64_t *id;          /* per slot; 0: a free slot */
     uint8_t *lvl;
     uint32_t *l0;          /* per slot: count, then m0 slots */
@@ -207,6 +232,8 @@ static void graph_free(hgraph *g)
         mote__free(g->up[s]);
     mote__free(g->up);
     mote__free(g->vec);
+    mote__free(g->q8);
+    mote__free(g->qs);
     mote__free(g->id);
     mote__free(g->lvl);
     mote__free(g->l0);
@@ -225,6 +252,7 @@ static hgraph *graph_new(const hparams *P)
     g->P = *P;
     g->off = P->metric == MOTE_DIST_COSINE ? 8 : 0;
     g->stride = g->off + ((P->dim + 7) & ~7u);
+    g->qdim = P->metric == MOTE_DIST_EUCLIDEAN ? 0 : (P->dim + 63) & ~63u;
     g->m0 = 2 * P->m;
     g->entry = HNONE;
     g->top = -1;
@@ -254,16 +282,62 @@ static int graph_grow(hgraph *g, uint32_t cap)
     if (l0)
         g->l0 = l0;
     uint32_t **up = l0 ? mote__realloc(g->up, (size_t)cap * sizeof *up) : NULL;
+    if (up)
+        g->up = up;
+    if (up && g->qdim) {
+        uint8_t *q8 = mote__realloc(g->q8, (size_t)cap * g->qdim);
+        if (q8)
+            g->q8 = q8;
+        float *qs = q8 ? mote__realloc(g->qs, (size_t)cap * sizeof *qs) : NULL;
+        if (qs)
+            g->qs = qs;
+        else
+            up = NULL;
+    }
     if (!up)
         return mote__err(MOTE_NOMEM, "out of memory (vector index)");
-    g->up = up;
     memset(g->vec + old * g->stride, 0, add * g->stride * sizeof *vec);
     memset(g->id + old, 0, add * sizeof *id);
     memset(g->lvl + old, 0, add);
     memset(g->l0 + old * (g->m0 + 1), 0, add * (g->m0 + 1) * 4);
     memset(g->up + old, 0, add * sizeof *up);
+    if (g->qdim) {
+        memset(g->q8 + old * g->qdim, 128, add * g->qdim);
+        memset(g->qs + old, 0, add * sizeof *g->qs);
+    }
     g->cap = cap;
     return MOTE_OK;
+}
+
+/* x[0..dim) times mul in bytes (QUANTIZED ROWS): the largest component
+ * becomes +-127, each byte is its value + bias (128 for a stored row, 0 for
+ * a query's, read as signed), n - dim zeros (+ bias) follow. Returns the
+ * scale (a byte's value times it is the component), 0 for a zero vector. */
+static float quantize(const float *x, uint32_t dim, float mul, uint32_t n, uint8_t *out,
+                      int bias)
+{
+    float m = 0;
+    for (uint32_t i = 0; i < dim; i++) {
+        float a = fabsf(x[i] * mul);
+        m = a > m ? a : m;
+    }
+    float k = m > 0 && isfinite(m) ? 127.0f / m : 0.0f;
+    for (uint32_t i = 0; i < dim; i++) { /* rounded half away from zero */
+        float y = x[i] * mul * k;
+        out[i] = (uint8_t)((int)(y + (y < 0 ? -0.5f : 0.5f)) + bias);
+    }
+    memset(out + dim, bias, n - dim);
+    return k > 0 ? m / 127.0f : 0.0f;
+}
+
+/* Slot s's 8-bit row, from its float row. */
+static void graph_quant(hgraph *g, uint32_t s)
+{
+    if (!g->qdim)
+        return;
+    const float *row = g->vec + (size_t)s * g->stride;
+    g->qs[s] = quantize(row + g->off, g->P.dim, g->off ? row[0] : 1.0f, g->qdim,
+                        g->q8 + (size_t)s * g->qdim, 128);
 }
 
 static inline uint32_t *graph_list(const hgraph *g, uint32_t s, int l)
@@ -546,6 +620,11 @@ typedef struct hsearch {
     int (*accept)(void *actx, uint64_t id);
     void *actx;
     int err;
+    /* the query in bytes, when the search compares 8-bit rows (QUANTIZED
+     * ROWS; a search of the image alone): its scale, 128 x its byte sum */
+    const int8_t *qq;
+    float qscale;
+    int32_t qbias;
 } hsearch;
 
 /* The distance between two rows (make_row): squared L2, the negated dot
@@ -557,6 +636,31 @@ static inline float dist(const hsearch *S, const float *a, const float *b)
     if (S->metric == MOTE_DIST_DOT)
         return -S->K->dot((const uint8_t *)a, b, S->dim);
     return 1.0f - S->K->dot((const uint8_t *)(a + 8), b + 8, S->dim) * a[0] * b[0];
+}
+
+/* The distance from the query to slot s of the image, from the 8-bit rows. */
+static inline float qdist(const hsearch *S, uint32_t s)
+{
+    const hgraph *g = S->v.g;
+    int32_t raw = S->K->dot8(g->q8 + (size_t)s * g->qdim, S->qq, g->qdim) - S->qbias;
+    float d = (float)raw * g->qs[s] * S->qscale;
+    return S->metric == MOTE_DIST_COSINE ? 1.0f - d : -d;
+}
+
+/* Fetch the row of slot s that the search will compare (an 8-bit one: all
+ * its lines); the float row, or NULL when it compares 8-bit rows. */
+static inline const float *fetch_row(const hsearch *S, uint32_t s, int direct)
+{
+    const hgraph *g = S->v.g;
+    if (S->qq) {
+        const uint8_t *r = g->q8 + (size_t)s * g->qdim;
+        for (uint32_t i = 0; i < g->qdim; i += 64)
+            __builtin_prefetch(r + i);
+        return NULL;
+    }
+    const float *row = direct ? g->vec + (size_t)s * g->stride : v_vec(&S->v, s);
+    __builtin_prefetch(row);
+    return row;
 }
 
 static int search_init(hsearch *S, const hview *v)
@@ -692,7 +796,7 @@ static void greedy(hsearch *S, const float *q, uint32_t *ep, float *dep, int l)
         changed = 0;
         const uint32_t *L = v_list(&S->v, *ep, l);
         for (uint32_t i = 1; i <= L[0]; i++) {
-            float d = dist(S, v_vec(&S->v, L[i]), q);
+            float d = S->qq ? qdist(S, L[i]) : dist(S, v_vec(&S->v, L[i]), q);
             if (d < *dep) {
                 *dep = d;
                 *ep = L[i];
@@ -729,22 +833,19 @@ static int search_level(hsearch *S, const float *q, uint32_t ep, float dep, size
         if (c.d > bound && S->nt >= ef)
             break;
         const uint32_t *L = direct ? graph_list(g, c.s, l) : v_list(&S->v, c.s, l);
-        uint32_t cnt = L[0];
-        /* each row is fetched while the one before it is compared */
-        const float *next = !cnt ? NULL : direct ? g->vec + (size_t)L[1] * g->stride
-                                                 : v_vec(&S->v, L[1]);
-        if (next)
-            __builtin_prefetch(next);
-        for (uint32_t i = 1; i <= cnt; i++) {
-            uint32_t nb = L[i];
-            const float *row = next;
-            if (i < cnt) {
-                next = direct ? g->vec + (size_t)L[i + 1] * g->stride : v_vec(&S->v, L[i + 1]);
-                __builtin_prefetch(next);
+        /* the rows of the neighbours not visited yet are all fetched, then
+         * compared: their loads overlap */
+        uint32_t fresh[2 * 128];
+        const float *rows[2 * 128];
+        size_t nf = 0;
+        for (uint32_t i = 1; i <= L[0]; i++)
+            if (!visit(S, L[i])) {
+                rows[nf] = fetch_row(S, L[i], direct);
+                fresh[nf++] = L[i];
             }
-            if (visit(S, nb))
-                continue;
-            float d = dist(S, row, q);
+        for (size_t i = 0; i < nf; i++) {
+            uint32_t nb = fresh[i];
+            float d = S->qq ? qdist(S, nb) : dist(S, rows[i], q);
             if (S->nt < ef || d < bound) {
                 if ((rc = heap_room(&S->cand, &S->ccap, S->nc + 1)))
                     return rc;
@@ -1077,6 +1178,7 @@ static int graph_apply(hgraph *g, const hover *o, uint64_t gen, uint64_t stamp)
         }
         if (x->isnew) {
             memcpy(g->vec + (size_t)s * g->stride, x->vec, (size_t)g->stride * sizeof(float));
+            graph_quant(g, s);
             g->id[s] = x->id;
             g->lvl[s] = x->lvl;
             mote__free(g->up[s]);
@@ -1357,6 +1459,7 @@ static int graph_load(mote_txn *t, const mote_entity *e, unsigned prop, uint32_t
             break;
         }
         make_row(g->P.metric, vec, g->P.dim, g->stride, g->vec + (size_t)s * g->stride);
+        graph_quant(g, s);
     }
     if (!rc) {
         g->live = g->n;
@@ -2142,6 +2245,9 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     const hgraph *g = v->g;
     size_t ef = r->ef > r->want ? r->ef : (size_t)r->want;
     float *q = mote__malloc((size_t)g->stride * 4);
+    /* the image alone: compare 8-bit rows, then the float rows of the ef found */
+    int quant = !v->o && g->qdim;
+    uint8_t *qq = quant ? mote__malloc(g->qdim) : NULL;
     hcand *res = NULL;
     uint64_t *out = NULL;
     double *dists = NULL;
@@ -2149,10 +2255,18 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     search_init(&S, v);
     S.accept = r->accept;
     S.actx = r->actx;
-    int rc = q ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory (vector search)");
+    int rc = q && (qq || !quant) ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory (vector search)");
     if (!rc && entry != HNONE) {
         make_row(r->metric, (const uint8_t *)r->vec, g->P.dim, g->stride, q);
-        float dep = dist(&S, v_vec(v, entry), q);
+        if (quant) {
+            S.qscale = quantize(q + g->off, g->P.dim, g->off ? q[0] : 1.0f, g->qdim, qq, 0);
+            S.qq = (const int8_t *)qq;
+            int32_t sum = 0;
+            for (uint32_t i = 0; i < g->P.dim; i++)
+                sum += S.qq[i];
+            S.qbias = 128 * sum;
+        }
+        float dep = quant ? qdist(&S, entry) : dist(&S, v_vec(v, entry), q);
         for (int l = top; l > 0; l--)
             greedy(&S, q, &entry, &dep, l);
         if (!(rc = search_level(&S, q, entry, dep, ef, 0)) &&
@@ -2160,6 +2274,17 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
             rc = mote__err(MOTE_NOMEM, "out of memory (vector search)");
         if (!rc)
             got = take_results(&S, res);
+        if (quant && got) { /* the exact distances, nearest first (a row fetched ahead) */
+            for (size_t i = 0; i < got; i++) {
+                if (i + 1 < got) {
+                    const char *nx = (const char *)v_vec(v, res[i + 1].s);
+                    for (size_t b = 0; b < (size_t)g->stride * 4; b += 64)
+                        __builtin_prefetch(nx + b);
+                }
+                res[i].d = dist(&S, v_vec(v, res[i].s), q);
+            }
+            qsort(res, got, sizeof *res, cmp_cand);
+        }
     }
     if (got > r->want)
         got = (size_t)r->want;
@@ -2174,6 +2299,7 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     }
     search_free(&S);
     mote__free(q);
+    mote__free(qq);
     mote__free(res);
     if (rc) {
         mote__free(out);

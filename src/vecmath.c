@@ -96,7 +96,19 @@ static float p_l2sq(const uint8_t *a, const float *q, size_t dim)
     return (s0 + s1) + (s2 + s3);
 }
 
-static const vec_kernels portable = {p_dot, p_dot_norm, p_l2sq, "portable"};
+static int32_t p_dot8(const uint8_t *a, const int8_t *q, size_t n)
+{
+    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        s0 += a[i] * q[i];
+        s1 += a[i + 1] * q[i + 1];
+        s2 += a[i + 2] * q[i + 2];
+        s3 += a[i + 3] * q[i + 3];
+    }
+    return (s0 + s1) + (s2 + s3);
+}
+
+static const vec_kernels portable = {p_dot, p_dot_norm, p_l2sq, p_dot8, "portable"};
 
 /* ---- AVX2 + FMA ---------------------------------------------------------------- */
 
@@ -186,7 +198,29 @@ AVX static float x_l2sq(const uint8_t *a, const float *q, size_t dim)
     return s;
 }
 
-static const vec_kernels avx2 = {x_dot, x_dot_norm, x_l2sq, "avx2"};
+/* Bytes widened to 16 bits, multiplied and summed in pairs into 32 bits
+ * (vpmaddwd: exact, where vpmaddubsw on the bytes would saturate). */
+AVX static int32_t x_dot8(const uint8_t *a, const int8_t *q, size_t n)
+{
+    __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+    for (size_t i = 0; i < n; i += 32) {
+        __m256i a0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(a + i)));
+        __m256i a1 =
+            _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(a + i + 16)));
+        __m256i q0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(q + i)));
+        __m256i q1 =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(q + i + 16)));
+        s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(a0, q0));
+        s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(a1, q1));
+    }
+    __m256i s = _mm256_add_epi32(s0, s1);
+    __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+    h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
+    return _mm_cvtsi128_si32(h);
+}
+
+static const vec_kernels avx2 = {x_dot, x_dot_norm, x_l2sq, x_dot8, "avx2"};
 
 /* ---- AVX-512 -------------------------------------------------------------------- */
 
@@ -265,7 +299,27 @@ AVX512 static float z_l2sq(const uint8_t *a, const float *q, size_t dim)
     return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-static const vec_kernels avx512 = {z_dot, z_dot_norm, z_l2sq, "avx512"};
+/* vpdpbusd: four byte products summed into each 32-bit lane, 64 bytes an
+ * instruction. */
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+VNNI static int32_t z_dot8(const uint8_t *a, const int8_t *q, size_t n)
+{
+    __m512i s0 = _mm512_setzero_si512(), s1 = s0;
+    size_t i = 0;
+    for (; i + 128 <= n; i += 128) {
+        s0 = _mm512_dpbusd_epi32(s0, _mm512_loadu_si512(a + i), _mm512_loadu_si512(q + i));
+        s1 = _mm512_dpbusd_epi32(s1, _mm512_loadu_si512(a + i + 64),
+                                 _mm512_loadu_si512(q + i + 64));
+    }
+    if (i < n)
+        s0 = _mm512_dpbusd_epi32(s0, _mm512_loadu_si512(a + i), _mm512_loadu_si512(q + i));
+    return _mm512_reduce_add_epi32(_mm512_add_epi32(s0, s1));
+}
+
+/* (an AVX-512 CPU without VNNI takes the AVX2 byte kernel) */
+static const vec_kernels avx512 = {z_dot, z_dot_norm, z_l2sq, x_dot8, "avx512"};
+static const vec_kernels avx512vnni = {z_dot, z_dot_norm, z_l2sq, z_dot8, "avx512"};
 #endif
 
 const vec_kernels *mote__vec_kernels_portable(void) { return &portable; }
@@ -275,7 +329,9 @@ size_t mote__vec_kernels_all(const vec_kernels **out)
     size_t n = 0;
 #ifdef VEC_X86
     if (__builtin_cpu_supports("avx512f"))
-        out[n++] = &avx512;
+        out[n++] = __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni")
+                       ? &avx512vnni
+                       : &avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         out[n++] = &avx2;
 #endif

@@ -1,5 +1,6 @@
 /*
- * vecmath.h — distance kernels for float32 vectors (vector search, issue
+ * vecmath.h — distance kernels for float32 vectors, and for the byte rows
+ * of hnsw.c's graph searches (dot8, below) (vector search, issue
  * 18). A stored vector is `dim` little-endian float32s anywhere in a record
  * (not aligned); the query vector is an aligned float array. Each kernel
  * accumulates in float, sixteen lanes at a time with AVX-512, eight with
@@ -20,6 +21,11 @@ typedef struct vec_kernels {
     float (*dot)(const uint8_t *a, const float *q, size_t dim);
     void (*dot_norm)(const uint8_t *a, const float *q, size_t dim, float *dot, float *aa);
     float (*l2sq)(const uint8_t *a, const float *q, size_t dim);
+    /* The sum of a[i] * q[i], i < n, a multiple of 64: a unsigned and q
+     * signed bytes (the quantized rows of a graph search, hnsw.c; exact in
+     * int32 for n up to 65536). AVX-512 VNNI where the CPU has it (the
+     * "avx512" set), else AVX2, else portable C. */
+    int32_t (*dot8)(const uint8_t *a, const int8_t *q, size_t n);
     const char *name; /* "avx512", "avx2" or "portable" */
 } vec_kernels;
 

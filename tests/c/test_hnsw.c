@@ -140,13 +140,21 @@ static uint32_t doc_index_tree(mote_txn *t, int must)
 }
 
 /* Recall@10 of index searches against exact ones, 100 queries, on n
- * vectors of data (random or clustered), for each distance. */
-static void recall_case(int clusters, uint64_t seed)
+ * vectors of data (random or clustered; scaled: each vector times a factor
+ * from 1 to 1000, so that the searches' 8-bit rows have scales that differ
+ * as much), for each distance. */
+static void recall_case(int clusters, int scaled, uint64_t seed)
 {
     const unsigned dim = 32;
     const size_t n = 4000, nq = 100;
     /* held-out queries from the same distribution (the same centres) */
     float *data = make_data(n + nq, dim, clusters, seed), *qs = data + n * dim;
+    uint64_t rs = seed;
+    for (size_t i = 0; scaled && i < n + nq; i++) {
+        float f = powf(10.0f, (float)(test_rand(&rs) % 3001) / 1000.0f);
+        for (unsigned j = 0; j < dim; j++)
+            data[i * dim + j] *= f;
+    }
     for (int metric = MOTE_DIST_COSINE; metric <= MOTE_DIST_DOT; metric++) {
         mote_store *s = test_open(test_path("recall.mote"), NULL);
         mote_txn *t;
@@ -167,8 +175,8 @@ static void recall_case(int clusters, uint64_t seed)
             hits += overlap(want, 10, got, 10);
         }
         double recall = (double)hits / (double)(nq * 10);
-        printf("%s data, distance %d: recall@10 %.3f\n", clusters ? "clustered" : "random",
-               metric, recall);
+        printf("%s%s data, distance %d: recall@10 %.3f\n", scaled ? "scaled " : "",
+               clusters ? "clustered" : "random", metric, recall);
         CHECK(recall >= 0.95);
         mote_abort(t);
         check_clean(s);
@@ -178,8 +186,9 @@ static void recall_case(int clusters, uint64_t seed)
     free(data);
 }
 
-TEST(hnsw_recall_random) { recall_case(0, 11); }
-TEST(hnsw_recall_clustered) { recall_case(40, 12); }
+TEST(hnsw_recall_random) { recall_case(0, 0, 11); }
+TEST(hnsw_recall_clustered) { recall_case(40, 0, 12); }
+TEST(hnsw_recall_scaled) { recall_case(40, 1, 13); }
 
 /* Results through the index carry the distances an exact search gives, bit
  * for bit: from the index's rows (euclidean, dot: the stored vectors) or

@@ -59,6 +59,25 @@ TEST(vector_kernels)
             }
         }
     }
+    /* the byte kernel, exact: every length up to 1024 in steps of 64, bytes
+     * over their whole range (the extremes in the first 64), at every
+     * alignment of both rows */
+    static uint8_t ab[1024 + 64];
+    static int8_t qb[1024 + 64];
+    for (size_t n = 0; n <= 1024; n += 64) {
+        for (size_t align = 0; align < 64; align += 13) {
+            uint8_t *a = ab + align;
+            int8_t *qq = qb + 63 - align;
+            int64_t want = 0;
+            for (size_t i = 0; i < n; i++) {
+                a[i] = i < 32 ? 255 : i < 64 ? 0 : (uint8_t)test_rand(&rs);
+                qq[i] = i < 16 ? -128 : i < 32 ? 127 : (int8_t)(uint8_t)test_rand(&rs);
+                want += (int64_t)a[i] * qq[i];
+            }
+            for (size_t k = 0; k < nsets; k++)
+                CHECK(sets[k]->dot8(a, qq, n) == want);
+        }
+    }
 }
 
 /* ---- nearest queries -------------------------------------------------------------- */

@@ -11,8 +11,14 @@
  * links to far clusters. A search enters at the top node, walks greedily
  * down the sparse levels and ends with a best-first search of breadth ef at
  * level 0. Inserting searches the same way (breadth ef_construction), links
- * the node to the neighbours the heuristic picks and adds the reverse links,
- * pruning a list that grows past its limit with the heuristic again.
+ * the node to the neighbours the heuristic picks, filled up to m with the
+ * nearest of those it passed over (the paper's "keep pruned connections"),
+ * and adds the reverse links, pruning a list that grows past its limit with
+ * the heuristic again, unfilled. (bench/vectors, 20,000 real-text vectors
+ * of 384 floats, 300 queries: recall@10 at ef 24 0.921 -> 0.931, at ef 32
+ * 0.950 -> 0.953, building unchanged; filling the pruned lists too gave
+ * 0.945 and 0.962 but kept every list full, so that every later link
+ * pruned: building +35%.)
  * Removing repairs: every node that links to a removed one replaces that
  * link by the best of its other links and the removed node's links (the
  * heuristic again), so no link ever names a removed object (mote check
@@ -647,21 +653,25 @@ static inline float qdist(const hsearch *S, uint32_t s)
     return S->metric == MOTE_DIST_COSINE ? 1.0f - d : -d;
 }
 
-/* Fetch the row of slot s that the search will compare (an 8-bit one: all
- * its lines); the float row, or NULL when it compares 8-bit rows. */
+/* Fetch the 8-bit row of slot s, all its lines. */
+static inline void fetch_q8(const hsearch *S, uint32_t s)
+{
+    const hgraph *g = S->v.g;
+    const uint8_t *r = g->q8 + (size_t)s * g->qdim;
+    for (uint32_t i = 0; i < g->qdim; i += 64)
+        __builtin_prefetch(r + i);
+}
+
+/* Fetch the float row of slot s (its first line), and return it. */
 static inline const float *fetch_row(const hsearch *S, uint32_t s, int direct)
 {
     const hgraph *g = S->v.g;
-    if (S->qq) {
-        const uint8_t *r = g->q8 + (size_t)s * g->qdim;
-        for (uint32_t i = 0; i < g->qdim; i += 64)
-            __builtin_prefetch(r + i);
-        return NULL;
-    }
     const float *row = direct ? g->vec + (size_t)s * g->stride : v_vec(&S->v, s);
     __builtin_prefetch(row);
     return row;
 }
+
+#define QAHEAD 3 /* 8-bit rows fetched ahead of the one compared */
 
 static int search_init(hsearch *S, const hview *v)
 {
@@ -840,11 +850,15 @@ static int search_level(hsearch *S, const float *q, uint32_t ep, float dep, size
         size_t nf = 0;
         for (uint32_t i = 1; i <= L[0]; i++)
             if (!visit(S, L[i])) {
-                rows[nf] = fetch_row(S, L[i], direct);
+                rows[nf] = S->qq ? NULL : fetch_row(S, L[i], direct);
                 fresh[nf++] = L[i];
             }
+        for (size_t i = 0; S->qq && i < nf && i < QAHEAD; i++)
+            fetch_q8(S, fresh[i]);
         for (size_t i = 0; i < nf; i++) {
             uint32_t nb = fresh[i];
+            if (S->qq && i + QAHEAD < nf)
+                fetch_q8(S, fresh[i + QAHEAD]);
             float d = S->qq ? qdist(S, nb) : dist(S, rows[i], q);
             if (S->nt < ef || d < bound) {
                 if ((rc = heap_room(&S->cand, &S->ccap, S->nc + 1)))
@@ -884,11 +898,13 @@ static size_t take_results(hsearch *S, hcand *out)
     return n;
 }
 /* The heuristic: of c[0..n) (ascending by distance to the base) keep at most
- * m, each nearer to the base than to every one kept before it; in place.
- * Returns the number kept. */
-static size_t select_links(hsearch *S, hcand *c, size_t n, size_t m)
+ * m, each nearer to the base than to every one kept before it; with fill,
+ * then the nearest of those passed over while fewer than m are kept. In
+ * place; returns the number kept. */
+static size_t select_links(hsearch *S, hcand *c, size_t n, size_t m, int fill)
 {
-    size_t k = 0;
+    size_t k = 0, nd = 0;
+    hcand disc[256];
     for (size_t i = 0; i < n && k < m; i++) {
         const float *row = v_vec(&S->v, c[i].s);
         int good = 1;
@@ -896,7 +912,11 @@ static size_t select_links(hsearch *S, hcand *c, size_t n, size_t m)
             good = dist(S, row, v_vec(&S->v, c[j].s)) >= c[i].d;
         if (good)
             c[k++] = c[i];
+        else if (nd < m)
+            disc[nd++] = c[i];
     }
+    for (size_t j = 0; fill && j < nd && k < m; j++)
+        c[k++] = disc[j];
     return k;
 }
 
@@ -954,7 +974,7 @@ static int add_link(hwork *w, uint32_t s, uint32_t t, float d, int l)
         w->c[n++] = (hcand){dist(&w->S, v_vec(v, L[i]), row), L[i]};
     w->c[n++] = (hcand){d, t};
     qsort(w->c, n, sizeof *w->c, cmp_cand);
-    n = select_links(&w->S, w->c, n, lim);
+    n = select_links(&w->S, w->c, n, lim, 0);
     L[0] = (uint32_t)n;
     for (size_t i = 0; i < n; i++)
         L[i + 1] = w->c[i].s;
@@ -1014,7 +1034,7 @@ static int insert(hwork *w, uint64_t id, const float *row)
         size_t n = take_results(&w->S, w->c);
         ep = w->c[0].s;
         dep = w->c[0].d;
-        n = select_links(&w->S, w->c, n, g->P.m);
+        n = select_links(&w->S, w->c, n, g->P.m, 1);
         x = over_find(o, s); /* (the overlay's arrays may have moved) */
         uint32_t *L = x->list[l];
         L[0] = (uint32_t)n;
@@ -1113,7 +1133,7 @@ static int remove_nodes(hwork *w, const uint32_t *dead, size_t nd)
             }
             if (k > 1)
                 qsort(w->c, k, sizeof *w->c, cmp_cand);
-            k = select_links(&w->S, w->c, k, lim);
+            k = select_links(&w->S, w->c, k, lim, 0);
             uint32_t *W = over_list(v, s, l);
             if (!W) {
                 rc = MOTE_NOMEM;

@@ -843,8 +843,9 @@ static int search_level(hsearch *S, const float *q, uint32_t ep, float dep, size
         if (c.d > bound && S->nt >= ef)
             break;
         const uint32_t *L = direct ? graph_list(g, c.s, l) : v_list(&S->v, c.s, l);
-        /* the rows of the neighbours not visited yet are all fetched, then
-         * compared: their loads overlap */
+        /* the neighbours not visited yet, then their distances: a float
+         * row's first line is fetched as it is listed, an 8-bit row whole
+         * QAHEAD neighbours before it is compared */
         uint32_t fresh[2 * 128];
         const float *rows[2 * 128];
         size_t nf = 0;

@@ -2170,7 +2170,9 @@ int mote__hnsw_check(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t 
 /* Bytes of an image in memory. */
 static uint64_t graph_bytes(const hgraph *g)
 {
-    uint64_t b = sizeof *g + (uint64_t)g->cap * (g->stride * 4 + 8 + 1 + (g->m0 + 1) * 4 + 8) +
+    uint64_t b = sizeof *g +
+                 (uint64_t)g->cap * (g->stride * 4 + (g->qdim ? g->qdim + 4 : 0) + 8 + 1 +
+                                     (g->m0 + 1) * 4 + 8) +
                  (uint64_t)g->freecap * 4 + (uint64_t)g->map.cap * 12;
     for (uint32_t s = 0; s < g->n; s++)
         if (g->up[s])

@@ -70,21 +70,26 @@
  * copies of the rows, then takes the exact distances of the ef nodes it
  * kept from the float rows and orders them by those: the results and their
  * distances are what a float search that found the same ef nodes would give.
- * A row's 8-bit copy is its unit vector (cosine) or its vector (dot)
- * scaled so that its largest component is +-127, plus 128, padded with
- * 128s to a multiple of 64 bytes, and the scale; the query's the same
+ * A row's 8-bit copy is x, its vector (cosine: unit vector) less the
+ * image's centre c, scaled so that its largest component is +-127, plus
+ * 128, padded with 128s to a multiple of 64 bytes; beside it, in one pair,
+ * the scale and |x|^2 (euclidean) or x.c. The query q' = q - c the same
  * without the 128, so a product is one pass of unsigned x signed bytes
  * (AVX-512 VNNI: 64 a instruction; vecmath.h) less 128 x the query's byte
- * sum. A graph search reads a row from memory at every step (100,000 rows
- * of 384 floats are 150 MB, far past the caches): a quarter of the bytes
- * per step and a cheaper product doubled the queries per second at equal
- * recall (bench/vectors, 20,000 real-text vectors of 384 floats, cosine,
- * ef 32: 11,400 -> 23,900; recall@10 0.957 both). The copies cost dim
- * bytes per vector in memory, none on disk; they are made wherever a float
- * row enters the image (load, folding an overlay). Euclidean distance keeps
- * float rows: |a|^2 + |b|^2 - 2ab from bytes loses the small distances
- * between near vectors far from the origin, the ones a search ranks by.
- * Writes search floats (the overlay has no 8-bit rows): building is unchanged.
+ * sum, and a.q = x.q' + x.c + c.q, |a - q|^2 = |x|^2 + |q'|^2 - 2 x.q'. The
+ * centre is the mean of the vectors the image got first (all of them at a
+ * load; the first commit's when built by commits): vectors that share a
+ * large part (far from the origin, or nearly one direction) keep their
+ * differences in bytes (`hnsw_recall_far` fails without it: 0.64 recall).
+ * A graph search reads a row from memory at every step (100,000 rows of 384
+ * floats are 150 MB, far past the caches): a quarter of the bytes per step
+ * and a cheaper product about doubled the queries per second at equal
+ * recall (bench/vectors, 20,000 vectors of 384 floats: real text, cosine,
+ * ef 32: 11,400 -> 23,900, recall 0.957 both; synthetic, euclidean, ef 32:
+ * 15,700 -> 30,800, recall 0.996 / 0.997). The copies cost dim + 8 bytes
+ * per vector in memory, none on disk; they are made wherever a float row
+ * enters the image (load, folding an overlay). Writes search floats (the
+ * overlay has no 8-bit rows): building is unchanged.
  *
  * Nothing here is needed for correctness of results beyond the tree: the
  * image can always be thrown away and rebuilt (a failed allocation while
@@ -216,10 +221,14 @@ typedef struct hgraph {
     uint32_t n, cap;       /* slots used (live or free), allocated */
     uint64_t live;
     float *vec;            /* cap rows */
-    uint32_t qdim;         /* bytes per 8-bit row: dim rounded up to 64; 0: none
-                              (euclidean) */
+    uint32_t qdim;         /* bytes per 8-bit row: dim rounded up to 64 */
     uint8_t *q8;           /* cap 8-bit rows (QUANTIZED ROWS, above) */
-    float *qs;             /* per slot: its 8-bit row's scale */
+    float *qs;             /* per slot, two floats (one line for both): its
+                              8-bit row's scale, then, with x its vector less
+                              the centre, |x|^2 (euclidean) or x . centre */
+    float *qc;             /* the centre (the mean of the vectors the image got
+                              first: for cosine unit vectors), dim floats, then
+                              dim of scratch; NULL until the image has a row */
     uint64_t *id;          /* per slot; 0: a free slot */
     uint8_t *lvl;
     uint32_t *l0;          /* per slot: count, then m0 slots */
@@ -240,6 +249,7 @@ static void graph_free(hgraph *g)
     mote__free(g->vec);
     mote__free(g->q8);
     mote__free(g->qs);
+    mote__free(g->qc);
     mote__free(g->id);
     mote__free(g->lvl);
     mote__free(g->l0);
@@ -258,7 +268,7 @@ static hgraph *graph_new(const hparams *P)
     g->P = *P;
     g->off = P->metric == MOTE_DIST_COSINE ? 8 : 0;
     g->stride = g->off + ((P->dim + 7) & ~7u);
-    g->qdim = P->metric == MOTE_DIST_EUCLIDEAN ? 0 : (P->dim + 63) & ~63u;
+    g->qdim = (P->dim + 63) & ~63u;
     g->m0 = 2 * P->m;
     g->entry = HNONE;
     g->top = -1;
@@ -290,27 +300,20 @@ static int graph_grow(hgraph *g, uint32_t cap)
     uint32_t **up = l0 ? mote__realloc(g->up, (size_t)cap * sizeof *up) : NULL;
     if (up)
         g->up = up;
-    if (up && g->qdim) {
-        uint8_t *q8 = mote__realloc(g->q8, (size_t)cap * g->qdim);
-        if (q8)
-            g->q8 = q8;
-        float *qs = q8 ? mote__realloc(g->qs, (size_t)cap * sizeof *qs) : NULL;
-        if (qs)
-            g->qs = qs;
-        else
-            up = NULL;
-    }
-    if (!up)
+    uint8_t *q8 = up ? mote__realloc(g->q8, (size_t)cap * g->qdim) : NULL;
+    if (q8)
+        g->q8 = q8;
+    float *qs = q8 ? mote__realloc(g->qs, (size_t)cap * 2 * sizeof *qs) : NULL;
+    if (!qs)
         return mote__err(MOTE_NOMEM, "out of memory (vector index)");
+    g->qs = qs;
     memset(g->vec + old * g->stride, 0, add * g->stride * sizeof *vec);
     memset(g->id + old, 0, add * sizeof *id);
     memset(g->lvl + old, 0, add);
     memset(g->l0 + old * (g->m0 + 1), 0, add * (g->m0 + 1) * 4);
     memset(g->up + old, 0, add * sizeof *up);
-    if (g->qdim) {
-        memset(g->q8 + old * g->qdim, 128, add * g->qdim);
-        memset(g->qs + old, 0, add * sizeof *g->qs);
-    }
+    memset(g->q8 + old * g->qdim, 128, add * g->qdim);
+    memset(g->qs + old * 2, 0, add * 2 * sizeof *g->qs);
     g->cap = cap;
     return MOTE_OK;
 }
@@ -336,14 +339,58 @@ static float quantize(const float *x, uint32_t dim, float mul, uint32_t n, uint8
     return k > 0 ? m / 127.0f : 0.0f;
 }
 
-/* Slot s's 8-bit row, from its float row. */
-static void graph_quant(hgraph *g, uint32_t s)
+/* Slot i's float row (all of a loaded image's slots hold one). */
+static const float *graph_row(const void *ctx, size_t i)
 {
-    if (!g->qdim)
-        return;
-    const float *row = g->vec + (size_t)s * g->stride;
-    g->qs[s] = quantize(row + g->off, g->P.dim, g->off ? row[0] : 1.0f, g->qdim,
-                        g->q8 + (size_t)s * g->qdim, 128);
+    const hgraph *g = ctx;
+    return g->vec + i * g->stride;
+}
+
+/* The centre of the 8-bit rows, once: the mean of the vectors (cosine:
+ * unit vectors) of the float rows that rows(ctx, i), i < n, gives (NULL:
+ * none there). */
+static int graph_centre(hgraph *g, const float *(*rows)(const void *ctx, size_t i),
+                        const void *ctx, size_t n)
+{
+    uint32_t dim = g->P.dim;
+    if (g->qc)
+        return MOTE_OK;
+    if (!(g->qc = mote__calloc((size_t)dim * 2, sizeof *g->qc)))
+        return mote__err(MOTE_NOMEM, "out of memory (vector index)");
+    size_t got = 0;
+    for (size_t k = 0; k < n; k++) {
+        const float *row = rows(ctx, k);
+        if (!row)
+            continue;
+        float mul = g->off ? row[0] : 1.0f;
+        for (uint32_t i = 0; i < dim; i++)
+            g->qc[i] += row[g->off + i] * mul;
+        got++;
+    }
+    for (uint32_t i = 0; got && i < dim; i++)
+        g->qc[i] /= (float)got;
+    return MOTE_OK;
+}
+
+/* Slot s's 8-bit row, from its float row (graph_centre first): its vector
+ * (cosine: unit vector) less the centre, so that vectors that share a large
+ * part (far from the origin, or all in one direction) keep their
+ * differences. */
+static int graph_quant(hgraph *g, uint32_t s)
+{
+    const float *row = g->vec + (size_t)s * g->stride, *v = row + g->off;
+    float mul = g->off ? row[0] : 1.0f;
+    uint32_t dim = g->P.dim;
+    float *x = g->qc + dim;
+    double nn = 0, nc = 0;
+    for (uint32_t i = 0; i < dim; i++) {
+        x[i] = v[i] * mul - g->qc[i];
+        nn += (double)x[i] * x[i];
+        nc += (double)x[i] * g->qc[i];
+    }
+    g->qs[2 * (size_t)s + 1] = (float)(g->P.metric == MOTE_DIST_EUCLIDEAN ? nn : nc);
+    g->qs[2 * (size_t)s] = quantize(x, dim, 1.0f, g->qdim, g->q8 + (size_t)s * g->qdim, 128);
+    return MOTE_OK;
 }
 
 static inline uint32_t *graph_list(const hgraph *g, uint32_t s, int l)
@@ -631,6 +678,8 @@ typedef struct hsearch {
     const int8_t *qq;
     float qscale;
     int32_t qbias;
+    float qnorm; /* |q'|^2, q' the query less the centre */
+    float qcd;   /* the centre's product with the query */
 } hsearch;
 
 /* The distance between two rows (make_row): squared L2, the negated dot
@@ -649,8 +698,12 @@ static inline float qdist(const hsearch *S, uint32_t s)
 {
     const hgraph *g = S->v.g;
     int32_t raw = S->K->dot8(g->q8 + (size_t)s * g->qdim, S->qq, g->qdim) - S->qbias;
-    float d = (float)raw * g->qs[s] * S->qscale;
-    return S->metric == MOTE_DIST_COSINE ? 1.0f - d : -d;
+    const float *k = g->qs + 2 * (size_t)s;
+    float d = (float)raw * k[0] * S->qscale;
+    /* (a = x + c, q = q' + c: a.q = x.q' + x.c + c.q; |a - q|^2 = |x - q'|^2) */
+    return S->metric == MOTE_DIST_COSINE      ? 1.0f - (d + k[1] + S->qcd)
+           : S->metric == MOTE_DIST_EUCLIDEAN ? k[1] + S->qnorm - 2.0f * d
+                                              : -(d + k[1] + S->qcd);
 }
 
 /* Fetch the 8-bit row of slot s, all its lines. */
@@ -1174,12 +1227,21 @@ static int remove_nodes(hwork *w, const uint32_t *dead, size_t nd)
 
 /* Make g the graph g + o (stamp, gen). On failure g is unusable (the caller
  * throws it away). */
+/* The float row of an overlay's node i if it is a new one that stays. */
+static const float *over_new_row(const void *ctx, size_t i)
+{
+    const onode *x = over_at(ctx, (uint32_t)i);
+    return x->isnew && !x->del ? x->vec : NULL;
+}
+
 static int graph_apply(hgraph *g, const hover *o, uint64_t gen, uint64_t stamp)
 {
     int rc = graph_grow(g, o->base + o->ndense);
     if (rc)
         return rc;
     if ((rc = map_reserve(&g->map, (uint32_t)(g->map.n + o->ids.n))))
+        return rc;
+    if ((rc = graph_centre(g, over_new_row, o, (size_t)o->n + o->ndense)))
         return rc;
     g->nfree -= o->freeuse;
     g->n = o->base + o->ndense;
@@ -1199,7 +1261,8 @@ static int graph_apply(hgraph *g, const hover *o, uint64_t gen, uint64_t stamp)
         }
         if (x->isnew) {
             memcpy(g->vec + (size_t)s * g->stride, x->vec, (size_t)g->stride * sizeof(float));
-            graph_quant(g, s);
+            if ((rc = graph_quant(g, s)))
+                return rc;
             g->id[s] = x->id;
             g->lvl[s] = x->lvl;
             mote__free(g->up[s]);
@@ -1480,8 +1543,11 @@ static int graph_load(mote_txn *t, const mote_entity *e, unsigned prop, uint32_t
             break;
         }
         make_row(g->P.metric, vec, g->P.dim, g->stride, g->vec + (size_t)s * g->stride);
-        graph_quant(g, s);
     }
+    if (!rc)
+        rc = graph_centre(g, graph_row, g, g->n);
+    for (uint32_t s = 0; !rc && s < g->n; s++)
+        rc = graph_quant(g, s);
     if (!rc) {
         g->live = g->n;
         g->entry = M->count ? map_get(&g->map, M->entry) : HNONE;
@@ -2171,8 +2237,9 @@ int mote__hnsw_check(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t 
 static uint64_t graph_bytes(const hgraph *g)
 {
     uint64_t b = sizeof *g +
-                 (uint64_t)g->cap * (g->stride * 4 + (g->qdim ? g->qdim + 4 : 0) + 8 + 1 +
+                 (uint64_t)g->cap * (g->stride * 4 + g->qdim + 8 + 8 + 1 +
                                      (g->m0 + 1) * 4 + 8) +
+                 (g->qc ? (uint64_t)g->P.dim * 8 : 0) +
                  (uint64_t)g->freecap * 4 + (uint64_t)g->map.cap * 12;
     for (uint32_t s = 0; s < g->n; s++)
         if (g->up[s])
@@ -2269,8 +2336,9 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     size_t ef = r->ef > r->want ? r->ef : (size_t)r->want;
     float *q = mote__malloc((size_t)g->stride * 4);
     /* the image alone: compare 8-bit rows, then the float rows of the ef found */
-    int quant = !v->o && g->qdim;
+    int quant = !v->o && g->qc;
     uint8_t *qq = quant ? mote__malloc(g->qdim) : NULL;
+    float *qx = quant ? mote__malloc((size_t)g->P.dim * sizeof *qx) : NULL; /* euclidean */
     hcand *res = NULL;
     uint64_t *out = NULL;
     double *dists = NULL;
@@ -2278,11 +2346,24 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     search_init(&S, v);
     S.accept = r->accept;
     S.actx = r->actx;
-    int rc = q && (qq || !quant) ? MOTE_OK : mote__err(MOTE_NOMEM, "out of memory (vector search)");
+    int rc = q && ((qq && qx) || !quant) ? MOTE_OK
+                                         : mote__err(MOTE_NOMEM, "out of memory (vector search)");
     if (!rc && entry != HNONE) {
         make_row(r->metric, (const uint8_t *)r->vec, g->P.dim, g->stride, q);
         if (quant) {
-            S.qscale = quantize(q + g->off, g->P.dim, g->off ? q[0] : 1.0f, g->qdim, qq, 0);
+            /* the query less the centre too, q' (qdist) */
+            const float *qv = q + g->off;
+            float mul = g->off ? q[0] : 1.0f;
+            double nn = 0, cd = 0;
+            for (uint32_t i = 0; i < g->P.dim; i++) {
+                float u = qv[i] * mul;
+                qx[i] = u - g->qc[i];
+                nn += (double)qx[i] * qx[i];
+                cd += (double)g->qc[i] * u;
+            }
+            S.qnorm = (float)nn;
+            S.qcd = (float)cd;
+            S.qscale = quantize(qx, g->P.dim, 1.0f, g->qdim, qq, 0);
             S.qq = (const int8_t *)qq;
             int32_t sum = 0;
             for (uint32_t i = 0; i < g->P.dim; i++)
@@ -2323,6 +2404,7 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     search_free(&S);
     mote__free(q);
     mote__free(qq);
+    mote__free(qx);
     mote__free(res);
     if (rc) {
         mote__free(out);

@@ -142,8 +142,10 @@ static uint32_t doc_index_tree(mote_txn *t, int must)
 /* Recall@10 of index searches against exact ones, 100 queries, on n
  * vectors of data (random or clustered; scaled: each vector times a factor
  * from 1 to 1000, so that the searches' 8-bit rows have scales that differ
- * as much), for each distance. */
-static void recall_case(int clusters, int scaled, uint64_t seed)
+ * as much; far: every component + 10, all vectors in one region away
+ * from the origin, in nearly one direction, which the 8-bit rows keep apart only
+ * less their centre), for each distance. */
+static void recall_case(int clusters, int scaled, int far, uint64_t seed)
 {
     const unsigned dim = 32;
     const size_t n = 4000, nq = 100;
@@ -155,6 +157,8 @@ static void recall_case(int clusters, int scaled, uint64_t seed)
         for (unsigned j = 0; j < dim; j++)
             data[i * dim + j] *= f;
     }
+    for (size_t i = 0; far && i < (n + nq) * dim; i++)
+        data[i] += 10.0f;
     for (int metric = MOTE_DIST_COSINE; metric <= MOTE_DIST_DOT; metric++) {
         mote_store *s = test_open(test_path("recall.mote"), NULL);
         mote_txn *t;
@@ -175,8 +179,8 @@ static void recall_case(int clusters, int scaled, uint64_t seed)
             hits += overlap(want, 10, got, 10);
         }
         double recall = (double)hits / (double)(nq * 10);
-        printf("%s%s data, distance %d: recall@10 %.3f\n", scaled ? "scaled " : "",
-               clusters ? "clustered" : "random", metric, recall);
+        printf("%s%s%s data, distance %d: recall@10 %.3f\n", scaled ? "scaled " : "",
+               far ? "far " : "", clusters ? "clustered" : "random", metric, recall);
         CHECK(recall >= 0.95);
         mote_abort(t);
         check_clean(s);
@@ -186,9 +190,10 @@ static void recall_case(int clusters, int scaled, uint64_t seed)
     free(data);
 }
 
-TEST(hnsw_recall_random) { recall_case(0, 0, 11); }
-TEST(hnsw_recall_clustered) { recall_case(40, 0, 12); }
-TEST(hnsw_recall_scaled) { recall_case(40, 1, 13); }
+TEST(hnsw_recall_random) { recall_case(0, 0, 0, 11); }
+TEST(hnsw_recall_clustered) { recall_case(40, 0, 0, 12); }
+TEST(hnsw_recall_scaled) { recall_case(40, 1, 0, 13); }
+TEST(hnsw_recall_far) { recall_case(40, 0, 1, 14); }
 
 /* Results through the index carry the distances an exact search gives, bit
  * for bit: from the index's rows (euclidean, dot: the stored vectors) or
@@ -252,9 +257,12 @@ TEST(hnsw_distances_as_exact)
         OK(mote_close(s));
     }
     /* the same ids, so the same levels: what differs is the rows (cosine's
-     * 8 floats of norm in front of 16, dot's none; euclidean has no 8-bit rows) */
-    CHECK(memory[MOTE_DIST_DOT] - memory[MOTE_DIST_EUCLIDEAN] >= n * (64 + 4));
+     * 8 floats of norm in front of 16), and every image counts at least
+     * its float rows, 8-bit rows (64 bytes), scales and norms */
     CHECK(memory[MOTE_DIST_COSINE] - memory[MOTE_DIST_DOT] >= n * 8 * 4);
+    CHECK(memory[MOTE_DIST_EUCLIDEAN] == memory[MOTE_DIST_DOT]);
+    for (int m = MOTE_DIST_COSINE; m <= MOTE_DIST_DOT; m++)
+        CHECK(memory[m] >= n * (dim * 4 + 64 + 4 + 4));
     free(data);
 }
 

@@ -2338,7 +2338,7 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     /* the image alone: compare 8-bit rows, then the float rows of the ef found */
     int quant = !v->o && g->qc;
     uint8_t *qq = quant ? mote__malloc(g->qdim) : NULL;
-    float *qx = quant ? mote__malloc((size_t)g->P.dim * sizeof *qx) : NULL; /* euclidean */
+    float *qx = quant ? mote__malloc((size_t)g->P.dim * sizeof *qx) : NULL; /* q less the centre */
     hcand *res = NULL;
     uint64_t *out = NULL;
     double *dists = NULL;

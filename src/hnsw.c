@@ -318,21 +318,20 @@ static int graph_grow(hgraph *g, uint32_t cap)
     return MOTE_OK;
 }
 
-/* x[0..dim) times mul in bytes (QUANTIZED ROWS): the largest component
- * becomes +-127, each byte is its value + bias (128 for a stored row, 0 for
- * a query's, read as signed), n - dim zeros (+ bias) follow. Returns the
+/* x[0..dim) in bytes (QUANTIZED ROWS): the largest component becomes
+ * +-127, each byte is its value + bias (128 for a stored row, 0 for a
+ * query's, read as signed), n - dim zeros (+ bias) follow. Returns the
  * scale (a byte's value times it is the component), 0 for a zero vector. */
-static float quantize(const float *x, uint32_t dim, float mul, uint32_t n, uint8_t *out,
-                      int bias)
+static float quantize(const float *x, uint32_t dim, uint32_t n, uint8_t *out, int bias)
 {
     float m = 0;
     for (uint32_t i = 0; i < dim; i++) {
-        float a = fabsf(x[i] * mul);
+        float a = fabsf(x[i]);
         m = a > m ? a : m;
     }
     float k = m > 0 && isfinite(m) ? 127.0f / m : 0.0f;
     for (uint32_t i = 0; i < dim; i++) { /* rounded half away from zero */
-        float y = x[i] * mul * k;
+        float y = x[i] * k;
         out[i] = (uint8_t)((int)(y + (y < 0 ? -0.5f : 0.5f)) + bias);
     }
     memset(out + dim, bias, n - dim);
@@ -372,25 +371,33 @@ static int graph_centre(hgraph *g, const float *(*rows)(const void *ctx, size_t 
     return MOTE_OK;
 }
 
+/* The vector of a float row (make_row; cosine: its unit vector) less the
+ * centre, u - c, into x; sums: |x|^2, x.c and c.u. */
+static void centred(const hgraph *g, const float *row, float *x, double sums[3])
+{
+    const float *v = row + g->off;
+    float mul = g->off ? row[0] : 1.0f;
+    sums[0] = sums[1] = sums[2] = 0;
+    for (uint32_t i = 0; i < g->P.dim; i++) {
+        float u = v[i] * mul;
+        x[i] = u - g->qc[i];
+        sums[0] += (double)x[i] * x[i];
+        sums[1] += (double)x[i] * g->qc[i];
+        sums[2] += (double)g->qc[i] * u;
+    }
+}
+
 /* Slot s's 8-bit row, from its float row (graph_centre first): its vector
  * (cosine: unit vector) less the centre, so that vectors that share a large
  * part (far from the origin, or all in one direction) keep their
  * differences. */
-static int graph_quant(hgraph *g, uint32_t s)
+static void graph_quant(hgraph *g, uint32_t s)
 {
-    const float *row = g->vec + (size_t)s * g->stride, *v = row + g->off;
-    float mul = g->off ? row[0] : 1.0f;
-    uint32_t dim = g->P.dim;
-    float *x = g->qc + dim;
-    double nn = 0, nc = 0;
-    for (uint32_t i = 0; i < dim; i++) {
-        x[i] = v[i] * mul - g->qc[i];
-        nn += (double)x[i] * x[i];
-        nc += (double)x[i] * g->qc[i];
-    }
-    g->qs[2 * (size_t)s + 1] = (float)(g->P.metric == MOTE_DIST_EUCLIDEAN ? nn : nc);
-    g->qs[2 * (size_t)s] = quantize(x, dim, 1.0f, g->qdim, g->q8 + (size_t)s * g->qdim, 128);
-    return MOTE_OK;
+    float *x = g->qc + g->P.dim;
+    double sums[3];
+    centred(g, g->vec + (size_t)s * g->stride, x, sums);
+    g->qs[2 * (size_t)s + 1] = (float)(g->P.metric == MOTE_DIST_EUCLIDEAN ? sums[0] : sums[1]);
+    g->qs[2 * (size_t)s] = quantize(x, g->P.dim, g->qdim, g->q8 + (size_t)s * g->qdim, 128);
 }
 
 static inline uint32_t *graph_list(const hgraph *g, uint32_t s, int l)
@@ -1261,8 +1268,7 @@ static int graph_apply(hgraph *g, const hover *o, uint64_t gen, uint64_t stamp)
         }
         if (x->isnew) {
             memcpy(g->vec + (size_t)s * g->stride, x->vec, (size_t)g->stride * sizeof(float));
-            if ((rc = graph_quant(g, s)))
-                return rc;
+            graph_quant(g, s);
             g->id[s] = x->id;
             g->lvl[s] = x->lvl;
             mote__free(g->up[s]);
@@ -1547,7 +1553,7 @@ static int graph_load(mote_txn *t, const mote_entity *e, unsigned prop, uint32_t
     if (!rc)
         rc = graph_centre(g, graph_row, g, g->n);
     for (uint32_t s = 0; !rc && s < g->n; s++)
-        rc = graph_quant(g, s);
+        graph_quant(g, s);
     if (!rc) {
         g->live = g->n;
         g->entry = M->count ? map_get(&g->map, M->entry) : HNONE;
@@ -2351,19 +2357,11 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
     if (!rc && entry != HNONE) {
         make_row(r->metric, (const uint8_t *)r->vec, g->P.dim, g->stride, q);
         if (quant) {
-            /* the query less the centre too, q' (qdist) */
-            const float *qv = q + g->off;
-            float mul = g->off ? q[0] : 1.0f;
-            double nn = 0, cd = 0;
-            for (uint32_t i = 0; i < g->P.dim; i++) {
-                float u = qv[i] * mul;
-                qx[i] = u - g->qc[i];
-                nn += (double)qx[i] * qx[i];
-                cd += (double)g->qc[i] * u;
-            }
-            S.qnorm = (float)nn;
-            S.qcd = (float)cd;
-            S.qscale = quantize(qx, g->P.dim, 1.0f, g->qdim, qq, 0);
+            double sums[3]; /* the query less the centre too, q' (qdist) */
+            centred(g, q, qx, sums);
+            S.qnorm = (float)sums[0];
+            S.qcd = (float)sums[2];
+            S.qscale = quantize(qx, g->P.dim, g->qdim, qq, 0);
             S.qq = (const int8_t *)qq;
             int32_t sum = 0;
             for (uint32_t i = 0; i < g->P.dim; i++)
@@ -2379,13 +2377,13 @@ static int search_view(const hview *v, uint32_t entry, int top, hnear *r)
         if (!rc)
             got = take_results(&S, res);
         if (quant && got) { /* the exact distances, nearest first (a row fetched ahead) */
+            const float *row = v_vec(v, res[0].s);
             for (size_t i = 0; i < got; i++) {
-                if (i + 1 < got) {
-                    const char *nx = (const char *)v_vec(v, res[i + 1].s);
-                    for (size_t b = 0; b < (size_t)g->stride * 4; b += 64)
-                        __builtin_prefetch(nx + b);
-                }
-                res[i].d = dist(&S, v_vec(v, res[i].s), q);
+                const float *next = i + 1 < got ? v_vec(v, res[i + 1].s) : NULL;
+                for (size_t b = 0; next && b < (size_t)g->stride * 4; b += 64)
+                    __builtin_prefetch((const char *)next + b);
+                res[i].d = dist(&S, row, q);
+                row = next;
             }
             qsort(res, got, sizeof *res, cmp_cand);
         }

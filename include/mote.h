@@ -926,6 +926,7 @@ typedef struct mote_tstat {
     uint64_t postings; /* (word, object) pairs */
     uint64_t blocks;   /* blocks of postings */
     uint64_t bytes;    /* bytes of its records (keys and values) */
+    uint64_t segments; /* segments the postings are in (text.c, SEGMENTS) */
 } mote_tstat;
 /* The state of property prop's full-text index: MOTE_NOTFOUND if it has
  * none. Reads every record of the index. */

@@ -60,6 +60,18 @@ static int check_entity(void *ctx, const char *name)
     }
     uint8_t *copy = NULL;
     size_t ccap = 0;
+    unsigned char *oldtext = mote__calloc(np + 1, 1); /* an index of the earlier layout */
+    if (!oldtext) {
+        mote_cursor_close(c);
+        mote__free(vals);
+        mote__free(nvec);
+        return mote__err(MOTE_NOMEM, "out of memory checking %s", name);
+    }
+    for (unsigned i = 0; i < np; i++)
+        if (e->props[i].text_tree && mote__text_layout(t, e->props[i].text_tree) == MOTE_FORMAT) {
+            oldtext[i] = 1;
+            mote__problem(k->pr, "%s.%s: %s", name, e->props[i].name, mote_errmsg(t->s));
+        }
     for (rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
         mote_val key, v;
         if ((rc = mote_cursor_get(c, &key, &v)))
@@ -93,7 +105,7 @@ static int check_entity(void *ctx, const char *name)
                     mote__problem(k->pr, "%s.%s: object %llu is missing from the vector "
                                   "index", name, p->name, (unsigned long long)id);
             }
-            if (p->text_tree && !vals[i].null) {
+            if (p->text_tree && !vals[i].null && !oldtext[i]) {
                 uint64_t terms;
                 int tr = mote__text_check_doc(t, p->text_tree, id, vals[i].v.s.p, vals[i].v.s.n,
                                               p->flags & MOTE_P_STEM ? MOTE_TOKEN_STEM : 0,
@@ -134,7 +146,7 @@ static int check_entity(void *ctx, const char *name)
         if (e->props[i].vindex_tree)
             rc = mote__hnsw_check(t, e, i, nvec[i], k->pr);
     for (unsigned i = 0; (!rc || rc == MOTE_NOTFOUND) && i < np; i++) {
-        if (!e->props[i].text_tree)
+        if (!e->props[i].text_tree || oldtext[i])
             continue;
         text_stat st;
         tproblem tp = {k->pr, name, e->props[i].name};
@@ -148,6 +160,7 @@ static int check_entity(void *ctx, const char *name)
                           (unsigned long long)ntext[i], (unsigned long long)nterms[i]);
     }
     mote__free(nvec);
+    mote__free(oldtext);
     if (rc && rc != MOTE_NOTFOUND)
         return rc;
     for (unsigned i = 0; i < np; i++) { /* no extra index entries */

@@ -44,6 +44,7 @@ typedef struct sschema {
     unsigned nl;
     mlayout *l;          /* n, pid, type only */
     uint64_t hash;
+    unsigned format;     /* the stored schema's (schema_decode) */
 } sschema;
 
 /* The vector index parameters of a definition, defaults filled in (all
@@ -237,9 +238,10 @@ static int schema_decode(const char *ename, const uint8_t *b, size_t n, sschema 
     } while (0)
     NEED(12);
     unsigned format = rd32(p);
-    if (format < 1 || format > 7)
+    if (format < 1 || format > 8)
         return mote__err(MOTE_FORMAT, "entity %s: schema format %u unknown (written by a "
                          "newer MoteDB?)", ename, format);
+    ss->format = format;
     ss->eid = rd32(p + 4);
     ss->next_pid = rd16(p + 8);
     ss->np = rd16(p + 10);
@@ -352,10 +354,11 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
 {
     size_t n = 12 + 2 + 8;
     /* 3 when a property has a vector index, 4 a full-text one, 5 an expiry
-     * time, 6 an index on a JSON path, 7 a full-text index that stems (so
-     * that a library that would not
-     * maintain the index, or would show expired objects, refuses the
-     * entity) */
+     * time, 6 an index on a JSON path, 7 a full-text index that stems, 8 a
+     * full-text index in segments (text.c SEGMENTS; 4 and 7 had one block
+     * chain per term: such an index is rebuilt, entity_open) (so that a
+     * library that would not maintain the index, or would show expired
+     * objects, refuses the entity) */
     unsigned format = 2;
     for (unsigned i = 0; i < ss->np; i++) {
         n += 9 + strlen(ss->p[i].name) + (ss->p[i].target ? 1 + strlen(ss->p[i].target) : 0);
@@ -365,7 +368,7 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
             format = format > 3 ? format : 3;
         }
         if (ss->p[i].flags & MOTE_P_FULLTEXT)
-            format = format > 4 ? format : 4;
+            format = 8;
         if (ss->p[i].flags & MOTE_P_EXPIRES)
             format = format > 5 ? format : 5;
         if (ss->p[i].jpath_text) {
@@ -373,7 +376,7 @@ static int schema_encode(const sschema *ss, uint8_t **out, size_t *len)
             format = format > 6 ? format : 6;
         }
         if (ss->p[i].flags & MOTE_P_STEM)
-            format = 7;
+            format = format > 7 ? format : 7;
         for (unsigned k = 0; k < ss->former[i].n; k++)
             n += 1 + strlen(ss->former[i].s[k]);
     }
@@ -1017,13 +1020,18 @@ static int text_one(mote_txn *t, mote_entity *e, unsigned prop, uint64_t id, mot
 }
 
 /* The full-text index of e's property i after an evolution (had: the stored
- * property, NULL if new): built from the objects when it is new, dropped
- * when it goes (the notes made before were written: mote__text_flush). */
-static int evolve_tindex(mote_txn *t, mote_entity *e, unsigned i, const mprop *had)
+ * property, NULL if new; had_format: its schema's format): built from the
+ * objects when it is new, dropped when it goes (the notes made before were
+ * written: mote__text_flush). */
+static int evolve_tindex(mote_txn *t, mote_entity *e, unsigned i, const mprop *had,
+                         unsigned had_format)
 {
     mprop *p = &e->props[i];
     int was = had && (had->flags & MOTE_P_FULLTEXT), now = (p->flags & MOTE_P_FULLTEXT) != 0;
-    int restem = was && now && (had->flags & MOTE_P_STEM) != (p->flags & MOTE_P_STEM);
+    /* another stemming, or the index of schema formats before 8 (one block
+     * chain per term): built anew */
+    int restem = was && now &&
+                 ((had->flags & MOTE_P_STEM) != (p->flags & MOTE_P_STEM) || had_format < 8);
     if (was == now && !restem)
         return MOTE_OK;
     char tn[64];
@@ -1073,7 +1081,7 @@ static int evolve_indexes(mote_txn *t, mote_entity *e, const sschema *old, const
     for (unsigned i = 0; !rc && i < e->nprops; i++) {
         int m = matched[i];
         if ((rc = evolve_vindex(t, e, i, m >= 0 ? &old->p[m] : NULL)) ||
-            (rc = evolve_tindex(t, e, i, m >= 0 ? &old->p[m] : NULL)))
+            (rc = evolve_tindex(t, e, i, m >= 0 ? &old->p[m] : NULL, old->format)))
             break;
         unsigned had = m >= 0 ? old->p[m].flags & ix : 0, now = e->props[i].flags & ix;
         int same = had && now && (had & MOTE_P_UNIQUE) == (now & MOTE_P_UNIQUE) &&
@@ -1155,11 +1163,22 @@ int mote_entity_open(mote_txn *t, const char *name, const mote_prop_def *props,
         rc = schema_decode(name, v.data, v.size, &old, names);
     if (rc)
         goto out;
-    if (exists && old.hash == hash && same_prefix(&old, props, nprops)) {
+    /* a full-text index of an earlier layout (schema format < 8): a write
+     * transaction rebuilds it (evolve_tindex), as it changes a schema */
+    int relayout = 0;
+    for (unsigned i = 0; exists && old.format < 8 && i < old.np; i++)
+        relayout |= (old.p[i].flags & MOTE_P_FULLTEXT) != 0;
+    if (relayout && !t->write) {
+        rc = mote__err(MOTE_SCHEMA, "entity %s: its full-text index was made by an earlier "
+                       "version of MoteDB; opening the entity in a write transaction rebuilds "
+                       "it", name);
+        goto out;
+    }
+    if (exists && old.hash == hash && same_prefix(&old, props, nprops) && !relayout) {
         rc = entity_build(t, name, &old, nprops, hash, rh, &e); /* as written */
     } else if (exists) {
         rc = evolve(name, &old, props, nprops, hash, &ns, matched, &diff);
-        if (!rc && !diff.changed) /* lacks or reorders properties: nothing to write */
+        if (!rc && !diff.changed && !relayout) /* lacks or reorders properties: nothing to write */
             rc = entity_build(t, name, &ns, nprops, hash, rh, &e);
         else if (!rc && !t->write)
             rc = mote__err(MOTE_SCHEMA, "entity %s: the definition differs from the stored "

@@ -5,38 +5,64 @@
  * THE TREE. Documents are objects (their ids); terms are the tokens of
  * mote_tokenize (tokenize.c: never empty, no 0x00 byte, at most 255 bytes).
  *
- *   "s"                        the totals: varint documents, varint tokens
- *   "t" term                   varint documents holding the term (its df)
- *   "p" term 0x00 first-id     a block of the term's postings, first-id
- *                              (u64 big-endian) its lowest document:
- *                              varint count, then per posting varint id
- *                              minus the previous one (the first: minus
- *                              first-id, so 0), varint tf, and tf
- *                              positions, each a varint minus the previous
- *                              (the first as it is)
+ *   "s"                        the totals: varint documents, varint tokens,
+ *                              varint layout (TEXT_LAYOUT, 2)
  *   "d" id                     varint tokens of document id (u64 BE)
+ *   "g" seg                    a segment (u32 BE, SEGMENTS): varint level
+ *   "q" seg term 0x00 first-id a block of the term's postings in segment
+ *                              seg, first-id (u64 BE) its lowest document:
+ *                              varint count << 1 | (first block of the
+ *                              term in the segment), on the first block the
+ *                              change in the term's document count that
+ *                              the segment makes (zigzag varint), then per
+ *                              posting varint id minus the previous one
+ *                              (the first: minus first-id, so 0), varint
+ *                              tf << 2 | kind, and tf positions, each a
+ *                              varint minus the previous (the first as it
+ *                              is)
  *
- * A term's blocks partition its postings by id: block i holds the ids from
- * its first-id up to the next block's first-id, excluded. A block is at
- * most TEXT_BLOCK_MAX bytes unless one posting alone is longer (a document
- * that holds a term thousands of times); it is then alone in its block, a
- * value over a quarter page in overflow pages. Since 0x00 ends the term in
- * a block's key, a term's blocks are adjacent and no other term's key
- * falls between them ("ab" 0x00 ... sorts before "ab" "c" ...).
+ * A term's blocks in a segment partition its postings there by id: block i
+ * holds the ids from its first-id up to the next block's first-id,
+ * excluded. A block is at most TEXT_BLOCK_MAX bytes unless one posting
+ * alone is longer (a document that holds a term thousands of times); it is
+ * then alone in its block, a value over a quarter page in overflow pages.
+ * Since 0x00 ends the term in a block's key, a term's blocks are adjacent
+ * and no other term's key falls between them ("ab" 0x00 ... sorts before
+ * "ab" "c" ...).
+ *
+ * SEGMENTS. Each write transaction's changes are a new segment, written
+ * once: its keys sort after every older segment's, so its blocks fill
+ * leaves one after another (appended), and no block another transaction
+ * wrote is read or rewritten. A posting says what its document's text does
+ * against everything older: holds the term and did not (NEW, kind 0), did
+ * too (UPD, 1: its positions now), or no longer does (DEL, 2: none). A
+ * search reads a term's blocks in every segment, oldest first, and lays
+ * each over what it has (`fold`: NEW then UPD is NEW, NEW then DEL is
+ * nothing, UPD then UPD is UPD, UPD then DEL is DEL, DEL then NEW is UPD;
+ * anything else is damage); what rests on no older segment must hold its
+ * term (`settle`). A term's document count is the sum of the changes its
+ * first blocks carry. When a level holds TEXT_FANIN (8) segments they are
+ * merged into one of the next level, under a new id after all others
+ * (merge_levels runs after every segment written, so the levels below are
+ * empty then; a level never rises from an older segment to a newer one):
+ * each posting is rewritten once per level, about log8 of the documents
+ * times, and a search reads at most 7 segments per level. A merge that
+ * takes the oldest segment drops what its documents no longer hold. The
+ * layout before this one (one block chain per term rewritten in place, a
+ * "t" count per term; schema format 4 or 7) rebuilt half the leaves of the
+ * tree in every transaction of a bulk load: bench/text, 98,172 passages in
+ * transactions of 1,000, build 2.27 -> 0.92 s, file 52.7 -> 37.5 MB
+ * (free pages left by the rewrites 1,366 -> 57). Such an index is rebuilt
+ * when its entity is opened in a write transaction (schema.c; a reader
+ * gets MOTE_SCHEMA, a search on it MOTE_FORMAT).
  *
  * WRITES. A write transaction collects its changes in a text_batch: a
  * document added gives one entry per distinct term, with its positions,
  * and one for the document (its length); a document removed, the same
  * from the text it was indexed with, without positions. mote__text_apply
- * sorts them by (term, id, removal first) and walks each term's blocks
- * once: the block that holds the first change's id is found with one seek
- * (the last block starting at or before it, else the term's first), the
- * changes up to the next block's first-id are merged into its decoded
- * postings, and the result is written back as one block or split into
- * several of at most TEXT_BLOCK_MAX bytes (a block emptied is deleted).
- * So a single put costs one block rewrite per distinct term, and a batch of
- * 10,000 documents one per block touched, not per posting. Blocks that
- * shrink are not merged with their neighbours (a later compaction could).
+ * sorts them by (term, id, note) and writes each term's postings as the
+ * new segment's blocks, one sorted batch of puts (mote__kv_apply), then the
+ * documents' lengths and the totals.
  *
  * SEARCH. BM25 as SQLite FTS5's bm25() computes it, so that rankings can
  * be compared: for each query term with df documents among N,
@@ -46,7 +72,9 @@
  * length in tokens and avgdl the mean. FTS5 returns the negated sum (lower
  * is better); here higher is better. The postings of every term are read
  * into one array, sorted by id, and each document's length read with one
- * cursor moving forward.
+ * cursor moving forward. An AND of words reads the rarest word's postings
+ * and, for the others, only the blocks that hold those documents
+ * (posting_of: the newest segment with a posting of the document decides).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -83,7 +111,10 @@ typedef struct tx_term {
     uint32_t len, hash;
 } tx_term;
 
-#define KEY_MAX (1 + MOTE_TOKEN_MAX + 1 + 8)
+#define KEY_MAX (1 + 4 + MOTE_TOKEN_MAX + 1 + 8)
+/* The layout of the index's entries (the totals' third number; the first
+ * layout, of one block chain per term and a count per term, had none). */
+#define TEXT_LAYOUT 2u
 
 /* ---- growing arrays ------------------------------------------------------ */
 
@@ -246,13 +277,33 @@ int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, in
 
 /* ---- keys and blocks ------------------------------------------------------------ */
 
-static size_t post_key(uint8_t *k, const char *term, size_t tlen, uint64_t id)
+static void wr_be32(uint8_t *p, uint32_t v)
 {
-    k[0] = 'p';
-    memcpy(k + 1, term, tlen);
-    k[1 + tlen] = 0;
-    mote__wr_be64(k + 2 + tlen, id);
-    return tlen + 10;
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* The key of a block of segment seg: 'q' seg term 0x00 first-id. */
+static size_t post_key(uint8_t *k, uint32_t seg, const char *term, size_t tlen, uint64_t id)
+{
+    k[0] = 'q';
+    wr_be32(k + 1, seg);
+    memcpy(k + 5, term, tlen);
+    k[5 + tlen] = 0;
+    mote__wr_be64(k + 6 + tlen, id);
+    return tlen + 14;
+}
+
+/* The key of segment seg in the directory: 'g' seg. */
+static void seg_key(uint8_t *k, uint32_t seg)
+{
+    k[0] = 'g';
+    wr_be32(k + 1, seg);
 }
 
 /* The key of document id's length: 'd' + id (u64 BE), 9 bytes. */
@@ -262,21 +313,44 @@ static void doc_key(uint8_t *k, uint64_t id)
     mote__wr_be64(k + 1, id);
 }
 
-/* Is key (of the cursor) a block of term? Its first id into *first. */
-static int is_block_of(const mote_val *key, const char *term, size_t tlen, uint64_t *first)
+/* Is key a block (of segment seg, if not NULL *seg... see block_key)? */
+static int block_key(const mote_val *key, uint32_t *seg, const uint8_t **term, size_t *tlen,
+                     uint64_t *first)
 {
     const uint8_t *k = key->data;
-    if (key->size != tlen + 10 || k[0] != 'p' || memcmp(k + 1, term, tlen) || k[1 + tlen])
+    if (key->size < 15 || k[0] != 'q' || k[key->size - 9])
         return 0;
-    *first = mote__be64(k + 2 + tlen);
+    *seg = be32(k + 1);
+    *term = k + 5;
+    *tlen = key->size - 14;
+    *first = mote__be64(k + key->size - 8);
     return 1;
 }
+
+/* Is key a block of term in segment seg? Its first id into *first. */
+static int is_block_of(const mote_val *key, uint32_t seg, const char *term, size_t tlen,
+                       uint64_t *first)
+{
+    const uint8_t *k = key->data;
+    if (key->size != tlen + 14 || k[0] != 'q' || be32(k + 1) != seg ||
+        memcmp(k + 5, term, tlen) || k[5 + tlen])
+        return 0;
+    *first = mote__be64(k + 6 + tlen);
+    return 1;
+}
+
+/* What a posting says of its document, against the segments before its
+ * own (SEGMENTS): it holds the term now and did not (NEW), did too (UPD:
+ * new positions), or no longer does (DEL: no positions). NONE: nothing
+ * left of it (merging a NEW with a later DEL). */
+enum { PK_NEW, PK_UPD, PK_DEL, PK_NONE };
 
 /* A decoded posting; its positions in a side array. */
 typedef struct post {
     uint64_t id;
     size_t pos;
     uint32_t tf;
+    uint8_t kind;
 } post;
 
 typedef struct postings {
@@ -284,35 +358,49 @@ typedef struct postings {
     size_t n, cap;
     uint32_t *pos;
     size_t npos, pos_cap;
-    uint8_t *raw;  /* apply_block: a copy of the block's bytes */
-    size_t rlen, rcap;
 } postings;
 
-static int decode_block(const uint8_t *b, size_t len, uint64_t first, postings *out)
+/* Decode a block (first: the id in its key) onto the end of out; *df
+ * (may be NULL) += its document-count change if it is its term's first
+ * block in the segment (then *first_block is set; NULL: not asked). */
+static int decode_block(const uint8_t *b, size_t len, uint64_t first, postings *out, int64_t *df,
+                        int *first_block)
 {
     const uint8_t *p = b, *end = b + len;
-    uint64_t count, id = first, v;
+    uint64_t head, count, id = first, v;
     unsigned u;
-    if (!(u = mote__varint_get(p, end, &count)) || count == 0 || count > len)
+    if (!(u = mote__varint_get(p, end, &head)) || (count = head >> 1) == 0 || count > len)
         return CORRUPT("text index: a block's count is damaged");
     p += u;
+    if (first_block)
+        *first_block = (int)(head & 1);
+    if (head & 1) { /* the term's first block in its segment: the count change, zigzag */
+        if (!(u = mote__varint_get(p, end, &v)))
+            return CORRUPT("text index: a block is cut short");
+        p += u;
+        if (df)
+            *df += (v & 1) ? -(int64_t)(v >> 1) - 1 : (int64_t)(v >> 1);
+    }
     int rc;
     if ((rc = grow((void **)&out->p, &out->cap, out->n + count, sizeof *out->p)))
         return rc;
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t d, tf;
+        uint64_t d, x;
         if (!(u = mote__varint_get(p, end, &d)))
             return CORRUPT("text index: a block is cut short");
         p += u;
         if ((i == 0 && d != 0) || (i > 0 && (d == 0 || id + d < id)))
             return CORRUPT("text index: a block's ids do not ascend");
         id += d;
-        if (!(u = mote__varint_get(p, end, &tf)) || tf == 0 || tf > (uint64_t)(end - p))
-            return CORRUPT("text index: a posting's count is damaged");
+        if (!(u = mote__varint_get(p, end, &x)))
+            return CORRUPT("text index: a block is cut short");
         p += u;
+        uint64_t kind = x & 3, tf = x >> 2;
+        if (kind == PK_NONE || (kind == PK_DEL) != (tf == 0) || tf > (uint64_t)(end - p))
+            return CORRUPT("text index: a posting's count is damaged");
         if ((rc = grow((void **)&out->pos, &out->pos_cap, out->npos + tf, sizeof *out->pos)))
             return rc;
-        out->p[out->n++] = (post){id, out->npos, (uint32_t)tf};
+        out->p[out->n++] = (post){id, out->npos, (uint32_t)tf, (uint8_t)kind};
         uint64_t at = 0;
         for (uint64_t j = 0; j < tf; j++) {
             if (!(u = mote__varint_get(p, end, &v)) || (j && v == 0) || at + v > UINT32_MAX)
@@ -329,7 +417,7 @@ static int decode_block(const uint8_t *b, size_t len, uint64_t first, postings *
 
 static size_t posting_size(const post *p, const uint32_t *pos, uint64_t prev)
 {
-    size_t n = mote__varint_size(p->id - prev) + mote__varint_size(p->tf);
+    size_t n = mote__varint_size(p->id - prev) + mote__varint_size((uint64_t)p->tf << 2 | p->kind);
     for (uint32_t j = 0, at = 0; j < p->tf; j++) {
         n += mote__varint_size(pos[p->pos + j] - at);
         at = pos[p->pos + j];
@@ -340,7 +428,7 @@ static size_t posting_size(const post *p, const uint32_t *pos, uint64_t prev)
 static size_t encode_posting(uint8_t *o, const post *p, const uint32_t *pos, uint64_t prev)
 {
     size_t n = mote__varint_put(o, p->id - prev);
-    n += mote__varint_put(o + n, p->tf);
+    n += mote__varint_put(o + n, (uint64_t)p->tf << 2 | p->kind);
     for (uint32_t j = 0, at = 0; j < p->tf; j++) {
         n += mote__varint_put(o + n, pos[p->pos + j] - at);
         at = pos[p->pos + j];
@@ -408,35 +496,6 @@ static int op_write(mote_txn *t, uint32_t tree, opbuf *o)
         o->ops[m++] = o->ops[i];
     }
     return m ? mote__kv_apply(t, tree, o->ops, m, NULL) : MOTE_OK;
-}
-
-/* Write postings ps[0..n) of term as blocks of at most TEXT_BLOCK_MAX
- * bytes (a posting longer than that alone in its block). */
-static int write_blocks(opbuf *o, const char *term, size_t tlen, const post *ps, size_t n,
-                        const uint32_t *pos)
-{
-    uint8_t key[KEY_MAX];
-    for (size_t i = 0; i < n;) {
-        /* how many postings fit, at least one */
-        size_t j = i, bytes = 0;
-        for (uint64_t prev = ps[i].id; j < n; j++) {
-            size_t s = posting_size(&ps[j], pos, prev);
-            if (j > i && mote__varint_size(j - i + 1) + bytes + s > TEXT_BLOCK_MAX)
-                break;
-            bytes += s;
-            prev = ps[j].id;
-        }
-        size_t kl = post_key(key, term, tlen, ps[i].id), len = mote__varint_size(j - i) + bytes;
-        uint8_t *v;
-        int rc = op_add(o, key, kl, len, 0, &v);
-        if (rc)
-            return rc;
-        size_t at = mote__varint_put(v, j - i);
-        for (size_t k = i; k < j; k++)
-            at += encode_posting(v + at, &ps[k], pos, k == i ? ps[i].id : ps[k - 1].id);
-        i = j;
-    }
-    return MOTE_OK;
 }
 
 /* ---- applying a batch -------------------------------------------------------------- */
@@ -538,185 +597,378 @@ static int put_varints(opbuf *o, const void *key, size_t kl, const uint64_t *v, 
     return rc;
 }
 
-/* A block's posting count, where its postings start and its last id. */
-static int block_tail(const uint8_t *b, size_t len, uint64_t first, uint64_t *count,
-                      size_t *body, uint64_t *last)
+/* Write postings ps[0..n) (n >= 1) of term in segment seg as blocks of at
+ * most TEXT_BLOCK_MAX bytes (a posting longer than that alone in its
+ * block); the first carries df, the term's document-count change. */
+static int write_blocks(opbuf *o, uint32_t seg, const char *term, size_t tlen, const post *ps,
+                        size_t n, const uint32_t *pos, int64_t df)
 {
-    const uint8_t *p = b, *end = b + len;
-    uint64_t id = first, d, tf, v;
-    unsigned u;
-    if (!(u = mote__varint_get(p, end, count)) || *count == 0)
-        return CORRUPT("text index: a block's count is damaged");
-    p += u;
-    *body = u;
-    for (uint64_t i = 0; i < *count; i++) {
-        if (!(u = mote__varint_get(p, end, &d)))
-            return CORRUPT("text index: a block is cut short");
-        p += u;
-        id += d;
-        if (!(u = mote__varint_get(p, end, &tf)))
-            return CORRUPT("text index: a block is cut short");
-        p += u;
-        for (uint64_t j = 0; j < tf; j++) {
-            if (!(u = mote__varint_get(p, end, &v)))
-                return CORRUPT("text index: a block is cut short");
-            p += u;
+    uint8_t key[KEY_MAX];
+    uint64_t zz = df < 0 ? ((uint64_t)(-(df + 1)) << 1) | 1 : (uint64_t)df << 1;
+    for (size_t i = 0; i < n;) {
+        /* how many postings fit, at least one */
+        size_t head = i ? 0 : mote__varint_size(zz), j = i, bytes = 0;
+        for (uint64_t prev = ps[i].id; j < n; j++) {
+            size_t s = posting_size(&ps[j], pos, prev);
+            if (j > i && mote__varint_size((j - i + 1) << 1) + head + bytes + s > TEXT_BLOCK_MAX)
+                break;
+            bytes += s;
+            prev = ps[j].id;
         }
+        size_t kl = post_key(key, seg, term, tlen, ps[i].id);
+        size_t len = mote__varint_size((uint64_t)(j - i) << 1) + head + bytes;
+        uint8_t *v;
+        int rc = op_add(o, key, kl, len, 0, &v);
+        if (rc)
+            return rc;
+        size_t at = mote__varint_put(v, (uint64_t)(j - i) << 1 | (i == 0));
+        if (i == 0)
+            at += mote__varint_put(v + at, zz);
+        for (size_t k = i; k < j; k++)
+            at += encode_posting(v + at, &ps[k], pos, k == i ? ps[i].id : ps[k - 1].id);
+        i = j;
     }
-    *last = id;
-    return p == end ? MOTE_OK : CORRUPT("text index: a block has bytes after its postings");
-}
-
-/* New documents' postings after all of a block's (the common case: objects
- * get ascending ids): the block's bytes are kept and the new postings
- * appended, without decoding it, if the result still fits. 1: done. */
-static int append_block(opbuf *o, const text_batch *b, const tx_entry *e, size_t m,
-                        const uint8_t *key, size_t kl, const uint8_t *raw, size_t rlen,
-                        uint64_t first, int *done)
-{
-    *done = 0;
-    for (size_t j = 0; j < m; j++)
-        if (!e[j].add || (j && e[j].k.id == e[j - 1].k.id))
-            return MOTE_OK;
-    uint64_t count = 0, last = 0;
-    size_t body = 0;
-    int rc = block_tail(raw, rlen, first, &count, &body, &last);
-    if (rc || e[0].k.id <= last)
-        return rc;
-    size_t add = 0;
-    for (size_t j = 0; j < m; j++) /* an entry is a posting with the batch's positions */
-        add += posting_size(&(post){e[j].k.id, e[j].pos, e[j].tf}, b->pos,
-                            j ? e[j - 1].k.id : last);
-    size_t len = mote__varint_size(count + m) + (rlen - body) + add;
-    if (len > TEXT_BLOCK_MAX)
-        return MOTE_OK;
-    uint8_t *v;
-    if ((rc = op_add(o, key, kl, len, 0, &v)))
-        return rc;
-    size_t at = mote__varint_put(v, count + m);
-    memcpy(v + at, raw + body, rlen - body);
-    at += rlen - body;
-    for (size_t j = 0; j < m; j++)
-        at += encode_posting(v + at, &(post){e[j].k.id, e[j].pos, e[j].tf}, b->pos,
-                             j ? e[j - 1].k.id : last);
-    *done = 1;
     return MOTE_OK;
 }
 
-/* Merge the changes e[0..n) (one term, sorted) into the block that holds
- * e[0].id and those after it up to the next block; *used: how many changes
- * it took; *df: the change in the term's document count. */
-static int apply_block(mote_cursor *c, opbuf *o, const text_batch *b, const tx_entry *e,
-                       size_t n, size_t *used, int64_t *df, postings *old, postings *neu)
+/* The totals ("s": documents, tokens, the layout); MOTE_NOTFOUND if the
+ * index is empty, MOTE_FORMAT if an earlier layout made it. */
+static int get_totals(mote_txn *t, uint32_t tree, uint64_t tot[3])
 {
-    const char *term = b->terms + b->t[e[0].term].off;
-    size_t tlen = b->t[e[0].term].len;
-    uint8_t key[KEY_MAX];
-    size_t kl = post_key(key, term, tlen, e[0].k.id);
-    mote_val k, v;
-    uint64_t first = 0, next = UINT64_MAX;
-    int have = 0;
-    int rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_LE);
-    if (!rc && !(rc = mote_cursor_get(c, &k, NULL)))
-        have = is_block_of(&k, term, tlen, &first);
-    if (rc && rc != MOTE_NOTFOUND)
+    mote_val val;
+    tot[0] = tot[1] = tot[2] = 0;
+    int rc = mote_kv_get(t, tree, "s", 1, &val);
+    if (rc)
         return rc;
-    if (!have) { /* before the term's first block, if any */
-        rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE);
-        if (!rc && !(rc = mote_cursor_get(c, &k, NULL)))
-            have = is_block_of(&k, term, tlen, &first);
-        if (rc && rc != MOTE_NOTFOUND)
-            return rc;
+    const uint8_t *p = val.data, *end = p + val.size;
+    int n = 0;
+    for (; n < 3 && p < end; n++) {
+        unsigned u = mote__varint_get(p, end, &tot[n]);
+        if (!u)
+            return CORRUPT("text index: the totals are damaged");
+        p += u;
     }
-    old->n = old->npos = 0;
-    if (have) { /* its bytes, kept while the cursor moves on to the next block */
-        if ((rc = mote_cursor_get(c, NULL, &v)) ||
-            (rc = grow((void **)&old->raw, &old->rcap, v.size + 1, 1)))
-            return rc;
-        memcpy(old->raw, v.data, v.size);
-        old->rlen = v.size;
-        rc = mote_cursor_next(c);
-        if (!rc && !(rc = mote_cursor_get(c, &k, NULL)) && !is_block_of(&k, term, tlen, &next))
-            next = UINT64_MAX;
-        if (rc && rc != MOTE_NOTFOUND)
-            return rc;
-    }
-    size_t m = 0;
-    while (m < n && e[m].k.id < next)
-        m++;
-    *used = m;
-    if (have && first <= e[0].k.id) {
-        int done;
-        kl = post_key(key, term, tlen, first);
-        if ((rc = append_block(o, b, e, m, key, kl, old->raw, old->rlen, first, &done)))
-            return rc;
-        if (done) {
-            *df += (int64_t)m; /* new documents, one entry each */
-            return MOTE_OK;
+    if (n == 2 && p == end)
+        return mote__err(MOTE_FORMAT, "this full-text index was made by an earlier version of "
+                         "MoteDB (its postings are laid out differently): opening its entity "
+                         "in a write transaction rebuilds it");
+    if (n != 3 || p != end || tot[2] != TEXT_LAYOUT)
+        return CORRUPT("text index: the totals are damaged");
+    return MOTE_OK;
+}
+
+int mote__text_layout(mote_txn *t, uint32_t tree)
+{
+    uint64_t tot[3];
+    int rc = get_totals(t, tree, tot);
+    return rc == MOTE_NOTFOUND || rc == MOTE_CORRUPT ? MOTE_OK : rc;
+}
+
+/* ---- segments ---------------------------------------------------------------------- */
+
+/* The live segments, oldest (lowest id) first, and their levels. */
+typedef struct seglist {
+    uint32_t *id;
+    uint8_t *lvl;
+    size_t n, cap, lcap;
+} seglist;
+
+static void segs_free(seglist *S)
+{
+    mote__free(S->id);
+    mote__free(S->lvl);
+    memset(S, 0, sizeof *S);
+}
+
+/* Read the directory: levels never rise from an older segment to a newer
+ * one (SEGMENTS). */
+static int segs_read(mote_txn *t, uint32_t tree, seglist *S)
+{
+    mote_cursor *c;
+    S->n = 0;
+    int rc = mote_cursor_open(t, tree, &c);
+    if (rc)
+        return rc;
+    for (rc = mote_cursor_seek(c, "g", 1, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        uint64_t lvl = 0;
+        if ((rc = mote_cursor_get(c, &k, &v)))
+            break;
+        const uint8_t *kp = k.data, *vp = v.data;
+        if (!k.size || kp[0] != 'g')
+            break;
+        if (k.size != 5 || mote__varint_get(vp, vp + v.size, &lvl) != v.size || lvl > 63 ||
+            (S->n && lvl > S->lvl[S->n - 1])) {
+            rc = CORRUPT("text index: a segment's entry is damaged");
+            break;
         }
+        if ((rc = grow((void **)&S->id, &S->cap, S->n + 1, sizeof *S->id)) ||
+            (rc = grow((void **)&S->lvl, &S->lcap, S->n + 1, sizeof *S->lvl)))
+            break;
+        S->id[S->n] = be32(kp + 1);
+        S->lvl[S->n++] = (uint8_t)lvl;
     }
-    if (have && (rc = decode_block(old->raw, old->rlen, first, old)))
+    mote_cursor_close(c);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+/* A posting appended to out, its positions copied. */
+static int push_post(postings *out, const post *p, const uint32_t *pos, uint8_t kind)
+{
+    uint32_t tf = kind == PK_DEL ? 0 : p->tf;
+    int rc;
+    if ((rc = grow((void **)&out->p, &out->cap, out->n + 1, sizeof *out->p)) ||
+        (rc = grow((void **)&out->pos, &out->pos_cap, out->npos + tf, sizeof *out->pos)))
         return rc;
-    /* merge old postings with changes e[0..m): both ascend by id */
-    neu->n = 0;
-    neu->npos = 0;
+    if (tf) /* (a DEL's arrays may be NULL) */
+        memcpy(out->pos + out->npos, pos + p->pos, tf * sizeof *out->pos);
+    out->p[out->n++] = (post){p->id, out->npos, tf, kind};
+    out->npos += tf;
+    return MOTE_OK;
+}
+
+/* A document's posting in an older segment, then one in a newer: what the
+ * two say together (SEGMENTS); -1 if they contradict each other. */
+static int combine(int older, int newer)
+{
+    if (older == PK_NEW)
+        return newer == PK_UPD ? PK_NEW : newer == PK_DEL ? PK_NONE : -1;
+    if (older == PK_UPD)
+        return newer == PK_UPD ? PK_UPD : newer == PK_DEL ? PK_DEL : -1;
+    return newer == PK_NEW ? PK_UPD : -1; /* older: DEL */
+}
+
+/* The postings of a newer segment laid over those of older ones (both
+ * ascending), into out (emptied first); documents left with nothing are
+ * dropped. */
+static int fold(const postings *older, const postings *newer, postings *out)
+{
     size_t i = 0, j = 0;
-    while (i < old->n || j < m) {
-        if (j < m && (i == old->n || e[j].k.id <= old->p[i].id)) {
-            /* the changes of one document: what counts is whether it held
-             * the term before them (their first one removes it) and after
-             * them (their last one adds it, with its positions) */
-            size_t g = j + 1;
-            while (g < m && e[g].k.id == e[j].k.id)
-                g++;
-            int present = i < old->n && old->p[i].id == e[j].k.id, was = !e[j].add;
-            if (was != present)
-                return CORRUPT(present ? "text index: a document's term is indexed twice"
-                                       : "text index: a removed document's term has no "
-                                         "posting");
-            i += present;
-            const tx_entry *last = &e[g - 1];
-            if (last->add) {
-                if ((rc = grow((void **)&neu->p, &neu->cap, neu->n + 1, sizeof *neu->p)) ||
-                    (rc = grow((void **)&neu->pos, &neu->pos_cap, neu->npos + last->tf,
-                               sizeof *neu->pos)))
-                    return rc;
-                memcpy(neu->pos + neu->npos, b->pos + last->pos, last->tf * sizeof *neu->pos);
-                neu->p[neu->n++] = (post){last->k.id, neu->npos, last->tf};
-                neu->npos += last->tf;
-            }
-            *df += last->add - was;
-            j = g;
+    int rc = MOTE_OK;
+    out->n = out->npos = 0;
+    while (!rc && (i < older->n || j < newer->n)) {
+        if (j == newer->n || (i < older->n && older->p[i].id < newer->p[j].id)) {
+            rc = push_post(out, &older->p[i], older->pos, older->p[i].kind);
+            i++;
+        } else if (i == older->n || newer->p[j].id < older->p[i].id) {
+            rc = push_post(out, &newer->p[j], newer->pos, newer->p[j].kind);
+            j++;
         } else {
-            const post *o = &old->p[i++];
-            if ((rc = grow((void **)&neu->p, &neu->cap, neu->n + 1, sizeof *neu->p)) ||
-                (rc = grow((void **)&neu->pos, &neu->pos_cap, neu->npos + o->tf,
-                           sizeof *neu->pos)))
-                return rc;
-            memcpy(neu->pos + neu->npos, old->pos + o->pos, o->tf * sizeof *neu->pos);
-            neu->p[neu->n++] = (post){o->id, neu->npos, o->tf};
-            neu->npos += o->tf;
+            int k = combine(older->p[i].kind, newer->p[j].kind);
+            if (k < 0)
+                return CORRUPT("text index: document %llu's postings contradict each other",
+                               (unsigned long long)newer->p[j].id);
+            if (k != PK_NONE)
+                rc = push_post(out, &newer->p[j], newer->pos, (uint8_t)k);
+            i++, j++;
         }
     }
-    if (have && (!neu->n || neu->p[0].id != first)) {
-        kl = post_key(key, term, tlen, first);
-        if ((rc = op_add(o, key, kl, 0, 1, NULL)))
-            return rc;
+    return rc;
+}
+
+/* Postings that rest on no older segment: every one must hold its term
+ * (UPD becomes NEW; a DEL has nothing to remove); df, if not NULL, must be
+ * their number. */
+static int settle(postings *ps, const int64_t *df)
+{
+    for (size_t i = 0; i < ps->n; i++) {
+        if (ps->p[i].kind == PK_DEL)
+            return CORRUPT("text index: document %llu's term is removed but was never added",
+                           (unsigned long long)ps->p[i].id);
+        ps->p[i].kind = PK_NEW;
     }
-    return write_blocks(o, term, tlen, neu->p, neu->n, neu->pos);
+    if (df && *df != (int64_t)ps->n)
+        return CORRUPT("text index: a term counts %lld documents, its postings %zu",
+                       (long long)*df, ps->n);
+    return MOTE_OK;
+}
+
+/* Read every block of term in segment seg onto the end of ps (from the
+ * cursor's position if `here`, else from a seek); *df += its change. Each
+ * block's key is deleted into o if o is not NULL (a merge). The cursor is
+ * left past them. */
+static int read_term(mote_cursor *c, uint32_t seg, const char *term, size_t tlen, int here,
+                     postings *ps, int64_t *df, opbuf *o)
+{
+    uint8_t key[KEY_MAX];
+    int rc = MOTE_OK, first = 1;
+    if (!here)
+        rc = mote_cursor_seek(c, key, post_key(key, seg, term, tlen, 0), MOTE_SEEK_GE);
+    for (; !rc; rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        uint64_t id;
+        int head;
+        if ((rc = mote_cursor_get(c, &k, &v)))
+            break;
+        if (!is_block_of(&k, seg, term, tlen, &id))
+            break;
+        if (ps->n && id <= ps->p[ps->n - 1].id && !first)
+            return CORRUPT("text index: a term's blocks overlap");
+        if ((rc = decode_block(v.data, v.size, id, ps, df, &head)))
+            break;
+        if (head != first)
+            return CORRUPT("text index: a term's blocks are out of order");
+        first = 0;
+        if (o && (rc = op_add(o, k.data, k.size, 0, 1, NULL)))
+            break;
+    }
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+/* Segments of one level merged into the next when there are this many. */
+#define TEXT_FANIN 8u
+
+/* Merge segments S[a..z) (all of one level, the newest of which takes the
+ * result at the next level) into one: each term's postings read from every
+ * one of them, laid over each other oldest first, written under the
+ * newest's id; the others' blocks and entries deleted. `base`: no older
+ * segment remains, so the result rests on nothing (settle). */
+static int merge_segs(mote_txn *t, uint32_t tree, const seglist *S, size_t a, size_t z)
+{
+    size_t k = z - a;
+    /* the newest segments: the result goes after them all, under a new id
+     * (appended: its leaves fill), else in the place of the newest input */
+    uint32_t out = z == S->n && S->id[z - 1] != UINT32_MAX ? S->id[z - 1] + 1 : S->id[z - 1];
+    int base = a == 0, rc = MOTE_OK;
+    mote_cursor **c = mote__calloc(k, sizeof *c);
+    int *live = mote__calloc(k, sizeof *live);
+    postings *part = mote__calloc(k, sizeof *part);
+    postings acc = {0}, tmp = {0};
+    opbuf o = {0};
+    uint8_t key[KEY_MAX];
+    char term[MOTE_TOKEN_MAX];
+    if (!c || !live || !part)
+        rc = mote__err(MOTE_NOMEM, "out of memory merging a text index");
+    for (size_t i = 0; !rc && i < k; i++) { /* each at its segment's first block */
+        uint8_t sk[5] = {'q'};
+        wr_be32(sk + 1, S->id[a + i]);
+        if (!(rc = mote_cursor_open(t, tree, &c[i])))
+            rc = mote_cursor_seek(c[i], sk, 5, MOTE_SEEK_GE);
+        live[i] = !rc;
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+    }
+    while (!rc) {
+        /* the smallest term any of them is at (those past their segment drop out) */
+        size_t tlen = 0;
+        int have = 0;
+        for (size_t i = 0; !rc && i < k; i++) {
+            mote_val kv;
+            uint32_t seg;
+            const uint8_t *tp;
+            size_t tl;
+            uint64_t first;
+            if (!live[i])
+                continue;
+            if ((rc = mote_cursor_get(c[i], &kv, NULL)) == MOTE_NOTFOUND) {
+                live[i] = 0, rc = MOTE_OK; /* past the tree's end */
+                continue;
+            }
+            if (rc)
+                break;
+            if (!block_key(&kv, &seg, &tp, &tl, &first) || seg != S->id[a + i]) {
+                live[i] = 0;
+                continue;
+            }
+            if (tl > MOTE_TOKEN_MAX) {
+                rc = CORRUPT("text index: a block's key is damaged");
+                break;
+            }
+            if (!have || term_cmp((const char *)tp, tl, term, tlen) < 0) {
+                memcpy(term, tp, tl);
+                tlen = tl;
+                have = 1;
+            }
+        }
+        if (rc || !have)
+            break;
+        int64_t df = 0;
+        acc.n = acc.npos = 0;
+        for (size_t i = 0; !rc && i < k; i++) {
+            if (!live[i])
+                continue;
+            part[i].n = part[i].npos = 0;
+            if ((rc = read_term(c[i], S->id[a + i], term, tlen, 1, &part[i], &df, &o)) ||
+                !part[i].n)
+                continue;
+            if (!acc.n) { /* the oldest with the term: taken as it is */
+                postings x = acc;
+                acc = part[i];
+                part[i] = x;
+            } else if (!(rc = fold(&acc, &part[i], &tmp))) {
+                postings x = acc;
+                acc = tmp;
+                tmp = x;
+            }
+        }
+        if (!rc && base)
+            rc = settle(&acc, &df);
+        if (!rc && acc.n)
+            rc = write_blocks(&o, out, term, tlen, acc.p, acc.n, acc.pos, df);
+    }
+    for (size_t i = 0; !rc && i < k; i++) {
+        seg_key(key, S->id[a + i]);
+        if (S->id[a + i] != out)
+            rc = op_add(&o, key, 5, 0, 1, NULL);
+    }
+    if (!rc) { /* the result's entry, at the next level */
+        uint8_t *v;
+        seg_key(key, out);
+        if (!(rc = op_add(&o, key, 5, 1, 0, &v)))
+            *v = (uint8_t)(S->lvl[a] + 1);
+    }
+    for (size_t i = 0; c && i < k; i++)
+        mote_cursor_close(c[i]);
+    if (!rc)
+        rc = op_write(t, tree, &o);
+    for (size_t i = 0; part && i < k; i++) {
+        mote__free(part[i].p);
+        mote__free(part[i].pos);
+    }
+    mote__free(c);
+    mote__free(live);
+    mote__free(part);
+    mote__free(acc.p);
+    mote__free(acc.pos);
+    mote__free(tmp.p);
+    mote__free(tmp.pos);
+    mote__free(o.ops);
+    mote__free(o.off);
+    mote__free(o.buf);
+    return rc;
+}
+
+/* Merge while a level holds TEXT_FANIN segments or more. */
+static int merge_levels(mote_txn *t, uint32_t tree)
+{
+    seglist S = {0};
+    int rc;
+    while (!(rc = segs_read(t, tree, &S))) {
+        size_t a = 0, z = 0;
+        for (size_t i = 0; i < S.n && z - a < TEXT_FANIN; i = z) {
+            for (a = i, z = i + 1; z < S.n && S.lvl[z] == S.lvl[a]; z++)
+                ;
+        }
+        if (z - a < TEXT_FANIN || S.lvl[a] == 63)
+            break;
+        if ((rc = merge_segs(t, tree, &S, a, z)))
+            break;
+    }
+    segs_free(&S);
+    return rc;
 }
 
 int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
 {
     int rc = MOTE_OK;
-    mote_cursor *c = NULL;
-    postings old = {0}, neu = {0};
+    postings neu = {0};
+    seglist S = {0};
     opbuf o = {0};
     uint8_t key[KEY_MAX];
-    uint64_t tot[2];
+    uint64_t tot[3];
     if (!b->nd)
         return MOTE_OK;
-    if ((rc = get_varints(t, tree, "s", 1, tot, 2)) == MOTE_NOTFOUND)
+    if ((rc = get_totals(t, tree, tot)) == MOTE_NOTFOUND)
         rc = MOTE_OK;
     qsort(b->d, b->nd, sizeof *b->d, cmp_key);
     for (size_t i = 0, g; !rc && i < b->nd; i = g) {
@@ -750,89 +1002,64 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
             rc = op_add(&o, key, 9, 0, 1, NULL);
         }
     }
+    tot[2] = TEXT_LAYOUT;
     if (!rc)
-        rc = tot[0] ? put_varints(&o, "s", 1, tot, 2) : op_add(&o, "s", 1, 0, 1, NULL);
+        rc = tot[0] ? put_varints(&o, "s", 1, tot, 3) : op_add(&o, "s", 1, 0, 1, NULL);
+    /* the postings: a new segment (SEGMENTS) */
     tx_entry *se = NULL;
-    if (!rc && b->n && !(rc = sort_entries(b, &se)))
-        rc = mote_cursor_open(t, tree, &c);
+    uint32_t seg = 1;
+    int wrote = 0;
+    if (!rc && b->n && !(rc = sort_entries(b, &se)) && !(rc = segs_read(t, tree, &S)) && S.n &&
+        (seg = S.id[S.n - 1] + 1) == 0)
+        rc = mote__err(MOTE_FULL, "text index: no segment number left (compact the store)");
     for (size_t i = 0; !rc && i < b->n;) {
         const char *term = b->terms + b->t[se[i].term].off;
         size_t tlen = b->t[se[i].term].len, j = i + 1;
         while (j < b->n && se[j].term == se[i].term)
             j++;
         int64_t df = 0;
-        for (size_t k = i, used = 0; !rc && k < j; k += used)
-            rc = apply_block(c, &o, b, se + k, j - k, &used, &df, &old, &neu);
-        if (!rc && df) {
-            uint64_t have;
-            key[0] = 't';
-            memcpy(key + 1, term, tlen);
-            if ((rc = get_varints(t, tree, key, 1 + tlen, &have, 1)) == MOTE_NOTFOUND)
-                rc = MOTE_OK;
-            if (!rc && (int64_t)have + df < 0)
-                rc = CORRUPT("text index: a term's document count is too low");
-            have += (uint64_t)df;
-            if (!rc)
-                rc = have ? put_varints(&o, key, 1 + tlen, &have, 1)
-                          : op_add(&o, key, 1 + tlen, 0, 1, NULL);
+        neu.n = neu.npos = 0;
+        for (size_t x = i, g; !rc && x < j; x = g) {
+            /* one document's changes: whether it held the term before them
+             * (their first removes it) and after them (their last adds it) */
+            for (g = x + 1; g < j && se[g].k.id == se[x].k.id; g++)
+                ;
+            const tx_entry *end = &se[g - 1];
+            int was = !se[x].add, now = end->add;
+            if (!was && !now)
+                continue;
+            uint8_t kind = !was ? PK_NEW : now ? PK_UPD : PK_DEL;
+            df += (kind == PK_NEW) - (kind == PK_DEL);
+            rc = push_post(&neu, &(post){end->k.id, end->pos, end->tf, kind}, b->pos, kind);
+        }
+        if (!rc && neu.n) {
+            rc = write_blocks(&o, seg, term, tlen, neu.p, neu.n, neu.pos, df);
+            wrote = 1;
         }
         i = j;
     }
-    mote_cursor_close(c);
+    if (!rc && wrote) { /* its entry, at level 0 */
+        uint8_t *v;
+        seg_key(key, seg);
+        if (!(rc = op_add(&o, key, 5, 1, 0, &v)))
+            *v = 0;
+    }
     mote__free(se);
     if (!rc)
         rc = op_write(t, tree, &o);
+    if (!rc && wrote)
+        rc = merge_levels(t, tree);
     mote__free(o.ops);
     mote__free(o.off);
     mote__free(o.buf);
-    mote__free(old.p);
-    mote__free(old.pos);
-    mote__free(old.raw);
     mote__free(neu.p);
     mote__free(neu.pos);
+    segs_free(&S);
     mote__text_batch_clear(b);
     return rc;
 }
 
 /* ---- reading ---------------------------------------------------------------------- */
-
-int mote__text_each(mote_txn *t, uint32_t tree,
-                    int (*fn)(void *ctx, const char *term, size_t tlen, uint64_t id,
-                              const uint32_t *pos, uint32_t tf),
-                    void *ctx)
-{
-    mote_cursor *c;
-    postings ps = {0};
-    int rc = mote_cursor_open(t, tree, &c);
-    if (rc)
-        return rc;
-    for (rc = mote_cursor_seek(c, "p", 1, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
-        mote_val k, v;
-        if ((rc = mote_cursor_get(c, &k, &v)))
-            break;
-        const uint8_t *kp = k.data;
-        if (!k.size || kp[0] != 'p')
-            break;
-        if (k.size < 11 || kp[k.size - 9] != 0) {
-            rc = CORRUPT("text index: a block's key is damaged");
-            break;
-        }
-        size_t tlen = k.size - 10;
-        ps.n = ps.npos = 0;
-        if ((rc = decode_block(v.data, v.size, mote__be64(kp + k.size - 8), &ps)))
-            break;
-        char term[MOTE_TOKEN_MAX];
-        memcpy(term, kp + 1, tlen < sizeof term ? tlen : sizeof term);
-        for (size_t i = 0; !rc && i < ps.n; i++)
-            rc = fn(ctx, term, tlen, ps.p[i].id, ps.pos + ps.p[i].pos, ps.p[i].tf);
-        if (rc)
-            break;
-    }
-    mote_cursor_close(c);
-    mote__free(ps.p);
-    mote__free(ps.pos);
-    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
-}
 
 /* A posting of the search: document, query term, tf. */
 /* BM25 (text.c's opening comment): a unit's idf from its document count df
@@ -938,31 +1165,261 @@ static int add_qterm(void *ctx, const char *token, size_t len, uint32_t pos, siz
     return qterms_push(q, token, len);
 }
 
-/* Every posting of term, with positions, into ps (ascending ids). */
-static int postings_all(mote_cursor *c, const char *term, size_t tlen, postings *ps)
+/* qterms ix[] compared by their terms (terms_from's sort; qsort has no
+ * context argument) */
+static _Thread_local const qterms *tl_terms;
+
+static int cmp_qterm(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    return term_cmp(tl_terms->t[a], tl_terms->len[a], tl_terms->t[b], tl_terms->len[b]);
+}
+
+
+/* What searches read an index with: a cursor, its segments, scratch. */
+typedef struct treader {
+    mote_txn *t;
+    uint32_t tree;
+    mote_cursor *c;
+    seglist S;
+    postings part, tmp;
+    struct sblock *sb; /* per segment: a decoded block (posting_of) */
+    size_t sbcap;
+} treader;
+
+/* A decoded block of one segment and the ids it holds: [first, next). */
+typedef struct sblock {
+    postings ps;
+    uint64_t first, next;
+    int loaded;
+} sblock;
+
+static int reader_open(treader *r, mote_txn *t, uint32_t tree)
+{
+    memset(r, 0, sizeof *r);
+    r->t = t;
+    r->tree = tree;
+    int rc = segs_read(t, tree, &r->S);
+    if (!rc)
+        rc = mote_cursor_open(t, tree, &r->c);
+    if (!rc && r->S.n && !(r->sb = mote__calloc(r->S.n, sizeof *r->sb)))
+        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+    return rc;
+}
+
+static void reader_close(treader *r)
+{
+    mote_cursor_close(r->c);
+    for (size_t i = 0; r->sb && i < r->S.n; i++) {
+        mote__free(r->sb[i].ps.p);
+        mote__free(r->sb[i].ps.pos);
+    }
+    mote__free(r->sb);
+    segs_free(&r->S);
+    mote__free(r->part.p);
+    mote__free(r->part.pos);
+    mote__free(r->tmp.p);
+    mote__free(r->tmp.pos);
+    memset(r, 0, sizeof *r);
+}
+
+/* Every posting of term, with positions, into ps (ascending ids): each
+ * segment's laid over the older ones' (SEGMENTS). */
+static int postings_all(treader *r, const char *term, size_t tlen, postings *ps)
+{
+    int rc = MOTE_OK;
+    int64_t df = 0;
+    ps->n = ps->npos = 0;
+    for (size_t i = 0; !rc && i < r->S.n; i++) {
+        postings *into = ps->n ? &r->part : ps;
+        into->n = into->npos = 0;
+        if ((rc = read_term(r->c, r->S.id[i], term, tlen, 0, into, &df, NULL)) || into == ps ||
+            !into->n)
+            continue;
+        if (!(rc = fold(ps, &r->part, &r->tmp))) {
+            postings x = *ps;
+            *ps = r->tmp;
+            r->tmp = x;
+        }
+    }
+    return rc ? rc : settle(ps, &df);
+}
+
+/* Term's document count: the changes its first block in each segment
+ * carries, added up. */
+static int term_df(treader *r, const char *term, size_t tlen, uint64_t *out)
 {
     uint8_t key[KEY_MAX];
-    size_t kl = post_key(key, term, tlen, 0);
-    int rc;
-    ps->n = ps->npos = 0;
-    for (rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(c)) {
-        mote_val kv, vv;
-        uint64_t first;
-        if ((rc = mote_cursor_get(c, &kv, &vv)))
-            break;
-        if (!is_block_of(&kv, term, tlen, &first))
-            break;
-        if ((rc = decode_block(vv.data, vv.size, first, ps)))
-            break;
+    int64_t df = 0;
+    int rc = MOTE_OK;
+    for (size_t i = 0; !rc && i < r->S.n; i++) {
+        mote_val k, v;
+        uint64_t first, head, z;
+        unsigned u;
+        rc = mote_cursor_seek(r->c, key, post_key(key, r->S.id[i], term, tlen, 0), MOTE_SEEK_GE);
+        if (!rc && !(rc = mote_cursor_get(r->c, &k, &v)) &&
+            is_block_of(&k, r->S.id[i], term, tlen, &first)) {
+            const uint8_t *p = v.data, *end = p + v.size;
+            if (!(u = mote__varint_get(p, end, &head)) || !(head & 1) ||
+                !mote__varint_get(p + u, end, &z))
+                return CORRUPT("text index: a term's first block is damaged");
+            df += (z & 1) ? -(int64_t)(z >> 1) - 1 : (int64_t)(z >> 1);
+        }
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
     }
-    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    if (!rc && df < 0)
+        return CORRUPT("text index: a term counts fewer than no documents");
+    *out = (uint64_t)df;
+    return rc;
+}
+
+/* Document id's posting of term in segment i (NULL if none there), from
+ * its block (decoded once for the ids it holds: ids asked for in
+ * ascending order read each block once). sblock i must have been reset
+ * (loaded = 0) for a new term. */
+static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint64_t id,
+                      const post **out)
+{
+    sblock *b = &r->sb[i];
+    *out = NULL;
+    if (!b->loaded || id < b->first || id >= b->next) {
+        uint8_t key[KEY_MAX];
+        mote_val k, v;
+        uint64_t first;
+        b->ps.n = b->ps.npos = 0;
+        b->loaded = 1;
+        b->first = id;
+        size_t kl = post_key(key, r->S.id[i], term, tlen, id);
+        int rc = mote_cursor_seek(r->c, key, kl, MOTE_SEEK_LE);
+        if (!rc && !(rc = mote_cursor_get(r->c, &k, &v)) &&
+            !is_block_of(&k, r->S.id[i], term, tlen, &first))
+            rc = MOTE_NOTFOUND;
+        if (rc == MOTE_NOTFOUND) { /* no block up to id: none up to the next one's first id */
+            b->next = UINT64_MAX;
+            rc = mote_cursor_seek(r->c, key, kl, MOTE_SEEK_GE);
+            if (!rc && !(rc = mote_cursor_get(r->c, &k, NULL)) &&
+                !is_block_of(&k, r->S.id[i], term, tlen, &b->next))
+                b->next = UINT64_MAX;
+            return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+        }
+        if (rc)
+            return rc;
+        if ((rc = decode_block(v.data, v.size, first, &b->ps, NULL, NULL)))
+            return rc;
+        b->first = first;
+        b->next = UINT64_MAX;
+        if (!(rc = mote_cursor_next(r->c)) && !(rc = mote_cursor_get(r->c, &k, NULL)) &&
+            !is_block_of(&k, r->S.id[i], term, tlen, &b->next))
+            b->next = UINT64_MAX;
+        if (rc && rc != MOTE_NOTFOUND)
+            return rc;
+    }
+    size_t lo = 0, hi = b->ps.n; /* binary search of the block's ids */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (b->ps.p[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < b->ps.n && b->ps.p[lo].id == id)
+        *out = &b->ps.p[lo];
+    return MOTE_OK;
+}
+
+/* Does document id hold term? *out: its posting (NULL: no), and *pos its
+ * positions' array: the newest segment with a posting of it decides. */
+static int posting_of(treader *r, const char *term, size_t tlen, uint64_t id, const post **out,
+                      const uint32_t **pos)
+{
+    *out = NULL;
+    for (size_t i = r->S.n; i-- > 0;) {
+        const post *p;
+        int rc = posting_in(r, i, term, tlen, id, &p);
+        if (rc)
+            return rc;
+        if (p) {
+            if (p->kind != PK_DEL) {
+                *out = p;
+                *pos = r->sb[i].ps.pos;
+            }
+            return MOTE_OK;
+        }
+    }
+    return MOTE_OK;
+}
+
+/* Forget the blocks posting_of decoded (another term comes). */
+static void reader_reset(treader *r)
+{
+    for (size_t i = 0; i < r->S.n; i++)
+        r->sb[i].loaded = 0;
+}
+
+/* The terms of the index that start with pre[0..pl), each once, ascending,
+ * into the malloc'd *out (MOTE_TOKEN_MAX bytes each) and *lens. */
+static int terms_from(treader *r, const char *pre, size_t pl, char (**out)[MOTE_TOKEN_MAX],
+                      uint32_t **lens, size_t *n)
+{
+    qterms q = {0};
+    int rc = MOTE_OK;
+    for (size_t i = 0; !rc && i < r->S.n; i++) {
+        uint8_t key[KEY_MAX];
+        key[0] = 'q';
+        wr_be32(key + 1, r->S.id[i]);
+        memcpy(key + 5, pre, pl);
+        size_t kl = 5 + pl;
+        for (rc = mote_cursor_seek(r->c, key, kl, MOTE_SEEK_GE); !rc;
+             rc = mote_cursor_seek(r->c, key, kl, MOTE_SEEK_GE)) {
+            mote_val k;
+            uint32_t seg;
+            const uint8_t *tp;
+            size_t tl;
+            uint64_t first;
+            if ((rc = mote_cursor_get(r->c, &k, NULL)))
+                break;
+            if (!block_key(&k, &seg, &tp, &tl, &first) || seg != r->S.id[i] || tl < pl ||
+                tl > MOTE_TOKEN_MAX || memcmp(tp, pre, pl))
+                break;
+            if ((rc = qterms_push(&q, (const char *)tp, tl)))
+                break;
+            memcpy(key + 5, tp, tl); /* past the term's blocks */
+            key[5 + tl] = 1;
+            kl = 6 + tl;
+        }
+        if (rc == MOTE_NOTFOUND)
+            rc = MOTE_OK;
+    }
+    if (!rc && q.n > 1) { /* sorted, each once */
+        size_t *ix = mote__malloc(q.n * sizeof *ix);
+        qterms u = {0};
+        if (!ix)
+            rc = mote__err(MOTE_NOMEM, "out of memory searching text");
+        for (size_t i = 0; ix && i < q.n; i++)
+            ix[i] = i;
+        tl_terms = &q;
+        if (ix)
+            qsort(ix, q.n, sizeof *ix, cmp_qterm);
+        for (size_t i = 0; !rc && i < q.n; i++)
+            if (!i || cmp_qterm(&ix[i - 1], &ix[i]))
+                rc = qterms_push(&u, q.t[ix[i]], q.len[ix[i]]);
+        mote__free(ix);
+        mote__free(q.t);
+        mote__free(q.len);
+        q = u;
+    }
+    *out = q.t;
+    *lens = q.len;
+    *n = rc ? 0 : q.n;
+    return rc;
 }
 
 /* Append to h every posting of term (query term number qi). */
-static int hits_all(mote_cursor *c, const char *term, size_t tlen, uint32_t qi, hit **h,
-                    size_t *nh, size_t *hcap, postings *ps)
+static int hits_all(treader *r, const char *term, size_t tlen, uint32_t qi, hit **h, size_t *nh,
+                    size_t *hcap, postings *ps)
 {
-    int rc = postings_all(c, term, tlen, ps);
+    int rc = postings_all(r, term, tlen, ps);
     if (!rc)
         rc = grow((void **)h, hcap, *nh + ps->n, sizeof **h);
     for (size_t j = 0; !rc && j < ps->n; j++)
@@ -974,57 +1431,84 @@ static int hits_all(mote_cursor *c, const char *term, size_t tlen, uint32_t qi, 
  * cand[0..nc) (ascending) that hold it, reading only the blocks that may
  * hold them; *kept: how many do. For an AND query: the candidates are the
  * documents holding every rarer term. */
-static int hits_among(mote_cursor *c, const char *term, size_t tlen, uint32_t qi,
+static int hits_among(treader *r, const char *term, size_t tlen, uint32_t qi,
                       const uint64_t *cand, size_t nc, hit **h, size_t *nh, size_t *hcap,
-                      postings *ps, size_t *kept)
+                      size_t *kept)
 {
-    uint8_t key[KEY_MAX];
-    uint64_t first = 0, next = 0; /* the decoded block holds ids in [first, next) */
-    int loaded = 0, rc = MOTE_OK;
+    int rc = MOTE_OK;
     *kept = 0;
+    reader_reset(r);
     for (size_t i = 0; !rc && i < nc; i++) {
-        uint64_t id = cand[i];
-        if (!loaded || id < first || id >= next) {
-            mote_val k, v;
-            size_t kl = post_key(key, term, tlen, id);
-            ps->n = ps->npos = 0;
-            loaded = 1;
-            first = id;
-            next = id + 1; /* no block: nothing up to here */
-            if ((rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_LE)) == MOTE_NOTFOUND) {
-                rc = MOTE_OK;
-                continue;
-            }
-            if (rc || (rc = mote_cursor_get(c, &k, &v)))
-                break;
-            if (!is_block_of(&k, term, tlen, &first)) {
-                first = id;
-                continue;
-            }
-            if ((rc = decode_block(v.data, v.size, first, ps)))
-                break;
-            next = UINT64_MAX;
-            if (!(rc = mote_cursor_next(c)) && !(rc = mote_cursor_get(c, &k, NULL)) &&
-                !is_block_of(&k, term, tlen, &next))
-                next = UINT64_MAX;
-            if (rc == MOTE_NOTFOUND)
-                rc = MOTE_OK;
-        }
-        size_t lo = 0, hi = ps->n; /* binary search of the block's ids */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (ps->p[mid].id < id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < ps->n && ps->p[lo].id == id) {
-            if ((rc = grow((void **)h, hcap, *nh + 1, sizeof **h)))
-                break;
-            (*h)[(*nh)++] = (hit){id, qi, ps->p[lo].tf};
-            ++*kept;
-        }
+        const post *p;
+        const uint32_t *pos;
+        if ((rc = posting_of(r, term, tlen, cand[i], &p, &pos)) || !p)
+            continue;
+        if ((rc = grow((void **)h, hcap, *nh + 1, sizeof **h)))
+            break;
+        (*h)[(*nh)++] = (hit){cand[i], qi, p->tf};
+        ++*kept;
     }
+    return rc;
+}
+
+int mote__text_each(mote_txn *t, uint32_t tree,
+                    int (*fn)(void *ctx, const char *term, size_t tlen, uint64_t id,
+                              const uint32_t *pos, uint32_t tf),
+                    void *ctx)
+{
+    treader r;
+    postings ps = {0};
+    char term[MOTE_TOKEN_MAX];
+    size_t tlen = 0;
+    int rc = reader_open(&r, t, tree), have = 0;
+    /* the terms in order: the smallest past the last one in any segment */
+    while (!rc) {
+        size_t best = 0;
+        int found = 0;
+        char next[MOTE_TOKEN_MAX];
+        for (size_t i = 0; !rc && i < r.S.n; i++) {
+            uint8_t key[KEY_MAX];
+            mote_val k;
+            uint32_t seg;
+            const uint8_t *tp;
+            size_t tl;
+            uint64_t first;
+            key[0] = 'q';
+            wr_be32(key + 1, r.S.id[i]);
+            memcpy(key + 5, term, tlen);
+            key[5 + tlen] = 1; /* past term's blocks (nothing before the first) */
+            rc = mote_cursor_seek(r.c, key, have ? 6 + tlen : 5, MOTE_SEEK_GE);
+            if (!rc)
+                rc = mote_cursor_get(r.c, &k, NULL);
+            if (rc == MOTE_NOTFOUND) {
+                rc = MOTE_OK;
+                continue;
+            }
+            if (rc || !block_key(&k, &seg, &tp, &tl, &first) || seg != r.S.id[i])
+                continue;
+            if (tl > MOTE_TOKEN_MAX) {
+                rc = CORRUPT("text index: a block's key is damaged");
+                break;
+            }
+            if (!found || term_cmp((const char *)tp, tl, next, best) < 0) {
+                memcpy(next, tp, tl);
+                best = tl;
+                found = 1;
+            }
+        }
+        if (rc || !found)
+            break;
+        memcpy(term, next, best);
+        tlen = best;
+        have = 1;
+        if ((rc = postings_all(&r, term, tlen, &ps)))
+            break;
+        for (size_t i = 0; !rc && i < ps.n; i++)
+            rc = fn(ctx, term, tlen, ps.p[i].id, ps.pos + ps.p[i].pos, ps.p[i].tf);
+    }
+    reader_close(&r);
+    mote__free(ps.p);
+    mote__free(ps.pos);
     return rc;
 }
 
@@ -1366,47 +1850,28 @@ static int cmp_hit_id(const void *x, const void *y)
 }
 
 /* The matches of a unit (a term, a prefix or a phrase) into u. */
-static int unit_matches(mote_txn *t, uint32_t tree, mote_cursor *c, const qlparse *p,
-                        const qlnode *nd, umatch *u)
+static int unit_matches(treader *r, const qlparse *p, const qlnode *nd, umatch *u)
 {
     int rc = MOTE_OK;
     if (nd->kind == QL_TERM) {
         postings ps = {0};
-        rc = postings_all(c, p->tk.t[nd->tok], p->tk.len[nd->tok], &ps);
+        rc = postings_all(r, p->tk.t[nd->tok], p->tk.len[nd->tok], &ps);
         for (size_t i = 0; !rc && i < ps.n; i++)
             rc = um_add(u, ps.p[i].id, ps.p[i].tf);
         mote__free(ps.p);
         mote__free(ps.pos);
         return rc;
     }
-    if (nd->kind == QL_PREFIX) { /* every term from the prefix on that starts with it */
-        const char *pre = p->tk.t[nd->tok];
-        size_t pl = p->tk.len[nd->tok];
-        uint8_t key[KEY_MAX];
-        char term[MOTE_TOKEN_MAX];
+    if (nd->kind == QL_PREFIX) { /* every term that starts with the prefix */
+        char (*terms)[MOTE_TOKEN_MAX] = NULL;
+        uint32_t *lens = NULL;
+        size_t nterms = 0;
         hit *h = NULL;
         size_t nh = 0, hcap = 0;
         postings ps = {0};
-        key[0] = 't';
-        memcpy(key + 1, pre, pl);
-        mote_cursor *tc;
-        if ((rc = mote_cursor_open(t, tree, &tc)))
-            return rc;
-        for (rc = mote_cursor_seek(tc, key, 1 + pl, MOTE_SEEK_GE); !rc; rc = mote_cursor_next(tc)) {
-            mote_val k;
-            if ((rc = mote_cursor_get(tc, &k, NULL)))
-                break;
-            const uint8_t *kp = k.data;
-            if (k.size < 1 + pl || kp[0] != 't' || memcmp(kp + 1, pre, pl) ||
-                k.size - 1 > MOTE_TOKEN_MAX)
-                break;
-            memcpy(term, kp + 1, k.size - 1);
-            if ((rc = hits_all(c, term, k.size - 1, 0, &h, &nh, &hcap, &ps)))
-                break;
-        }
-        if (rc == MOTE_NOTFOUND)
-            rc = MOTE_OK;
-        mote_cursor_close(tc);
+        rc = terms_from(r, p->tk.t[nd->tok], p->tk.len[nd->tok], &terms, &lens, &nterms);
+        for (size_t i = 0; !rc && i < nterms; i++)
+            rc = hits_all(r, terms[i], lens[i], 0, &h, &nh, &hcap, &ps);
         if (!rc && nh) { /* one match per document: the terms' counts added up */
             qsort(h, nh, sizeof *h, cmp_hit_id);
             for (size_t i = 0, j; !rc && i < nh; i = j) {
@@ -1416,6 +1881,8 @@ static int unit_matches(mote_txn *t, uint32_t tree, mote_cursor *c, const qlpars
                 rc = um_add(u, h[i].id, tf);
             }
         }
+        mote__free(terms);
+        mote__free(lens);
         mote__free(h);
         mote__free(ps.p);
         mote__free(ps.pos);
@@ -1428,7 +1895,7 @@ static int unit_matches(mote_txn *t, uint32_t tree, mote_cursor *c, const qlpars
     if (!ps || !at)
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
     for (uint32_t j = 0; !rc && j < m; j++)
-        rc = postings_all(c, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j], &ps[j]);
+        rc = postings_all(r, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j], &ps[j]);
     for (size_t i = 0; !rc && i < (m ? ps[0].n : 0); i++) {
         uint64_t id = ps[0].p[i].id;
         const post *pj[64];
@@ -1541,22 +2008,23 @@ static int search_expr(mote_txn *t, const uint32_t *trees, const double *w, unsi
     umatch *u = NULL;
     uint64_t *docs = NULL;
     size_t nd = 0, ns = 0;
-    mote_cursor *c[TEXT_MATCH_MAX] = {0};
+    treader r[TEXT_MATCH_MAX];
+    unsigned nr = 0;
     scored *sc = NULL;
     int rc = ql_parse(&p, q, qlen, all, &root);
     if (!rc && root >= 0 && !(u = mote__calloc(p.nn, sizeof *u)))
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
-    for (unsigned j = 0; !rc && root >= 0 && j < nt; j++)
-        rc = mote_cursor_open(t, trees[j], &c[j]);
+    for (; !rc && root >= 0 && nr < nt; nr++)
+        rc = reader_open(&r[nr], t, trees[nr]);
     for (size_t i = 0; !rc && root >= 0 && i < p.nn; i++) {
         if (p.n[i].kind > QL_PHRASE)
             continue;
         if (!w) {
-            rc = unit_matches(t, trees[0], c[0], &p, &p.n[i], &u[i]);
+            rc = unit_matches(&r[0], &p, &p.n[i], &u[i]);
         } else { /* its matches in each property, merged */
             umatch part[TEXT_MATCH_MAX] = {0};
             for (unsigned j = 0; !rc && j < nt; j++)
-                rc = unit_matches(t, trees[j], c[j], &p, &p.n[i], &part[j]);
+                rc = unit_matches(&r[j], &p, &p.n[i], &part[j]);
             if (!rc)
                 rc = um_merge(&u[i], part, nt, w);
             for (unsigned j = 0; j < nt; j++)
@@ -1589,8 +2057,8 @@ static int search_expr(mote_txn *t, const uint32_t *trees, const double *w, unsi
         }
         sc[ns++] = (scored){docs[i], s};
     }
-    for (unsigned j = 0; j < nt; j++)
-        mote_cursor_close(c[j]);
+    for (unsigned j = 0; j < nr; j++)
+        reader_close(&r[j]);
     for (size_t i = 0; u && i < p.nn; i++)
         um_free(&u[i]);
     mote__free(u);
@@ -1685,8 +2153,8 @@ int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, un
     *scores = NULL;
     *nout = 0;
     for (unsigned i = 0; !rc && i < n; i++) {
-        uint64_t v[2];
-        if ((rc = get_varints(t, trees[i], "s", 1, v, 2)) == MOTE_NOTFOUND) {
+        uint64_t v[3];
+        if ((rc = get_totals(t, trees[i], v)) == MOTE_NOTFOUND) {
             rc = MOTE_OK; /* an empty index */
             continue;
         }
@@ -1721,13 +2189,14 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
     scored *sc = NULL;
     double *idf = NULL;
     postings ps = {0};
-    mote_cursor *c = NULL;
-    uint64_t tot[2];
+    treader r;
+    uint64_t tot[3];
     *n = 0;
     *ids = NULL;
     *scores = NULL;
     size_t ns = 0;
-    int rc = get_varints(t, tree, "s", 1, tot, 2);
+    memset(&r, 0, sizeof r);
+    int rc = get_totals(t, tree, tot);
     if (rc == MOTE_NOTFOUND) {
         rc = MOTE_OK;
         goto out; /* an empty index */
@@ -1745,21 +2214,17 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
         goto out;
     }
-    rc = mote_cursor_open(t, tree, &c);
+    rc = reader_open(&r, t, tree);
     /* every term's document count (its idf); with `all`, the terms by it,
      * rarest first: its postings are the candidates the others narrow */
     uint64_t *df = mote__calloc(qt.n, sizeof *df);
     size_t *by = mote__malloc(qt.n * sizeof *by);
     if (!rc && (!df || !by))
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
-    for (size_t i = 0; !rc && i < qt.n; i++) {
-        uint8_t key[KEY_MAX];
-        key[0] = 't';
-        memcpy(key + 1, qt.t[i], qt.len[i]);
-        if ((rc = get_varints(t, tree, key, 1 + qt.len[i], &df[i], 1)) == MOTE_NOTFOUND) {
-            rc = MOTE_OK;
-            df[i] = 0;
-        }
+    int ordered = all && qt.n > 1; /* AND of several: counts first, from the blocks' heads */
+    for (size_t i = 0; !rc && ordered && i < qt.n; i++) {
+        if ((rc = term_df(&r, qt.t[i], qt.len[i], &df[i])))
+            break;
         idf[i] = bm25_idf(tot, (double)df[i]);
         by[i] = i;
         for (size_t j = i; j > 0 && df[by[j]] < df[by[j - 1]]; j--) { /* insertion: few terms */
@@ -1768,46 +2233,39 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
             by[j - 1] = x2;
         }
     }
-    if (!rc && all && qt.n > 1 && df[by[0]] > 0) {
+    if (!rc && ordered && df[by[0]] > 0) {
         size_t i = by[0], kept = 0;
-        rc = hits_all(c, qt.t[i], qt.len[i], (uint32_t)i, &h, &nh, &hcap, &ps);
+        rc = hits_all(&r, qt.t[i], qt.len[i], (uint32_t)i, &h, &nh, &hcap, &ps);
         uint64_t *cand = NULL;
-        for (size_t r = 1; !rc && r < qt.n && nh; r++) {
+        for (size_t x = 1; !rc && x < qt.n && nh; x++) {
             /* the candidates: the documents that held every term so far */
-            size_t nc = 0, from = nh - (r == 1 ? nh : kept);
+            size_t nc = 0, from = nh - (x == 1 ? nh : kept);
             mote__free(cand);
             if (!(cand = mote__malloc((nh - from + 1) * sizeof *cand))) {
                 rc = mote__err(MOTE_NOMEM, "out of memory searching text");
                 break;
             }
-            for (size_t x = from; x < nh; x++)
-                cand[nc++] = h[x].id;
-            size_t j = by[r];
-            rc = hits_among(c, qt.t[j], qt.len[j], (uint32_t)j, cand, nc, &h, &nh, &hcap, &ps,
+            for (size_t y = from; y < nh; y++)
+                cand[nc++] = h[y].id;
+            size_t j = by[x];
+            rc = hits_among(&r, qt.t[j], qt.len[j], (uint32_t)j, cand, nc, &h, &nh, &hcap,
                             &kept);
             if (!rc && !kept)
                 nh = 0; /* no document holds them all */
         }
         mote__free(cand);
-        mote__free(df);
-        mote__free(by);
-        goto scored;
-    }
-    for (size_t i = 0; !rc && i < qt.n; i++) {
-        if (!df[i]) {
-            if (all)
-                break; /* a term no document holds */
-            continue;
+    } else if (!ordered) { /* every term's postings; its count is their number */
+        for (size_t i = 0; !rc && i < qt.n; i++) {
+            size_t before = nh;
+            rc = hits_all(&r, qt.t[i], qt.len[i], (uint32_t)i, &h, &nh, &hcap, &ps);
+            df[i] = nh - before;
+            idf[i] = bm25_idf(tot, (double)df[i]);
+            if (!rc && all && !df[i])
+                nh = 0; /* one term, that no document holds */
         }
-        rc = hits_all(c, qt.t[i], qt.len[i], (uint32_t)i, &h, &nh, &hcap, &ps);
     }
-    if (all && !rc)
-        for (size_t i = 0; i < qt.n; i++)
-            if (!df[i])
-                nh = 0;
     mote__free(df);
     mote__free(by);
-scored:
     if (rc || !nh)
         goto out;
     qsort(h, nh, sizeof *h, cmp_hit);
@@ -1833,7 +2291,7 @@ scored:
 ranked:
     rc = ranked_out(sc, ns, ids, scores, n);
 out:
-    mote_cursor_close(c);
+    reader_close(&r);
     mote__free(qt.t);
     mote__free(qt.len);
     mote__free(h);
@@ -1852,7 +2310,7 @@ typedef struct vstate {
     text_stat *st;
     char term[MOTE_TOKEN_MAX];
     size_t tlen;
-    uint64_t term_docs, last_id;
+    uint64_t last_id;
     int have_term;
     int bad;
     void (*report)(void *, const char *);
@@ -1872,35 +2330,18 @@ static void problem(vstate *v, const char *fmt, ...)
     v->report(v->ctx, line);
 }
 
-static void end_term(vstate *v)
-{
-    if (!v->have_term)
-        return;
-    uint8_t key[KEY_MAX];
-    uint64_t df;
-    key[0] = 't';
-    memcpy(key + 1, v->term, v->tlen);
-    int rc = get_varints(v->t, v->tree, key, 1 + v->tlen, &df, 1);
-    if (rc || df != v->term_docs)
-        problem(v, "text index: term \"%.*s\" counts %llu documents, its postings %llu",
-                (int)v->tlen, v->term, rc ? 0ull : (unsigned long long)df,
-                (unsigned long long)v->term_docs);
-    v->have_term = 0;
-}
-
+/* Each posting of the index (all segments laid over each other). */
 static int verify_posting(void *ctx, const char *term, size_t tlen, uint64_t id,
                           const uint32_t *pos, uint32_t tf)
 {
     vstate *v = ctx;
     (void)pos, (void)tf;
     if (!v->have_term || v->tlen != tlen || memcmp(v->term, term, tlen)) {
-        end_term(v);
         if (!tlen || tlen > MOTE_TOKEN_MAX)
             problem(v, "text index: a term of %zu bytes", tlen);
         v->tlen = tlen < MOTE_TOKEN_MAX ? tlen : MOTE_TOKEN_MAX;
         memcpy(v->term, term, v->tlen);
         v->have_term = 1;
-        v->term_docs = 0;
         v->last_id = 0;
         v->st->terms++;
     } else if (id <= v->last_id) {
@@ -1913,9 +2354,69 @@ static int verify_posting(void *ctx, const char *term, size_t tlen, uint64_t id,
         problem(v, "text index: document %llu has postings but no length",
                 (unsigned long long)id);
     v->last_id = id;
-    v->term_docs++;
     v->st->postings++;
     return 0;
+}
+
+/* A block of the walk over every entry: in a segment of the directory,
+ * after the term's previous block in it, the first of them carrying the
+ * term's count change (equal to its postings' kinds added up). */
+static void verify_block(vstate *v, const seglist *S, const mote_val *k, const mote_val *val,
+                         uint64_t *blocks_in, postings *ps, int64_t *df, int64_t *sum,
+                         char *last_term, size_t *last_tlen, uint32_t *last_seg)
+{
+    uint32_t seg;
+    const uint8_t *tp;
+    size_t tl;
+    uint64_t first;
+    if (!block_key(k, &seg, &tp, &tl, &first) || !tl || tl > MOTE_TOKEN_MAX) {
+        problem(v, "text index: a block's key is damaged");
+        return;
+    }
+    size_t lo = 0, hi = S->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (S->id[mid] < seg)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == S->n || S->id[lo] != seg)
+        problem(v, "text index: a block of segment %u, which the directory does not hold", seg);
+    else
+        blocks_in[lo]++;
+    int same = seg == *last_seg && tl == *last_tlen && !memcmp(tp, last_term, tl), head;
+    if (!same) {
+        if (*last_tlen && *df != *sum)
+            problem(v, "text index: term \"%.*s\" in segment %u counts %lld documents, its "
+                    "postings %lld", (int)*last_tlen, last_term, *last_seg, (long long)*df,
+                    (long long)*sum);
+        ps->n = ps->npos = 0;
+        *df = *sum = 0;
+        memcpy(last_term, tp, tl);
+        *last_tlen = tl;
+        *last_seg = seg;
+    }
+    size_t from = ps->n;
+    if (decode_block(val->data, val->size, first, ps, df, &head)) {
+        problem(v, "text index: %s", mote_errmsg(NULL));
+        return;
+    }
+    if (head == same)
+        problem(v, "text index: term \"%.*s\" in segment %u: %s", (int)tl, (const char *)tp, seg,
+                same ? "a block after the first carries a count" : "its first block has no count");
+    if (same && from && ps->p[from].id <= ps->p[from - 1].id)
+        problem(v, "text index: term \"%.*s\" in segment %u: blocks overlap", (int)tl,
+                (const char *)tp, seg);
+    for (size_t i = from; i < ps->n; i++)
+        *sum += (ps->p[i].kind == PK_NEW) - (ps->p[i].kind == PK_DEL);
+    v->st->blocks++;
+    if (val->size > TEXT_BLOCK_MAX) {
+        v->st->big++;
+        if (ps->n - from > 1)
+            problem(v, "text index: a block of %zu bytes holds %zu postings", val->size,
+                    ps->n - from);
+    }
 }
 
 int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
@@ -1923,36 +2424,42 @@ int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
 {
     memset(st, 0, sizeof *st);
     vstate v = {.t = t, .tree = tree, .st = st, .report = report, .ctx = ctx};
-    int rc = mote__text_each(t, tree, verify_posting, &v);
-    if (rc == MOTE_CORRUPT) {
+    seglist S = {0};
+    uint64_t tot[3];
+    int rc = get_totals(t, tree, tot);
+    if (rc == MOTE_NOTFOUND)
+        tot[0] = tot[1] = 0, rc = MOTE_OK;
+    if (rc == MOTE_CORRUPT)
+        problem(&v, "text index: the totals are damaged"), rc = MOTE_OK;
+    if (rc == MOTE_FORMAT)
+        return rc; /* an earlier layout: its message says what to do */
+    if (!rc && (rc = segs_read(t, tree, &S)) == MOTE_CORRUPT)
+        problem(&v, "text index: the directory of segments is damaged"), rc = MOTE_OK;
+    if (!rc && (rc = mote__text_each(t, tree, verify_posting, &v)) == MOTE_CORRUPT) {
         problem(&v, "text index: %s", mote_errmsg(NULL));
         rc = MOTE_OK;
     }
-    if (rc)
-        return rc;
-    end_term(&v);
-    /* blocks, terms, documents and their lengths */
-    mote_cursor *c;
-    if ((rc = mote_cursor_open(t, tree, &c)))
-        return rc;
-    uint64_t terms = 0, docs = 0, tokens = 0;
-    for (rc = mote_cursor_first(c); !rc; rc = mote_cursor_next(c)) {
+    /* every entry: blocks, segments, documents and their lengths */
+    mote_cursor *c = NULL;
+    uint64_t *blocks_in = rc ? NULL : mote__calloc(S.n + 1, sizeof *blocks_in);
+    postings ps = {0};
+    int64_t df = 0, sum = 0;
+    char last_term[MOTE_TOKEN_MAX];
+    size_t last_tlen = 0;
+    uint32_t last_seg = 0;
+    uint64_t docs = 0, tokens = 0;
+    if (!rc && !blocks_in)
+        rc = mote__err(MOTE_NOMEM, "out of memory checking a text index");
+    if (!rc)
+        rc = mote_cursor_open(t, tree, &c);
+    for (rc = rc ? rc : mote_cursor_first(c); !rc; rc = mote_cursor_next(c)) {
         mote_val k, val;
         if ((rc = mote_cursor_get(c, &k, &val)))
             break;
         const uint8_t *kp = k.data;
-        if (kp[0] == 'p') {
-            st->blocks++;
-            if (val.size > TEXT_BLOCK_MAX) {
-                st->big++;
-                uint64_t cnt;
-                if (mote__varint_get(val.data, (const uint8_t *)val.data + val.size, &cnt) &&
-                    cnt > 1)
-                    problem(&v, "text index: a block of %zu bytes holds %llu postings",
-                            val.size, (unsigned long long)cnt);
-            }
-        } else if (kp[0] == 't') {
-            terms++;
+        if (kp[0] == 'q') {
+            verify_block(&v, &S, &k, &val, blocks_in, &ps, &df, &sum, last_term, &last_tlen,
+                         &last_seg);
         } else if (kp[0] == 'd' && k.size == 9) {
             const uint8_t *p = val.data;
             uint64_t len = 0;
@@ -1960,30 +2467,34 @@ int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
                 problem(&v, "text index: a document's length is damaged");
             docs++;
             tokens += len;
-        } else if (!(kp[0] == 's' && k.size == 1)) {
+        } else if (!(kp[0] == 's' && k.size == 1) && !(kp[0] == 'g' && k.size == 5)) {
             problem(&v, "text index: an entry of unknown kind 0x%02x", kp[0]);
         }
     }
     mote_cursor_close(c);
-    if (rc != MOTE_NOTFOUND)
-        return rc;
-    uint64_t tot[2];
-    rc = get_varints(t, tree, "s", 1, tot, 2);
-    if (rc == MOTE_NOTFOUND)
-        tot[0] = tot[1] = 0, rc = MOTE_OK;
-    if (rc == MOTE_CORRUPT)
-        problem(&v, "text index: the totals are damaged"), rc = MOTE_OK;
+    if (rc == MOTE_NOTFOUND) {
+        rc = MOTE_OK;
+        if (last_tlen && df != sum)
+            problem(&v, "text index: term \"%.*s\" in segment %u counts %lld documents, its "
+                    "postings %lld", (int)last_tlen, last_term, last_seg, (long long)df,
+                    (long long)sum);
+        for (size_t i = 0; i < S.n; i++)
+            if (!blocks_in[i])
+                problem(&v, "text index: segment %u has no blocks", S.id[i]);
+        if (tot[0] != docs || tot[1] != tokens)
+            problem(&v, "text index: totals say %llu documents and %llu tokens, there are %llu "
+                    "and %llu", (unsigned long long)tot[0], (unsigned long long)tot[1],
+                    (unsigned long long)docs, (unsigned long long)tokens);
+        st->docs = docs;
+        st->tokens = tokens;
+        st->segments = S.n;
+    }
+    mote__free(blocks_in);
+    mote__free(ps.p);
+    mote__free(ps.pos);
+    segs_free(&S);
     if (rc)
         return rc;
-    if (terms != st->terms)
-        problem(&v, "text index: %llu term counts for %llu terms with postings",
-                (unsigned long long)terms, (unsigned long long)st->terms);
-    if (tot[0] != docs || tot[1] != tokens)
-        problem(&v, "text index: totals say %llu documents and %llu tokens, there are %llu "
-                "and %llu", (unsigned long long)tot[0], (unsigned long long)tot[1],
-                (unsigned long long)docs, (unsigned long long)tokens);
-    st->docs = docs;
-    st->tokens = tokens;
     return v.bad ? MOTE_CORRUPT : MOTE_OK;
 }
 
@@ -1994,11 +2505,11 @@ int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *ut
 {
     text_batch tb = {0}; /* its terms only */
     noting g = {.b = &tb};
-    postings ps = {0};
-    mote_cursor *c = NULL;
+    treader r;
     uint64_t dl;
     uint8_t key[KEY_MAX];
     *terms = 0;
+    memset(&r, 0, sizeof r);
     int rc = mote_tokenize(utf8, len, tok, note_token, &g);
     if (!rc) {
         if (g.n)
@@ -2012,41 +2523,31 @@ int mote__text_check_doc(mote_txn *t, uint32_t tree, uint64_t id, const char *ut
                            (unsigned long long)dl, g.n);
     }
     if (!rc)
-        rc = mote_cursor_open(t, tree, &c);
+        rc = reader_open(&r, t, tree);
     for (size_t i = 0; !rc && i < g.n;) {
         const char *term = tb.terms + tb.t[g.o[i].term].off;
         size_t tlen = tb.t[g.o[i].term].len, j = i + 1;
         while (j < g.n && g.o[j].term == g.o[i].term)
             j++;
         ++*terms;
-        size_t kl = post_key(key, term, tlen, id);
-        mote_val k, v;
-        uint64_t first;
-        ps.n = ps.npos = 0;
-        rc = mote_cursor_seek(c, key, kl, MOTE_SEEK_LE);
-        if (!rc && !(rc = mote_cursor_get(c, &k, &v)) && is_block_of(&k, term, tlen, &first))
-            rc = decode_block(v.data, v.size, first, &ps);
-        if (rc == MOTE_NOTFOUND)
-            rc = MOTE_OK;
-        size_t at = 0;
-        while (at < ps.n && ps.p[at].id != id)
-            at++;
-        if (!rc && at == ps.n)
+        const post *p;
+        const uint32_t *pos = NULL;
+        reader_reset(&r);
+        rc = posting_of(&r, term, tlen, id, &p, &pos);
+        if (!rc && !p)
             rc = mote__err(MOTE_CORRUPT, "term \"%.*s\" has no posting of it", (int)tlen, term);
-        if (!rc && ps.p[at].tf != j - i)
+        if (!rc && p->tf != j - i)
             rc = mote__err(MOTE_CORRUPT, "term \"%.*s\": %u positions indexed, %zu in the text",
-                           (int)tlen, term, ps.p[at].tf, j - i);
+                           (int)tlen, term, p->tf, j - i);
         for (size_t x = i; !rc && x < j; x++)
-            if (ps.pos[ps.p[at].pos + (x - i)] != g.o[x].pos)
+            if (pos[p->pos + (x - i)] != g.o[x].pos)
                 rc = mote__err(MOTE_CORRUPT, "term \"%.*s\": its positions differ from the text",
                                (int)tlen, term);
         i = j;
     }
-    mote_cursor_close(c);
+    reader_close(&r);
     mote__free(g.o);
     mote__text_batch_free(&tb);
-    mote__free(ps.p);
-    mote__free(ps.pos);
     return rc;
 }
 
@@ -2115,6 +2616,28 @@ void mote__text_free(objtxn *x)
     x->ntext = x->text_cap = 0;
 }
 
+/* mote_text_stat's count of terms and postings (text_each gives a term's
+ * postings one after another). */
+typedef struct tcount {
+    mote_tstat *out;
+    char last[MOTE_TOKEN_MAX];
+    size_t len;
+} tcount;
+
+static int count_posting(void *ctx, const char *term, size_t tlen, uint64_t id,
+                         const uint32_t *pos, uint32_t tf)
+{
+    tcount *c = ctx;
+    (void)id, (void)pos, (void)tf;
+    if (!c->out->postings || tlen != c->len || memcmp(term, c->last, tlen)) {
+        c->out->terms++;
+        c->len = tlen < MOTE_TOKEN_MAX ? tlen : MOTE_TOKEN_MAX;
+        memcpy(c->last, term, c->len);
+    }
+    c->out->postings++;
+    return 0;
+}
+
 int mote_text_stat(mote_txn *t, mote_entity *e, unsigned prop, mote_tstat *out)
 {
     IMPLICIT(t, e, 0, mote_text_stat(t_, e, prop, out));
@@ -2141,16 +2664,19 @@ int mote_text_stat(mote_txn *t, mote_entity *e, unsigned prop, mote_tstat *out)
             break;
         out->bytes += k.size + v.size;
         const uint8_t *kp = k.data, *vp = v.data;
-        if (kp[0] == 'p' && mote__varint_get(vp, vp + v.size, &x)) {
+        if (kp[0] == 'q') {
             out->blocks++;
-            out->postings += x;
-        } else if (kp[0] == 't') {
-            out->terms++;
+        } else if (kp[0] == 'g') {
+            out->segments++;
         } else if (kp[0] == 'd' && mote__varint_get(vp, vp + v.size, &x)) {
             out->texts++;
             out->tokens += x;
         }
     }
     mote_cursor_close(c);
-    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    if (rc == MOTE_NOTFOUND) { /* terms and postings: the segments laid over each other */
+        tcount tc = {.out = out};
+        rc = mote__text_each(t, p->text_tree, count_posting, &tc);
+    }
+    return rc;
 }

@@ -2,9 +2,9 @@
  * text.h — full-text indexes (issue 19): an inverted index of one string
  * property kept in one kv tree, changed in sorted batches, searched with
  * BM25 ranking. The tree's layout and the rules are in text.c's opening
- * comment. This part is the index itself; declaring one on a property and
- * keeping it up to date in puts and removes is the object layer's next
- * step (issue 19).
+ * comment. This part is the index itself; declaring one on a property
+ * (schema.c) and noting the texts that puts and removes change (object.c,
+ * the end of text.c) are the object layer's.
  */
 #ifndef MOTE_TEXT_H
 #define MOTE_TEXT_H
@@ -47,8 +47,9 @@ typedef struct text_batch {
  * error (MOTE_NOMEM) the batch holds part of a note: the transaction must
  * fail, and the batch be emptied. */
 int mote__text_note(text_batch *b, uint64_t id, const char *utf8, size_t len, int add);
-/* Write the batch into tree (a write transaction's) and empty it. A
- * removal of a document or term the tree does not hold: MOTE_CORRUPT. */
+/* Write the batch into tree (a write transaction's) as a new segment
+ * (text.c, SEGMENTS; merging segments if a level fills) and empty it. A
+ * removal of a document the tree does not hold: MOTE_CORRUPT. */
 int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b);
 /* Empty the batch, keeping its memory; free it. */
 void mote__text_batch_clear(text_batch *b);
@@ -75,19 +76,26 @@ int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, un
                          uint64_t objects, const char *q, size_t qlen, int flags, uint64_t **ids,
                          double **scores, size_t *nout);
 
+/* MOTE_FORMAT (its message says how to rebuild it) if tree holds an index
+ * of the earlier layout (one block chain per term), else MOTE_OK (damaged
+ * totals are mote__text_verify's to report). */
+int mote__text_layout(mote_txn *t, uint32_t tree);
+
 /* MOTE_OK if query text q is well formed (text.c, "the query language"),
  * else MOTE_INVALID with a message naming the position. */
 int mote__text_query_check(const char *q, size_t len, int all);
 
 /* The index's totals: documents, tokens, distinct terms, postings, blocks
- * (big: those over TEXT_BLOCK_MAX bytes, one posting each). */
+ * (big: those over TEXT_BLOCK_MAX bytes, one posting each), segments. */
 typedef struct text_stat {
-    uint64_t docs, tokens, terms, postings, blocks, big;
+    uint64_t docs, tokens, terms, postings, blocks, big, segments;
 } text_stat;
-/* Check tree's structure (blocks ordered and well formed, each term's
- * document count equal to its postings, documents and tokens equal to the
- * totals) and fill *st; each problem goes to report (may be NULL) and
- * makes the result MOTE_CORRUPT. */
+/* Check tree's structure (blocks ordered and well formed, in segments of
+ * the directory, each term's document-count change in a segment equal to
+ * its postings', the segments laid over each other consistent, documents
+ * and tokens equal to the totals) and fill *st; each problem goes to report
+ * (may be NULL) and makes the result MOTE_CORRUPT. MOTE_FORMAT for an
+ * index of the earlier layout. */
 int mote__text_verify(mote_txn *t, uint32_t tree, text_stat *st,
                       void (*report)(void *ctx, const char *problem), void *ctx);
 /* Is document id indexed in tree with text utf8[0..len): its length, and

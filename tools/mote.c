@@ -109,11 +109,11 @@ static int stat_entity(void *ctx, const char *name)
             mote_text_stat(t, e, i, &ts))
             continue;
         printf("  full-text index %s%s: %llu texts, %llu words, %llu distinct, %llu postings in "
-               "%llu blocks, %llu bytes", d.name, d.flags & MOTE_P_STEM ? " (stemmed)" : "",
-               (unsigned long long)ts.texts,
+               "%llu blocks of %llu segments, %llu bytes", d.name,
+               d.flags & MOTE_P_STEM ? " (stemmed)" : "", (unsigned long long)ts.texts,
                (unsigned long long)ts.tokens, (unsigned long long)ts.terms,
                (unsigned long long)ts.postings, (unsigned long long)ts.blocks,
-               (unsigned long long)ts.bytes);
+               (unsigned long long)ts.segments, (unsigned long long)ts.bytes);
         if (ts.tokens)
             printf(" (%.2f bytes per word)", (double)ts.bytes / (double)ts.tokens);
         printf("\n");

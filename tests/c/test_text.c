@@ -535,11 +535,27 @@ TEST(text_index_model)
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
     text_stat st;
     OK(mote__text_verify(t, tree, &st, NULL, NULL));
-    printf("text index: %llu documents, %llu tokens, %llu terms, %llu postings in %llu blocks\n",
-           (unsigned long long)st.docs, (unsigned long long)st.tokens,
+    printf("text index: %llu documents, %llu tokens, %llu terms, %llu postings in %llu blocks "
+           "of %llu segments\n", (unsigned long long)st.docs, (unsigned long long)st.tokens,
            (unsigned long long)st.terms, (unsigned long long)st.postings,
-           (unsigned long long)st.blocks);
+           (unsigned long long)st.blocks, (unsigned long long)st.segments);
     CHECK(st.blocks > st.terms); /* terms spread over several blocks */
+    /* ~100 commits, each a segment: merged so that no level holds 8
+     * (TEXT_FANIN) of them; the directory's entries ('g' seg: varint level) */
+    unsigned per_level[64] = {0}, top = 0;
+    mote_cursor *c;
+    OK(mote_cursor_open(t, tree, &c));
+    for (int r = mote_cursor_seek(c, "g", 1, MOTE_SEEK_GE); r == MOTE_OK; r = mote_cursor_next(c)) {
+        mote_val k, v;
+        OK(mote_cursor_get(c, &k, &v));
+        if (((const char *)k.data)[0] != 'g')
+            break;
+        unsigned lvl = ((const uint8_t *)v.data)[0];
+        CHECK(v.size == 1 && lvl < 64 && ++per_level[lvl] < 8);
+        top = lvl > top ? lvl : top;
+    }
+    mote_cursor_close(c);
+    CHECK(top >= 1); /* merges happened */
     CHECK(st.big > 0);            /* and postings longer than a block */
     mote_abort(t);
     for (uint64_t id = 1; id <= M_DOCS; id++)
@@ -776,7 +792,7 @@ static void count_problem(void *ctx, const char *problem)
 TEST(text_check_finds_damage)
 {
     const char *path = test_path("ftdamage.mote");
-    for (int damage = 0; damage < 3; damage++) {
+    for (int damage = 0; damage < 4; damage++) {
         mote_store *s;
         mote_txn *t;
         mote_entity *e;
@@ -801,19 +817,26 @@ TEST(text_check_finds_damage)
             }
         CHECK(tree);
         mote_cursor *c;
-        mote_val k;
-        uint8_t key[300];
+        mote_val k, v;
+        uint8_t key[300], val[1024];
         OK(mote_cursor_open(t, tree, &c));
-        const char *start = damage == 0 ? "d" : damage == 1 ? "p" : "t";
+        /* a document's length, a block, a segment's entry: gone; a term's
+         * first block that counts one document more than its postings */
+        const char *start = damage == 0 ? "d" : damage == 2 ? "g" : "q";
         OK(mote_cursor_seek(c, start, 1, MOTE_SEEK_GE));
-        OK(mote_cursor_get(c, &k, NULL));
+        OK(mote_cursor_get(c, &k, &v));
         memcpy(key, k.data, k.size);
-        size_t kl = k.size;
+        size_t kl = k.size, vl = v.size;
+        CHECK(vl <= sizeof val);
+        memcpy(val, v.data, vl);
         mote_cursor_close(c);
-        if (damage < 2)
+        if (damage < 3) {
             OK(mote_kv_del(t, tree, key, kl));
-        else
-            OK(mote_kv_put(t, tree, key, kl, "\x07", 1, 0)); /* 7 documents */
+        } else {
+            CHECK((val[0] & 1) && val[0] < 128 && val[1] < 120); /* count << 1 | 1, zigzag df */
+            val[1] += 2;
+            OK(mote_kv_put(t, tree, key, kl, val, vl, 0));
+        }
         OK(mote_commit(t));
         int problems = 0;
         CHECK_RC(mote_check(s, count_problem, &problems), MOTE_CORRUPT);
@@ -1291,5 +1314,86 @@ TEST(text_query_language_random)
     mote_abort(t);
     OK(mote_close(s));
     for (uint64_t id = 1; id <= 80; id++)
+        free(om.m.text[id]);
+}
+
+/* Problems of a check that mention "earlier version". */
+static void count_earlier(void *ctx, const char *problem)
+{
+    if (strstr(problem, "earlier version"))
+        ++*(int *)ctx;
+}
+
+/* A full-text index of the earlier layout (schema format 4 or 7: one block
+ * chain per term; text.c SEGMENTS): a read transaction cannot open its
+ * entity (MOTE_SCHEMA saying why), mote_check names it, a write
+ * transaction's open rebuilds it, and the matches are those of before. */
+TEST(text_earlier_layout_rebuilt)
+{
+    const char *path = test_path("ftlayout.mote");
+    mote_store *s;
+    mote_txn *t;
+    mote_entity *e;
+    remove(path);
+    OK(mote_open(path, NULL, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+    static omodel om;
+    uint64_t rs = 17;
+    for (uint64_t id = 1; id <= 60; id++)
+        ft_put(t, e, &om, id, 1, random_text(&rs));
+    OK(mote_commit(t));
+    uint64_t *before, *after;
+    double *sb, *sa;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+    size_t nb = match_ids(t, e, "w1 OR w2 OR w3", 0, &before, &sb);
+    CHECK(nb > 0);
+    mote_abort(t);
+    /* the schema record says format 4; the index's totals have two numbers */
+    OK(mote_begin(s, 0, &t));
+    uint32_t stree, ttree = 0;
+    mote_val v;
+    uint8_t rec[4096];
+    OK(mote_kv_tree(t, "@schema", 0, &stree));
+    OK(mote_kv_get(t, stree, "Note", 4, &v));
+    CHECK(v.size <= sizeof rec);
+    memcpy(rec, v.data, v.size);
+    size_t rl = v.size;
+    rec[0] = 4, rec[1] = rec[2] = rec[3] = 0;
+    OK(mote_kv_put(t, stree, "Note", 4, rec, rl, 0));
+    char tn[32];
+    for (unsigned eid = 1; !ttree && eid < 10; eid++)
+        for (unsigned pid = 0; !ttree && pid < 4; pid++) {
+            snprintf(tn, sizeof tn, "@t:%u:%u", eid, pid);
+            if (mote_kv_tree(t, tn, 0, &ttree))
+                ttree = 0;
+        }
+    CHECK(ttree);
+    OK(mote_kv_put(t, ttree, "s", 1, "\x3c\x64", 2, 0));
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK_RC(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e), MOTE_SCHEMA);
+    CHECK(strstr(mote_errmsg(s), "earlier version"));
+    mote_abort(t);
+    int earlier = 0;
+    CHECK_RC(mote_check(s, count_earlier, &earlier), MOTE_CORRUPT);
+    CHECK(earlier == 1);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
+    size_t na = match_ids(t, e, "w1 OR w2 OR w3", 0, &after, &sa);
+    CHECK(na == nb && !memcmp(before, after, na * sizeof *after) &&
+          !memcmp(sb, sa, na * sizeof *sa));
+    mote_abort(t);
+    mote_free(before);
+    mote_free(after);
+    mote_free(sb);
+    mote_free(sa);
+    OK(mote_close(s));
+    for (uint64_t id = 1; id <= 60; id++)
         free(om.m.text[id]);
 }

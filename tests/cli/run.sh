@@ -143,7 +143,7 @@ PY
 t "mkstore's store is consistent" exit_is 0 "$B/mote" check "$D/d.mote"
 t "a vector index is consistent" exit_is 0 "$B/mote" check "$D/near.mote"
 "$B/tests/cli/mkstore" --text "$D/text.mote"
-t "stat: a full-text index" bash -c "'$B/mote' stat '$D/text.mote' | grep -Eq '^  full-text index body: 200 texts, 600 words, 20 distinct, 600 postings in [0-9]+ blocks, [0-9]+ bytes \\([0-9.]+ bytes per word\\)$'"
+t "stat: a full-text index" bash -c "'$B/mote' stat '$D/text.mote' | grep -Eq '^  full-text index body: 200 texts, 600 words, 20 distinct, 600 postings in [0-9]+ blocks of [0-9]+ segments, [0-9]+ bytes \\([0-9.]+ bytes per word\\)$'"
 t "stat: a full-text index that stems" bash -c "'$B/mote' stat '$D/text.mote' | grep -Eq '^  full-text index title \\(stemmed\\): 200 texts, 400 words, 2 distinct, 400 postings in [0-9]+ blocks'"
 t "a full-text index is consistent" exit_is 0 "$B/mote" check "$D/text.mote"
 t "stat: an index on a JSON path" bash -c "'$B/mote' stat '$D/text.mote' | grep -q '^  index meta on the JSON path n$'"

@@ -158,7 +158,8 @@ static void vectors(const char *dir)
 
 /* A store with a full-text index (text.c): 300 texts over a small
  * vocabulary (terms in several blocks), some removed and some changed, in
- * two commits. */
+ * two commits, then ten commits of a few changes each (segments of two
+ * levels, one merge). */
 static void texts(const char *dir)
 {
     memio m;
@@ -194,6 +195,18 @@ static void texts(const char *dir)
     }
     if (mote_commit(t))
         exit(15);
+    for (uint64_t c = 0; c < 10; c++) {
+        if (mote_begin(s, 0, &t))
+            exit(16);
+        for (uint64_t id = 5 + c; id <= 300; id += 37) {
+            mote_value v = {0};
+            v.v.s.p = c % 2 ? "gamma delta alpha" : "delta Épsilon";
+            v.v.s.n = strlen(v.v.s.p);
+            mote_put(t, e, id, &v, MOTE_PUT_UPSERT, NULL);
+        }
+        if (mote_commit(t))
+            exit(17);
+    }
     size_t len;
     const uint8_t *img = memio_get(&m, "/c/t.mote", &len);
     save(dir, "texts", 0, img, len);

@@ -312,8 +312,9 @@ out:
 /*
  * Lazy shrink: when the file is at least a quarter (and 1 MB) larger than
  * its live pages need, move the pages that lie above the cut below it,
- * commit the smaller npages and cut the file after that commit's sync.
- * Only handles that wrote (their bitmap is loaded) do this, at close.
+ * commit the smaller npages and cut the file after that commit's sync;
+ * else cut the zeros past the last page. Only handles that wrote (their
+ * bitmap is loaded) do this, at close.
  */
 void mote__shrink(mote_store *s)
 {
@@ -333,8 +334,15 @@ void mote__shrink(mote_store *s)
     /* room below the cut for every page that moves, plus copied branches */
     uint64_t cut = (uint64_t)used + used / 8 + 64;
     if (cut >= np || s->file_bytes < (cut << s->page_shift) + SHRINK_MIN_BYTES ||
-        s->file_bytes - (cut << s->page_shift) < s->file_bytes / 4)
+        s->file_bytes - (cut << s->page_shift) < s->file_bytes / 4) {
+        /* no move: cut only the zeros that growth wrote past the last
+         * page (pager.c, growth; up to an eighth of the file), which no
+         * state names */
+        uint64_t end = (uint64_t)np << s->page_shift;
+        if (s->file_bytes > end && s->io->ftruncate(s->io->ctx, s->fd, end) == 0)
+            s->file_bytes = end;
         return;
+    }
     mote_txn *t;
     if (mote__txn_begin(s, 1, &t))
         return;

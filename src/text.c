@@ -16,10 +16,11 @@
  *                              change in the term's document count that
  *                              the segment makes (zigzag varint), then per
  *                              posting varint id minus the previous one
- *                              (the first: minus first-id, so 0), varint
- *                              tf << 2 | kind, and tf positions, each a
- *                              varint minus the previous (the first as it
- *                              is)
+ *                              (the first: minus first-id, so 0) << 1 |
+ *                              one, then if one (kind NEW, tf 1) its
+ *                              position, else varint tf << 2 | kind and tf
+ *                              positions, each a varint minus the previous
+ *                              (the first as it is)
  *
  * A term's blocks in a segment partition its postings there by id: block i
  * holds the ids from its first-id up to the next block's first-id,
@@ -385,16 +386,18 @@ static int decode_block(const uint8_t *b, size_t len, uint64_t first, postings *
     if ((rc = grow((void **)&out->p, &out->cap, out->n + count, sizeof *out->p)))
         return rc;
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t d, x;
+        uint64_t d, x = 1 << 2 | PK_NEW; /* (one: NEW, one position) */
         if (!(u = mote__varint_get(p, end, &d)))
             return CORRUPT("text index: a block is cut short");
         p += u;
+        int one = (int)(d & 1);
+        d >>= 1;
         if ((i == 0 && d != 0) || (i > 0 && (d == 0 || id + d < id)))
             return CORRUPT("text index: a block's ids do not ascend");
         id += d;
-        if (!(u = mote__varint_get(p, end, &x)))
+        if (!one && !(u = mote__varint_get(p, end, &x)))
             return CORRUPT("text index: a block is cut short");
-        p += u;
+        p += one ? 0 : u;
         uint64_t kind = x & 3, tf = x >> 2;
         if (kind == PK_NONE || (kind == PK_DEL) != (tf == 0) || tf > (uint64_t)(end - p))
             return CORRUPT("text index: a posting's count is damaged");
@@ -415,9 +418,17 @@ static int decode_block(const uint8_t *b, size_t len, uint64_t first, postings *
     return MOTE_OK;
 }
 
+/* A posting's bytes: varint (id - prev) << 1 | one, one when it is NEW
+ * with one position, then that position; else then varint tf << 2 | kind
+ * and its tf positions. (Most postings are one word's one place in a text:
+ * a byte less each. An id more than 2^63 past the previous one starts a
+ * block: write_blocks.) */
 static size_t posting_size(const post *p, const uint32_t *pos, uint64_t prev)
 {
-    size_t n = mote__varint_size(p->id - prev) + mote__varint_size((uint64_t)p->tf << 2 | p->kind);
+    int one = p->kind == PK_NEW && p->tf == 1;
+    size_t n = mote__varint_size((p->id - prev) << 1 | (uint64_t)one);
+    if (!one)
+        n += mote__varint_size((uint64_t)p->tf << 2 | p->kind);
     for (uint32_t j = 0, at = 0; j < p->tf; j++) {
         n += mote__varint_size(pos[p->pos + j] - at);
         at = pos[p->pos + j];
@@ -427,8 +438,10 @@ static size_t posting_size(const post *p, const uint32_t *pos, uint64_t prev)
 
 static size_t encode_posting(uint8_t *o, const post *p, const uint32_t *pos, uint64_t prev)
 {
-    size_t n = mote__varint_put(o, p->id - prev);
-    n += mote__varint_put(o + n, (uint64_t)p->tf << 2 | p->kind);
+    int one = p->kind == PK_NEW && p->tf == 1;
+    size_t n = mote__varint_put(o, (p->id - prev) << 1 | (uint64_t)one);
+    if (!one)
+        n += mote__varint_put(o + n, (uint64_t)p->tf << 2 | p->kind);
     for (uint32_t j = 0, at = 0; j < p->tf; j++) {
         n += mote__varint_put(o + n, pos[p->pos + j] - at);
         at = pos[p->pos + j];
@@ -609,6 +622,8 @@ static int write_blocks(opbuf *o, uint32_t seg, const char *term, size_t tlen, c
         /* how many postings fit, at least one */
         size_t head = i ? 0 : mote__varint_size(zz), j = i, bytes = 0;
         for (uint64_t prev = ps[i].id; j < n; j++) {
+            if (ps[j].id - prev >= 1ull << 63) /* (posting_size) */
+                break;
             size_t s = posting_size(&ps[j], pos, prev);
             if (j > i && mote__varint_size((j - i + 1) << 1) + head + bytes + s > TEXT_BLOCK_MAX)
                 break;

@@ -1387,16 +1387,20 @@ TEST(share_solo_idle_holds_nothing_back)
     OK(mote_close(store_of(q, 20, &rs2)));
     wait_ok(spawn_writer(q, -1, 20, 7, 0));
     wait_ok(spawn_writer(q, -1, 200, 9, 0));
-    struct stat fs, fs2;
-    CHECK(stat(p, &fs) == 0 && stat(q, &fs2) == 0);
-    printf("file after 240 commits: %llu pages (the one alone idle), %llu (alone throughout)\n",
-           (unsigned long long)fs.st_size / 4096, (unsigned long long)fs2.st_size / 4096);
-    CHECK(fs.st_size <= fs2.st_size + 8 * 4096);
     CHECK(read_one(s, 0) == 240); /* joins: sees the last commit */
     CHECK(write_one(s, &rs, &rc) == 241);
     OK(mote_check(s, NULL, NULL));
     OK(mote_close(s));
     CHECK(!segment_exists(p));
+    /* (sizes after the last close of each: the zeros that growth wrote past
+     * the last page are cut then, check.c mote__shrink; pages held back by
+     * the idle one would be hundreds more: the 200 rewrites free 2-3 each,
+     * where the takeover and the 241st commit cost a few) */
+    struct stat fs, fs2;
+    CHECK(stat(p, &fs) == 0 && stat(q, &fs2) == 0);
+    printf("file after 240 commits: %llu pages (the one alone idle), %llu (alone throughout)\n",
+           (unsigned long long)fs.st_size / 4096, (unsigned long long)fs2.st_size / 4096);
+    CHECK(fs.st_size <= fs2.st_size + 16 * 4096);
 }
 
 /* A process alone with a store is killed in a write transaction after

@@ -495,7 +495,10 @@ static int op_write(mote_txn *t, uint32_t tree, opbuf *o)
         o->ops[i].key = o->buf + o->off[i];
         o->ops[i].val = o->ops[i].del ? NULL : o->buf + o->off[i] + o->ops[i].klen;
     }
-    if (o->n)
+    int sorted = 1; /* (an apply makes them in order: no sort) */
+    for (size_t i = 1; sorted && i < o->n; i++)
+        sorted = cmp_op(&o->ops[i - 1], &o->ops[i]) <= 0;
+    if (!sorted)
         qsort(o->ops, o->n, sizeof *o->ops, cmp_op);
     size_t m = 0;
     for (size_t i = 0; i < o->n; i++) {
@@ -1017,23 +1020,35 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
             rc = op_add(&o, key, 9, 0, 1, NULL);
         }
     }
-    tot[2] = TEXT_LAYOUT;
-    if (!rc)
-        rc = tot[0] ? put_varints(&o, "s", 1, tot, 3) : op_add(&o, "s", 1, 0, 1, NULL);
-    /* the postings: a new segment (SEGMENTS) */
+    /* the postings: a new segment (SEGMENTS); its entry at level 0 first,
+     * taken back if no block comes (every write in key order: 'd', 'g',
+     * 'q', 's') */
     tx_entry *se = NULL;
     uint32_t seg = 1;
     int wrote = 0;
+    size_t gn = o.n, glen = o.len;
     if (!rc && b->n && !(rc = sort_entries(b, &se)) && !(rc = segs_read(t, tree, &S)) && S.n &&
         (seg = S.id[S.n - 1] + 1) == 0)
         rc = mote__err(MOTE_FULL, "text index: no segment number left (compact the store)");
+    if (!rc) {
+        uint8_t *v;
+        seg_key(key, seg);
+        if (!(rc = op_add(&o, key, 5, 1, 0, &v)))
+            *v = 0;
+    }
     for (size_t i = 0; !rc && i < b->n;) {
         const char *term = b->terms + b->t[se[i].term].off;
         size_t tlen = b->t[se[i].term].len, j = i + 1;
         while (j < b->n && se[j].term == se[i].term)
             j++;
         int64_t df = 0;
+        size_t npos = 0;
         neu.n = neu.npos = 0;
+        for (size_t x = i; x < j; x++)
+            npos += se[x].add ? se[x].tf : 0;
+        if ((rc = grow((void **)&neu.p, &neu.cap, j - i, sizeof *neu.p)) ||
+            (rc = grow((void **)&neu.pos, &neu.pos_cap, npos + 1, sizeof *neu.pos)))
+            break;
         for (size_t x = i, g; !rc && x < j; x = g) {
             /* one document's changes: whether it held the term before them
              * (their first removes it) and after them (their last adds it) */
@@ -1044,8 +1059,12 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
             if (!was && !now)
                 continue;
             uint8_t kind = !was ? PK_NEW : now ? PK_UPD : PK_DEL;
+            uint32_t tf = now ? end->tf : 0; /* (room made above) */
             df += (kind == PK_NEW) - (kind == PK_DEL);
-            rc = push_post(&neu, &(post){end->k.id, end->pos, end->tf, kind}, b->pos, kind);
+            if (tf)
+                memcpy(neu.pos + neu.npos, b->pos + end->pos, tf * sizeof *neu.pos);
+            neu.p[neu.n++] = (post){end->k.id, neu.npos, tf, kind};
+            neu.npos += tf;
         }
         if (!rc && neu.n) {
             rc = write_blocks(&o, seg, term, tlen, neu.p, neu.n, neu.pos, df);
@@ -1053,12 +1072,11 @@ int mote__text_apply(mote_txn *t, uint32_t tree, text_batch *b)
         }
         i = j;
     }
-    if (!rc && wrote) { /* its entry, at level 0 */
-        uint8_t *v;
-        seg_key(key, seg);
-        if (!(rc = op_add(&o, key, 5, 1, 0, &v)))
-            *v = 0;
-    }
+    if (!rc && !wrote)
+        o.n = gn, o.len = glen;
+    tot[2] = TEXT_LAYOUT;
+    if (!rc)
+        rc = tot[0] ? put_varints(&o, "s", 1, tot, 3) : op_add(&o, "s", 1, 0, 1, NULL);
     mote__free(se);
     if (!rc)
         rc = op_write(t, tree, &o);

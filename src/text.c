@@ -1042,6 +1042,29 @@ static int read_term(mote_cursor *c, uint32_t seg, const char *term, size_t tlen
     return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
 }
 
+/* Key k, where the cursor of segment seg stands: *in is 1 if it is a block
+ * of seg (else the cursor is past the segment), and then its term becomes
+ * term[0..*tlen) if none was yet (*have 0) or if it sorts before it. */
+static int least_term(const mote_val *k, uint32_t seg, char *term, size_t *tlen, int *have,
+                      int *in)
+{
+    uint32_t ks;
+    const uint8_t *tp;
+    size_t tl;
+    uint64_t first;
+    *in = block_key(k, &ks, &tp, &tl, &first) && ks == seg;
+    if (!*in)
+        return MOTE_OK;
+    if (tl > MOTE_TOKEN_MAX)
+        return CORRUPT("text index: a block's key is damaged");
+    if (!*have || term_cmp((const char *)tp, tl, term, *tlen) < 0) {
+        memcpy(term, tp, tl);
+        *tlen = tl;
+        *have = 1;
+    }
+    return MOTE_OK;
+}
+
 /* Segments of one level merged into the next when there are this many. */
 #define TEXT_FANIN 8u
 
@@ -1081,31 +1104,14 @@ static int merge_segs(mote_txn *t, uint32_t tree, const seglist *S, size_t a, si
         int have = 0;
         for (size_t i = 0; !rc && i < k; i++) {
             mote_val kv;
-            uint32_t seg;
-            const uint8_t *tp;
-            size_t tl;
-            uint64_t first;
             if (!live[i])
                 continue;
             if ((rc = mote_cursor_get(c[i], &kv, NULL)) == MOTE_NOTFOUND) {
                 live[i] = 0, rc = MOTE_OK; /* past the tree's end */
                 continue;
             }
-            if (rc)
-                break;
-            if (!block_key(&kv, &seg, &tp, &tl, &first) || seg != S->id[a + i]) {
-                live[i] = 0;
-                continue;
-            }
-            if (tl > MOTE_TOKEN_MAX) {
-                rc = CORRUPT("text index: a block's key is damaged");
-                break;
-            }
-            if (!have || term_cmp((const char *)tp, tl, term, tlen) < 0) {
-                memcpy(term, tp, tl);
-                tlen = tl;
-                have = 1;
-            }
+            if (!rc)
+                rc = least_term(&kv, S->id[a + i], term, &tlen, &have, &live[i]);
         }
         if (rc || !have)
             break;
@@ -1671,10 +1677,7 @@ int mote__text_each(mote_txn *t, uint32_t tree,
         for (size_t i = 0; !rc && i < r.S.n; i++) {
             uint8_t key[KEY_MAX];
             mote_val k;
-            uint32_t seg;
-            const uint8_t *tp;
-            size_t tl;
-            uint64_t first;
+            int in;
             key[0] = 'q';
             wr_be32(key + 1, r.S.id[i]);
             memcpy(key + 5, term, tlen);
@@ -1686,17 +1689,8 @@ int mote__text_each(mote_txn *t, uint32_t tree,
                 rc = MOTE_OK;
                 continue;
             }
-            if (rc || !block_key(&k, &seg, &tp, &tl, &first) || seg != r.S.id[i])
-                continue;
-            if (tl > MOTE_TOKEN_MAX) {
-                rc = CORRUPT("text index: a block's key is damaged");
-                break;
-            }
-            if (!found || term_cmp((const char *)tp, tl, next, best) < 0) {
-                memcpy(next, tp, tl);
-                best = tl;
-                found = 1;
-            }
+            if (!rc)
+                rc = least_term(&k, r.S.id[i], next, &best, &found, &in);
         }
         if (rc || !found)
             break;
@@ -2096,8 +2090,29 @@ static int unit_matches(treader *r, const qlparse *p, const qlnode *nd, umatch *
     size_t *at = mote__calloc(m, sizeof *at);
     if (!ps || !at)
         rc = mote__err(MOTE_NOMEM, "out of memory searching text");
-    for (uint32_t j = 0; !rc && j < m; j++)
-        rc = postings_all(r, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j], &ps[j]);
+    /* the rarest token's postings whole; the others' only for those
+     * documents (posting_of: their blocks), as an AND of words reads */
+    uint32_t rare = 0;
+    uint64_t best = UINT64_MAX;
+    for (uint32_t j = 0; !rc && m > 1 && j < m; j++) {
+        uint64_t df;
+        if (!(rc = term_df(r, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j], &df)) && df < best)
+            best = df, rare = j;
+    }
+    if (!rc)
+        rc = postings_all(r, p->tk.t[nd->tok + rare], p->tk.len[nd->tok + rare], &ps[rare]);
+    for (uint32_t j = 0; !rc && j < m; j++) {
+        if (j == rare)
+            continue;
+        reader_reset(r);
+        for (size_t i = 0; !rc && i < ps[rare].n; i++) {
+            const post *q;
+            const uint32_t *pos;
+            if (!(rc = posting_of(r, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j],
+                                  ps[rare].p[i].id, &q, &pos)) && q)
+                rc = push_post(&ps[j], q, pos, q->kind);
+        }
+    }
     for (size_t i = 0; !rc && i < (m ? ps[0].n : 0); i++) {
         uint64_t id = ps[0].p[i].id;
         const post *pj[64];

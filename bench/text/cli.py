@@ -1,15 +1,18 @@
-"""bench.text: full-text search, MoteDB against SQLite FTS5 in one run (bench/text/README.md).
+"""bench.text: full-text search, MoteDB against SQLite FTS5 and tantivy in one run (bench/text/README.md).
 
 Measured for each engine on the same passages of real text (bench/vectors/corpus.py: manual pages and Python
-docstrings of this machine), with the same tokenizer settings (FTS5: unicode61, remove_diacritics 2):
+docstrings of this machine), with the same tokenizer settings (FTS5: unicode61, remove_diacritics 2; tantivy:
+its default tokenizer, which folds no diacritics):
 
   build       storing N passages with their full-text index, in transactions of --batch passages (median of
               --build-reps builds)
   bytes       the index: the store's file size minus that of the same passages stored without an index
-  queries     top-10 by BM25 for queries of 1, 2 and 3 words (any of them: OR) and of 2 words (all: AND), the
-              words drawn from random passages; p50 and p99 latency per kind, in --rounds rounds that
-              alternate the engines (a point is the median over the rounds' medians)
-  overlap     of each MoteDB top-10 with FTS5's (|both| / |FTS5's|), averaged per kind
+              (tantivy: its index directory, the text not stored)
+  queries     top-10 by BM25 for queries of 1, 2 and 3 words (any of them: OR), of 2 words (all: AND), of
+              two words adjacent in a passage as a phrase, and of a word's first three letters as a prefix,
+              drawn from random passages; p50 and p99 latency per kind, in --rounds rounds that alternate
+              the engines (a point is the median over the rounds' medians)
+  overlap     of each MoteDB (and tantivy) top-10 with FTS5's (|both| / |FTS5's|), averaged per kind
 
   hybrid      MoteDB alone (FTS5 has no vector search): the same passages in a store with a full-text index
               and a vector with an HNSW index; per query (the "2 words OR" queries), the 10 best by words
@@ -42,7 +45,10 @@ PROFILES = {  # passages, queries per kind, builds, rounds
     "quick": (20_000, 200, 3, 3),
     "full": (100_000, 1_000, 3, 3),
 }
-KINDS = [("1 word", 1, False), ("2 words OR", 2, False), ("3 words OR", 3, False), ("2 words AND", 2, True)]
+# (name, words, how): "or" any of the words, "and" all, "phrase" the words at consecutive positions, "prefix" any
+# word that starts with the word (three letters of a word of the text)
+KINDS = [("1 word", 1, "or"), ("2 words OR", 2, "or"), ("3 words OR", 3, "or"), ("2 words AND", 2, "and"),
+         ("phrase of 2 words", 2, "phrase"), ("prefix of 3 letters", 1, "prefix")]
 TARGETS = {"overlap": 0.9, "query_p50": 0.5, "build": 1.0, "bytes": 1.0,  # MoteDB / FTS5, issue 19
            "hybrid": 1.1}  # MoteDB's hybrid / (its text query + its vector query)
 HYBRID_DIM = 128
@@ -86,8 +92,10 @@ class MoteDB:
         self.store = self.motedb.open(path)
         self.box = self.store.box(self.indexed)
 
-    def search(self, words, all_terms):
-        cond = self.indexed.text.matches(" ".join(words), k=10, all_terms=all_terms)
+    def search(self, words, how):
+        text = (f'"{" ".join(words)}"' if how == "phrase" else f"{words[0]}*" if how == "prefix"
+                else " ".join(words))
+        cond = self.indexed.text.matches(text, k=10, all_terms=how == "and")
         return self.box.query(cond).ids()
 
     def close(self):
@@ -112,13 +120,80 @@ class FTS5:
     def open(self, path):
         self.con = sqlite3.connect(path)
 
-    def search(self, words, all_terms):
-        q = (" AND " if all_terms else " OR ").join(f'"{w}"' for w in words)
+    def search(self, words, how):
+        q = (f'"{" ".join(words)}"' if how == "phrase" else f'"{words[0]}"*' if how == "prefix"
+             else (" AND " if how == "and" else " OR ").join(f'"{w}"' for w in words))
         return [r[0] for r in self.con.execute(
             "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10", [q])]
 
     def close(self):
         self.con.close()
+
+
+class Tantivy:
+    """tantivy (Rust, through its Python bindings): a text field with positions (its default tokenizer: split on
+    non-alphanumeric characters, lower-cased) and the passage id stored; one writer thread, a commit per
+    transaction, the background merges waited for at the end of the build. Its "plain" store is nothing: the
+    index directory is all index (the passages' text is not stored)."""
+    name = "tantivy"
+
+    @staticmethod
+    def available():
+        try:
+            import tantivy  # noqa: F401
+        except Exception as e:
+            return f"{type(e).__name__}: {e}"
+        return None
+
+    def __init__(self):
+        import tantivy
+
+        self.tantivy = tantivy
+        sb = tantivy.SchemaBuilder()
+        sb.add_unsigned_field("id", stored=True)
+        sb.add_text_field("text", stored=False, index_option="position")
+        self.schema = sb.build()
+
+    def build(self, path, texts, batch, index=True):
+        if not index:
+            return
+        os.makedirs(path, exist_ok=True)
+        idx = self.tantivy.Index(self.schema, path=path)
+        w = idx.writer(heap_size=64_000_000, num_threads=1)
+        for i in range(0, len(texts), batch):
+            for j, t in enumerate(texts[i:i + batch]):
+                w.add_document(self.tantivy.Document(id=i + j + 1, text=t))
+            w.commit()
+        w.wait_merging_threads()
+
+    def size(self, path):
+        return dir_bytes(path)
+
+    def open(self, path):
+        self.index = self.tantivy.Index.open(path)
+        self.index.reload()
+        self.searcher = self.index.searcher()
+
+    def search(self, words, how):
+        if how == "prefix":  # (its query parser has no prefix of one word: a regular expression query)
+            q = self.tantivy.Query.regex_query(self.index.schema, "text", f"{words[0]}.*")
+        elif how == "phrase":
+            q = self.index.parse_query(f'"{" ".join(words)}"', ["text"])
+        else:
+            q = self.index.parse_query((" AND " if how == "and" else " OR ").join(words), ["text"])
+        s = self.searcher
+        return [s.doc(addr)["id"][0] for _, addr in s.search(q, 10).hits]
+
+    def close(self):
+        self.searcher = self.index = None
+
+
+def dir_bytes(path):
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            total += os.path.getsize(os.path.join(root, name))
+    return total
 
 
 def hashed_vector(words, dim=HYBRID_DIM):
@@ -183,10 +258,21 @@ def draw_queries(texts, n, seed=19):
     import motedb
 
     rng = random.Random(seed)
-    pool = []
+    pool, pairs = [], []
     for t in rng.sample(texts, min(len(texts), 3000)):
-        pool += [w for w in motedb.tokenize(t) if w.isascii() and w.isalpha() and len(w) > 1]
-    return {kind: [rng.sample(pool, nw) for _ in range(n)] for kind, nw, _ in KINDS}
+        words = [w if w.isascii() and w.isalpha() and len(w) > 1 else None for w in motedb.tokenize(t)]
+        pool += [w for w in words if w]
+        pairs += [[a, b] for a, b in zip(words, words[1:]) if a and b]  # adjacent in the text
+    long = [w for w in pool if len(w) >= 4]
+    out = {}
+    for kind, nw, how in KINDS:
+        if how == "phrase":
+            out[kind] = [rng.choice(pairs) for _ in range(n)]
+        elif how == "prefix":
+            out[kind] = [[rng.choice(long)[:3]] for _ in range(n)]
+        else:
+            out[kind] = [rng.sample(pool, nw) for _ in range(n)]
+    return out
 
 
 def file_bytes(path):
@@ -213,8 +299,14 @@ def run(args):
     work = os.path.join(args.tmp, f"run-{os.getpid()}")
     os.makedirs(work, exist_ok=True)
     engines = [MoteDB(), FTS5()]
-    ext = {"MoteDB": ".mote", "SQLite FTS5": ".db"}
-    results = {"build_s": {}, "index_bytes": {}, "queries": {}, "overlap": {}}
+    why = Tantivy.available()
+    if why is None:
+        engines.append(Tantivy())
+    else:
+        log(f"tantivy is not available ({why}): the run goes on without it")
+    ext = {"MoteDB": ".mote", "SQLite FTS5": ".db", "tantivy": ".tantivy"}
+    results = {"build_s": {}, "index_bytes": {}, "queries": {}, "overlap": {}, "overlap_tantivy": {},
+               "unavailable": {} if why is None else {"tantivy": why}}
     try:
         for e in engines:
             plain = os.path.join(work, "plain" + ext[e.name])
@@ -223,25 +315,28 @@ def run(args):
             for rep in range(build_reps):
                 path = os.path.join(work, "index" + ext[e.name])
                 for p in (path, path + "-wal", path + "-shm"):
-                    if os.path.exists(p):
+                    if os.path.isdir(p):
+                        shutil.rmtree(p)
+                    elif os.path.exists(p):
                         os.remove(p)
                 t0 = time.perf_counter()
                 e.build(path, texts, args.batch)
                 times.append(time.perf_counter() - t0)
                 log(f"{e.name}: build {rep + 1}/{build_reps}: {times[-1]:.2f} s")
             results["build_s"][e.name] = median(times)
-            results["index_bytes"][e.name] = file_bytes(path) - file_bytes(plain)
+            size = getattr(e, "size", file_bytes)
+            results["index_bytes"][e.name] = size(path) - size(plain)
         queries = draw_queries(texts, nq)
         lat = {e.name: {k: [] for k, _, _ in KINDS} for e in engines}
         tops = {e.name: {} for e in engines}
         for r in range(rounds):
             for e in engines:
                 e.open(os.path.join(work, "index" + ext[e.name]))
-                for kind, _, all_terms in KINDS:
+                for kind, _, how in KINDS:
                     samples = []
                     for i, words in enumerate(queries[kind]):
                         t0 = time.perf_counter()
-                        ids = e.search(words, all_terms)
+                        ids = e.search(words, how)
                         samples.append(time.perf_counter() - t0)
                         tops[e.name][(kind, i)] = ids
                     lat[e.name][kind].append(samples)
@@ -253,12 +348,15 @@ def run(args):
                        "p99_us": median(percentile(s, 99) for s in lat[e.name][kind]) * 1e6}
                 for kind, _, _ in KINDS}
         for kind, _, _ in KINDS:
-            ov = []
-            for i in range(nq):
-                want = tops["SQLite FTS5"][(kind, i)]
-                if want:
-                    ov.append(len(set(tops["MoteDB"][(kind, i)]) & set(want)) / len(want))
-            results["overlap"][kind] = sum(ov) / len(ov) if ov else None
+            for who, into in (("MoteDB", "overlap"), ("tantivy", "overlap_tantivy")):
+                if who not in tops:
+                    continue
+                ov = []
+                for i in range(nq):
+                    want = tops["SQLite FTS5"][(kind, i)]
+                    if want:
+                        ov.append(len(set(tops[who][(kind, i)]) & set(want)) / len(want))
+                results[into][kind] = sum(ov) / len(ov) if ov else None
         results["hybrid"] = run_hybrid(work, texts, queries[HYBRID_KIND], args.batch, rounds)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -305,40 +403,68 @@ def run_hybrid(work, texts, queries, batch, rounds):
 
 def markdown(res):
     env, r = res["environment"], res["results"]
-    m, f = "MoteDB", "SQLite FTS5"
+    m, f, ty = "MoteDB", "SQLite FTS5", "tantivy"
+    tv = ty in r["build_s"]  # tantivy installed and ran
     out = [f"## bench/text — {env['date']}", "",
            f"- {env['passages']:,} passages of real text ({env['text_bytes'] / 1e6:.1f} MB: manual pages and "
            f"Python docstrings), stored in transactions of {env['batch']:,}; {env['queries_per_kind']} queries "
            f"per kind, top-10, {env['rounds']} rounds; SQLite {env['sqlite']}; {env['cpu']}, {env['cpus']} CPUs",
-           "", "| metric | MoteDB | SQLite FTS5 | MoteDB / FTS5 | target |", "|:--|--:|--:|--:|:--|"]
+           ""]
+    if tv:
+        out += ["| metric | MoteDB | SQLite FTS5 | tantivy | MoteDB / FTS5 | MoteDB / tantivy | target |",
+                "|:--|--:|--:|--:|--:|--:|:--|"]
+    else:
+        out += ["| metric | MoteDB | SQLite FTS5 | MoteDB / FTS5 | target |", "|:--|--:|--:|--:|:--|"]
 
-    def row(name, a, b, fmt, target, lower=True):
-        ratio = a / b if a is not None and b else None
+    def ratio_of(a, b):
+        return a / b if a is not None and b else None
+
+    def row(name, get, fmt, target, lower=True):
+        a, b = get(m), get(f)
+        ratio = ratio_of(a, b)
         ok = "" if ratio is None else ("✓" if (ratio <= target if lower else ratio >= target) else "✗")
-        out.append(f"| {name} | {fmt(a)} | {fmt(b)} | {'-' if ratio is None else f'{ratio:.2f}x'} | "
-                   f"{'≤' if lower else '≥'} {target}x {ok} |")
+        cells = [fmt(a), fmt(b)]
+        if tv:
+            c = get(ty)
+            rt = ratio_of(a, c)
+            cells += [fmt(c), '-' if ratio is None else f'{ratio:.2f}x', '-' if rt is None else f'{rt:.2f}x']
+        else:
+            cells += ['-' if ratio is None else f'{ratio:.2f}x']
+        out.append(f"| {name} | {' | '.join(cells)} | {'≤' if lower else '≥'} {target}x {ok} |")
 
-    row("build (s)", r["build_s"][m], r["build_s"][f], lambda x: f"{x:.2f}", TARGETS["build"])
-    row("index bytes", r["index_bytes"][m], r["index_bytes"][f], lambda x: f"{x:,}", TARGETS["bytes"])
+    row("build (s)", lambda e: r["build_s"][e], lambda x: f"{x:.2f}", TARGETS["build"])
+    row("index bytes", lambda e: r["index_bytes"][e], lambda x: f"{x:,}", TARGETS["bytes"])
     for kind, _, _ in KINDS:
-        row(f"{kind}: p50 µs", r["queries"][m][kind]["p50_us"], r["queries"][f][kind]["p50_us"],
-            lambda x: f"{x:,.0f}", TARGETS["query_p50"])
-        row(f"{kind}: p99 µs", r["queries"][m][kind]["p99_us"], r["queries"][f][kind]["p99_us"],
-            lambda x: f"{x:,.0f}", 1.0)
+        row(f"{kind}: p50 µs", lambda e: r["queries"][e][kind]["p50_us"], lambda x: f"{x:,.0f}",
+            TARGETS["query_p50"])
+        row(f"{kind}: p99 µs", lambda e: r["queries"][e][kind]["p99_us"], lambda x: f"{x:,.0f}", 1.0)
     for kind, _, _ in KINDS:
         ov = r["overlap"][kind]
         ok = "" if ov is None else ("✓" if ov >= TARGETS["overlap"] else "✗")
-        out.append(f"| {kind}: top-10 overlap with FTS5 | {'-' if ov is None else f'{ov:.3f}'} | | | "
-                   f"≥ {TARGETS['overlap']} {ok} |")
+        cells = ['-' if ov is None else f'{ov:.3f}', '']
+        if tv:
+            tov = r.get("overlap_tantivy", {}).get(kind)
+            cells += ['-' if tov is None else f'{tov:.3f}', '', '']
+        else:
+            cells += ['']
+        out.append(f"| {kind}: top-10 overlap with FTS5 | {' | '.join(cells)} | ≥ {TARGETS['overlap']} {ok} |")
     hy = r.get("hybrid")
     if hy:
         ok = "✓" if hy["ratio"] <= TARGETS["hybrid"] else "✗"
-        out.append(f"| hybrid ({HYBRID_KIND} & the 10 nearest): p50 µs | {hy['hybrid_p50_us']:,.0f} | | "
-                   f"{hy['ratio']:.2f}x of text {hy['text_p50_us']:,.0f} + vector {hy['vector_p50_us']:,.0f} | "
-                   f"≤ {TARGETS['hybrid']}x {ok} |")
-    out += ["", "Ratios are MoteDB over FTS5 (lower is better; the overlap: higher); the hybrid's is MoteDB's own: "
-            "its p50 over the sum of its text query's and its vector query's (hashed term vectors of the "
-            "passages, not a learned embedding)."]
+        out.append(f"| hybrid ({HYBRID_KIND} & the 10 nearest): p50 µs | {hy['hybrid_p50_us']:,.0f} | |"
+                   + (" | " if tv else " ")
+                   + f"{hy['ratio']:.2f}x of text {hy['text_p50_us']:,.0f} + vector {hy['vector_p50_us']:,.0f} |"
+                   + (" |" if tv else "") + f" ≤ {TARGETS['hybrid']}x {ok} |")
+    out += ["", "Ratios are MoteDB over the anchor (lower is better; the overlap: higher); the targets are "
+            "against FTS5; the hybrid's is MoteDB's own: its p50 over the sum of its text query's and its "
+            "vector query's (hashed term vectors of the passages, not a learned embedding)."]
+    if tv:
+        out.append("tantivy: one writer thread, its default tokenizer (no diacritic folding: its overlap with "
+                   "FTS5's top-10 shows where the tokenizers differ), index = its directory (text not stored); "
+                   "its query parser has no prefix of one word: a regular-expression query, whose matches all "
+                   "score the same (so its prefix top-10 is not BM25's).")
+    for e, why in r.get("unavailable", {}).items():
+        out.append(f"{e}: not measured ({why}).")
     return "\n".join(out) + "\n"
 
 

@@ -787,35 +787,51 @@ static void count_problem(void *ctx, const char *problem)
     ++*(int *)ctx;
 }
 
+/* The tree of Note.text's full-text index ("@t:<entity id>:<property id>"). */
+static uint32_t text_tree_of(mote_txn *t)
+{
+    uint32_t tree = 0;
+    char tn[32];
+    for (unsigned eid = 1; !tree && eid < 10; eid++)
+        for (unsigned pid = 0; !tree && pid < 4; pid++) {
+            snprintf(tn, sizeof tn, "@t:%u:%u", eid, pid);
+            if (mote_kv_tree(t, tn, 0, &tree))
+                tree = 0;
+        }
+    CHECK(tree);
+    return tree;
+}
+
+/* A new store at path with n Note objects of random texts (seed rs), in
+ * one commit; *e opened in it. */
+static mote_store *ft_store(const char *path, omodel *om, uint64_t n, uint64_t rs,
+                            mote_entity **e)
+{
+    mote_store *s;
+    mote_txn *t;
+    remove(path);
+    OK(mote_open(path, NULL, &s));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, e));
+    for (uint64_t id = 1; id <= n; id++)
+        ft_put(t, *e, om, id, 1, random_text(&rs));
+    OK(mote_commit(t));
+    return s;
+}
+
 /* mote check finds a full-text index that differs from the objects' texts:
  * a document's length gone, a block gone, a term's count wrong. */
 TEST(text_check_finds_damage)
 {
     const char *path = test_path("ftdamage.mote");
     for (int damage = 0; damage < 4; damage++) {
-        mote_store *s;
         mote_txn *t;
         mote_entity *e;
-        remove(path);
-        OK(mote_open(path, NULL, &s));
-        OK(mote_begin(s, 0, &t));
-        OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
         static omodel om;
-        uint64_t rs = 5;
-        for (uint64_t id = 1; id <= 50; id++)
-            ft_put(t, e, &om, id, 1, random_text(&rs));
-        OK(mote_commit(t));
+        mote_store *s = ft_store(path, &om, 50, 5, &e);
         OK(mote_check(s, NULL, NULL));
         OK(mote_begin(s, 0, &t));
-        uint32_t tree = 0;
-        char tn[32];
-        for (unsigned eid = 1; !tree && eid < 10; eid++)
-            for (unsigned pid = 0; !tree && pid < 4; pid++) {
-                snprintf(tn, sizeof tn, "@t:%u:%u", eid, pid);
-                if (mote_kv_tree(t, tn, 0, &tree))
-                    tree = 0;
-            }
-        CHECK(tree);
+        uint32_t tree = text_tree_of(t);
         mote_cursor *c;
         mote_val k, v;
         uint8_t key[300], val[1024];
@@ -1331,18 +1347,10 @@ static void count_earlier(void *ctx, const char *problem)
 TEST(text_earlier_layout_rebuilt)
 {
     const char *path = test_path("ftlayout.mote");
-    mote_store *s;
     mote_txn *t;
     mote_entity *e;
-    remove(path);
-    OK(mote_open(path, NULL, &s));
-    OK(mote_begin(s, 0, &t));
-    OK(mote_entity_open(t, "Note", ft_props, FT_NPROPS, &e));
     static omodel om;
-    uint64_t rs = 17;
-    for (uint64_t id = 1; id <= 60; id++)
-        ft_put(t, e, &om, id, 1, random_text(&rs));
-    OK(mote_commit(t));
+    mote_store *s = ft_store(path, &om, 60, 17, &e);
     uint64_t *before, *after;
     double *sb, *sa;
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
@@ -1352,7 +1360,7 @@ TEST(text_earlier_layout_rebuilt)
     mote_abort(t);
     /* the schema record says format 4; the index's totals have two numbers */
     OK(mote_begin(s, 0, &t));
-    uint32_t stree, ttree = 0;
+    uint32_t stree, ttree;
     mote_val v;
     uint8_t rec[4096];
     OK(mote_kv_tree(t, "@schema", 0, &stree));
@@ -1362,14 +1370,7 @@ TEST(text_earlier_layout_rebuilt)
     size_t rl = v.size;
     rec[0] = 4, rec[1] = rec[2] = rec[3] = 0;
     OK(mote_kv_put(t, stree, "Note", 4, rec, rl, 0));
-    char tn[32];
-    for (unsigned eid = 1; !ttree && eid < 10; eid++)
-        for (unsigned pid = 0; !ttree && pid < 4; pid++) {
-            snprintf(tn, sizeof tn, "@t:%u:%u", eid, pid);
-            if (mote_kv_tree(t, tn, 0, &ttree))
-                ttree = 0;
-        }
-    CHECK(ttree);
+    ttree = text_tree_of(t);
     OK(mote_kv_put(t, ttree, "s", 1, "\x3c\x64", 2, 0));
     OK(mote_commit(t));
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));

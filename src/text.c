@@ -1377,11 +1377,17 @@ typedef struct treader {
     dblock dl;         /* a decoded block of lengths (doc_length) */
 } treader;
 
-/* A decoded block of one segment and the ids it holds: [first, next). */
+/* The block of one segment that holds the ids [first, next) (posting_in):
+ * its bytes, read forward as ascending ids are asked for (at: the next
+ * posting, after `seen` of `count`, the last of them prev), and the posting
+ * found last, decoded (ps). */
 typedef struct sblock {
     postings ps;
     uint64_t first, next;
     int loaded;
+    uint8_t *raw;
+    size_t rlen, rcap, body, at;
+    uint64_t count, seen, prev;
 } sblock;
 
 static int reader_open(treader *r, mote_txn *t, uint32_t tree)
@@ -1403,6 +1409,7 @@ static void reader_close(treader *r)
     for (size_t i = 0; r->sb && i < r->S.n; i++) {
         mote__free(r->sb[i].ps.p);
         mote__free(r->sb[i].ps.pos);
+        mote__free(r->sb[i].raw);
     }
     mote__free(r->sb);
     segs_free(&r->S);
@@ -1483,9 +1490,10 @@ static int term_df(treader *r, const char *term, size_t tlen, uint64_t *out)
 }
 
 /* Document id's posting of term in segment i (NULL if none there), from
- * its block (decoded once for the ids it holds: ids asked for in
- * ascending order read each block once). sblock i must have been reset
- * (loaded = 0) for a new term. */
+ * its block, read forward from where the last id asked for was (ids asked
+ * for in ascending order read each block once, and decode only the
+ * positions of the postings found). sblock i must have been reset (loaded
+ * = 0) for a new term. */
 static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint64_t id,
                       const post **out)
 {
@@ -1494,10 +1502,11 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
     if (!b->loaded || id < b->first || id >= b->next) {
         uint8_t key[KEY_MAX];
         mote_val k, v;
-        uint64_t first;
-        b->ps.n = b->ps.npos = 0;
+        uint64_t first, head, z;
+        unsigned u;
         b->loaded = 1;
         b->first = id;
+        b->count = b->seen = 0;
         size_t kl = post_key(key, r->S.id[i], term, tlen, id);
         int rc = mote_cursor_seek(r->c, key, kl, MOTE_SEEK_LE);
         if (!rc && !(rc = mote_cursor_get(r->c, &k, &v)) &&
@@ -1511,11 +1520,17 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
                 b->next = UINT64_MAX;
             return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
         }
-        if (rc)
+        if (rc || (rc = grow((void **)&b->raw, &b->rcap, v.size + 1, 1)))
             return rc;
-        if ((rc = decode_block(v.data, v.size, first, &b->ps, NULL, NULL)))
-            return rc;
-        b->first = first;
+        memcpy(b->raw, v.data, v.size);
+        b->rlen = v.size;
+        const uint8_t *p = b->raw, *end = p + b->rlen;
+        if (!(u = mote__varint_get(p, end, &head)) || !(head >> 1) ||
+            ((head & 1) && !mote__varint_get(p + u, end, &z)))
+            return CORRUPT("text index: a block's count is damaged");
+        b->body = b->at = u + ((head & 1) ? mote__varint_size(z) : 0);
+        b->count = head >> 1;
+        b->prev = b->first = first;
         b->next = UINT64_MAX;
         if (!(rc = mote_cursor_next(r->c)) && !(rc = mote_cursor_get(r->c, &k, NULL)) &&
             !is_block_of(&k, r->S.id[i], term, tlen, &b->next))
@@ -1523,16 +1538,58 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
         if (rc && rc != MOTE_NOTFOUND)
             return rc;
     }
-    size_t lo = 0, hi = b->ps.n; /* binary search of the block's ids */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (b->ps.p[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
+    if (b->seen && id <= b->prev) { /* (asked again, or backwards: from the start) */
+        b->at = b->body;
+        b->seen = 0;
+        b->prev = b->first;
     }
-    if (lo < b->ps.n && b->ps.p[lo].id == id)
-        *out = &b->ps.p[lo];
+    const uint8_t *p = b->raw + b->at, *end = b->raw + b->rlen;
+    while (b->seen < b->count) {
+        const uint8_t *start = p;
+        uint64_t d, x = 1 << 2 | PK_NEW, v;
+        unsigned u;
+        if (!(u = mote__varint_get(p, end, &d)))
+            return CORRUPT("text index: a block is cut short");
+        p += u;
+        int one = (int)(d & 1);
+        uint64_t nid = b->prev + (d >> 1);
+        if (!one) {
+            if (!(u = mote__varint_get(p, end, &x)))
+                return CORRUPT("text index: a block is cut short");
+            p += u;
+        }
+        uint64_t kind = x & 3, tf = x >> 2;
+        if (kind == PK_NONE || (kind == PK_DEL) != (tf == 0) || tf > (uint64_t)(end - p) ||
+            (b->seen && nid <= b->prev))
+            return CORRUPT("text index: a posting's count is damaged");
+        if (nid > id) { /* not there: the next call starts at this posting */
+            p = start;
+            break;
+        }
+        b->ps.n = b->ps.npos = 0;
+        if (nid == id) {
+            int rc;
+            if ((rc = grow((void **)&b->ps.p, &b->ps.cap, 1, sizeof *b->ps.p)) ||
+                (rc = grow((void **)&b->ps.pos, &b->ps.pos_cap, tf + 1, sizeof *b->ps.pos)))
+                return rc;
+            b->ps.p[b->ps.n++] = (post){nid, 0, (uint32_t)tf, (uint8_t)kind};
+        }
+        for (uint64_t j = 0, at = 0; j < tf; j++) { /* its positions: kept if found */
+            if (!(u = mote__varint_get(p, end, &v)) || (j && v == 0) || at + v > UINT32_MAX)
+                return CORRUPT("text index: a posting's positions are damaged");
+            p += u;
+            at += v;
+            if (nid == id)
+                b->ps.pos[b->ps.npos++] = (uint32_t)at;
+        }
+        b->prev = nid;
+        b->seen++;
+        if (nid == id) {
+            *out = &b->ps.p[0];
+            break;
+        }
+    }
+    b->at = (size_t)(p - b->raw);
     return MOTE_OK;
 }
 
@@ -2084,76 +2141,56 @@ static int unit_matches(treader *r, const qlparse *p, const qlnode *nd, umatch *
         mote__free(ps.pos);
         return rc;
     }
-    /* a phrase: its tokens at consecutive positions */
-    uint32_t m = nd->ntok;
-    postings *ps = mote__calloc(m, sizeof *ps);
-    size_t *at = mote__calloc(m, sizeof *at);
-    if (!ps || !at)
-        rc = mote__err(MOTE_NOMEM, "out of memory searching text");
-    /* the rarest token's postings whole; the others' only for those
-     * documents (posting_of: their blocks), as an AND of words reads */
-    uint32_t rare = 0;
+    /* a phrase: its tokens at consecutive positions. The rarest token's
+     * postings whole, as the phrase's starts (each position less the
+     * token's place in the phrase); each other token keeps, in place, the
+     * starts where it stands at its place, reading only the blocks of the
+     * documents left (posting_of), as an AND of words reads */
+    uint32_t m = nd->ntok, rare = 0;
     uint64_t best = UINT64_MAX;
+    postings c = {0};
     for (uint32_t j = 0; !rc && m > 1 && j < m; j++) {
         uint64_t df;
         if (!(rc = term_df(r, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j], &df)) && df < best)
             best = df, rare = j;
     }
     if (!rc)
-        rc = postings_all(r, p->tk.t[nd->tok + rare], p->tk.len[nd->tok + rare], &ps[rare]);
+        rc = postings_all(r, p->tk.t[nd->tok + rare], p->tk.len[nd->tok + rare], &c);
+    for (size_t i = 0; !rc && i < c.n; i++) { /* positions -> starts */
+        uint32_t *x = c.pos + c.p[i].pos, kept = 0;
+        for (uint32_t y = 0; y < c.p[i].tf; y++)
+            if (x[y] >= rare)
+                x[kept++] = x[y] - rare;
+        c.p[i].tf = kept;
+    }
     for (uint32_t j = 0; !rc && j < m; j++) {
         if (j == rare)
             continue;
         reader_reset(r);
-        for (size_t i = 0; !rc && i < ps[rare].n; i++) {
+        for (size_t i = 0; !rc && i < c.n; i++) {
             const post *q;
             const uint32_t *pos;
-            if (!(rc = posting_of(r, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j],
-                                  ps[rare].p[i].id, &q, &pos)) && q)
-                rc = push_post(&ps[j], q, pos, q->kind);
-        }
-    }
-    for (size_t i = 0; !rc && i < (m ? ps[0].n : 0); i++) {
-        uint64_t id = ps[0].p[i].id;
-        const post *pj[64];
-        int all = m <= 64;
-        for (uint32_t j = 1; all && j < m; j++) {
-            while (at[j] < ps[j].n && ps[j].p[at[j]].id < id)
-                at[j]++;
-            all = at[j] < ps[j].n && ps[j].p[at[j]].id == id;
-            if (all)
-                pj[j] = &ps[j].p[at[j]];
-        }
-        if (!all)
-            continue;
-        uint32_t tf = 0;
-        const uint32_t *p0 = ps[0].pos + ps[0].p[i].pos;
-        for (uint32_t x = 0; x < ps[0].p[i].tf; x++) {
-            int ok = 1;
-            for (uint32_t j = 1; ok && j < m; j++) {
-                const uint32_t *pp = ps[j].pos + pj[j]->pos;
-                size_t lo = 0, hi = pj[j]->tf;
-                uint64_t want = (uint64_t)p0[x] + j;
-                while (lo < hi) {
-                    size_t mid = lo + (hi - lo) / 2;
-                    if (pp[mid] < want)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                ok = lo < pj[j]->tf && pp[lo] == want;
+            if (!c.p[i].tf)
+                continue;
+            if ((rc = posting_of(r, p->tk.t[nd->tok + j], p->tk.len[nd->tok + j], c.p[i].id, &q,
+                                 &pos)))
+                break;
+            uint32_t *x = c.pos + c.p[i].pos, kept = 0, b = 0;
+            for (uint32_t y = 0; q && y < c.p[i].tf; y++) { /* both ascending */
+                uint64_t want = (uint64_t)x[y] + j;
+                while (b < q->tf && pos[q->pos + b] < want)
+                    b++;
+                if (b < q->tf && pos[q->pos + b] == want)
+                    x[kept++] = x[y];
             }
-            tf += (uint32_t)ok;
+            c.p[i].tf = kept;
         }
-        if (tf)
-            rc = um_add(u, id, tf);
     }
-    for (uint32_t j = 0; ps && j < m; j++) {
-        mote__free(ps[j].p);
-        mote__free(ps[j].pos);
-    }
-    mote__free(ps);
-    mote__free(at);
+    for (size_t i = 0; !rc && i < c.n; i++)
+        if (c.p[i].tf)
+            rc = um_add(u, c.p[i].id, c.p[i].tf);
+    mote__free(c.p);
+    mote__free(c.pos);
     return rc;
 }
 

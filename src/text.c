@@ -530,12 +530,19 @@ typedef struct dblock {
     size_t n, cap, lcap;
     uint64_t first, next; /* the ids it stands for: [first, next) */
     int loaded;
+    /* doc_len: the block's bytes, read forward as ascending ids are asked
+     * for (at: the next entry, after `seen` of `count`, the last of them
+     * prev) */
+    uint8_t *raw;
+    size_t rlen, rcap, body, at;
+    uint64_t count, seen, prev;
 } dblock;
 
 static void dblock_free(dblock *d)
 {
     mote__free(d->id);
     mote__free(d->len);
+    mote__free(d->raw);
     memset(d, 0, sizeof *d);
 }
 
@@ -584,8 +591,9 @@ static int dblock_decode(const uint8_t *b, size_t len, uint64_t first, dblock *d
 }
 
 /* Document id's length through cursor c (*found: 0 if it has none), from
- * its block, decoded once for the ids it stands for (ids asked in
- * ascending order read each block once). */
+ * its block, read forward from where the last id asked for was (ids asked
+ * in ascending order read each block once; a result set spread over the
+ * ids reads only up to each). */
 static int doc_len(mote_cursor *c, dblock *d, uint64_t id, uint64_t *len, int *found)
 {
     *found = 0;
@@ -593,10 +601,11 @@ static int doc_len(mote_cursor *c, dblock *d, uint64_t id, uint64_t *len, int *f
         uint8_t key[9];
         mote_val k, v;
         uint64_t first;
-        d->n = 0;
+        unsigned u;
         d->loaded = 1;
         d->first = id;
         d->next = id + 1;
+        d->count = d->seen = 0;
         int rc = mote_cursor_seek(c, key, dkey(key, id), MOTE_SEEK_LE);
         if (rc == MOTE_NOTFOUND)
             return MOTE_OK;
@@ -604,9 +613,14 @@ static int doc_len(mote_cursor *c, dblock *d, uint64_t id, uint64_t *len, int *f
             return rc;
         if (!is_dblock(&k, &first))
             return MOTE_OK;
-        if ((rc = dblock_decode(v.data, v.size, first, d)))
+        if ((rc = grow((void **)&d->raw, &d->rcap, v.size + 1, 1)))
             return rc;
-        d->first = first;
+        memcpy(d->raw, v.data, v.size);
+        d->rlen = v.size;
+        if (!(u = mote__varint_get(d->raw, d->raw + d->rlen, &d->count)) || !d->count)
+            return CORRUPT("text index: a block of lengths is damaged");
+        d->body = d->at = u;
+        d->prev = d->first = first;
         d->next = UINT64_MAX;
         if (!(rc = mote_cursor_next(c)) && !(rc = mote_cursor_get(c, &k, NULL)) &&
             !is_dblock(&k, &d->next))
@@ -614,18 +628,33 @@ static int doc_len(mote_cursor *c, dblock *d, uint64_t id, uint64_t *len, int *f
         if (rc && rc != MOTE_NOTFOUND)
             return rc;
     }
-    size_t lo = 0, hi = d->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->id[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
+    if (d->seen && id <= d->prev) { /* (asked again, or backwards: from the start) */
+        d->at = d->body;
+        d->seen = 0;
+        d->prev = d->first;
     }
-    if (lo < d->n && d->id[lo] == id) {
-        *len = d->len[lo];
-        *found = 1;
+    if (d->seen == d->count) /* (none: no block there, raw may be NULL) */
+        return MOTE_OK;
+    const uint8_t *p = d->raw + d->at, *end = d->raw + d->rlen;
+    while (d->seen < d->count) {
+        uint64_t x, l;
+        unsigned u, w;
+        if (!(u = mote__varint_get(p, end, &x)) || !(w = mote__varint_get(p + u, end, &l)) ||
+            (d->seen == 0) != (x == 0) || d->prev + x < d->prev)
+            return CORRUPT("text index: a block of lengths is damaged");
+        uint64_t nid = d->prev + x;
+        if (nid > id)
+            break; /* not there: the next call starts at this entry */
+        p += u + w;
+        d->prev = nid;
+        d->seen++;
+        if (nid == id) {
+            *len = l;
+            *found = 1;
+            break;
+        }
     }
+    d->at = (size_t)(p - d->raw);
     return MOTE_OK;
 }
 
@@ -1543,6 +1572,8 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
         b->seen = 0;
         b->prev = b->first;
     }
+    if (b->seen == b->count) /* (none: no block there, raw may be NULL) */
+        return MOTE_OK;
     const uint8_t *p = b->raw + b->at, *end = b->raw + b->rlen;
     while (b->seen < b->count) {
         const uint8_t *start = p;

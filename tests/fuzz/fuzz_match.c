@@ -85,9 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     memcpy(text, data + 1, len);
     int ok = mote_match_check(text, len, flags);
-    mote_txn *t;
-    mote_entity *e;
-    mote_query *q;
+    mote_txn *t = NULL;
+    mote_entity *e = NULL;
+    mote_query *q = NULL;
     if (mote_begin(store, MOTE_TXN_RDONLY, &t) || mote_entity_open(t, "Doc", props, 1, &e) ||
         mote_query_new(e, &q))
         fail("cannot begin a query");

@@ -1240,8 +1240,6 @@ static int remove_nodes(hwork *w, const uint32_t *dead, size_t nd)
 
 /* ---- folding an overlay into the image -------------------------------------------------- */
 
-/* Make g the graph g + o (stamp, gen). On failure g is unusable (the caller
- * throws it away). */
 /* The float row of an overlay's node i if it is a new one that stays. */
 static const float *over_new_row(const void *ctx, size_t i)
 {
@@ -1249,6 +1247,8 @@ static const float *over_new_row(const void *ctx, size_t i)
     return x->isnew && !x->del ? x->vec : NULL;
 }
 
+/* Make g the graph g + o (stamp, gen). On failure g is unusable (the caller
+ * throws it away). */
 static int graph_apply(hgraph *g, const hover *o, uint64_t gen, uint64_t stamp)
 {
     int rc = graph_grow(g, o->base + o->ndense);

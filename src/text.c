@@ -525,24 +525,58 @@ static int op_write(mote_txn *t, uint32_t tree, opbuf *o)
  * holds the ids from its first-id up to the next block's, excluded. (One
  * entry per document cost its key and a cell, ~12 bytes a text, more than
  * the rest of its share of a large index's bytes beside postings.) */
+/* A block read forward as ascending ids are asked for (doc_len,
+ * posting_in): its bytes, the ids it stands for [first, next), where its
+ * entries start (body) and where the reading is (at: the next entry, after
+ * `seen` of `count`, the last of them prev). */
+typedef struct bscan {
+    uint8_t *raw;
+    size_t rlen, rcap, body, at;
+    uint64_t first, next, count, seen, prev;
+    int loaded;
+} bscan;
+
+/* The block's bytes v, whose first id is first, taken to be read (the
+ * caller sets body, at and count from its head). */
+static int bscan_take(bscan *b, const mote_val *v, uint64_t first)
+{
+    int rc = grow((void **)&b->raw, &b->rcap, v->size + 1, 1);
+    if (rc)
+        return rc;
+    memcpy(b->raw, v->data, v->size);
+    b->rlen = v->size;
+    b->prev = b->first = first;
+    b->seen = 0;
+    return MOTE_OK;
+}
+
+/* Where to read on for id (from the start if id is not past the last
+ * entry read), *end the block's end; NULL if nothing is left to read (no
+ * block there: its bytes may be NULL). */
+static const uint8_t *bscan_from(bscan *b, uint64_t id, const uint8_t **end)
+{
+    if (b->seen && id <= b->prev) {
+        b->at = b->body;
+        b->seen = 0;
+        b->prev = b->first;
+    }
+    if (b->seen == b->count)
+        return NULL;
+    *end = b->raw + b->rlen;
+    return b->raw + b->at;
+}
+
 typedef struct dblock {
     uint64_t *id, *len;
     size_t n, cap, lcap;
-    uint64_t first, next; /* the ids it stands for: [first, next) */
-    int loaded;
-    /* doc_len: the block's bytes, read forward as ascending ids are asked
-     * for (at: the next entry, after `seen` of `count`, the last of them
-     * prev) */
-    uint8_t *raw;
-    size_t rlen, rcap, body, at;
-    uint64_t count, seen, prev;
+    bscan s; /* doc_len's */
 } dblock;
 
 static void dblock_free(dblock *d)
 {
     mote__free(d->id);
     mote__free(d->len);
-    mote__free(d->raw);
+    mote__free(d->s.raw);
     memset(d, 0, sizeof *d);
 }
 
@@ -597,15 +631,15 @@ static int dblock_decode(const uint8_t *b, size_t len, uint64_t first, dblock *d
 static int doc_len(mote_cursor *c, dblock *d, uint64_t id, uint64_t *len, int *found)
 {
     *found = 0;
-    if (!d->loaded || id < d->first || id >= d->next) {
+    if (!d->s.loaded || id < d->s.first || id >= d->s.next) {
         uint8_t key[9];
         mote_val k, v;
         uint64_t first;
         unsigned u;
-        d->loaded = 1;
-        d->first = id;
-        d->next = id + 1;
-        d->count = d->seen = 0;
+        d->s.loaded = 1;
+        d->s.first = id;
+        d->s.next = id + 1;
+        d->s.count = d->s.seen = 0;
         int rc = mote_cursor_seek(c, key, dkey(key, id), MOTE_SEEK_LE);
         if (rc == MOTE_NOTFOUND)
             return MOTE_OK;
@@ -613,48 +647,40 @@ static int doc_len(mote_cursor *c, dblock *d, uint64_t id, uint64_t *len, int *f
             return rc;
         if (!is_dblock(&k, &first))
             return MOTE_OK;
-        if ((rc = grow((void **)&d->raw, &d->rcap, v.size + 1, 1)))
+        if ((rc = bscan_take(&d->s, &v, first)))
             return rc;
-        memcpy(d->raw, v.data, v.size);
-        d->rlen = v.size;
-        if (!(u = mote__varint_get(d->raw, d->raw + d->rlen, &d->count)) || !d->count)
+        if (!(u = mote__varint_get(d->s.raw, d->s.raw + d->s.rlen, &d->s.count)) || !d->s.count)
             return CORRUPT("text index: a block of lengths is damaged");
-        d->body = d->at = u;
-        d->prev = d->first = first;
-        d->next = UINT64_MAX;
+        d->s.body = d->s.at = u;
+        d->s.next = UINT64_MAX;
         if (!(rc = mote_cursor_next(c)) && !(rc = mote_cursor_get(c, &k, NULL)) &&
-            !is_dblock(&k, &d->next))
-            d->next = UINT64_MAX;
+            !is_dblock(&k, &d->s.next))
+            d->s.next = UINT64_MAX;
         if (rc && rc != MOTE_NOTFOUND)
             return rc;
     }
-    if (d->seen && id <= d->prev) { /* (asked again, or backwards: from the start) */
-        d->at = d->body;
-        d->seen = 0;
-        d->prev = d->first;
-    }
-    if (d->seen == d->count) /* (none: no block there, raw may be NULL) */
+    const uint8_t *end, *p = bscan_from(&d->s, id, &end);
+    if (!p)
         return MOTE_OK;
-    const uint8_t *p = d->raw + d->at, *end = d->raw + d->rlen;
-    while (d->seen < d->count) {
+    while (d->s.seen < d->s.count) {
         uint64_t x, l;
         unsigned u, w;
         if (!(u = mote__varint_get(p, end, &x)) || !(w = mote__varint_get(p + u, end, &l)) ||
-            (d->seen == 0) != (x == 0) || d->prev + x < d->prev)
+            (d->s.seen == 0) != (x == 0) || d->s.prev + x < d->s.prev)
             return CORRUPT("text index: a block of lengths is damaged");
-        uint64_t nid = d->prev + x;
+        uint64_t nid = d->s.prev + x;
         if (nid > id)
             break; /* not there: the next call starts at this entry */
         p += u + w;
-        d->prev = nid;
-        d->seen++;
+        d->s.prev = nid;
+        d->s.seen++;
         if (nid == id) {
             *len = l;
             *found = 1;
             break;
         }
     }
-    d->at = (size_t)(p - d->raw);
+    d->s.at = (size_t)(p - d->s.raw);
     return MOTE_OK;
 }
 
@@ -1406,17 +1432,11 @@ typedef struct treader {
     dblock dl;         /* a decoded block of lengths (doc_length) */
 } treader;
 
-/* The block of one segment that holds the ids [first, next) (posting_in):
- * its bytes, read forward as ascending ids are asked for (at: the next
- * posting, after `seen` of `count`, the last of them prev), and the posting
+/* A segment's block that posting_in reads forward (s), and the posting it
  * found last, decoded (ps). */
 typedef struct sblock {
     postings ps;
-    uint64_t first, next;
-    int loaded;
-    uint8_t *raw;
-    size_t rlen, rcap, body, at;
-    uint64_t count, seen, prev;
+    bscan s;
 } sblock;
 
 static int reader_open(treader *r, mote_txn *t, uint32_t tree)
@@ -1438,7 +1458,7 @@ static void reader_close(treader *r)
     for (size_t i = 0; r->sb && i < r->S.n; i++) {
         mote__free(r->sb[i].ps.p);
         mote__free(r->sb[i].ps.pos);
-        mote__free(r->sb[i].raw);
+        mote__free(r->sb[i].s.raw);
     }
     mote__free(r->sb);
     segs_free(&r->S);
@@ -1528,54 +1548,46 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
 {
     sblock *b = &r->sb[i];
     *out = NULL;
-    if (!b->loaded || id < b->first || id >= b->next) {
+    if (!b->s.loaded || id < b->s.first || id >= b->s.next) {
         uint8_t key[KEY_MAX];
         mote_val k, v;
         uint64_t first, head, z;
         unsigned u;
-        b->loaded = 1;
-        b->first = id;
-        b->count = b->seen = 0;
+        b->s.loaded = 1;
+        b->s.first = id;
+        b->s.count = b->s.seen = 0;
         size_t kl = post_key(key, r->S.id[i], term, tlen, id);
         int rc = mote_cursor_seek(r->c, key, kl, MOTE_SEEK_LE);
         if (!rc && !(rc = mote_cursor_get(r->c, &k, &v)) &&
             !is_block_of(&k, r->S.id[i], term, tlen, &first))
             rc = MOTE_NOTFOUND;
         if (rc == MOTE_NOTFOUND) { /* no block up to id: none up to the next one's first id */
-            b->next = UINT64_MAX;
+            b->s.next = UINT64_MAX;
             rc = mote_cursor_seek(r->c, key, kl, MOTE_SEEK_GE);
             if (!rc && !(rc = mote_cursor_get(r->c, &k, NULL)) &&
-                !is_block_of(&k, r->S.id[i], term, tlen, &b->next))
-                b->next = UINT64_MAX;
+                !is_block_of(&k, r->S.id[i], term, tlen, &b->s.next))
+                b->s.next = UINT64_MAX;
             return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
         }
-        if (rc || (rc = grow((void **)&b->raw, &b->rcap, v.size + 1, 1)))
+        if (rc || (rc = bscan_take(&b->s, &v, first)))
             return rc;
-        memcpy(b->raw, v.data, v.size);
-        b->rlen = v.size;
-        const uint8_t *p = b->raw, *end = p + b->rlen;
+        const uint8_t *p = b->s.raw, *end = p + b->s.rlen;
         if (!(u = mote__varint_get(p, end, &head)) || !(head >> 1) ||
             ((head & 1) && !mote__varint_get(p + u, end, &z)))
             return CORRUPT("text index: a block's count is damaged");
-        b->body = b->at = u + ((head & 1) ? mote__varint_size(z) : 0);
-        b->count = head >> 1;
-        b->prev = b->first = first;
-        b->next = UINT64_MAX;
+        b->s.body = b->s.at = u + ((head & 1) ? mote__varint_size(z) : 0);
+        b->s.count = head >> 1;
+        b->s.next = UINT64_MAX;
         if (!(rc = mote_cursor_next(r->c)) && !(rc = mote_cursor_get(r->c, &k, NULL)) &&
-            !is_block_of(&k, r->S.id[i], term, tlen, &b->next))
-            b->next = UINT64_MAX;
+            !is_block_of(&k, r->S.id[i], term, tlen, &b->s.next))
+            b->s.next = UINT64_MAX;
         if (rc && rc != MOTE_NOTFOUND)
             return rc;
     }
-    if (b->seen && id <= b->prev) { /* (asked again, or backwards: from the start) */
-        b->at = b->body;
-        b->seen = 0;
-        b->prev = b->first;
-    }
-    if (b->seen == b->count) /* (none: no block there, raw may be NULL) */
+    const uint8_t *end, *p = bscan_from(&b->s, id, &end);
+    if (!p)
         return MOTE_OK;
-    const uint8_t *p = b->raw + b->at, *end = b->raw + b->rlen;
-    while (b->seen < b->count) {
+    while (b->s.seen < b->s.count) {
         const uint8_t *start = p;
         uint64_t d, x = 1 << 2 | PK_NEW, v;
         unsigned u;
@@ -1583,7 +1595,7 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
             return CORRUPT("text index: a block is cut short");
         p += u;
         int one = (int)(d & 1);
-        uint64_t nid = b->prev + (d >> 1);
+        uint64_t nid = b->s.prev + (d >> 1);
         if (!one) {
             if (!(u = mote__varint_get(p, end, &x)))
                 return CORRUPT("text index: a block is cut short");
@@ -1591,7 +1603,7 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
         }
         uint64_t kind = x & 3, tf = x >> 2;
         if (kind == PK_NONE || (kind == PK_DEL) != (tf == 0) || tf > (uint64_t)(end - p) ||
-            (b->seen && nid <= b->prev))
+            (b->s.seen && nid <= b->s.prev))
             return CORRUPT("text index: a posting's count is damaged");
         if (nid > id) { /* not there: the next call starts at this posting */
             p = start;
@@ -1613,14 +1625,14 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
             if (nid == id)
                 b->ps.pos[b->ps.npos++] = (uint32_t)at;
         }
-        b->prev = nid;
-        b->seen++;
+        b->s.prev = nid;
+        b->s.seen++;
         if (nid == id) {
             *out = &b->ps.p[0];
             break;
         }
     }
-    b->at = (size_t)(p - b->raw);
+    b->s.at = (size_t)(p - b->s.raw);
     return MOTE_OK;
 }
 
@@ -1650,7 +1662,7 @@ static int posting_of(treader *r, const char *term, size_t tlen, uint64_t id, co
 static void reader_reset(treader *r)
 {
     for (size_t i = 0; i < r->S.n; i++)
-        r->sb[i].loaded = 0;
+        r->sb[i].s.loaded = 0;
 }
 
 /* The terms of the index that start with pre[0..pl), each once, ascending,

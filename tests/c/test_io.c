@@ -36,6 +36,19 @@ static void put_n(mote_store *s, int from, int n, size_t vlen)
     OK(mote_commit(t));
 }
 
+/* Entries of tree "t" (put_n's), in a read transaction. */
+static uint64_t count_t(mote_store *s)
+{
+    mote_txn *t;
+    uint32_t tr;
+    uint64_t n;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &n));
+    mote_abort(t);
+    return n;
+}
+
 TEST(io_one_sync_per_commit)
 {
     memio m;
@@ -150,14 +163,7 @@ TEST(io_open_budget)
     CHECK(m.opens == 1 && m.stats == 1 && m.locks == 1 && m.reads == 1 && m.ops == 4);
     /* query: no syscall */
     memio_reset_counts(&m);
-    mote_txn *t;
-    uint32_t tr;
-    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
-    OK(mote_kv_tree(t, "t", 0, &tr));
-    uint64_t n;
-    OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &n));
-    CHECK(n == 10);
-    mote_abort(t);
+    CHECK(count_t(s) == 10);
     CHECK(m.ops == 0);
     /* close without writes: just close */
     OK(mote_close(s));
@@ -273,14 +279,7 @@ TEST(io_close_cuts_growth_zeros)
     CHECK(len == st.pages * st.page_size);
     s = mopen(&m, 0);
     OK(mote_check(s, NULL, NULL));
-    mote_txn *t;
-    uint32_t tree;
-    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
-    OK(mote_kv_tree(t, "t", 0, &tree));
-    uint64_t n;
-    OK(mote_kv_count(t, tree, NULL, 0, NULL, 0, &n));
-    CHECK(n == 20000);
-    mote_abort(t);
+    CHECK(count_t(s) == 20000);
     OK(mote_close(s));
     memio_free(&m);
 }

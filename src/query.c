@@ -1560,12 +1560,14 @@ static int match_run(mote_txn *t, mote_query *q, uint64_t **ids, double **score,
     uint64_t objects = 0; /* (several properties: how many objects may have a text) */
     if (!rc && m->nprops > 1)
         rc = mote_kv_count(t, q->e->eid, NULL, 0, NULL, 0, &objects);
+    int filtered = query_filtered(q); /* (then every match, in score order, until k pass) */
+    size_t want = filtered ? 0 : (size_t)m->k;
     if (!rc && m->weighted)
         rc = mote__text_search_in(t, trees, m->w, m->nprops, objects, m->text, m->len, flags,
-                                  &id, &sc, &na);
+                                  want, &id, &sc, &na);
     else if (!rc)
-        rc = mote__text_search(t, p->text_tree, m->text, m->len, flags, &id, &sc, &na);
-    if (!rc && query_filtered(q))
+        rc = mote__text_search(t, p->text_tree, m->text, m->len, flags, want, &id, &sc, &na);
+    if (!rc && filtered)
         rc = mote_cursor_open(t, q->e->eid, &oc);
     for (size_t i = 0; !rc && i < na && k < m->k; i++) {
         if (oc) {

@@ -1488,19 +1488,27 @@ static int doc_length(treader *r, unsigned n, uint64_t id, double *dl)
 }
 
 /* Every posting of term, with positions, into ps (ascending ids): each
- * segment's laid over the older ones' (SEGMENTS). */
+ * segment's laid over the older ones' (SEGMENTS). A segment's postings are
+ * decoded onto the end of ps; only when they do not all come after the
+ * older ones' (an update of an older document) are they moved aside and
+ * folded in (most segments hold the documents added since the older ones:
+ * no posting is copied). */
 static int postings_all(treader *r, const char *term, size_t tlen, postings *ps)
 {
     int rc = MOTE_OK;
     int64_t df = 0;
     ps->n = ps->npos = 0;
     for (size_t i = 0; !rc && i < r->S.n; i++) {
-        postings *into = ps->n ? &r->part : ps;
-        into->n = into->npos = 0;
-        if ((rc = read_term(r->c, r->S.id[i], term, tlen, 0, into, &df, NULL)) || into == ps ||
-            !into->n)
+        size_t n0 = ps->n, pos0 = ps->npos;
+        if ((rc = read_term(r->c, r->S.id[i], term, tlen, 0, ps, &df, NULL)) || !n0 ||
+            ps->n == n0 || ps->p[n0].id > ps->p[n0 - 1].id)
             continue;
-        if (!(rc = fold(ps, &r->part, &r->tmp))) {
+        r->part.n = r->part.npos = 0; /* the segment's postings, aside */
+        for (size_t j = n0; !rc && j < ps->n; j++)
+            rc = push_post(&r->part, &ps->p[j], ps->pos, ps->p[j].kind);
+        ps->n = n0;
+        ps->npos = pos0;
+        if (!rc && !(rc = fold(ps, &r->part, &r->tmp))) {
             postings x = *ps;
             *ps = r->tmp;
             r->tmp = x;
@@ -1591,13 +1599,13 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
         const uint8_t *start = p;
         uint64_t d, x = 1 << 2 | PK_NEW, v;
         unsigned u;
-        if (!(u = mote__varint_get(p, end, &d)))
+        if (!(u = mote__varint_fast(p, end, &d)))
             return CORRUPT("text index: a block is cut short");
         p += u;
         int one = (int)(d & 1);
         uint64_t nid = b->s.prev + (d >> 1);
         if (!one) {
-            if (!(u = mote__varint_get(p, end, &x)))
+            if (!(u = mote__varint_fast(p, end, &x)))
                 return CORRUPT("text index: a block is cut short");
             p += u;
         }
@@ -1609,28 +1617,34 @@ static int posting_in(treader *r, size_t i, const char *term, size_t tlen, uint6
             p = start;
             break;
         }
-        b->ps.n = b->ps.npos = 0;
-        if (nid == id) {
-            int rc;
-            if ((rc = grow((void **)&b->ps.p, &b->ps.cap, 1, sizeof *b->ps.p)) ||
-                (rc = grow((void **)&b->ps.pos, &b->ps.pos_cap, tf + 1, sizeof *b->ps.pos)))
-                return rc;
-            b->ps.p[b->ps.n++] = (post){nid, 0, (uint32_t)tf, (uint8_t)kind};
+        if (nid < id) { /* passed over: its positions skipped, a byte at a time (each
+                         * position's last byte is the one below 0x80) */
+            for (uint64_t j = 0; j < tf; p++) {
+                if (p == end)
+                    return CORRUPT("text index: a posting's positions are damaged");
+                j += *p < 0x80;
+            }
+            b->s.prev = nid;
+            b->s.seen++;
+            continue;
         }
-        for (uint64_t j = 0, at = 0; j < tf; j++) { /* its positions: kept if found */
+        int rc; /* found: it and its positions, decoded */
+        b->ps.n = b->ps.npos = 0;
+        if ((rc = grow((void **)&b->ps.p, &b->ps.cap, 1, sizeof *b->ps.p)) ||
+            (rc = grow((void **)&b->ps.pos, &b->ps.pos_cap, tf + 1, sizeof *b->ps.pos)))
+            return rc;
+        b->ps.p[b->ps.n++] = (post){nid, 0, (uint32_t)tf, (uint8_t)kind};
+        for (uint64_t j = 0, at = 0; j < tf; j++) {
             if (!(u = mote__varint_get(p, end, &v)) || (j && v == 0) || at + v > UINT32_MAX)
                 return CORRUPT("text index: a posting's positions are damaged");
             p += u;
             at += v;
-            if (nid == id)
-                b->ps.pos[b->ps.npos++] = (uint32_t)at;
+            b->ps.pos[b->ps.npos++] = (uint32_t)at;
         }
         b->s.prev = nid;
         b->s.seen++;
-        if (nid == id) {
-            *out = &b->ps.p[0];
-            break;
-        }
+        *out = &b->ps.p[0];
+        break;
     }
     b->s.at = (size_t)(p - b->s.raw);
     return MOTE_OK;
@@ -1643,6 +1657,11 @@ static int posting_of(treader *r, const char *term, size_t tlen, uint64_t id, co
 {
     *out = NULL;
     for (size_t i = r->S.n; i-- > 0;) {
+        const bscan *s = &r->sb[i].s;
+        if (s->loaded && id >= s->first && id < s->next && s->seen == s->count &&
+            (!s->count || id > s->prev))
+            continue; /* the block that would hold it is read to its end (most
+                       * segments, for most ids: without a call) */
         const post *p;
         int rc = posting_in(r, i, term, tlen, id, &p);
         if (rc)
@@ -2370,10 +2389,42 @@ static int search_expr(mote_txn *t, const uint32_t *trees, const double *w, unsi
     return MOTE_OK;
 }
 
-/* sc[0..ns) by score, best first, into the malloc'd arrays of a search's
- * result. */
-static int ranked_out(scored *sc, size_t ns, uint64_t **ids, double **scores, size_t *n)
+/* Heap h[0..n) with its worst match (by cmp_scored) on top: h[i] sifted
+ * down to its place. */
+static void worst_down(scored *h, size_t n, size_t i)
 {
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && cmp_scored(&h[c + 1], &h[c]) > 0)
+            c++;
+        if (cmp_scored(&h[c], &h[i]) <= 0)
+            return;
+        scored x = h[i];
+        h[i] = h[c];
+        h[c] = x;
+        i = c;
+    }
+}
+
+/* The `want` best of sc[0..ns) (0: all of them) by score, best first, into
+ * the malloc'd arrays of a search's result. Fewer than all: the best kept in
+ * a heap as the others pass (a phrase of common words matches thousands of
+ * documents, an application shows ten). */
+static int ranked_out(scored *sc, size_t ns, size_t want, uint64_t **ids, double **scores,
+                      size_t *n)
+{
+    if (want && want < ns) {
+        for (size_t i = want / 2; i-- > 0;)
+            worst_down(sc, want, i);
+        for (size_t i = want; i < ns; i++)
+            if (cmp_scored(&sc[i], &sc[0]) < 0) {
+                sc[0] = sc[i];
+                worst_down(sc, want, 0);
+            }
+        ns = want;
+    }
     if (ns) /* (none: sc may be NULL) */
         qsort(sc, ns, sizeof *sc, cmp_scored);
     uint64_t *oi = mote__malloc((ns + 1) * sizeof *oi);
@@ -2448,8 +2499,8 @@ static int docs_in_any(mote_txn *t, const uint32_t *trees, unsigned n, uint64_t 
 }
 
 int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, unsigned n,
-                         uint64_t objects, const char *q, size_t qlen, int flags, uint64_t **ids,
-                         double **scores, size_t *nout)
+                         uint64_t objects, const char *q, size_t qlen, int flags, size_t want,
+                         uint64_t **ids, double **scores, size_t *nout)
 {
     uint64_t tot[2] = {0, 0}, most = 0;
     int rc = MOTE_OK;
@@ -2477,13 +2528,13 @@ int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, un
     scored *sc = NULL;
     size_t ns = 0;
     if (!(rc = search_expr(t, trees, w, n, q, qlen, flags, tot, &sc, &ns)))
-        rc = ranked_out(sc, ns, ids, scores, nout);
+        rc = ranked_out(sc, ns, want, ids, scores, nout);
     mote__free(sc);
     return rc;
 }
 
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
-                      uint64_t **ids, double **scores, size_t *n)
+                      size_t want, uint64_t **ids, double **scores, size_t *n)
 {
     unsigned tok = (unsigned)all & MOTE_TOKEN_STEM; /* the index stems: so do the words */
     all &= MOTE_MATCH_ALL;
@@ -2594,7 +2645,7 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
     if (rc)
         goto out;
 ranked:
-    rc = ranked_out(sc, ns, ids, scores, n);
+    rc = ranked_out(sc, ns, want, ids, scores, n);
 out:
     reader_close(&r);
     mote__free(qt.t);

@@ -58,10 +58,10 @@ void mote__text_batch_free(text_batch *b);
 /* The documents of tree that hold at least one of the terms of query
  * text q (tokenized as documents are; all of them with `all`'s bit
  * MOTE_MATCH_ALL; its bit MOTE_TOKEN_STEM: the index stems), by BM25
- * score, highest first (equal scores: lower id first): malloc'd arrays
- * *ids and *scores of *n (NULL when none). */
+ * score, highest first (equal scores: lower id first), the `want` best of
+ * them (0: all): malloc'd arrays *ids and *scores of *n (NULL when none). */
 int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, int all,
-                      uint64_t **ids, double **scores, size_t *n);
+                      size_t want, uint64_t **ids, double **scores, size_t *n);
 
 /* The same over the n (1..TEXT_MATCH_MAX) trees of an entity's properties,
  * as the columns of one FTS5 table: a unit (term, prefix, phrase) matches a
@@ -73,8 +73,8 @@ int mote__text_search(mote_txn *t, uint32_t tree, const char *q, size_t qlen, in
  * (also a list of words). */
 #define TEXT_MATCH_MAX MOTE_MATCH_PROPS_MAX
 int mote__text_search_in(mote_txn *t, const uint32_t *trees, const double *w, unsigned n,
-                         uint64_t objects, const char *q, size_t qlen, int flags, uint64_t **ids,
-                         double **scores, size_t *nout);
+                         uint64_t objects, const char *q, size_t qlen, int flags, size_t want,
+                         uint64_t **ids, double **scores, size_t *nout);
 
 /* MOTE_FORMAT (its message says how to rebuild it) if tree holds an index
  * of the earlier layout (one block chain per term), else MOTE_OK (damaged

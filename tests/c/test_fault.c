@@ -397,13 +397,13 @@ TEST(fault_malloc_text_index)
             double *sc = NULL;
             size_t got;
             if (!rc)
-                rc = mote__text_search(t, tree, "the fox", 7, 0, &ids, &sc, &got);
+                rc = mote__text_search(t, tree, "the fox", 7, 0, 0, &ids, &sc, &got);
             mote_free(ids);
             mote_free(sc);
             ids = NULL, sc = NULL;
             static const char lang[] = "(\"the fox\" OR qu* OR err*) NOT lazy";
             if (!rc)
-                rc = mote__text_search(t, tree, lang, sizeof lang - 1, 0, &ids, &sc, &got);
+                rc = mote__text_search(t, tree, lang, sizeof lang - 1, 0, 0, &ids, &sc, &got);
             mote_free(ids);
             mote_free(sc);
             CHECK(rc == MOTE_OK || rc == MOTE_NOMEM);

@@ -462,9 +462,18 @@ static void check_against_model(mote_store *s, uint32_t tree, const tmodel *m, u
         uint64_t *ids, mids[20];
         double *sc, msc[20];
         size_t got, want = model_search(m, (const char(*)[16])q, nq, all, k, NULL, mids, msc);
-        OK(mote__text_search(t, tree, qtext, strlen(qtext), all, &ids, &sc, &got));
+        OK(mote__text_search(t, tree, qtext, strlen(qtext), all, 0, &ids, &sc, &got));
         CHECK(got >= want && (got == want || want == k));
         same_ranking(qtext, ids, sc, mids, msc, want);
+        uint64_t *top; /* the k best alone: the full ranking's first k */
+        double *tsc;
+        size_t ntop;
+        OK(mote__text_search(t, tree, qtext, strlen(qtext), all, k, &top, &tsc, &ntop));
+        CHECK(ntop == (got < k ? got : k));
+        for (size_t j = 0; j < ntop; j++)
+            CHECK(top[j] == ids[j] && tsc[j] == sc[j]);
+        mote_free(top);
+        mote_free(tsc);
         mote_free(ids);
         mote_free(sc);
     }

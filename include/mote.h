@@ -76,8 +76,10 @@ enum {
     MOTE_UNIQUE = 16,   /* a unique index already holds the value */
     MOTE_RANGE = 17,    /* value out of range for its property's type */
     MOTE_TYPE = 18,     /* value of the wrong kind for its property */
-    MOTE_FORKED = 19    /* the handle was opened by the parent of this process
+    MOTE_FORKED = 19,   /* the handle was opened by the parent of this process
                            (before fork): open the store again in this one */
+    MOTE_WOULDBLOCK = 20 /* a MOTE_TXN_CACHED read needs a page that is not
+                            in the store's cache (nothing was read) */
 };
 
 /* Name of a result code, e.g. "MOTE_CORRUPT: file is damaged". Static. */
@@ -280,6 +282,16 @@ int mote_store_stat(mote_store *store, mote_stat *st);
  * store.box()): creating a store, registering and committing once then
  * costs one fdatasync and one directory fsync. */
 #define MOTE_TXN_LAZY 0x2u
+/* With MOTE_TXN_RDONLY: a snapshot that reads only the pages the store's
+ * cache holds. An operation that would read a page from the file fails
+ * with MOTE_WOULDBLOCK instead (and has returned nothing); the transaction
+ * stays usable. For an event loop, which must not wait for the disk: try a
+ * read this way on the loop's thread, and run it on a worker thread (in a
+ * transaction without the flag) only when it would wait (Python's
+ * motedb.aio does so for gets). Beginning such a snapshot after another
+ * process committed may read that commit's root page, which it has just
+ * written (the operating system's cache holds it). */
+#define MOTE_TXN_CACHED 0x4u
 
 /*
  * Begin a transaction. A read transaction (MOTE_TXN_RDONLY) sees the latest

@@ -274,7 +274,7 @@ mpage *mote__page_readahead(mote_txn *t, const uint8_t *const *ptrs, unsigned n,
            !cache_find(s, first + run))
         run++;
     pthread_mutex_unlock(&s->mu);
-    uint8_t *buf = run >= 2 ? mote__malloc((size_t)run * s->P) : NULL;
+    uint8_t *buf = run >= 2 && !t->cached_only ? mote__malloc((size_t)run * s->P) : NULL;
     if (!buf || s->io->pread(s->io->ctx, s->fd, buf, (size_t)run * s->P,
                              (uint64_t)first << s->page_shift) != (ssize_t)((size_t)run * s->P)) {
         mote__free(buf);
@@ -327,6 +327,9 @@ int mote__page_get(mote_txn *t, const uint8_t *ptr, int level, mpage **out)
         return MOTE_OK;
     }
     pthread_mutex_unlock(&s->mu);
+    if (t->cached_only)
+        return mote__err(MOTE_WOULDBLOCK, "page %u is not in the cache of %s (a "
+                         "MOTE_TXN_CACHED read)", pgno, s->path);
 
     mpage *np = mote__mpage_alloc(s->P);
     if (!np)

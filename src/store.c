@@ -60,12 +60,19 @@ int mote_begin(mote_store *s, unsigned flags, mote_txn **out)
     *out = NULL;
     if (!s)
         return mote__err(MOTE_INVALID, "mote_begin: store is NULL");
-    if (flags & ~(MOTE_TXN_RDONLY | MOTE_TXN_LAZY))
+    if (flags & ~(MOTE_TXN_RDONLY | MOTE_TXN_LAZY | MOTE_TXN_CACHED))
         return mote__err(MOTE_INVALID, "mote_begin: unknown flags 0x%x", flags);
     if ((flags & MOTE_TXN_RDONLY) && (flags & MOTE_TXN_LAZY))
         return mote__err(MOTE_INVALID, "mote_begin: MOTE_TXN_LAZY is for write "
                          "transactions, not with MOTE_TXN_RDONLY");
-    return mote__txn_begin(s, (flags & MOTE_TXN_RDONLY) ? 0 : (flags & MOTE_TXN_LAZY) ? 2 : 1, out);
+    if ((flags & MOTE_TXN_CACHED) && !(flags & MOTE_TXN_RDONLY))
+        return mote__err(MOTE_INVALID, "mote_begin: MOTE_TXN_CACHED is for read "
+                         "transactions (with MOTE_TXN_RDONLY)");
+    int rc = mote__txn_begin(s, (flags & MOTE_TXN_RDONLY) ? 0 : (flags & MOTE_TXN_LAZY) ? 2 : 1,
+                             out);
+    if (!rc)
+        (*out)->cached_only = (flags & MOTE_TXN_CACHED) != 0;
+    return rc;
 }
 
 /* Roll t back and free it (steps 3, rollback, 5). */

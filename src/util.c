@@ -165,6 +165,7 @@ const char *mote_strerror(int rc)
     case MOTE_RANGE: return "MOTE_RANGE: value out of range";
     case MOTE_TYPE: return "MOTE_TYPE: value of the wrong type";
     case MOTE_FORKED: return "MOTE_FORKED: handle opened before fork; open the store again";
+    case MOTE_WOULDBLOCK: return "MOTE_WOULDBLOCK: the read needs a page from the file";
     default: return "unknown MoteDB result code";
     }
 }

@@ -268,6 +268,9 @@ PyObject *prop_order(PyObject *self, unsigned flags);
 TxnSlot *find_txn(StoreObject *st); /* the calling thread's transaction, or NULL */
 /* write: 0 read, 1 write, 2 a write that registers an entity (MOTE_TXN_LAZY) */
 int op_begin(StoreObject *st, int write, Op *op);
+/* A read of its own that reads only cached pages (MOTE_TXN_CACHED): 1 begun,
+ * 0 not (the thread is in a transaction: use op_begin), -1 an exception. */
+int op_begin_cached(StoreObject *st, Op *op);
 int op_end(StoreObject *st, Op *op, int how);
 PyObject *store_box(PyObject *self, PyObject *cls);
 /* SchemaError for a class that does not match the stored schema (rc from

@@ -22,7 +22,10 @@ own, since a MoteDB transaction is bound to the thread that began it; operations
 other tasks run beside it: writes on the worker threads of the loop's default executor
 (``asyncio.to_thread``), reads (gets, counts, queries) on the store's two reader
 threads, which take every read queued at once, so that a hundred tasks' gets cost a
-trip to a thread and a wakeup of the loop per batch rather than per get. Writes take
+trip to a thread and a wakeup of the loop per batch rather than per get. A get outside
+a transaction first tries the loop's own thread, reading only what the store's cache holds
+(``MOTE_TXN_CACHED``, a few microseconds); only a get that would read the file goes to a
+reader thread. Writes take
 turns as in threads: a task whose write transaction waits for another's waits on its
 thread, not in the loop. The extension releases the GIL while it syncs and while
 queries run.
@@ -294,6 +297,10 @@ class AsyncBox(Generic[E]):
         await self.store._run(self.sync.update, id_or_obj, **changes)
 
     async def get(self, id: int) -> E | None:
+        if self.store._txn() is None:  # on the loop's thread, if it needs no disk read
+            got = self.sync._get_cached(id)
+            if got is not ...:
+                return got
         return await self.store._read(self.sync.get, id)
 
     async def get_many(self, ids: Sequence[int]) -> list[E | None]:

@@ -547,6 +547,36 @@ static PyObject *box_get(PyObject *self, PyObject *arg)
     return res;
 }
 
+/* get(id) for motedb.aio on the event loop's thread, which must not wait for
+ * the disk: the object or None when the read finds every page it needs in
+ * the store's cache (MOTE_TXN_CACHED), else Ellipsis, having read nothing
+ * (the caller runs get() on a thread): also when the thread is in a
+ * transaction or the box's entity is not open and committed yet. */
+static PyObject *box_get_cached(PyObject *self, PyObject *arg)
+{
+    BoxObject *b = (BoxObject *)self;
+    uint64_t id;
+    if (parse_id(b, arg, &id) < 0)
+        return NULL;
+    Op op;
+    int began = op_begin_cached(b->store, &op);
+    if (began <= 0)
+        return began < 0 ? NULL : Py_NewRef(Py_Ellipsis);
+    mote_record r;
+    PyObject *res;
+    int rc = !b->e || b->pending || b->superseded ? MOTE_WOULDBLOCK
+                                                  : mote_get(op.ts->txn, b->e, id, &r);
+    if (rc == MOTE_WOULDBLOCK)
+        res = Py_NewRef(Py_Ellipsis);
+    else if (rc == MOTE_NOTFOUND)
+        res = Py_NewRef(Py_None);
+    else
+        res = rc ? (raise_rc(rc), NULL) : box_build(b, &r);
+    if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
+        Py_CLEAR(res);
+    return res;
+}
+
 static PyObject *box_get_many(PyObject *self, PyObject *arg)
 {
     BoxObject *b = (BoxObject *)self;
@@ -960,6 +990,9 @@ static PyMethodDef box_methods[] = {
      "update(id_or_obj, **changes): change only the named properties of the stored object "
      "(NotFoundError if there is none); given an object, its attributes follow."},
     {"get", box_get, METH_O, "get(id) -> object or None."},
+    {"_get_cached", box_get_cached, METH_O,
+     "_get_cached(id) -> object, None, or Ellipsis: get(id) if every page it reads is in the "
+     "store's cache, else Ellipsis (nothing read; motedb.aio then runs get() on a thread)."},
     {"get_many", box_get_many, METH_O, "get_many(ids) -> [object or None]."},
     {"all", box_all, METH_NOARGS, "all() -> [objects] in id order."},
     {"count", box_count, METH_NOARGS, "count() -> number of objects."},

@@ -53,8 +53,9 @@ static void settle_boxes(StoreObject *st, mote_txn *t, int committed)
     }
 }
 
-/* write: 0 read, 1 write, 2 write with MOTE_TXN_LAZY (registering an entity) */
-static int begin_txn(StoreObject *st, int write, mote_txn **t)
+/* write: 0 read, 1 write, 2 write with MOTE_TXN_LAZY (registering an entity);
+ * rflags: a read's flags beside MOTE_TXN_RDONLY */
+static int begin_txn(StoreObject *st, int write, unsigned rflags, mote_txn **t)
 {
     int rc;
     if (write) {
@@ -63,7 +64,7 @@ static int begin_txn(StoreObject *st, int write, mote_txn **t)
         rc = mote_begin(st->s, flags, t);
         Py_END_ALLOW_THREADS
     } else {
-        rc = mote_begin(st->s, MOTE_TXN_RDONLY, t);
+        rc = mote_begin(st->s, MOTE_TXN_RDONLY | rflags, t);
     }
     return rc ? raise_rc(rc) : 0;
 }
@@ -84,9 +85,9 @@ static int end_txn(StoreObject *st, mote_txn *t, int write, int commit)
     return rc ? raise_rc(rc) : 0;
 }
 
-/* One operation: joins the thread's transaction or runs in its own. */
-
-int op_begin(StoreObject *st, int write, Op *op)
+/* One operation: joins the thread's transaction or runs in its own (a read
+ * of its own with rflags beside MOTE_TXN_RDONLY). */
+static int op_begin_as(StoreObject *st, int write, unsigned rflags, Op *op)
 {
     if (!st->s)
         return closed_error(st);
@@ -102,7 +103,7 @@ int op_begin(StoreObject *st, int write, Op *op)
     }
     mote_txn *t = NULL;
     st->nimplicit++;
-    if (begin_txn(st, write, &t) < 0) {
+    if (begin_txn(st, write, rflags, &t) < 0) {
         st->nimplicit--;
         return -1;
     }
@@ -116,6 +117,15 @@ int op_begin(StoreObject *st, int write, Op *op)
     op->ts = &op->slot;
     op->own = 1;
     return 0;
+}
+
+int op_begin(StoreObject *st, int write, Op *op) { return op_begin_as(st, write, 0, op); }
+
+int op_begin_cached(StoreObject *st, Op *op)
+{
+    if (st->s && find_txn(st))
+        return 0;
+    return op_begin_as(st, 0, MOTE_TXN_CACHED, op) < 0 ? -1 : 1;
 }
 
 /* End an operation: OP_COMMIT commits its own write transaction, OP_NOCHANGE
@@ -413,7 +423,7 @@ PyObject *store_box(PyObject *self, PyObject *cls)
     } else {
         /* unchanged schema: a read transaction is enough */
         mote_txn *t;
-        if (begin_txn(st, 0, &t) < 0)
+        if (begin_txn(st, 0, 0, &t) < 0)
             goto fail;
         mote_entity *e;
         int rc = mote_entity_open(t, in->cname, in->defs, (unsigned)in->nf, &e);
@@ -559,7 +569,7 @@ static PyObject *txn_enter(PyObject *self, PyObject *unused)
         if (!ts)
             return PyErr_NoMemory();
         st->nexplicit++;
-        if (begin_txn(st, t->write, &ts->txn) < 0) {
+        if (begin_txn(st, t->write, 0, &ts->txn) < 0) {
             st->nexplicit--;
             PyMem_Free(ts);
             return NULL;

@@ -49,6 +49,68 @@ static uint64_t count_t(mote_store *s)
     return n;
 }
 
+/* MOTE_TXN_CACHED: a read that would read a page from the file fails with
+ * MOTE_WOULDBLOCK and reads nothing; once another read cached the pages, it
+ * succeeds without I/O; the snapshot stays usable after a refusal. */
+TEST(io_cached_read_reads_nothing)
+{
+    memio m;
+    memio_init(&m);
+    mote_store *s = mopen(&m, MOTE_CREATE);
+    put_n(s, 0, 3000, 100); /* leaves enough for keys far apart to be on different pages */
+    put_n(s, 5000, 1, 9000); /* and an overflow value */
+    OK(mote_close(s));
+    s = mopen(&m, 0); /* nothing cached */
+    mote_txn *t, *c;
+    uint32_t tr;
+    CHECK_RC(mote_begin(s, MOTE_TXN_CACHED, &t), MOTE_INVALID); /* reads only */
+    CHECK_RC(mote_begin(s, MOTE_TXN_CACHED | MOTE_TXN_LAZY, &t), MOTE_INVALID);
+    memio_reset_counts(&m);
+    OK(mote_begin(s, MOTE_TXN_RDONLY | MOTE_TXN_CACHED, &c));
+    CHECK(m.ops == 0); /* beginning reads nothing */
+    CHECK_RC(mote_kv_tree(c, "t", 0, &tr), MOTE_WOULDBLOCK);
+    CHECK(m.reads == 0);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t)); /* an ordinary read caches the path to key 7 */
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    uint8_t k7[4] = {0, 0, 0, 7}, far[4] = {0, 0, 11, 180}, big[4] = {0, 0, 19, 136};
+    OK(mote_kv_get(t, tr, k7, 4, NULL));
+    mote_abort(t);
+    memio_reset_counts(&m);
+    uint32_t tr2;
+    OK(mote_kv_tree(c, "t", 0, &tr2)); /* the refused snapshot goes on */
+    CHECK(tr2 == tr);
+    mote_val v;
+    OK(mote_kv_get(c, tr, k7, 4, &v));
+    CHECK(v.size == 100);
+    CHECK_RC(mote_kv_get(c, tr, far, 4, &v), MOTE_WOULDBLOCK); /* key 2,996: another leaf */
+    mote_cursor *cur;
+    OK(mote_cursor_open(c, tr, &cur));
+    CHECK_RC(mote_cursor_seek(cur, far, 4, MOTE_SEEK_GE), MOTE_WOULDBLOCK);
+    mote_cursor_close(cur);
+    CHECK(m.reads == 0);
+    mote_abort(c);
+    /* the overflow value: its leaf cached, its pages not */
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_get(t, tr, far, 4, NULL));
+    mote_abort(t);
+    OK(mote_begin(s, MOTE_TXN_RDONLY | MOTE_TXN_CACHED, &c));
+    OK(mote_kv_get(c, tr, far, 4, &v));
+    int rc = mote_kv_get(c, tr, big, 4, &v);
+    CHECK(rc == MOTE_WOULDBLOCK);
+    mote_abort(c);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_get(t, tr, big, 4, &v));
+    CHECK(v.size == 9000);
+    mote_abort(t);
+    memio_reset_counts(&m);
+    OK(mote_begin(s, MOTE_TXN_RDONLY | MOTE_TXN_CACHED, &c));
+    OK(mote_kv_get(c, tr, big, 4, &v));
+    CHECK(v.size == 9000 && m.reads == 0);
+    mote_abort(c);
+    OK(mote_close(s));
+    memio_free(&m);
+}
+
 TEST(io_one_sync_per_commit)
 {
     memio m;

@@ -202,3 +202,32 @@ async def test_many_reads_at_once_each_get_their_own_result(tmp_path):
                 assert r is None
     with pytest.raises(motedb.ClosedError):
         await box.get(1)
+
+
+async def test_a_get_reads_on_the_loop_only_what_is_cached(tmp_path):
+    """A get outside a transaction runs on the loop's thread when every page it reads is
+    in the store's cache (MOTE_TXN_CACHED), else on a reader thread: the same answers."""
+    path = tmp_path / "c.mote"
+    with motedb.open(path) as s:
+        s.box(Note).put_many([Note(text="x" * 200 + str(i), level=i) for i in range(2000)])
+    async with await motedb.aio.open(path) as store:
+        box = await store.box(Note)
+        trips = []
+        submit = store._readers.submit
+        store._readers.submit = lambda *a: (trips.append(a), submit(*a))[1]
+        await box.count()  # (opens the entity, on a reader thread)
+        assert box.sync._get_cached(1500) is ...  # nothing of it cached: it would read the file
+        trips.clear()
+        assert (await box.get(1500)).level == 1499 and len(trips) == 1  # so: a reader thread
+        assert box.sync._get_cached(1500).level == 1499  # cached now
+        got = await asyncio.gather(*(box.get(1500) for _ in range(50)))
+        assert all(o.level == 1499 for o in got) and len(trips) == 1  # on the loop, no trip
+        assert await box.get(1) is not None and await box.get(99999) is None  # either way
+        async with store.read():  # a transaction's reads stay on its thread
+            assert (await box.get(1500)).level == 1499
+        with pytest.raises(TypeError):
+            await box.get("1")
+    with pytest.raises(motedb.ClosedError):
+        await box.get(1500)
+    with pytest.raises(motedb.ClosedError):
+        box.sync._get_cached(1500)

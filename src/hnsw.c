@@ -804,11 +804,15 @@ static inline int visit(hsearch *S, uint32_t s)
     return 0;
 }
 
+/* Room for more than n in *h (of *cap): doubled until there is (a search
+ * asks for ef + 1 at once, and ef may be any size). */
 static int heap_room(hcand **h, size_t *cap, size_t n)
 {
     if (n < *cap)
         return MOTE_OK;
     size_t c = *cap ? *cap * 2 : 256;
+    while (c <= n)
+        c *= 2;
     hcand *nh = mote__realloc(*h, c * sizeof *nh);
     if (!nh)
         return mote__err(MOTE_NOMEM, "out of memory (vector search)");

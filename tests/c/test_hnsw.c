@@ -195,6 +195,50 @@ TEST(hnsw_recall_clustered) { recall_case(40, 0, 0, 12); }
 TEST(hnsw_recall_scaled) { recall_case(40, 1, 0, 13); }
 TEST(hnsw_recall_far) { recall_case(40, 0, 1, 14); }
 
+/* Searches wider than the buffers' first size (256): ef 300 to 2,000, and
+ * k up to 700 (the search keeps max(ef, k)). Found by bench/vectors' full
+ * sweep (ef 384: the heap of the ef nearest was allocated for 256 and
+ * written past; glibc aborted). Under ASan any overrun fails here. */
+TEST(hnsw_wide_searches)
+{
+    const unsigned dim = 16;
+    const size_t n = 3000;
+    float *data = make_data(n + 20, dim, 0, 21), *qs = data + n * dim;
+    mote_store *s = test_open(test_path("wide.mote"), NULL);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    mote_entity *e = open_docs(t, dim, MOTE_DIST_EUCLIDEAN, 0);
+    put_range(t, e, 1, n, data, dim);
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    unsigned efs[] = {300, 384, 512, 700, 2000};
+    uint64_t ks[] = {10, 300, 700};
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 3; b++) {
+            for (size_t i = 0; i < 20; i++) {
+                uint64_t *want, *got;
+                size_t nw, ng;
+                for (int how = 0; how < 2; how++) {
+                    mote_query *q;
+                    OK(mote_query_new(e, &q));
+                    OK(mote_query_nearest(q, P_VEC, qs + i * dim, dim, ks[b],
+                                          MOTE_DIST_EUCLIDEAN));
+                    OK(mote_query_search(q, how ? MOTE_NEAR_INDEX : MOTE_NEAR_EXACT, efs[a]));
+                    OK(mote_query_ids(t, q, how ? &got : &want, how ? &ng : &nw));
+                    mote_query_free(q);
+                }
+                CHECK(nw == ks[b] && ng == ks[b]);
+                /* ef >= 300 over 3,000 vectors: (nearly) exact */
+                CHECK(overlap(want, nw, got, ng) * 100 >= nw * 97);
+                mote_free(want);
+                mote_free(got);
+            }
+        }
+    mote_abort(t);
+    OK(mote_close(s));
+    free(data);
+}
+
 /* Results through the index carry the distances an exact search gives, bit
  * for bit: from the index's rows (euclidean, dot: the stored vectors) or
  * from the records (cosine). The image's memory counts its 8-bit rows

@@ -518,13 +518,16 @@ done:
     return res;
 }
 
-/* The object with this id, None if there is none, NULL with an exception on error. */
+/* The object with this id, None if there is none, NULL with an exception on
+ * error; Ellipsis if txn is a MOTE_TXN_CACHED read that would read the file. */
 static PyObject *get_one(BoxObject *b, mote_txn *txn, uint64_t id)
 {
     mote_record r;
     int rc = mote_get(txn, b->e, id, &r);
     if (rc == MOTE_NOTFOUND)
         return Py_NewRef(Py_None);
+    if (rc == MOTE_WOULDBLOCK)
+        return Py_NewRef(Py_Ellipsis);
     if (rc) {
         raise_rc(rc);
         return NULL;
@@ -562,16 +565,8 @@ static PyObject *box_get_cached(PyObject *self, PyObject *arg)
     int began = op_begin_cached(b->store, &op);
     if (began <= 0)
         return began < 0 ? NULL : Py_NewRef(Py_Ellipsis);
-    mote_record r;
-    PyObject *res;
-    int rc = !b->e || b->pending || b->superseded ? MOTE_WOULDBLOCK
-                                                  : mote_get(op.ts->txn, b->e, id, &r);
-    if (rc == MOTE_WOULDBLOCK)
-        res = Py_NewRef(Py_Ellipsis);
-    else if (rc == MOTE_NOTFOUND)
-        res = Py_NewRef(Py_None);
-    else
-        res = rc ? (raise_rc(rc), NULL) : box_build(b, &r);
+    PyObject *res = !b->e || b->pending || b->superseded ? Py_NewRef(Py_Ellipsis)
+                                                         : get_one(b, op.ts->txn, id);
     if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
         Py_CLEAR(res);
     return res;

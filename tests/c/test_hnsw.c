@@ -76,6 +76,20 @@ static void put_range(mote_txn *t, mote_entity *e, uint64_t first, size_t n, con
     }
 }
 
+/* A new store test_path(name) whose Doc entity (index of distance metric)
+ * holds objects 1..n with vectors data[0..n), committed; *e its handle. */
+static mote_store *docs_store(const char *name, unsigned dim, int metric, const float *data,
+                              size_t n, mote_entity **e)
+{
+    mote_store *s = test_open(test_path(name), NULL);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    *e = open_docs(t, dim, metric, 0);
+    put_range(t, *e, 1, n, data, dim);
+    OK(mote_commit(t));
+    return s;
+}
+
 /* The ids of a nearest query (how: MOTE_NEAR_*), with an optional
  * condition topic < lt (lt > 0) or topic == -lt (lt < 0). */
 static size_t nearest(mote_txn *t, mote_entity *e, const float *q, unsigned dim, uint64_t k,
@@ -160,12 +174,9 @@ static void recall_case(int clusters, int scaled, int far, uint64_t seed)
     for (size_t i = 0; far && i < (n + nq) * dim; i++)
         data[i] += 10.0f;
     for (int metric = MOTE_DIST_COSINE; metric <= MOTE_DIST_DOT; metric++) {
-        mote_store *s = test_open(test_path("recall.mote"), NULL);
+        mote_entity *e;
+        mote_store *s = docs_store("recall.mote", dim, metric, data, n, &e);
         mote_txn *t;
-        OK(mote_begin(s, 0, &t));
-        mote_entity *e = open_docs(t, dim, metric, 0);
-        put_range(t, e, 1, n, data, dim);
-        OK(mote_commit(t));
         size_t hits = 0;
         OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
         for (size_t i = 0; i < nq; i++) {
@@ -204,12 +215,9 @@ TEST(hnsw_wide_searches)
     const unsigned dim = 16;
     const size_t n = 3000;
     float *data = make_data(n + 20, dim, 0, 21), *qs = data + n * dim;
-    mote_store *s = test_open(test_path("wide.mote"), NULL);
+    mote_entity *e;
+    mote_store *s = docs_store("wide.mote", dim, MOTE_DIST_EUCLIDEAN, data, n, &e);
     mote_txn *t;
-    OK(mote_begin(s, 0, &t));
-    mote_entity *e = open_docs(t, dim, MOTE_DIST_EUCLIDEAN, 0);
-    put_range(t, e, 1, n, data, dim);
-    OK(mote_commit(t));
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
     unsigned efs[] = {300, 384, 512, 700, 2000};
     uint64_t ks[] = {10, 300, 700};
@@ -253,12 +261,9 @@ TEST(hnsw_distances_as_exact)
     for (int metric = MOTE_DIST_COSINE; metric <= MOTE_DIST_DOT; metric++) {
         char name[32];
         snprintf(name, sizeof name, "d%d.mote", metric);
-        mote_store *s = test_open(test_path(name), NULL);
+        mote_entity *e;
+        mote_store *s = docs_store(name, dim, metric, data, n, &e);
         mote_txn *t;
-        OK(mote_begin(s, 0, &t));
-        mote_entity *e = open_docs(t, dim, metric, 0);
-        put_range(t, e, 1, n, data, dim);
-        OK(mote_commit(t));
         for (int i = 0; i < 20; i++) {
             mote_query *qi, *qe;
             const float *q = data + (size_t)i * 97 * dim;
@@ -318,12 +323,9 @@ TEST(hnsw_filtered_exactly_k)
     const unsigned dim = 24;
     const size_t n = 8000, nq = 40;
     float *data = make_data(n + nq, dim, 30, 31), *qs = data + n * dim;
-    mote_store *s = test_open(test_path("f.mote"), NULL);
+    mote_entity *e;
+    mote_store *s = docs_store("f.mote", dim, MOTE_DIST_COSINE, data, n, &e);
     mote_txn *t;
-    OK(mote_begin(s, 0, &t));
-    mote_entity *e = open_docs(t, dim, MOTE_DIST_COSINE, 0);
-    put_range(t, e, 1, n, data, dim);
-    OK(mote_commit(t));
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
     const int filters[3] = {-7, 10, 50}; /* topic == 7, topic < 10, topic < 50 */
     for (int f = 0; f < 3; f++) {
@@ -523,12 +525,9 @@ TEST(hnsw_abort_leaves_no_trace)
 {
     const unsigned dim = 8;
     float *data = make_data(600, dim, 0, 51);
-    mote_store *s = test_open(test_path("a.mote"), NULL);
+    mote_entity *e;
+    mote_store *s = docs_store("a.mote", dim, MOTE_DIST_COSINE, data, 400, &e);
     mote_txn *t;
-    OK(mote_begin(s, 0, &t));
-    mote_entity *e = open_docs(t, dim, MOTE_DIST_COSINE, 0);
-    put_range(t, e, 1, 400, data, dim);
-    OK(mote_commit(t));
     uint32_t tree;
     uint64_t before, after, ids0[10], ids1[10];
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));

@@ -321,6 +321,24 @@ int mote_begin(mote_store *store, unsigned flags, mote_txn **out);
  */
 int mote_commit(mote_txn *txn);
 
+/*
+ * Group commit from one thread: mote_commit_nowait writes the commit of a
+ * write transaction and frees the transaction, as mote_commit does, but
+ * does not wait for it to be durable: *ticket (NULL when there is nothing
+ * to wait for) stands for that, and mote_commit_wait(ticket) returns once
+ * it is (MOTE_OK), or with the error that poisoned the store, and frees
+ * the ticket. Until then its changes are not acknowledged and readers do
+ * not see them; the next write transaction builds on them. One thread can
+ * so write many small transactions, each its own (one failing leaves the
+ * others), and wait for the last: one fdatasync makes every commit written
+ * before it durable, and the other waits return without a sync. Every
+ * ticket must be waited for once, before mote_close. On failure (the
+ * transaction rolled back) *ticket is NULL.
+ */
+typedef struct mote_ticket mote_ticket;
+int mote_commit_nowait(mote_txn *txn, mote_ticket **ticket);
+int mote_commit_wait(mote_ticket *ticket);
+
 /* Discard the transaction's changes and free it. NULL does nothing. */
 void mote_abort(mote_txn *txn);
 

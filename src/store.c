@@ -89,8 +89,12 @@ static void end_aborted(mote_txn *t)
         mote__objects_end(s, &oe, 0);
 }
 
-int mote_commit(mote_txn *t)
+/* What mote_commit and mote_commit_nowait do first: a failed, read or
+ * forked transaction ended (*t_out NULL, the result returned), else its
+ * changes flushed and its object-layer state taken into oe (*t_out = t). */
+static int commit_begin(mote_txn *t, objend *oe, mote_txn **t_out)
 {
+    *t_out = NULL;
     if (!t)
         return mote__err(MOTE_INVALID, "mote_commit: transaction is NULL");
     if (store_forked(t->s)) /* writes nothing, releases nothing (pager.h) */
@@ -111,12 +115,63 @@ int mote_commit(mote_txn *t)
         end_aborted(t);
         return rc;
     }
-    mote_store *s = t->s;
-    objend oe;
-    mote__objects_take(t, &oe);
+    mote__objects_take(t, oe);
     mote__kv_txn_end(t);
+    *t_out = t;
+    return MOTE_OK;
+}
+
+int mote_commit(mote_txn *t)
+{
+    objend oe;
+    int rc = commit_begin(t, &oe, &t);
+    if (rc || !t)
+        return rc;
+    mote_store *s = t->s;
     rc = mote__txn_commit(t); /* frees t */
     mote__objects_end(s, &oe, rc == MOTE_OK);
+    return rc;
+}
+
+struct mote_ticket {
+    mote_store *s;
+    uint64_t txnid;
+    snap *sn;
+};
+
+int mote_commit_nowait(mote_txn *t, mote_ticket **ticket)
+{
+    if (!ticket) {
+        mote_abort(t);
+        return mote__err(MOTE_INVALID, "mote_commit_nowait: ticket is NULL (rolled back)");
+    }
+    *ticket = NULL;
+    objend oe;
+    int rc = commit_begin(t, &oe, &t);
+    if (rc || !t)
+        return rc;
+    mote_store *s = t->s;
+    uint64_t txnid;
+    snap *sn;
+    rc = mote__txn_commit_write(t, &txnid, &sn); /* frees t */
+    /* written: the next transaction builds on it, with its handles */
+    mote__objects_end(s, &oe, rc == MOTE_OK);
+    if (rc || !txnid) /* failed, or done (a checkpoint synced at once, no sync) */
+        return rc;
+    mote_ticket *k = mote__malloc(sizeof *k);
+    if (!k) /* no ticket to wait with: wait now */
+        return mote__commit_wait(s, txnid, sn);
+    *k = (mote_ticket){s, txnid, sn};
+    *ticket = k;
+    return MOTE_OK;
+}
+
+int mote_commit_wait(mote_ticket *ticket)
+{
+    if (!ticket)
+        return MOTE_OK;
+    int rc = mote__commit_wait(ticket->s, ticket->txnid, ticket->sn);
+    mote__free(ticket);
     return rc;
 }
 

@@ -156,6 +156,12 @@ typedef struct {
     PyObject *weakrefs;
     uint64_t txn_serial;         /* the last explicit transaction's serial */
     struct QueryIterObject *iters; /* iterations holding a snapshot of their own */
+    /* deferred durability (motedb.aio's writer thread: _defer_sync): the
+     * single operations of thread defer_tid commit with mote_commit_nowait
+     * and keep their tickets here until _wait_synced */
+    unsigned long defer_tid;
+    mote_ticket **tickets;
+    Py_ssize_t ntickets, cap_tickets;
 } StoreObject;
 
 typedef struct {

@@ -19,10 +19,13 @@ with`` blocks that commit at the end or roll back if the block raises, nested bl
 join the outer one. A transaction belongs to the task that entered it (and to the tasks
 it starts, which inherit its context): its operations run in order on a thread of its
 own, since a MoteDB transaction is bound to the thread that began it; operations of
-other tasks run beside it: writes on the worker threads of the loop's default executor
-(``asyncio.to_thread``), reads (gets, counts, queries) on the store's two reader
-threads, which take every read queued at once, so that a hundred tasks' gets cost a
-trip to a thread and a wakeup of the loop per batch rather than per get. A get outside
+other tasks run beside it: writes (puts, updates, removes) on the store's writer
+thread, which takes every write queued at once, commits each as its own transaction
+and makes them durable with one sync before any of their tasks resumes (a hundred
+tasks' writes cost a few syncs, not a hundred), reads (gets, counts, queries) on the
+store's two reader threads, which take every read queued at once, so that a hundred
+tasks' gets cost a trip to a thread and a wakeup of the loop per batch rather than per
+get. A get outside
 a transaction first tries the loop's own thread, reading only what the store's cache holds
 (``MOTE_TXN_CACHED``, a few microseconds); only a get that would read the file goes to a
 reader thread. Writes take
@@ -63,16 +66,24 @@ async def open(path: str | os.PathLike, **options: Any) -> AsyncStore:
     return AsyncStore(await asyncio.to_thread(sync_open, path, **options))
 
 
-class _Readers:
-    """Threads that run reads outside transactions. A thread takes every read queued
-    when it wakes, runs them, and hands their results to each loop in one call: one
-    trip and one wakeup per batch (``asyncio.to_thread`` costs both per call, which was
-    nearly all of a get's time with a hundred tasks: a get itself is ~0.5 us). Two
-    threads, so that a long query does not hold up every get behind it."""
+class _Workers:
+    """Threads that run the operations tasks queue outside transactions. A thread takes
+    every operation queued when it wakes, runs them, and hands their results to each loop
+    in one call: one trip and one wakeup per batch (``asyncio.to_thread`` costs both per
+    call, which was nearly all of a get's time with a hundred tasks: a get itself is
+    ~0.5 us).
 
-    THREADS = 2
+    The readers: two threads, so that a long query does not hold up every get behind it.
+    The writer (``sync`` given: the store): one thread, whose writes each commit as their
+    own transaction without waiting for their sync (``Store._defer_sync``), and then wait
+    once for all of them (one fdatasync makes the batch durable: group commit from one
+    thread, where threads that each sync wake up together and commit alone again) before
+    any of them is answered: a write's task resumes once its write is durable, as
+    always."""
 
-    def __init__(self) -> None:
+    def __init__(self, threads: int, sync: Any = None) -> None:
+        self._n = threads
+        self._sync = sync
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -80,22 +91,27 @@ class _Readers:
     def submit(self, fn: Callable[..., T], args: tuple, kwargs: dict) -> asyncio.Future:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        if len(self._threads) < self.THREADS:
+        if len(self._threads) < self._n:
             with self._lock:
-                while len(self._threads) < self.THREADS:
-                    t = threading.Thread(target=self._work, name="motedb-reader", daemon=True)
+                while len(self._threads) < self._n:
+                    name = "motedb-writer" if self._sync is not None else "motedb-reader"
+                    t = threading.Thread(target=self._work, name=name, daemon=True)
                     t.start()
                     self._threads.append(t)
         self._q.put((loop, fut, fn, args, kwargs))
         return fut
 
-    def stop(self) -> None:
+    def stop(self) -> list[threading.Thread]:
+        """Stop the threads once they ran what is queued; the threads, to join."""
         with self._lock:
-            for _ in self._threads:
+            threads, self._threads = self._threads, []
+            for _ in threads:
                 self._q.put(None)
-            self._threads = []
+        return threads
 
     def _work(self) -> None:
+        if self._sync is not None:
+            self._sync._defer_sync(True)
         while True:
             batch = [self._q.get()]
             while True:
@@ -115,6 +131,12 @@ class _Readers:
                 except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
                     out = (False, e)
                 settled.setdefault(loop, []).append((fut, *out))
+            if self._sync is not None:
+                try:
+                    self._sync._wait_synced()
+                except BaseException as e:  # noqa: BLE001 - the sync failed: no write of
+                    for done in settled.values():  # the batch is durable
+                        done[:] = [(f, False, e) if ok else (f, ok, v) for f, ok, v in done]
             for loop, done in settled.items():
                 try:
                     loop.call_soon_threadsafe(_settle, done)
@@ -140,7 +162,8 @@ class AsyncStore:
     def __init__(self, store: _core.Store) -> None:
         self.sync = store
         self._boxes: dict[type, AsyncBox] = {}
-        self._readers = _Readers()
+        self._readers = _Workers(2)
+        self._writer = _Workers(1, store)
 
     @property
     def path(self) -> str:
@@ -164,6 +187,16 @@ class AsyncStore:
         if txn is not None:
             return await txn._run(fn, *args, **kwargs)
         return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A single write: on the thread of the task's transaction, else on the writer
+        thread (its sync shared with the writes queued beside it)."""
+        txn = self._txn()
+        if txn is not None:
+            return await txn._run(fn, *args, **kwargs)
+        if self.sync.closed:  # raises ClosedError at once, without a thread
+            return fn(*args, **kwargs)
+        return await self._writer.submit(fn, args, kwargs)
 
     async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A read: on the thread of the task's transaction, else on a reader thread."""
@@ -195,7 +228,9 @@ class AsyncStore:
         return AsyncTransaction(self, write=False)
 
     async def close(self) -> None:
-        """Close the store (closing twice is fine)."""
+        """Close the store (closing twice is fine), once the writes queued are done."""
+        for t in self._writer.stop():
+            await asyncio.to_thread(t.join)
         await asyncio.to_thread(self.sync.close)
         self._readers.stop()
 
@@ -287,14 +322,14 @@ class AsyncBox(Generic[E]):
         return self.sync.entity
 
     async def put(self, obj: E, *, mode: str = "upsert") -> int:
-        return await self.store._run(self.sync.put, obj, mode=mode)
+        return await self.store._write(self.sync.put, obj, mode=mode)
 
     async def put_many(self, objs: Iterable[E], *, mode: str = "upsert") -> list[int]:
         objs = objs if isinstance(objs, (list, tuple)) else list(objs)
-        return await self.store._run(self.sync.put_many, objs, mode=mode)
+        return await self.store._write(self.sync.put_many, objs, mode=mode)
 
     async def update(self, id_or_obj: int | E, /, **changes: Any) -> None:
-        await self.store._run(self.sync.update, id_or_obj, **changes)
+        await self.store._write(self.sync.update, id_or_obj, **changes)
 
     async def get(self, id: int) -> E | None:
         if self.store._txn() is None:  # on the loop's thread, if it needs no disk read
@@ -316,16 +351,16 @@ class AsyncBox(Generic[E]):
         return await self.store._read(self.sync.contains, id)
 
     async def remove(self, id_or_obj: int | E) -> bool:
-        return await self.store._run(self.sync.remove, id_or_obj)
+        return await self.store._write(self.sync.remove, id_or_obj)
 
     async def remove_many(self, ids_or_objs: Sequence[int | E]) -> int:
-        return await self.store._run(self.sync.remove_many, ids_or_objs)
+        return await self.store._write(self.sync.remove_many, ids_or_objs)
 
     async def remove_all(self) -> int:
-        return await self.store._run(self.sync.remove_all)
+        return await self.store._write(self.sync.remove_all)
 
     async def sweep(self) -> int:
-        return await self.store._run(self.sync.sweep)
+        return await self.store._write(self.sync.sweep)
 
     async def backlinks(self, prop: Any, obj_or_id: Any) -> list[E]:
         return await self.store._read(self.sync.backlinks, prop, obj_or_id)
@@ -385,7 +420,7 @@ class AsyncQuery(Generic[E]):
         return await self.store._read(self.sync.ids)
 
     async def remove(self) -> int:
-        return await self.store._run(self.sync.remove)
+        return await self.store._write(self.sync.remove)
 
     async def tuples(self, *props: Any) -> list[tuple[Any, ...]]:
         return await self.store._read(self.sync.tuples, *props)

@@ -69,11 +69,30 @@ static int begin_txn(StoreObject *st, int write, unsigned rflags, mote_txn **t)
     return rc ? raise_rc(rc) : 0;
 }
 
-/* Commit (write: GIL released around the sync) or abort t. */
-static int end_txn(StoreObject *st, mote_txn *t, int write, int commit)
+/* Commit (write: GIL released around the sync) or abort t; `defer`: a
+ * single operation's commit, left to _wait_synced if its thread defers. */
+static int end_txn(StoreObject *st, mote_txn *t, int write, int commit, int defer)
 {
     int rc = 0;
-    if (write && commit) {
+    if (write && commit && defer && st->defer_tid == PyThread_get_thread_ident()) {
+        if (st->ntickets == st->cap_tickets) {
+            Py_ssize_t cap = st->cap_tickets ? 2 * st->cap_tickets : 64;
+            mote_ticket **k = PyMem_Realloc(st->tickets, (size_t)cap * sizeof *k);
+            if (!k) {
+                mote_abort(t);
+                PyErr_NoMemory();
+                return -1;
+            }
+            st->tickets = k;
+            st->cap_tickets = cap;
+        }
+        mote_ticket *k = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        rc = mote_commit_nowait(t, &k);
+        Py_END_ALLOW_THREADS
+        if (k)
+            st->tickets[st->ntickets++] = k;
+    } else if (write && commit) {
         Py_BEGIN_ALLOW_THREADS
         rc = mote_commit(t);
         Py_END_ALLOW_THREADS
@@ -144,7 +163,7 @@ int op_end(StoreObject *st, Op *op, int how)
     if (!op->own)
         return how == OP_FAIL ? -1 : 0;
     unlink_txn(st, &op->slot);
-    int rc = end_txn(st, op->slot.txn, op->slot.write, how == OP_COMMIT && op->slot.write);
+    int rc = end_txn(st, op->slot.txn, op->slot.write, how == OP_COMMIT && op->slot.write, 1);
     st->nimplicit--;
     return how == OP_FAIL || rc < 0 ? -1 : 0;
 }
@@ -257,6 +276,50 @@ fail:
     return NULL;
 }
 
+/* Wait for every deferred commit (one sync covers them all): 0, or -1 with
+ * the first failure raised (each ticket is waited for and freed anyway). */
+static int wait_tickets(StoreObject *st)
+{
+    int first = 0;
+    while (st->ntickets) { /* the newest first: its sync covers the older */
+        mote_ticket *k = st->tickets[--st->ntickets];
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = mote_commit_wait(k);
+        Py_END_ALLOW_THREADS
+        if (rc && !first)
+            first = rc;
+    }
+    return first ? raise_rc(first) : 0;
+}
+
+static PyObject *store_defer_sync(PyObject *self, PyObject *on)
+{
+    StoreObject *st = (StoreObject *)self;
+    int v = PyObject_IsTrue(on);
+    if (v < 0)
+        return NULL;
+    unsigned long me = PyThread_get_thread_ident();
+    if (v && st->defer_tid && st->defer_tid != me) {
+        PyErr_SetString(ST.Busy, "another thread defers this store's syncs");
+        return NULL;
+    }
+    if (!v && st->defer_tid == me && st->ntickets) {
+        PyErr_SetString(ST.Txn, "_defer_sync(False) with commits not waited for: "
+                        "_wait_synced() first");
+        return NULL;
+    }
+    if (v || st->defer_tid == me)
+        st->defer_tid = v ? me : 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *store_wait_synced(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return wait_tickets((StoreObject *)self) < 0 ? NULL : Py_NewRef(Py_None);
+}
+
 static PyObject *store_close(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -280,6 +343,9 @@ static PyObject *store_close(PyObject *self, PyObject *unused)
     }
     if (!st->s)
         Py_RETURN_NONE;
+    PyObject *et = NULL, *ev = NULL, *etb = NULL; /* a deferred sync's failure: raised */
+    if (wait_tickets(st) < 0)                     /* after the close */
+        PyErr_Fetch(&et, &ev, &etb);
     iter_end_all(st); /* iterations release their snapshots */
     mote_store *s = st->s;
     st->s = NULL;
@@ -295,8 +361,15 @@ static PyObject *store_close(PyObject *self, PyObject *unused)
     rc = mote_close(s);
     Py_END_ALLOW_THREADS
     if (rc) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(etb);
         st->s = s;
         raise_rc(rc);
+        return NULL;
+    }
+    if (et) {
+        PyErr_Restore(et, ev, etb);
         return NULL;
     }
     Py_RETURN_NONE;
@@ -321,10 +394,14 @@ static void store_dealloc(PyObject *self)
     if (st->weakrefs)
         PyObject_ClearWeakRefs(self);
     if (st->s && !st->txns && !st->nexplicit && !st->nimplicit) {
+        for (Py_ssize_t i = st->ntickets; i-- > 0;)
+            mote_commit_wait(st->tickets[i]);
+        st->ntickets = 0;
         iter_end_all(st);
         mote_close(st->s);
         st->s = NULL;
     }
+    PyMem_Free(st->tickets);
     store_clear(self);
     Py_XDECREF(st->path);
     Py_TYPE(self)->tp_free(self);
@@ -605,7 +682,7 @@ static int txn_finish(TxnObject *t, int exc)
     if (ts->write && !exc && PyErr_CheckSignals() < 0)
         exc = 1; /* interrupted before the commit: roll back, raise (op_end) */
     int doomed = ts->doomed, rc;
-    rc = end_txn(st, ts->txn, ts->write, ts->write && !exc && !doomed);
+    rc = end_txn(st, ts->txn, ts->write, ts->write && !exc && !doomed, 0);
     PyMem_Free(ts);
     if (rc < 0)
         return -1;
@@ -763,6 +840,13 @@ static PyMethodDef store_methods[] = {
     {"write", store_write, METH_NOARGS, "A write transaction (context manager)."},
     {"read", store_read, METH_NOARGS, "A read transaction, a snapshot (context manager)."},
     {"close", store_close, METH_NOARGS, "Close the store (idempotent)."},
+    {"_defer_sync", store_defer_sync, METH_O,
+     "_defer_sync(on): the calling thread's single operations (puts, updates, removes "
+     "outside a transaction) commit without waiting for their sync until _wait_synced() "
+     "(motedb.aio's writer thread: many commits, one fdatasync)."},
+    {"_wait_synced", store_wait_synced, METH_NOARGS,
+     "_wait_synced(): return once every commit deferred by _defer_sync is durable; raises "
+     "the failure that poisoned the store if the sync failed."},
     {"__enter__", store_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))store_exit, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},

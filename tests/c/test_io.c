@@ -111,6 +111,53 @@ TEST(io_cached_read_reads_nothing)
     memio_free(&m);
 }
 
+/* Group commit from one thread: ten transactions written with
+ * mote_commit_nowait, then their tickets waited for: one fdatasync for all,
+ * nothing seen by readers before, everything after and after a reopen. */
+TEST(io_commit_nowait_one_sync)
+{
+    memio m;
+    memio_init(&m);
+    mote_store *s = mopen(&m, MOTE_CREATE);
+    put_n(s, 0, 100, 100); /* a store with a commit chain */
+    mote_ticket *k[10];
+    uint32_t tr;
+    memio_reset_counts(&m);
+    for (int i = 0; i < 10; i++) {
+        mote_txn *t;
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_tree(t, "t", 0, &tr));
+        uint8_t key[4] = {0, 0, 1, (uint8_t)i};
+        OK(mote_kv_put(t, tr, key, 4, "v", 1, 0));
+        if (i == 4) { /* one that fails leaves the others */
+            mote_abort(t);
+            k[i] = NULL;
+            continue;
+        }
+        OK(mote_commit_nowait(t, &k[i]));
+        CHECK(k[i] != NULL);
+    }
+    CHECK(m.syncs == 0);
+    CHECK(count_t(s) == 100); /* not durable: not seen */
+    for (int i = 9; i >= 0; i--) /* the last first: its sync covers the others */
+        OK(mote_commit_wait(k[i]));
+    CHECK(m.syncs == 1);
+    CHECK(count_t(s) == 109);
+    mote_txn *t;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK_RC(mote_commit_nowait(t, NULL), MOTE_INVALID); /* (and t rolled back) */
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    mote_ticket *none;
+    OK(mote_commit_nowait(t, &none)); /* a read: nothing to wait for */
+    CHECK(none == NULL);
+    OK(mote_commit_wait(NULL));
+    OK(mote_close(s));
+    s = mopen(&m, 0);
+    CHECK(count_t(s) == 109);
+    OK(mote_close(s));
+    memio_free(&m);
+}
+
 TEST(io_one_sync_per_commit)
 {
     memio m;

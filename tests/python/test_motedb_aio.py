@@ -231,3 +231,35 @@ async def test_a_get_reads_on_the_loop_only_what_is_cached(tmp_path):
         await box.get(1500)
     with pytest.raises(motedb.ClosedError):
         box.sync._get_cached(1500)
+
+
+async def test_writes_queued_together_share_a_sync_each_its_own_commit(tmp_path):
+    """Single writes of many tasks run on the writer thread, each its own transaction
+    (one that fails leaves the others), made durable together by one sync before any
+    task resumes: a write awaited is seen by a new read (readers see only durable
+    commits), and what a failing write did is not."""
+    async with await motedb.aio.open(tmp_path / "w.mote") as store:
+        box = await store.box(Note)
+
+        async def writer(i):
+            if i % 10 == 7:  # an update of an object that does not exist: fails alone
+                with pytest.raises(motedb.NotFoundError):
+                    await box.put(Note(id=10_000 + i, text="none"), mode="update")
+                return None
+            note = Note(text=f"w{i}", level=i)
+            new = await box.put(note)
+            assert note.id == new and box.sync.get(new).text == f"w{i}"  # durable: seen
+            await box.update(new, level=i + 1000)
+            assert box.sync.get(new).level == i + 1000
+            return new
+
+        ids = [i for i in await asyncio.gather(*(writer(i) for i in range(100))) if i]
+        assert len(ids) == 90 and len(set(ids)) == 90
+        assert await box.count() == 90
+        assert await box.query(Note.level >= 1000).count() == 90
+        removed = await asyncio.gather(*(box.remove(i) for i in ids[:30]), box.remove(99_999))
+        assert removed == [True] * 30 + [False] and await box.count() == 60
+        # left: the writers i = 33..99 (30 removed above); levels i + 1000
+        assert await box.query(Note.level < 1040).remove() == 6  # 33-39 but 37
+    with motedb.open(tmp_path / "w.mote") as again:
+        assert again.box(Note).count() == 54

@@ -114,7 +114,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 5: /* abort */
             if (t) {
                 if (op == 4) {
-                    if (mote_commit(t))
+                    mote_ticket *k = NULL; /* in two steps, sometimes */
+                    if ((key & 1) ? mote_commit_nowait(t, &k) || mote_commit_wait(k)
+                                  : mote_commit(t))
                         fail("commit");
                     committed = working;
                 } else {

@@ -143,6 +143,8 @@ class _Workers:
                 except RuntimeError:  # that loop is closed: nobody waits
                     pass
             if stop:
+                if self._sync is not None:  # (a later thread may get this one's ident)
+                    self._sync._defer_sync(False)
                 return
 
 

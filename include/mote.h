@@ -332,8 +332,8 @@ int mote_commit(mote_txn *txn);
  * so write many small transactions, each its own (one failing leaves the
  * others), and wait for the last: one fdatasync makes every commit written
  * before it durable, and the other waits return without a sync. Every
- * ticket must be waited for once, before mote_close. On failure (the
- * transaction rolled back) *ticket is NULL.
+ * ticket must be waited for once (mote_close returns MOTE_BUSY while one is
+ * not). On failure (the transaction rolled back) *ticket is NULL.
  */
 typedef struct mote_ticket mote_ticket;
 int mote_commit_nowait(mote_txn *txn, mote_ticket **ticket);

@@ -784,11 +784,13 @@ int mote__store_busy(mote_store *s)
     if (store_forked(s))
         return mote__forked_err(s);
     pthread_mutex_lock(&s->mu);
-    int busy = s->ntxn > 0;
+    int busy = s->ntxn > 0, tickets = s->nticket > 0;
     pthread_mutex_unlock(&s->mu);
-    return busy ? mote__err(MOTE_BUSY, "store %s: close with transactions still open; "
-                            "end them first", s->path)
-                : MOTE_OK;
+    return busy      ? mote__err(MOTE_BUSY, "store %s: close with transactions still open; "
+                                 "end them first", s->path)
+           : tickets ? mote__err(MOTE_BUSY, "store %s: close with commits not waited for "
+                                 "(mote_commit_wait each ticket first)", s->path)
+                     : MOTE_OK;
 }
 
 void mote__store_close(mote_store *s)

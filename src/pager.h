@@ -263,6 +263,7 @@ struct mote_store {
     int fresh;           /* no commit is durable yet: slot 0 holds creation's page (FRESH) */
     int marker_ok;       /* the other slot already holds a marker for txnid */
     int ntxn;            /* live transactions (for close) */
+    int nticket;         /* commits of mote_commit_nowait not waited for (for close) */
     uint64_t txn_serial; /* last write transaction's serial */
 
     /* allocation state of the latest commit (writer side, loaded lazily) */

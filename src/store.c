@@ -163,6 +163,9 @@ int mote_commit_nowait(mote_txn *t, mote_ticket **ticket)
         return mote__commit_wait(s, txnid, sn);
     *k = (mote_ticket){s, txnid, sn};
     *ticket = k;
+    pthread_mutex_lock(&s->mu);
+    s->nticket++;
+    pthread_mutex_unlock(&s->mu);
     return MOTE_OK;
 }
 
@@ -170,8 +173,12 @@ int mote_commit_wait(mote_ticket *ticket)
 {
     if (!ticket)
         return MOTE_OK;
-    int rc = mote__commit_wait(ticket->s, ticket->txnid, ticket->sn);
+    mote_store *s = ticket->s;
+    int rc = mote__commit_wait(s, ticket->txnid, ticket->sn);
     mote__free(ticket);
+    pthread_mutex_lock(&s->mu);
+    s->nticket--;
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 

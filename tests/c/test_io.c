@@ -139,6 +139,7 @@ TEST(io_commit_nowait_one_sync)
     }
     CHECK(m.syncs == 0);
     CHECK(count_t(s) == 100); /* not durable: not seen */
+    CHECK_RC(mote_close(s), MOTE_BUSY); /* tickets not waited for */
     for (int i = 9; i >= 0; i--) /* the last first: its sync covers the others */
         OK(mote_commit_wait(k[i]));
     CHECK(m.syncs == 1);

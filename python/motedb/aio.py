@@ -22,15 +22,14 @@ own, since a MoteDB transaction is bound to the thread that began it; operations
 other tasks run beside it: writes (puts, updates, removes) on the store's writer
 thread, which takes every write queued at once, commits each as its own transaction
 and makes them durable with one sync before any of their tasks resumes (a hundred
-tasks' writes cost a few syncs, not a hundred), reads (gets, counts, queries) on the
+tasks' writes cost a few syncs, not a hundred); reads (gets, counts, queries) on the
 store's two reader threads, which take every read queued at once, so that a hundred
 tasks' gets cost a trip to a thread and a wakeup of the loop per batch rather than per
-get. A get outside
-a transaction first tries the loop's own thread, reading only what the store's cache holds
-(``MOTE_TXN_CACHED``, a few microseconds); only a get that would read the file goes to a
-reader thread. Writes take
-turns as in threads: a task whose write transaction waits for another's waits on its
-thread, not in the loop. The extension releases the GIL while it syncs and while
+get. A get outside a transaction first tries the loop's own thread, reading only what
+the store's cache holds (``MOTE_TXN_CACHED``, a few microseconds); only a get that
+would read the file goes to a reader thread. Write transactions take turns as in
+threads: a task whose write transaction waits for another's waits on its thread, not
+in the loop. The extension releases the GIL while it syncs and while
 queries run.
 
 Building a query (conditions, ``order_by``, ``offset``, ``limit``, ``set_parameter``)
@@ -190,24 +189,24 @@ class AsyncStore:
             return await txn._run(fn, *args, **kwargs)
         return await asyncio.to_thread(fn, *args, **kwargs)
 
-    async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """A single write: on the thread of the task's transaction, else on the writer
-        thread (its sync shared with the writes queued beside it)."""
+    async def _queue(self, workers: _Workers, fn: Callable[..., T], *args: Any,
+                     **kwargs: Any) -> T:
+        """fn(*args) on the thread of the task's transaction, else by workers."""
         txn = self._txn()
         if txn is not None:
             return await txn._run(fn, *args, **kwargs)
         if self.sync.closed:  # raises ClosedError at once, without a thread
             return fn(*args, **kwargs)
-        return await self._writer.submit(fn, args, kwargs)
+        return await workers.submit(fn, args, kwargs)
+
+    async def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A single write: its transaction's thread, else the writer thread (its sync
+        shared with the writes queued beside it)."""
+        return await self._queue(self._writer, fn, *args, **kwargs)
 
     async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """A read: on the thread of the task's transaction, else on a reader thread."""
-        txn = self._txn()
-        if txn is not None:
-            return await txn._run(fn, *args, **kwargs)
-        if self.sync.closed:  # raises ClosedError at once, without a thread
-            return fn(*args, **kwargs)
-        return await self._readers.submit(fn, args, kwargs)
+        """A read: its transaction's thread, else a reader thread."""
+        return await self._queue(self._readers, fn, *args, **kwargs)
 
     async def box(self, cls: type[E]) -> AsyncBox[E]:
         """The box of an entity class (registering or evolving its schema, as

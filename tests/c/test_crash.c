@@ -206,6 +206,23 @@ TEST(crash_placed_commits)
  * committing the smaller size, truncating): the contents never change. */
 /* Open an image of /c/s.mote: MOTE_OK with *has = whether tree "t" holds
  * key "k", or the error. */
+/* A crash image of m's "/c/s.mote" (seed; hostile: unsynced sectors may hold
+ * garbage) put into r and opened, fsck clean: the store (close it, then
+ * memio_free(r)). */
+static mote_store *open_crashed(memio *m, memio *r, uint64_t seed, int hostile)
+{
+    size_t len;
+    uint8_t *img = memio_crash_image(m, "/c/s.mote", seed, hostile ? MEMIO_HOSTILE : 0, &len);
+    memio_init(r);
+    memio_set(r, "/c/s.mote", img, len);
+    free(img);
+    mote_options ro = {0, 0, 0, &r->io};
+    mote_store *s;
+    OK(mote_open("/c/s.mote", &ro, &s));
+    OK(mote_check(s, NULL, NULL));
+    return s;
+}
+
 static int open_image(const uint8_t *img, size_t len, int *has)
 {
     memio r;
@@ -699,16 +716,8 @@ TEST(crash_commit_nowait_batches)
             break;
         }
         for (int img_i = 0; img_i < 4; img_i++) {
-            size_t len;
-            uint8_t *img = memio_crash_image(&m, "/c/s.mote", (uint64_t)(k * 17 + img_i),
-                                             img_i == 3 ? MEMIO_HOSTILE : 0, &len);
             memio r;
-            memio_init(&r);
-            memio_set(&r, "/c/s.mote", img, len);
-            free(img);
-            mote_options ro = {0, 0, 0, &r.io};
-            OK(mote_open("/c/s.mote", &ro, &s));
-            OK(mote_check(s, NULL, NULL));
+            s = open_crashed(&m, &r, (uint64_t)(k * 17 + img_i), img_i == 3);
             OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
             for (uint32_t i = 0; i < 15; i++) {
                 uint32_t z = i + 500;
@@ -767,16 +776,8 @@ TEST(crash_during_shrink)
             continue;
         }
         for (int img_i = 0; img_i < 4; img_i++) {
-            size_t len;
-            uint8_t *img = memio_crash_image(&m, "/c/s.mote", (uint64_t)(k * 31 + img_i),
-                                             img_i == 3 ? MEMIO_HOSTILE : 0, &len);
             memio r;
-            memio_init(&r);
-            memio_set(&r, "/c/s.mote", img, len);
-            free(img);
-            mote_options ro = {0, 0, 0, &r.io};
-            OK(mote_open("/c/s.mote", &ro, &s));
-            OK(mote_check(s, NULL, NULL));
+            s = open_crashed(&m, &r, (uint64_t)(k * 31 + img_i), img_i == 3);
             OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
             uint64_t cnt;
             OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &cnt));

@@ -333,13 +333,14 @@ static int graph_grow(hgraph *g, uint32_t cap)
 static float quantize(const float *x, uint32_t dim, uint32_t n, uint8_t *out, int bias)
 {
     float m = 0;
-    for (uint32_t i = 0; i < dim; i++) {
+    for (uint32_t i = 0; i < dim; i++) { /* a component that is not finite (a damaged
+                                           * row, or a centre that overflowed) counts as 0 */
         float a = fabsf(x[i]);
-        m = a > m ? a : m;
+        m = isfinite(a) && a > m ? a : m;
     }
-    float k = m > 0 && isfinite(m) ? 127.0f / m : 0.0f;
+    double k = m > 0 ? 127.0 / m : 0.0; /* (in float, a denormal m makes it infinite) */
     for (uint32_t i = 0; i < dim; i++) { /* rounded half away from zero */
-        float y = x[i] * k;
+        float y = isfinite(x[i]) ? (float)(x[i] * k) : 0.0f;
         out[i] = (uint8_t)((int)(y + (y < 0 ? -0.5f : 0.5f)) + bias);
     }
     memset(out + dim, bias, n - dim);

@@ -64,6 +64,18 @@ mote_store *test_open(const char *path, const mote_options *o)
     return s;
 }
 
+uint64_t test_count(mote_store *s, const char *name)
+{
+    mote_txn *t;
+    uint32_t tr;
+    uint64_t n;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_tree(t, name, 0, &tr));
+    OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &n));
+    mote_abort(t);
+    return n;
+}
+
 static void rmtree(const char *dir)
 {
     DIR *d = opendir(dir);

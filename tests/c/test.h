@@ -47,5 +47,7 @@ uint64_t test_rand(uint64_t *state);
 
 /* Open a store and its tree "t" in one go (create if missing). */
 mote_store *test_open(const char *path, const mote_options *o);
+/* Entries of tree `name` of s, in a read transaction of their own. */
+uint64_t test_count(mote_store *s, const char *name);
 
 #endif

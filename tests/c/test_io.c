@@ -36,18 +36,6 @@ static void put_n(mote_store *s, int from, int n, size_t vlen)
     OK(mote_commit(t));
 }
 
-/* Entries of tree "t" (put_n's), in a read transaction. */
-static uint64_t count_t(mote_store *s)
-{
-    mote_txn *t;
-    uint32_t tr;
-    uint64_t n;
-    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
-    OK(mote_kv_tree(t, "t", 0, &tr));
-    OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &n));
-    mote_abort(t);
-    return n;
-}
 
 /* MOTE_TXN_CACHED: a read that would read a page from the file fails with
  * MOTE_WOULDBLOCK and reads nothing; once another read cached the pages, it
@@ -138,12 +126,12 @@ TEST(io_commit_nowait_one_sync)
         CHECK(k[i] != NULL);
     }
     CHECK(m.syncs == 0);
-    CHECK(count_t(s) == 100); /* not durable: not seen */
+    CHECK(test_count(s, "t") == 100); /* not durable: not seen */
     CHECK_RC(mote_close(s), MOTE_BUSY); /* tickets not waited for */
     for (int i = 9; i >= 0; i--) /* the last first: its sync covers the others */
         OK(mote_commit_wait(k[i]));
     CHECK(m.syncs == 1);
-    CHECK(count_t(s) == 109);
+    CHECK(test_count(s, "t") == 109);
     mote_txn *t;
     OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
     CHECK_RC(mote_commit_nowait(t, NULL), MOTE_INVALID); /* (and t rolled back) */
@@ -154,7 +142,7 @@ TEST(io_commit_nowait_one_sync)
     OK(mote_commit_wait(NULL));
     OK(mote_close(s));
     s = mopen(&m, 0);
-    CHECK(count_t(s) == 109);
+    CHECK(test_count(s, "t") == 109);
     OK(mote_close(s));
     memio_free(&m);
 }
@@ -273,7 +261,7 @@ TEST(io_open_budget)
     CHECK(m.opens == 1 && m.stats == 1 && m.locks == 1 && m.reads == 1 && m.ops == 4);
     /* query: no syscall */
     memio_reset_counts(&m);
-    CHECK(count_t(s) == 10);
+    CHECK(test_count(s, "t") == 10);
     CHECK(m.ops == 0);
     /* close without writes: just close */
     OK(mote_close(s));
@@ -389,7 +377,7 @@ TEST(io_close_cuts_growth_zeros)
     CHECK(len == st.pages * st.page_size);
     s = mopen(&m, 0);
     OK(mote_check(s, NULL, NULL));
-    CHECK(count_t(s) == 20000);
+    CHECK(test_count(s, "t") == 20000);
     OK(mote_close(s));
     memio_free(&m);
 }

@@ -211,18 +211,6 @@ TEST(kill9_loop)
 
 /* ---- fork ------------------------------------------------------------------- */
 
-static uint64_t count_keys(mote_store *s)
-{
-    mote_txn *t;
-    uint32_t tr;
-    uint64_t n;
-    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
-    OK(mote_kv_tree(t, "k", 0, &tr));
-    OK(mote_kv_count(t, tr, NULL, 0, NULL, 0, &n));
-    mote_abort(t);
-    return n;
-}
-
 static void wait_ok(pid_t pid)
 {
     int st;
@@ -277,7 +265,7 @@ TEST(fork_inherited_handle_is_dead)
     OK(mote_kv_put(w, tr, &k, 4, "parent", 6, 0));
     OK(mote_commit(w));
     mote_abort(r);
-    CHECK(count_keys(s) == 101);
+    CHECK(test_count(s, "k") == 101);
     OK(mote_check(s, NULL, NULL));
 
     /* The child's copy of the descriptor is closed at the fork: a child that
@@ -298,7 +286,7 @@ TEST(fork_inherited_handle_is_dead)
     if (pid == 0) {
         mote_store *c = NULL;
         OK(mote_open(p, NULL, &c));
-        CHECK(count_keys(c) == 101);
+        CHECK(test_count(c, "k") == 101);
         OK(mote_close(c));
         _exit(0);
     }

@@ -722,11 +722,13 @@ static inline float qdist(const hsearch *S, uint32_t s)
                                               : -(d + k[1] + S->qcd);
 }
 
-/* Fetch the 8-bit row of slot s, all its lines. */
+/* Fetch the 8-bit row of slot s, all its lines, and its scale and sum
+ * (qdist reads both: a miss on either stalls the walk). */
 static inline void fetch_q8(const hsearch *S, uint32_t s)
 {
     const hgraph *g = S->v.g;
     const uint8_t *r = g->q8 + (size_t)s * g->qdim;
+    __builtin_prefetch(g->qs + 2 * (size_t)s);
     for (uint32_t i = 0; i < g->qdim; i += 64)
         __builtin_prefetch(r + i);
 }
@@ -738,6 +740,16 @@ static inline const float *fetch_row(const hsearch *S, uint32_t s, int direct)
     const float *row = direct ? g->vec + (size_t)s * g->stride : v_vec(&S->v, s);
     __builtin_prefetch(row);
     return row;
+}
+
+/* Fetch the list of slot s at level l, every line it may use. */
+static inline void fetch_list(const hsearch *S, uint32_t s, int l, int direct)
+{
+    const char *L = (const char *)(direct ? graph_list(S->v.g, s, l) : v_list(&S->v, s, l));
+    const char *end = L + (max_links(S->v.g, l) + 1) * 4;
+    for (const char *p = L; p < end; p += 64)
+        __builtin_prefetch(p);
+    __builtin_prefetch(end - 1);
 }
 
 #define QAHEAD 3 /* 8-bit rows fetched ahead of the one compared */
@@ -878,7 +890,11 @@ static void greedy(hsearch *S, const float *q, uint32_t *ep, float *dep, int l)
     for (int changed = 1; changed;) {
         changed = 0;
         const uint32_t *L = v_list(&S->v, *ep, l);
+        for (uint32_t i = 1; S->qq && i <= L[0] && i <= QAHEAD; i++)
+            fetch_q8(S, L[i]);
         for (uint32_t i = 1; i <= L[0]; i++) {
+            if (S->qq && i + QAHEAD <= L[0])
+                fetch_q8(S, L[i + QAHEAD]);
             float d = S->qq ? qdist(S, L[i]) : dist(S, v_vec(&S->v, L[i]), q);
             if (d < *dep) {
                 *dep = d;
@@ -915,6 +931,10 @@ static int search_level(hsearch *S, const float *q, uint32_t ep, float dep, size
         hcand c = heap_pop(S->cand, &S->nc, 0);
         if (c.d > bound && S->nt >= ef)
             break;
+        /* the next to come off the heap, unless a neighbour below is nearer:
+         * its list (every line) is read while these distances are computed */
+        if (S->nc)
+            fetch_list(S, S->cand[0].s, l, direct);
         const uint32_t *L = direct ? graph_list(g, c.s, l) : v_list(&S->v, c.s, l);
         /* the neighbours not visited yet, then their distances: a float
          * row's first line is fetched as it is listed, an 8-bit row whole
@@ -937,9 +957,10 @@ static int search_level(hsearch *S, const float *q, uint32_t ep, float dep, size
             if (S->nt < ef || d < bound) {
                 if ((rc = heap_room(&S->cand, &S->ccap, S->nc + 1)))
                     return rc;
+                /* nearer than every candidate: it comes off the heap next */
+                if (!S->nc || d < S->cand[0].d)
+                    fetch_list(S, nb, l, direct);
                 heap_push(S->cand, &S->nc, (hcand){d, nb}, 0);
-                /* its list is read when it comes off the heap: fetch it now */
-                __builtin_prefetch(direct ? graph_list(g, nb, l) : v_list(&S->v, nb, l));
                 if (S->accept && (ok = S->accept(S->actx, v_id(&S->v, nb))) < 0)
                     return S->err = -ok;
                 if (ok) {
@@ -2351,14 +2372,24 @@ int mote__hnsw_size(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t *
  * that order until the next one's 8-bit distance, less twice the largest
  * error an exact one showed so far, is past the want-th nearest exact
  * distance (at least want are taken); those sorted nearest first, their
- * number returned (QUANTIZED ROWS). Every row's first line is asked for at
- * once: the rest of each streams in.
+ * number returned (QUANTIZED ROWS). Rows are fetched whole, RAHEAD ahead of
+ * the one compared (most searches stop after a few more than want: asking
+ * for every row's first line at once fetched lines never used).
  */
+#define RAHEAD 2 /* float rows fetched ahead of the one reranked */
+
+static inline void fetch_bytes(const void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i += 64)
+        __builtin_prefetch((const char *)p + i);
+}
+
 static size_t rerank(hsearch *S, const float *q, hcand *res, size_t n, size_t want)
 {
     const hview *v = &S->v;
-    for (size_t i = 0; i < n; i++)
-        __builtin_prefetch(v_vec(v, res[i].s));
+    size_t bytes = (size_t)v->g->stride * sizeof(float);
+    for (size_t i = 0; i < n && i < RAHEAD; i++)
+        fetch_bytes(v_vec(v, res[i].s), bytes);
     hcand *best = S->top; /* a max-heap of the want nearest exact ones */
     size_t nb = 0, i = 0;
     float err = 0;
@@ -2366,6 +2397,8 @@ static size_t rerank(hsearch *S, const float *q, hcand *res, size_t n, size_t wa
         float byte = res[i].d;
         if (nb && nb == want && byte - 2 * err > best[0].d)
             break;
+        if (i + RAHEAD < n)
+            fetch_bytes(v_vec(v, res[i + RAHEAD].s), bytes);
         res[i].d = dist(S, v_vec(v, res[i].s), q);
         float e = fabsf(res[i].d - byte);
         err = e > err ? e : err;

@@ -62,6 +62,9 @@
  * element equal to the value by the rules of EQ (a null element equals
  * nothing).
  */
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,9 +242,25 @@ static int word_special(uint64_t w)
     return ((below & ~(q & b & w)) | w) & highs ? 1 : 0;
 }
 
-/* Past the plain bytes at s->i: 8 at a time while none needs a look. */
+/* Past the plain bytes at s->i: 16 at a time (SSE2, every x86-64) to the
+ * first that needs a look, or 8 at a time while none does. */
 static void skip_plain(jscan *s)
 {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (s->n - s->i >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s->p + s->i));
+        /* signed: a byte >= 0x80 is below 0x20 too */
+        __m128i look = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                                    _mm_cmplt_epi8(v, space));
+        unsigned m = (unsigned)_mm_movemask_epi8(look);
+        if (m) {
+            s->i += (size_t)__builtin_ctz(m);
+            return;
+        }
+        s->i += 16;
+    }
+#endif
     while (s->n - s->i >= 8) {
         uint64_t w;
         memcpy(&w, s->p + s->i, 8);

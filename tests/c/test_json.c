@@ -953,6 +953,52 @@ TEST(json_test_long_numbers)
 
 /* ---- Checking ------------------------------------------------------------ */
 
+/*
+ * Strings are skipped 16 bytes at a time (SSE2) and then 8 at a time: one
+ * byte that needs a look (the closing quote, an escape, a control byte,
+ * UTF-8, a byte that is not UTF-8) at every place of strings of every
+ * length up to 70, so every block boundary and tail is crossed. The
+ * document {"s":"...","k":7} is checked, and k found after the string.
+ */
+TEST(json_string_skip)
+{
+    static const struct {
+        const char *bytes, *name;
+        int valid;
+    } odd[] = {
+        {"", "none", 1},
+        {"\\n", "escape", 1},
+        {"\\\"", "escaped quote", 1},
+        {"\xc3\xa9", "2-byte UTF-8", 1},
+        {"\xf0\x9f\x98\x80", "4-byte UTF-8", 1},
+        {"\x1f", "control byte", 0},
+        {"\x80", "lone continuation byte", 0},
+        {"\"", "quote", 0}, /* ends the string: the rest is not JSON */
+    };
+    jpath *k = compile("k");
+    char doc[128];
+    for (size_t o = 0; o < sizeof odd / sizeof odd[0]; o++)
+        for (size_t len = 0; len <= 70; len++)
+            for (size_t at = 0; at <= len; at++) {
+                size_t n = (size_t)snprintf(doc, sizeof doc, "{\"s\":\"%.*s%s%.*s\",\"k\":7}",
+                                            (int)at, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                                            odd[o].bytes, (int)(len - at),
+                                            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+                uint8_t *d = exact(doc, n);
+                jval v;
+                mote__json_at(d, n, k, &v);
+                int valid = mote__json_check(d, n) == MOTE_OK;
+                if (valid != odd[o].valid || (v.kind == J_NUMBER) != odd[o].valid ||
+                    (valid && (v.n != 1 || *v.p != '7'))) {
+                    fprintf(stderr, "%s after %zu of %zu bytes: check %d, k kind %d\n", odd[o].name, at,
+                            len, valid, v.kind);
+                    CHECK(0);
+                }
+                free(d);
+            }
+    mote__free(k);
+}
+
 TEST(json_check_table)
 {
     static const char *const good[] = {

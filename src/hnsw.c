@@ -332,16 +332,26 @@ static int graph_grow(hgraph *g, uint32_t cap)
  * scale (a byte's value times it is the component), 0 for a zero vector. */
 static float quantize(const float *x, uint32_t dim, uint32_t n, uint8_t *out, int bias)
 {
-    float m = 0;
-    for (uint32_t i = 0; i < dim; i++) { /* a component that is not finite (a damaged
-                                           * row, or a centre that overflowed) counts as 0 */
-        float a = fabsf(x[i]);
-        m = isfinite(a) && a > m ? a : m;
+    /* A component that is not finite (a damaged row, or a centre that
+     * overflowed) counts as 0. Both loops test the bits, without branches,
+     * so that they vectorize (a load of 100,000 rows of 384 floats spent a
+     * third of a second here): |x| ordered as its bits are, finite below
+     * the exponent of all ones. */
+    uint32_t mb = 0;
+    for (uint32_t i = 0; i < dim; i++) {
+        uint32_t b;
+        memcpy(&b, x + i, 4);
+        b &= 0x7fffffffu;
+        mb = b < 0x7f800000u && b > mb ? b : mb;
     }
+    float m;
+    memcpy(&m, &mb, 4);
     double k = m > 0 ? 127.0 / m : 0.0; /* (in float, a denormal m makes it infinite) */
     for (uint32_t i = 0; i < dim; i++) { /* rounded half away from zero */
-        float y = isfinite(x[i]) ? (float)(x[i] * k) : 0.0f;
-        out[i] = (uint8_t)((int)(y + (y < 0 ? -0.5f : 0.5f)) + bias);
+        uint32_t b;
+        memcpy(&b, x + i, 4);
+        float y = (b & 0x7fffffffu) < 0x7f800000u ? (float)(x[i] * k) : 0.0f;
+        out[i] = (uint8_t)((int)(y + copysignf(0.5f, y)) + bias);
     }
     memset(out + dim, bias, n - dim);
     return k > 0 ? m / 127.0f : 0.0f;

@@ -109,8 +109,13 @@ class _Workers:
         return threads
 
     def _work(self) -> None:
+        deferring = False
         if self._sync is not None:
-            self._sync._defer_sync(True)
+            try:  # another thread may defer this store's syncs (an AsyncStore's writer
+                self._sync._defer_sync(True)  # beside a MoteSaver): each commit syncs
+                deferring = True
+            except _core.BusyError:
+                pass
         while True:
             batch = [self._q.get()]
             while True:
@@ -130,7 +135,7 @@ class _Workers:
                 except BaseException as e:  # noqa: BLE001 - handed to the awaiting task
                     out = (False, e)
                 settled.setdefault(loop, []).append((fut, *out))
-            if self._sync is not None:
+            if deferring:
                 try:
                     self._sync._wait_synced()
                 except BaseException as e:  # noqa: BLE001 - the sync failed: no write of
@@ -142,7 +147,7 @@ class _Workers:
                 except RuntimeError:  # that loop is closed: nobody waits
                     pass
             if stop:
-                if self._sync is not None:  # (a later thread may get this one's ident)
+                if deferring:  # (a later thread may get this one's ident)
                     self._sync._defer_sync(False)
                 return
 

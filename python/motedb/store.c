@@ -69,12 +69,13 @@ static int begin_txn(StoreObject *st, int write, unsigned rflags, mote_txn **t)
     return rc ? raise_rc(rc) : 0;
 }
 
-/* Commit (write: GIL released around the sync) or abort t; `defer`: a
- * single operation's commit, left to _wait_synced if its thread defers. */
-static int end_txn(StoreObject *st, mote_txn *t, int write, int commit, int defer)
+/* Commit (write: GIL released around the sync) or abort t. On the thread
+ * that defers the store's syncs (_defer_sync) a commit is left to
+ * _wait_synced: a single operation's and a write transaction's alike. */
+static int end_txn(StoreObject *st, mote_txn *t, int write, int commit)
 {
     int rc = 0;
-    if (write && commit && defer && st->defer_tid == PyThread_get_thread_ident()) {
+    if (write && commit && st->defer_tid == PyThread_get_thread_ident()) {
         if (st->ntickets == st->cap_tickets) {
             Py_ssize_t cap = st->cap_tickets ? 2 * st->cap_tickets : 64;
             mote_ticket **k = PyMem_Realloc(st->tickets, (size_t)cap * sizeof *k);
@@ -163,7 +164,7 @@ int op_end(StoreObject *st, Op *op, int how)
     if (!op->own)
         return how == OP_FAIL ? -1 : 0;
     unlink_txn(st, &op->slot);
-    int rc = end_txn(st, op->slot.txn, op->slot.write, how == OP_COMMIT && op->slot.write, 1);
+    int rc = end_txn(st, op->slot.txn, op->slot.write, how == OP_COMMIT && op->slot.write);
     st->nimplicit--;
     return how == OP_FAIL || rc < 0 ? -1 : 0;
 }
@@ -682,7 +683,7 @@ static int txn_finish(TxnObject *t, int exc)
     if (ts->write && !exc && PyErr_CheckSignals() < 0)
         exc = 1; /* interrupted before the commit: roll back, raise (op_end) */
     int doomed = ts->doomed, rc;
-    rc = end_txn(st, ts->txn, ts->write, ts->write && !exc && !doomed, 0);
+    rc = end_txn(st, ts->txn, ts->write, ts->write && !exc && !doomed);
     PyMem_Free(ts);
     if (rc < 0)
         return -1;
@@ -841,9 +842,10 @@ static PyMethodDef store_methods[] = {
     {"read", store_read, METH_NOARGS, "A read transaction, a snapshot (context manager)."},
     {"close", store_close, METH_NOARGS, "Close the store (idempotent)."},
     {"_defer_sync", store_defer_sync, METH_O,
-     "_defer_sync(on): the calling thread's single operations (puts, updates, removes "
-     "outside a transaction) commit without waiting for their sync until _wait_synced() "
-     "(motedb.aio's writer thread: many commits, one fdatasync)."},
+     "_defer_sync(on): the calling thread's commits (single operations and write "
+     "transactions) return without waiting for their sync until _wait_synced(), and "
+     "other threads see them only then (motedb.aio's writer thread and MoteSaver's: "
+     "many commits, one fdatasync). One thread per store; another gets BusyError."},
     {"_wait_synced", store_wait_synced, METH_NOARGS,
      "_wait_synced(): return once every commit deferred by _defer_sync is durable; raises "
      "the failure that poisoned the store if the sync failed."},

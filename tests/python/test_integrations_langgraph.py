@@ -17,6 +17,7 @@ import uuid
 from typing import Annotated, TypedDict
 
 import motedb
+import motedb.aio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -213,6 +214,80 @@ def test_async_methods_run_concurrently(tmp_path):
             tups = [t async for t in saver.alist({"configurable": {"thread_id": "a0"}})]
             assert [t.checkpoint["id"] for t in tups] == [
                 t.checkpoint["id"] for t in saver.list({"configurable": {"thread_id": "a1"}})]
+    asyncio.run(main())
+
+
+class _ThreadNames:
+    """A serializer that notes the thread each value is serialized on (put and
+    put_writes serialize on the thread that runs them)."""
+
+    def __init__(self, inner):
+        self.inner, self.threads = inner, set()
+
+    def dumps_typed(self, obj):
+        self.threads.add(threading.current_thread().name)
+        return self.inner.dumps_typed(obj)
+
+    def loads_typed(self, data):
+        return self.inner.loads_typed(data)
+
+
+def test_async_writes_go_to_one_writer_thread_durable_when_awaited(tmp_path):
+    """aput and aput_writes of many tasks run on the saver's writer thread (each its own
+    commit, one sync for those queued together); each is durable, so seen by a new
+    read, once awaited; a failing one fails alone; close() waits for what is queued."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    serde = _ThreadNames(JsonPlusSerializer())
+
+    async def main():
+        saver = MoteSaver(tmp_path / "w.mote", serde=serde)
+
+        async def step(i):
+            cfg = {"configurable": {"thread_id": f"t{i}", "checkpoint_ns": ""}}
+            cid = str(uuid6(clock_seq=i))
+            got = await saver.aput(cfg, checkpoint(cid, i), {"source": "loop", "step": i}, {})
+            await saver.aput_writes(got, [("step", i), ("log", [i])], task_id=f"task{i}")
+            tup = saver.get_tuple(got)  # a sync read on this thread: durable already
+            assert tup.checkpoint["id"] == cid and len(tup.pending_writes) == 2
+            return got
+
+        configs = await asyncio.gather(*(step(i) for i in range(40)))
+        with pytest.raises(KeyError):  # no checkpoint_id: fails on the writer, alone
+            await saver.aput_writes({"configurable": {"thread_id": "t0"}}, [("x", 1)], "t")
+        queued = [asyncio.ensure_future(saver.aput(c, checkpoint(str(uuid6(clock_seq=99)), 9),
+                                                   {}, {})) for c in configs[:5]]
+        await asyncio.sleep(0)  # queued on the writer; close() waits for them
+        saver.close()
+        await asyncio.gather(*queued)
+        return configs
+
+    configs = asyncio.run(main())
+    assert serde.threads == {"motedb-writer"}
+    with MoteSaver.from_path(tmp_path / "w.mote") as again:
+        assert again.checkpoints.count() == 45
+        assert all(again.get_tuple(c) is not None for c in configs)
+
+
+def test_async_writes_beside_an_async_store_writer(tmp_path):
+    """A store the application also uses through motedb.aio: its writer thread defers
+    the store's syncs, so the saver's writer syncs each commit itself (no hang, no
+    error)."""
+    async def main():
+        astore = await motedb.aio.open(tmp_path / "s.mote")
+        box = await astore.box(LangGraphCheckpoint)
+        await box.count()
+        # the aio writer thread starts with a first write and holds the deferral
+        await box.put(LangGraphCheckpoint(key="x", thread_id="x", checkpoint_ns="",
+                                          checkpoint_id="x", type="json", checkpoint=b""))
+        saver = MoteSaver(astore.sync)
+        cfg = {"configurable": {"thread_id": "u", "checkpoint_ns": ""}}
+        got = await saver.aput(cfg, checkpoint(str(uuid6()), 1), {}, {})
+        await saver.aput_writes(got, [("step", 1)], task_id="t")
+        assert len(saver.get_tuple(got).pending_writes) == 1
+        saver.close()
+        await astore.close()
+
     asyncio.run(main())
 
 

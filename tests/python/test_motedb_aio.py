@@ -233,6 +233,48 @@ async def test_a_get_reads_on_the_loop_only_what_is_cached(tmp_path):
         box.sync._get_cached(1500)
 
 
+async def test_a_deferring_thread_defers_its_transactions_too(tmp_path):
+    """On the thread that defers a store's syncs (motedb.aio's writer, MoteSaver's), a
+    write transaction commits without its sync as a single write does: other threads
+    see neither until _wait_synced, then both; a second thread cannot defer too."""
+    import threading
+
+    with motedb.open(tmp_path / "d.mote") as store:
+        box = store.box(Note)
+        # a store of ~100 pages: a commit is a record of its chain, not one of the
+        # checkpoints a small store takes every few commits (those sync at once)
+        box.put_many([Note(text=f"{i:04} " + "x" * 1000) for i in range(400)])
+        written, synced, waited = threading.Event(), threading.Event(), threading.Event()
+        errors = []
+
+        def writer():
+            try:
+                store._defer_sync(True)
+                with store.write():
+                    box.put(Note(text="a"))
+                    box.put(Note(text="b"))
+                box.put(Note(text="c"))
+                written.set()
+                waited.wait(10)
+                store._wait_synced()
+                store._defer_sync(False)
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+                written.set()
+            synced.set()
+
+        t = threading.Thread(target=writer)
+        t.start()
+        assert written.wait(10)
+        assert box.count() == 400  # written, not durable: not seen
+        with pytest.raises(motedb.BusyError, match="another thread defers"):
+            store._defer_sync(True)
+        waited.set()
+        assert synced.wait(10)
+        t.join()
+        assert errors == [] and box.count() == 403
+
+
 async def test_writes_queued_together_share_a_sync_each_its_own_commit(tmp_path):
     """Single writes of many tasks run on the writer thread, each its own transaction
     (one that fails leaves the others), made durable together by one sync before any

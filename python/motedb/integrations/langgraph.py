@@ -9,9 +9,11 @@
 One store file holds any number of threads (or give each user or agent a store of
 its own: a tiny store opens in tens of microseconds). Every ``put`` and
 ``put_writes`` is one durable commit; reads see one snapshot. The sync methods and
-the async ones (``aput``, ``aget_tuple``, ``alist``, ...; they run the sync ones on a
-worker thread, and MoteDB releases the GIL while it syncs and queries) can be used
-together, from any number of threads, and from several processes on one store.
+the async ones (``aput``, ``aget_tuple``, ``alist``, ...; they run the sync ones on
+worker threads, ``aput`` and ``aput_writes`` on one writer thread that makes every
+write queued durable with one sync, and MoteDB releases the GIL while it syncs and
+queries) can be used together, from any number of threads, and from several
+processes on one store.
 
 How it is stored: three entities, ``LangGraphCheckpoint``, ``LangGraphWrite`` and
 ``LangGraphChunk``, in the same store as the application's own (so a store can hold an
@@ -44,13 +46,16 @@ import asyncio
 import hashlib
 import os
 import random
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import motedb
 
+from ..aio import _Workers
 from ._store import StoreHolder, key_part
+
+T = TypeVar("T")
 
 try:
     from langchain_core.runnables import RunnableConfig
@@ -170,6 +175,7 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                  serde: SerializerProtocol | None = None, **open_kwargs: Any) -> None:
         super().__init__(serde=serde)
         self._hold(store, open_kwargs)
+        self._writer: _Workers | None = None  # aput and aput_writes' thread, from the first
         self.checkpoints = self.store.box(LangGraphCheckpoint)
         self.writes = self.store.box(LangGraphWrite)
         self.chunks = self.store.box(LangGraphChunk)
@@ -503,7 +509,24 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             n = int(current.split(".")[0])
         return f"{n + 1:032}.{random.random():016}"
 
+    def close(self) -> None:
+        """Close the store if this saver opened it, once the writes queued by ``aput``
+        and ``aput_writes`` are done (closing twice is fine)."""
+        writer, self._writer = self._writer, None
+        for t in writer.stop() if writer is not None else []:
+            t.join()
+        super().close()
+
     # ---- async: the same operations on a worker thread --------------------------------
+    # Reads go to asyncio.to_thread; the two writes LangGraph makes at every step go to
+    # one writer thread (motedb.aio's), which commits every write queued, each in its
+    # own transaction, and makes them durable with one fdatasync before any of their
+    # tasks resumes: concurrent threads of a graph share their syncs.
+
+    async def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._writer is None:
+            self._writer = _Workers(1, self.store)
+        return await self._writer.submit(fn, args, {})
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
@@ -518,11 +541,11 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
                    metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        return await self._write(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
                           task_id: str, task_path: str = "") -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        await self._write(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await asyncio.to_thread(self.delete_thread, thread_id)

@@ -74,7 +74,7 @@ AIO_PROFILES = {  # async API: coroutines, operations per coroutine, memories pr
 }
 SEARCH_PROFILES = {  # store search: users, memories per user, searches of each kind
     "smoke": (4, 30, 20),
-    "quick": (20, 200, 300),
+    "quick": (20, 200, 1000),
     "full": (100, 500, 1000),
 }
 CALLS = ("get_tuple", "put_writes", "put", "list")

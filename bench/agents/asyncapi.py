@@ -19,8 +19,9 @@ The engines, each as its user would set it up for this:
   motedb.aio   `await motedb.aio.open(path)` with motedb.open's defaults (sync=True: one fdatasync per commit);
                a get is `await box.get(id)`, an insert `await box.put(Memory(...))`, an update
                `await box.update(id, importance=v)`, each its own transaction; gets run on the store's two reader
-               threads (which take every read queued at once), writes on a worker thread of the loop's default
-               executor (asyncio.to_thread), whose size (min(32, CPUs + 4)) is recorded.
+               threads (which take every read queued at once; a get whose pages are cached runs on the loop's
+               thread), writes on the store's writer thread (each its own commit, one fdatasync for the writes
+               queued together); the size of the loop's default executor (min(32, CPUs + 4)) is recorded.
   aiosqlite    `aiosqlite.connect(path, isolation_level=None)`: autocommit, so every write is one statement and one
                transaction, committed durably when the call returns (PRAGMA synchronous=FULL set on every
                connection and read back, journal_mode=WAL, busy_timeout=5000 ms so that a connection that finds the

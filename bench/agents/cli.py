@@ -556,8 +556,9 @@ def run(args):
             "writes": "half inserts of a new memory, half updates of one memory's importance; each its own "
                       "durable commit",
             "motedb": "motedb.aio.open(path) (motedb.open's defaults: sync=True); box.get on the store's "
-                      "reader threads (a batch of queued reads per trip), box.put / box.update each on a worker "
-                      "thread of the loop's default executor (asyncio.to_thread)",
+                      "reader threads (a batch of queued reads per trip; a get of cached pages on the loop's own "
+                      "thread), box.put / box.update on the store's writer thread (each its own commit, one "
+                      "fdatasync for the writes queued together)",
             "sqlite_readers": readers,
             "sqlite": (f"aiosqlite.connect(path, isolation_level=None) (autocommit: a write is one statement, one "
                        f"transaction), journal_mode=WAL, {', '.join(asyncapi.SQLITE_PRAGMAS)} on every connection; "
@@ -610,7 +611,7 @@ def markdown(res):
            f"- {aio_label(p)} at once, {a['ops_per_coroutine']} operations each ({a['ops_per_run']:,}: "
            f"{a['gets_per_run']:,} gets by id, {a['inserts_per_run']:,} inserts, {a['updates_per_run']:,} updates "
            f"of an indexed int, each write its own durable commit) on {a['rows_prefilled']:,} memories of real "
-           f"text; motedb.aio (gets on its reader threads, writes through asyncio.to_thread) vs aiosqlite, "
+           f"text; motedb.aio (gets on the loop or its reader threads, writes on its writer thread) vs aiosqlite, "
            + (f"{readers} reader connection{'s' if readers != 1 else ''} taking the gets in turn + 1 writer "
               "connection taking the writes, autocommit" if readers else
               "one shared connection, autocommit"),
@@ -663,8 +664,9 @@ def markdown(res):
                        f"{_fmt_num(o['latency_p50_us'][c])} | {ra['latency_p50'][c]:.2f}x | |")
     out += ["", "Ratios are MoteDB over SQLite: steps/s and ops/s higher is better, bytes and latencies lower is "
             "better. Async latencies include the wait for the connection (AsyncSqliteSaver: one, behind a lock; "
-            "aiosqlite: the connection's thread) or a worker thread (MoteSaver: asyncio.to_thread; motedb.aio: "
-            "its two reader threads for gets, asyncio.to_thread for writes; the loop's default executor has "
+            "aiosqlite: the connection's thread) or a worker thread (MoteSaver: asyncio.to_thread for reads, its "
+            "writer thread for aput and aput_writes; motedb.aio: its two reader threads for gets, its writer "
+            "thread for writes; the loop's default executor has "
             f"{r['async API']['motedb.aio']['threads'].get('default_executor_max_workers')} threads)."]
     return "\n".join(out) + "\n"
 

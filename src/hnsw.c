@@ -330,27 +330,32 @@ static int graph_grow(hgraph *g, uint32_t cap)
  * +-127, each byte is its value + bias (128 for a stored row, 0 for a
  * query's, read as signed), n - dim zeros (+ bias) follow. Returns the
  * scale (a byte's value times it is the component), 0 for a zero vector. */
+/* |*x| as its bits (which order as the values do), 0 if *x is not finite
+ * (all ones in the exponent) or is zero. */
+static inline uint32_t finite_abs(const float *x)
+{
+    uint32_t b;
+    memcpy(&b, x, 4);
+    b &= 0x7fffffffu;
+    return b < 0x7f800000u ? b : 0;
+}
+
 static float quantize(const float *x, uint32_t dim, uint32_t n, uint8_t *out, int bias)
 {
     /* A component that is not finite (a damaged row, or a centre that
-     * overflowed) counts as 0. Both loops test the bits, without branches,
-     * so that they vectorize (a load of 100,000 rows of 384 floats spent a
-     * third of a second here): |x| ordered as its bits are, finite below
-     * the exponent of all ones. */
+     * overflowed) counts as 0. Both loops test the bits (finite_abs),
+     * without branches, so that they vectorize (a load of 100,000 rows of
+     * 384 floats spent a third of a second here). */
     uint32_t mb = 0;
     for (uint32_t i = 0; i < dim; i++) {
-        uint32_t b;
-        memcpy(&b, x + i, 4);
-        b &= 0x7fffffffu;
-        mb = b < 0x7f800000u && b > mb ? b : mb;
+        uint32_t b = finite_abs(x + i);
+        mb = b > mb ? b : mb;
     }
     float m;
     memcpy(&m, &mb, 4);
     double k = m > 0 ? 127.0 / m : 0.0; /* (in float, a denormal m makes it infinite) */
     for (uint32_t i = 0; i < dim; i++) { /* rounded half away from zero */
-        uint32_t b;
-        memcpy(&b, x + i, 4);
-        float y = (b & 0x7fffffffu) < 0x7f800000u ? (float)(x[i] * k) : 0.0f;
+        float y = finite_abs(x + i) ? (float)(x[i] * k) : 0.0f;
         out[i] = (uint8_t)((int)(y + copysignf(0.5f, y)) + bias);
     }
     memset(out + dim, bias, n - dim);
@@ -732,15 +737,21 @@ static inline float qdist(const hsearch *S, uint32_t s)
                                               : -(d + k[1] + S->qcd);
 }
 
+/* Fetch every line of p[0..n), aligned or not. */
+static inline void fetch_bytes(const void *p, size_t n)
+{
+    const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + n;
+    for (; c < end; c += 64)
+        __builtin_prefetch(c);
+}
+
 /* Fetch the 8-bit row of slot s, all its lines, and its scale and sum
  * (qdist reads both: a miss on either stalls the walk). */
 static inline void fetch_q8(const hsearch *S, uint32_t s)
 {
     const hgraph *g = S->v.g;
-    const uint8_t *r = g->q8 + (size_t)s * g->qdim;
     __builtin_prefetch(g->qs + 2 * (size_t)s);
-    for (uint32_t i = 0; i < g->qdim; i += 64)
-        __builtin_prefetch(r + i);
+    fetch_bytes(g->q8 + (size_t)s * g->qdim, g->qdim);
 }
 
 /* Fetch the float row of slot s (its first line), and return it. */
@@ -755,11 +766,8 @@ static inline const float *fetch_row(const hsearch *S, uint32_t s, int direct)
 /* Fetch the list of slot s at level l, every line it may use. */
 static inline void fetch_list(const hsearch *S, uint32_t s, int l, int direct)
 {
-    const char *L = (const char *)(direct ? graph_list(S->v.g, s, l) : v_list(&S->v, s, l));
-    const char *end = L + (max_links(S->v.g, l) + 1) * 4;
-    for (const char *p = L; p < end; p += 64)
-        __builtin_prefetch(p);
-    __builtin_prefetch(end - 1);
+    fetch_bytes(direct ? graph_list(S->v.g, s, l) : v_list(&S->v, s, l),
+                ((size_t)max_links(S->v.g, l) + 1) * 4);
 }
 
 #define QAHEAD 3 /* 8-bit rows fetched ahead of the one compared */
@@ -2387,12 +2395,6 @@ int mote__hnsw_size(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t *
  * for every row's first line at once fetched lines never used).
  */
 #define RAHEAD 2 /* float rows fetched ahead of the one reranked */
-
-static inline void fetch_bytes(const void *p, size_t n)
-{
-    for (size_t i = 0; i < n; i += 64)
-        __builtin_prefetch((const char *)p + i);
-}
 
 static size_t rerank(hsearch *S, const float *q, hcand *res, size_t n, size_t want)
 {

@@ -975,15 +975,15 @@ TEST(json_string_skip)
         {"\x80", "lone continuation byte", 0},
         {"\"", "quote", 0}, /* ends the string: the rest is not JSON */
     };
+    static const char plain[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"; /* the bytes around the odd one */
     jpath *k = compile("k");
     char doc[128];
     for (size_t o = 0; o < sizeof odd / sizeof odd[0]; o++)
         for (size_t len = 0; len <= 70; len++)
             for (size_t at = 0; at <= len; at++) {
                 size_t n = (size_t)snprintf(doc, sizeof doc, "{\"s\":\"%.*s%s%.*s\",\"k\":7}",
-                                            (int)at, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-                                            odd[o].bytes, (int)(len - at),
-                                            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+                                            (int)at, plain,
+                                            odd[o].bytes, (int)(len - at), plain);
                 uint8_t *d = exact(doc, n);
                 jval v;
                 mote__json_at(d, n, k, &v);

@@ -66,7 +66,24 @@ typedef struct EntityInfo {
     Py_ssize_t store_off; /* slot of the store an object was loaded from / put to; -1: none */
     int has_tomany;      /* relations: call ST.after_put after a put */
     mote_prop_def *defs;
+    /* The collector's view of an instance (entity.c, ent_traverse): the
+     * slots that may hold what it follows (containers: dict, list and
+     * vector properties, relations, the store), and the hidden slot that
+     * is set once any other slot is given such an object (kept_slot). */
+    Py_ssize_t gc_off;   /* the hidden slot; -1: none (every slot is visited) */
+    Py_ssize_t nvisit, *visit;
 } EntityInfo;
+
+/* A value v that the application may have put in a slot of kind `kind`
+ * (K_ID for the id): when the collector follows it and the slot's kind
+ * holds no containers, the instance is marked so that ent_traverse
+ * visits every slot from then on. */
+static inline void kept_slot(PyObject *o, const EntityInfo *in, int kind, PyObject *v)
+{
+    if (in && in->gc_off >= 0 && v && kind <= K_DECIMAL && PyType_IS_GC(Py_TYPE(v)) &&
+        !*(PyObject **)((char *)o + in->gc_off))
+        *(PyObject **)((char *)o + in->gc_off) = Py_NewRef(Py_True);
+}
 
 typedef struct {
     PyHeapTypeObject ht;
@@ -265,7 +282,7 @@ PyObject *record_field(const EntityInfo *in, const mote_record *r, Py_ssize_t i)
 
 /* entity.c */
 FieldInfo *prop_field(PropertyObject *p);
-int set_slot(PyObject *o, Py_ssize_t off, PyObject *v);
+int set_slot(PyObject *o, const EntityInfo *in, Py_ssize_t off, int kind, PyObject *v);
 int id_value(const char *ent, PyObject *v, mote_value *mv);
 PyObject *cond_group(int kind, PyObject *a, PyObject *b);
 PyObject *prop_order(PyObject *self, unsigned flags);

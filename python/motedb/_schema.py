@@ -453,6 +453,7 @@ def prepare(name: str, bases: tuple, ns: dict):
                                 f"{raw} (its target's id, readable and settable); do not "
                                 f"declare it, or rename one of the two")
             ns[raw] = RawId(attr)
+    names.append("_motedb_gc")  # hidden: marks an instance whose slots all need visiting (entity.c)
     ns["__slots__"] = tuple(names)
     return ns, specs
 

@@ -247,7 +247,7 @@ static PyObject *box_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (!(res = PyLong_FromUnsignedLongLong(newid)))
         goto done;
     if (newid != id)
-        set_slot(obj, in->id_off, res);
+        set_slot(obj, in, in->id_off, K_ID, res);
 done:
     release_keep(keep, nk);
     if (vals != sv)
@@ -433,7 +433,7 @@ static PyObject *box_put_many(PyObject *self, PyObject *const *args, Py_ssize_t 
             goto done;
         }
         if (out[k] != ids[k] && (!at || first[k] == i))
-            set_slot(PyTuple_GET_ITEM(seq, k), in->id_off, idv);
+            set_slot(PyTuple_GET_ITEM(seq, k), in, in->id_off, K_ID, idv);
         PyList_SET_ITEM(res, i, idv);
     }
 done:

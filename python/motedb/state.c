@@ -119,6 +119,7 @@ void info_free(EntityInfo *in)
     Py_XDECREF(in->name);
     PyMem_Free(in->f);
     PyMem_Free(in->defs);
+    PyMem_Free(in->visit);
     PyMem_Free(in);
 }
 

@@ -693,6 +693,8 @@ PyObject *build_obj(PyTypeObject *cls, const EntityInfo *in, const mote_record *
         PyObject *x = absent ? from_absent(f, &v) : value_obj(f, &v);
         if (!x)
             goto fail;
+        if (absent) /* (a default factory may return anything) */
+            kept_slot(o, in, f->kind, x);
         SLOT(o, f->offset) = x;
     }
     return o;

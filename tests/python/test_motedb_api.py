@@ -788,6 +788,61 @@ def test_pickle_and_copy():
     assert copy.copy(n) == n and copy.deepcopy(n) == n
 
 
+def test_the_collector_frees_cycles_through_any_attribute(store):
+    """An instance shows the cyclic collector only its dict, list, vector and relation
+    slots, until another slot is given something the collector tracks (entity.c,
+    ent_traverse): a cycle through either kind of slot, however the value got there,
+    is freed."""
+    import gc
+    import weakref
+
+    class Marker:
+        pass
+
+    def freed(make):
+        m = Marker()
+        r = weakref.ref(m)
+        make(m)  # leaves a cycle holding m, unreachable once make returns
+        del m
+        gc.collect()
+        return r() is None
+
+    box = store.box(AllTypes)
+    stored = box.put(AllTypes())
+
+    def set_meta(m):
+        o = AllTypes()
+        o.meta = {"m": m, "o": o}
+
+    def set_items_loaded(m):
+        o = box.get(stored)
+        o.items.append([m, o])
+
+    def set_int(m):
+        o = AllTypes()
+        o.i64 = [m, o]
+
+    def set_str_loaded(m):
+        o = box.get(stored)
+        o.s = {"m": m, "o": o}
+
+    def in_constructor(m):
+        cell = [m]
+        o = AllTypes(amount=cell)
+        cell.append(o)
+
+    def id_attribute(m):
+        o = AllTypes()
+        o.id = [m, o]
+
+    for make in (set_meta, set_items_loaded, set_int, set_str_loaded, in_constructor, id_attribute):
+        assert freed(make), make.__name__
+    o = AllTypes(meta={"k": 1})
+    seen = gc.get_referents(o)
+    assert any(x is o.meta for x in seen) and any(x is o.emb for x in seen)
+    assert not any(x is o.s for x in seen)  # an atomic slot: not handed to the collector
+
+
 def test_readonly_store_without_the_entity(tmp_path):
     path = tmp_path / "ro.mote"
     with motedb.open(path) as s:

@@ -37,6 +37,16 @@ def store(tmp_path):
         yield s
 
 
+def test_relation_slots_are_shown_to_the_collector(store):
+    """Relation slots may hold objects: ent_traverse visits them (entity.c)."""
+    import gc
+    a, b = RelNode(name="a"), RelNode(name="b")
+    store.box(RelNode).put_many([a, b])
+    a.parent = b
+    assert any(x is b for x in gc.get_referents(a)) or \
+        any(x is b for r in gc.get_referents(a) if isinstance(r, (list, dict)) for x in r)
+
+
 def test_to_one_set_get_none_dangling(store):
     authors, books = store.box(RelAuthor), store.box(RelBook)
     ann = RelAuthor(name="Ann")

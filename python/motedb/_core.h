@@ -55,6 +55,13 @@ typedef struct FieldInfo {
     char *renamed;       /* renamed_from, PyMem, or NULL */
     char *json_path;     /* an index on this path of a JSON property, PyMem, or NULL */
     PyObject *target;    /* relations: the target entity name (str), else NULL */
+    /* The last value read of a str or Decimal property (values.c, memo_get),
+     * handed out again while the stored text repeats: both are immutable */
+    PyObject *memo;
+    uint16_t memo_skip;  /* values left to read without the memo (after misses) */
+    uint8_t memo_miss;   /* misses in a row */
+    uint8_t memo_n;      /* Decimal: the length of its text in memo_text */
+    char memo_text[44];
 } FieldInfo;
 
 typedef struct EntityInfo {

@@ -144,6 +144,23 @@ static int gc_plan(PyTypeObject *type, EntityInfo *in)
     Py_ssize_t off = ((PyMemberDescrObject *)gd)->d_member->offset;
     if (PyObject_DelAttrString((PyObject *)type, "_motedb_gc") < 0)
         return -1;
+    /* __slots__ as the class declared them (the hidden one is last); pickle
+     * and copy learn the layout from __slotnames__, which keeps all (the
+     * hidden one has no attribute: its value is not pickled, and the
+     * attributes set when unpickling mark the new instance as needed) */
+    PyObject *sl = PyDict_GetItemString(type->tp_dict, "__slots__");
+    if (sl && PyTuple_Check(sl) && PyTuple_GET_SIZE(sl) > 0) {
+        PyObject *shown = PyTuple_GetSlice(sl, 0, PyTuple_GET_SIZE(sl) - 1);
+        PyObject *all = PySequence_List(sl);
+        int rc = shown && all &&
+                         !PyObject_SetAttrString((PyObject *)type, "__slotnames__", all)
+                     ? PyObject_SetAttrString((PyObject *)type, "__slots__", shown)
+                     : -1;
+        Py_XDECREF(shown);
+        Py_XDECREF(all);
+        if (rc < 0)
+            return -1;
+    }
     Py_ssize_t nslots = in->nf + 2 + (in->store_off >= 0);
     if (type->tp_dictoffset || type->tp_itemsize || type->tp_traverse == NULL ||
         type->tp_basicsize != (Py_ssize_t)sizeof(PyObject) + nslots * (Py_ssize_t)sizeof(PyObject *))

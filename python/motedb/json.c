@@ -257,14 +257,38 @@ static int hexval(char c)
          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-static PyObject *jr_str(jrd *r)
+/* Keys repeat from object to object (the same few in every record of a
+ * property), so a short ASCII key is made once and handed out again, as
+ * json's decoder memoizes keys within a document: no allocation, and a
+ * string whose hash is already known to the dict it goes into. A small
+ * direct-mapped table, for the life of the process (256 keys at most). */
+#define KEY_MEMO 256
+#define KEY_MEMO_MAX 32
+static PyObject *key_memo[KEY_MEMO];
+
+static PyObject *memo_key(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    PyObject **e = &key_memo[(h ^ (h >> 16)) & (KEY_MEMO - 1)];
+    if (*e && (size_t)PyUnicode_GET_LENGTH(*e) == n && !memcmp(PyUnicode_DATA(*e), s, n))
+        return Py_NewRef(*e);
+    PyObject *u = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "strict");
+    if (u && PyUnicode_IS_ASCII(u) && PyObject_Hash(u) != -1)
+        Py_XSETREF(*e, Py_NewRef(u));
+    return u;
+}
+
+static PyObject *jr_str(jrd *r, int key)
 {
     const char *s = ++r->p, *q = s;
     while (q < r->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
         q++;
     if (q < r->end && *q == '"') { /* no escapes: the bytes as they are */
         r->p = q + 1;
-        PyObject *u = PyUnicode_DecodeUTF8(s, q - s, "strict");
+        PyObject *u = key && q - s <= KEY_MEMO_MAX ? memo_key(s, (size_t)(q - s))
+                                                   : PyUnicode_DecodeUTF8(s, q - s, "strict");
         if (!u)
             PyErr_Clear();
         return u ? u : jr_other(r);
@@ -364,8 +388,16 @@ static PyObject *jr_num(jrd *r)
         while (q < r->end && *q >= '0' && *q <= '9')
             q++;
     }
-    char num[64];
     size_t n = (size_t)(q - s);
+    if (!is_float && n <= 18) { /* fits an int64: no text round trip */
+        const char *d = s + (*s == '-');
+        long long v = 0;
+        for (; d < q; d++)
+            v = v * 10 + (*d - '0');
+        r->p = q;
+        return PyLong_FromLongLong(*s == '-' ? -v : v);
+    }
+    char num[64];
     if (n >= sizeof num)
         return jr_other(r); /* long numbers: json_load */
     memcpy(num, s, n);
@@ -383,7 +415,7 @@ static PyObject *jr_value(jrd *r, int depth)
         return jr_other(r);
     switch (*r->p) {
     case '"':
-        return jr_str(r);
+        return jr_str(r, 0);
     case 'n':
         return jr_lit(r, "null", 4) ? Py_NewRef(Py_None) : jr_other(r);
     case 't':
@@ -417,7 +449,7 @@ static PyObject *jr_value(jrd *r, int depth)
     for (;;) {
         PyObject *k = NULL, *v;
         if (dict) {
-            if (r->p >= r->end || *r->p != '"' || !(k = jr_str(r)))
+            if (r->p >= r->end || *r->p != '"' || !(k = jr_str(r, 1)))
                 goto fail;
             if (r->p >= r->end || *r->p++ != ':') {
                 r->other = 1;

@@ -115,6 +115,7 @@ void info_free(EntityInfo *in)
         PyMem_Free(in->f[i].renamed);
         PyMem_Free(in->f[i].json_path);
         Py_XDECREF(in->f[i].target);
+        Py_XDECREF(in->f[i].memo);
     }
     Py_XDECREF(in->name);
     PyMem_Free(in->f);

@@ -603,6 +603,80 @@ PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent)
     return absent ? from_absent(f, v) : value_obj(f, v);
 }
 
+/* Rows often repeat a value (a status, a category, a default), so a str or
+ * Decimal property hands out its last value read again while the stored
+ * text is the same, as pyarrow's to_pandas deduplicates strings: a compare
+ * instead of a decode, an allocation and (for a Decimal) a call that
+ * parses its text. Short ASCII strings only (their characters are their
+ * UTF-8 bytes). A property whose values differ (names, text) stops trying
+ * after MEMO_MISSES misses in a row, for MEMO_REST values: a miss costs
+ * the compare and moving the reference (T1's get of bench/orm, a unique
+ * text per object: ~25 ns of 420 when it always tried). The field info is
+ * the cache's home, not its definition. */
+#define MEMO_STR_MAX 64
+#define MEMO_MISSES 8
+#define MEMO_REST 256
+
+/* Is the memo to be tried for this value? */
+static inline int memo_try(FieldInfo *f)
+{
+    if (!f->memo_skip)
+        return 1;
+    f->memo_skip--;
+    return 0;
+}
+
+/* The value read missed the memo: keep it as the memo (keep != 0), or give
+ * up for a while after too many misses in a row. */
+static void memo_missed(FieldInfo *f, PyObject *v, int keep)
+{
+    if (++f->memo_miss >= MEMO_MISSES) {
+        f->memo_miss = 0;
+        f->memo_skip = MEMO_REST;
+        Py_CLEAR(f->memo);
+    } else if (keep) {
+        Py_XSETREF(f->memo, Py_NewRef(v));
+    }
+}
+
+__attribute__((noinline)) static PyObject *memo_str(const FieldInfo *cf, const char *p, size_t n)
+{
+    FieldInfo *f = (FieldInfo *)cf;
+    if (n > MEMO_STR_MAX || !memo_try(f))
+        return PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, "surrogateescape");
+    if (f->memo && (size_t)PyUnicode_GET_LENGTH(f->memo) == n &&
+        !memcmp(PyUnicode_DATA(f->memo), p, n)) {
+        f->memo_miss = 0;
+        return Py_NewRef(f->memo);
+    }
+    PyObject *u = PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, "surrogateescape");
+    if (u)
+        memo_missed(f, u, PyUnicode_IS_ASCII(u));
+    return u;
+}
+
+__attribute__((noinline)) static PyObject *memo_decimal(const FieldInfo *cf, const char *p, size_t n)
+{
+    FieldInfo *f = (FieldInfo *)cf;
+    int try = n <= sizeof f->memo_text && memo_try(f);
+    if (try && f->memo && f->memo_n == n && !memcmp(f->memo_text, p, n)) {
+        f->memo_miss = 0;
+        return Py_NewRef(f->memo);
+    }
+    PyObject *s = n ? PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, "strict")
+                    : PyUnicode_FromString("0");
+    if (!s)
+        return NULL;
+    PyObject *r = PyObject_CallOneArg(ST.Decimal, s);
+    Py_DECREF(s);
+    if (r && try) {
+        memo_missed(f, r, 1);
+        memcpy(f->memo_text, p, n);
+        f->memo_n = (uint8_t)n;
+    }
+    return r;
+}
+
 /* The Python object of a stored value. */
 static inline PyObject *value_obj(const FieldInfo *f, const mote_value *v)
 {
@@ -617,7 +691,7 @@ static inline PyObject *value_obj(const FieldInfo *f, const mote_value *v)
         return PyLong_FromUnsignedLongLong((uint64_t)v->v.i);
     case K_TOMANY: Py_RETURN_NONE;
     case K_FLOAT: return PyFloat_FromDouble(v->v.f);
-    case K_STR: return PyUnicode_DecodeUTF8(v->v.s.p, (Py_ssize_t)v->v.s.n, "surrogateescape");
+    case K_STR: return memo_str(f, v->v.s.p, v->v.s.n);
     case K_BYTES: return PyBytes_FromStringAndSize(v->v.s.p, (Py_ssize_t)v->v.s.n);
     case K_DATETIME: return ns_to_datetime(v->v.i);
     case K_DATE: {
@@ -631,15 +705,7 @@ static inline PyObject *value_obj(const FieldInfo *f, const mote_value *v)
         }
         return PyDate_FromDate((int)y, (int)m, (int)d);
     }
-    case K_DECIMAL: {
-        PyObject *s = v->v.s.n ? PyUnicode_DecodeUTF8(v->v.s.p, (Py_ssize_t)v->v.s.n, "strict")
-                               : PyUnicode_FromString("0");
-        if (!s)
-            return NULL;
-        PyObject *r = PyObject_CallOneArg(ST.Decimal, s);
-        Py_DECREF(s);
-        return r;
-    }
+    case K_DECIMAL: return memo_decimal(f, v->v.s.p, v->v.s.n);
     case K_DICT:
     case K_LIST: {
         if (!v->v.s.n)

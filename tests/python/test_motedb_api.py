@@ -843,6 +843,39 @@ def test_the_collector_frees_cycles_through_any_attribute(store):
     assert not any(x is o.s for x in seen)  # an atomic slot: not handed to the collector
 
 
+class Repeats(motedb.Entity):
+    id: int = 0
+    s: str = ""
+    d: Decimal = Decimal("0")
+    meta: dict = motedb.field(default_factory=dict)
+
+
+def test_repeated_values_read_back_exactly(store):
+    """Reads hand out a property's last str or Decimal again while the stored text
+    repeats, and JSON keys from a memo (values.c memo_str / memo_decimal, json.c
+    memo_key): every value read must still be the one written, to the digit and the
+    character, through repeats, near-repeats, runs of unique values and memo slots
+    shared by different keys."""
+    strs = ["a", "b", "a", "a", "", "", "ab", "ba", "ab", "é", "é", "ea", "x" * 70, "x" * 70,
+            "x" * 69 + "y", "tab\there", "tab\there", "naïve", "naïve"]
+    strs += [f"unique {i}" for i in range(40)] + ["a", "a", "b"]
+    decs = ["1.10", "1.1", "1.10", "0", "-0", "1E+2", "100", "100", "0.000", "0.00",
+            "1" * 60, "1" * 60, "NaN", "-Infinity"] + [f"{i}.5" for i in range(40)] + ["2.2", "2.2"]
+    metas = [{"ab": 1}, {"ba": 1}, {"ab": 2}, {"é": 1}, {"e": 1}]
+    metas += [{f"k{i}": i, "n": {"k": [i]}} for i in range(600)] + [{"ab": 3}, {"ba": [1, -2]}]
+    n = max(len(strs), len(decs), len(metas))
+    objs = [Repeats(s=strs[i % len(strs)], d=Decimal(decs[i % len(decs)]),
+                    meta=metas[i % len(metas)]) for i in range(n)]
+    box = store.box(Repeats)
+    box.put_many(objs)
+    for _ in range(2):  # in order, then again with the memos as the first pass left them
+        for o in objs:
+            got = box.get(o.id)
+            assert got.s == o.s and str(got.d) == str(o.d) and got.meta == o.meta, o.id
+    got = {g.id: g for g in box.all()}
+    assert all(str(got[o.id].d) == str(o.d) and got[o.id].s == o.s for o in objs)
+
+
 def test_readonly_store_without_the_entity(tmp_path):
     path = tmp_path / "ro.mote"
     with motedb.open(path) as s:

@@ -116,8 +116,11 @@ TEST(threads_snapshot_isolation)
     printf("file: %llu pages for %d keys after 1500 commits\n",
            (unsigned long long)st.pages, TK);
     /* without reuse, 1,500 commits of ~6 new pages each would need ~9,000
-     * pages; snapshots held by readers delay reuse, but only briefly */
-    CHECK(st.pages < 1000);
+     * pages; snapshots held by readers delay reuse, but only briefly: a
+     * reader descheduled while it holds one (a loaded machine: 1,045 pages
+     * once in CI, 150-600 alone) lets the file grow for as long, so the bound
+     * says "reused", not how soon */
+    CHECK(st.pages < 3000);
     OK(mote_close(ts));
 }
 

@@ -23,6 +23,16 @@ int after_put(BoxObject *b, PyObject *obj, uint64_t id)
         Py_XSETREF(SLOT(obj, b->info->store_off), Py_NewRef((PyObject *)b->store));
     if (!b->info->has_tomany)
         return 0;
+    /* links change only through a to-many attribute that holds a list
+     * (unset or None: unchanged, as after_put in _schema.py reads them) */
+    int lists = 0;
+    for (Py_ssize_t i = 0; i < b->info->nf && !lists; i++) {
+        const FieldInfo *f = &b->info->f[i];
+        PyObject *v = f->kind == K_TOMANY ? SLOT(obj, f->offset) : NULL;
+        lists = v && v != Py_None;
+    }
+    if (!lists)
+        return 0;
     PyObject *idv = PyLong_FromUnsignedLongLong(id);
     PyObject *r = idv ? PyObject_CallFunctionObjArgs(ST.after_put, (PyObject *)b, obj, idv, NULL)
                       : NULL;

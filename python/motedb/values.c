@@ -645,7 +645,7 @@ __attribute__((noinline)) static PyObject *memo_str(const FieldInfo *cf, const c
     if (n > MEMO_STR_MAX || !memo_try(f))
         return PyUnicode_DecodeUTF8(p, (Py_ssize_t)n, "surrogateescape");
     if (f->memo && (size_t)PyUnicode_GET_LENGTH(f->memo) == n &&
-        !memcmp(PyUnicode_DATA(f->memo), p, n)) {
+        (!n || !memcmp(PyUnicode_DATA(f->memo), p, n))) { /* (p: NULL when empty) */
         f->memo_miss = 0;
         return Py_NewRef(f->memo);
     }
@@ -659,7 +659,7 @@ __attribute__((noinline)) static PyObject *memo_decimal(const FieldInfo *cf, con
 {
     FieldInfo *f = (FieldInfo *)cf;
     int try = n <= sizeof f->memo_text && memo_try(f);
-    if (try && f->memo && f->memo_n == n && !memcmp(f->memo_text, p, n)) {
+    if (try && f->memo && f->memo_n == n && (!n || !memcmp(f->memo_text, p, n))) {
         f->memo_miss = 0;
         return Py_NewRef(f->memo);
     }
@@ -671,7 +671,8 @@ __attribute__((noinline)) static PyObject *memo_decimal(const FieldInfo *cf, con
     Py_DECREF(s);
     if (r && try) {
         memo_missed(f, r, 1);
-        memcpy(f->memo_text, p, n);
+        if (n)
+            memcpy(f->memo_text, p, n);
         f->memo_n = (uint8_t)n;
     }
     return r;

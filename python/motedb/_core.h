@@ -58,6 +58,7 @@ typedef struct FieldInfo {
     /* The last value read of a str or Decimal property (values.c, memo_get),
      * handed out again while the stored text repeats: both are immutable */
     PyObject *memo;
+    PyObject *put_dec, *put_text; /* Decimal: the last one put and its str() */
     uint16_t memo_skip;  /* values left to read without the memo (after misses) */
     uint8_t memo_miss;   /* misses in a row */
     uint8_t memo_n;      /* Decimal: the length of its text in memo_text */

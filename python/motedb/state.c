@@ -116,6 +116,8 @@ void info_free(EntityInfo *in)
         PyMem_Free(in->f[i].json_path);
         Py_XDECREF(in->f[i].target);
         Py_XDECREF(in->f[i].memo);
+        Py_XDECREF(in->f[i].put_dec);
+        Py_XDECREF(in->f[i].put_text);
     }
     Py_XDECREF(in->name);
     PyMem_Free(in->f);

@@ -444,6 +444,21 @@ static int bytes_of(const char *ent, const FieldInfo *f, PyObject *v, mote_value
 static int decimal_of(const char *ent, const FieldInfo *f, PyObject *v, mote_value *out,
                       PyObject **keep, Py_ssize_t *nk)
 {
+    if (Py_IS_TYPE(v, (PyTypeObject *)ST.Decimal)) {
+        /* rows often put the same Decimal object (a default, a value read
+         * back: memo_decimal): str() once for it. An exact Decimal only,
+         * whose text its (immutable) value fixes; the reference held keeps
+         * its address from being another's. */
+        FieldInfo *mf = (FieldInfo *)f;
+        if (v != mf->put_dec) {
+            PyObject *t = PyObject_Str(v);
+            if (!t)
+                return -1;
+            Py_XSETREF(mf->put_dec, Py_NewRef(v));
+            Py_XSETREF(mf->put_text, t);
+        }
+        return text_of(ent, f, Py_NewRef(mf->put_text), out, keep, nk);
+    }
     int ok = PyLong_Check(v) && !PyBool_Check(v);
     if (!ok && (ok = PyObject_IsInstance(v, ST.Decimal)) < 0)
         return -1;

@@ -852,10 +852,11 @@ class Repeats(motedb.Entity):
 
 def test_repeated_values_read_back_exactly(store):
     """Reads hand out a property's last str or Decimal again while the stored text
-    repeats, and JSON keys from a memo (values.c memo_str / memo_decimal, json.c
-    memo_key): every value read must still be the one written, to the digit and the
-    character, through repeats, near-repeats, runs of unique values and memo slots
-    shared by different keys."""
+    repeats, JSON keys come from a memo (values.c memo_str / memo_decimal, json.c
+    memo_key), and a put of the Decimal object put last reuses its text (decimal_of):
+    every value read must still be the one written, to the digit and the character,
+    through repeats, near-repeats, runs of unique values and memo slots shared by
+    different keys."""
     strs = ["a", "b", "a", "a", "", "", "ab", "ba", "ab", "é", "é", "ea", "x" * 70, "x" * 70,
             "x" * 69 + "y", "tab\there", "tab\there", "naïve", "naïve"]
     strs += [f"unique {i}" for i in range(40)] + ["a", "a", "b"]
@@ -864,7 +865,9 @@ def test_repeated_values_read_back_exactly(store):
     metas = [{"ab": 1}, {"ba": 1}, {"ab": 2}, {"é": 1}, {"e": 1}]
     metas += [{f"k{i}": i, "n": {"k": [i]}} for i in range(600)] + [{"ab": 3}, {"ba": [1, -2]}]
     n = max(len(strs), len(decs), len(metas))
-    objs = [Repeats(s=strs[i % len(strs)], d=Decimal(decs[i % len(decs)]),
+    shared = [Decimal(x) for x in decs]  # the same objects again: puts reuse their str()
+    objs = [Repeats(s=strs[i % len(strs)],
+                    d=shared[i % len(decs)] if i % 3 else Decimal(decs[i % len(decs)]),
                     meta=metas[i % len(metas)]) for i in range(n)]
     box = store.box(Repeats)
     box.put_many(objs)

@@ -55,8 +55,9 @@ typedef struct FieldInfo {
     char *renamed;       /* renamed_from, PyMem, or NULL */
     char *json_path;     /* an index on this path of a JSON property, PyMem, or NULL */
     PyObject *target;    /* relations: the target entity name (str), else NULL */
-    /* The last value read of a str or Decimal property (values.c, memo_get),
-     * handed out again while the stored text repeats: both are immutable */
+    /* The last value read of a str or Decimal property (values.c, memo_str
+     * and memo_decimal), handed out again while the stored text repeats:
+     * both are immutable */
     PyObject *memo;
     PyObject *put_dec, *put_text; /* Decimal: the last one put and its str() */
     uint16_t memo_skip;  /* values left to read without the memo (after misses) */

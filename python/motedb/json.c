@@ -261,7 +261,8 @@ static int hexval(char c)
  * property), so a short ASCII key is made once and handed out again, as
  * json's decoder memoizes keys within a document: no allocation, and a
  * string whose hash is already known to the dict it goes into. A small
- * direct-mapped table, for the life of the process (256 keys at most). */
+ * direct-mapped table, for the life of the process (256 keys at most),
+ * guarded by the GIL as the field memos of values.c are. */
 #define KEY_MEMO 256
 #define KEY_MEMO_MAX 32
 static PyObject *key_memo[KEY_MEMO];

@@ -627,7 +627,9 @@ PyObject *from_value(const FieldInfo *f, const mote_value *v, int absent)
  * after MEMO_MISSES misses in a row, for MEMO_REST values: a miss costs
  * the compare and moving the reference (T1's get of bench/orm, a unique
  * text per object, ~0.41 µs: within the noise between runs, ten pairs).
- * The field info is the cache's home, not its definition. */
+ * The field info is the cache's home, not its definition; the GIL guards
+ * it (the module does not declare itself free-threading safe, so a
+ * free-threaded CPython keeps the GIL on while it is loaded). */
 #define MEMO_STR_MAX 64
 #define MEMO_MISSES 8
 #define MEMO_REST 256

@@ -95,3 +95,21 @@ def test_bench_orm_upstream_timing(tmp_path):
     assert not doc["errors"] and not doc["check_failures"]
     for mode in ("cold", "warm"):
         assert {c["op"] for c in doc["cells"] if c["mode"] == mode} >= set("ABCDEFIJK")
+
+
+@pytest.mark.parametrize("op", ["D", "K"])
+def test_bench_orm_profile_repeats_one_operation(tmp_path, op):
+    """bench.orm.profile (one operation again and again in one process, for perf) runs on
+    this environment's motedb, reaches the operation through the harness's Runner and
+    puts the rows back after an operation that changes them (K deletes every row)."""
+    proc = subprocess.run([sys.executable, "-m", "bench.orm.profile", "--op", op, "--test", "2",
+                           "--iterations", "4", "--batch", "50", "--seconds", "0.3",
+                           "--db-dir", str(tmp_path / "db")],
+                          cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].startswith("setup: ")
+    name, rest = lines[-1].rsplit(": ", 1)
+    runs, rows = int(rest.split(" runs of ")[0]), int(rest.split(" runs of ")[1].split()[0])
+    assert name.startswith(op) and runs >= 2 and rows == (12 if op == "K" else 120), lines[-1]

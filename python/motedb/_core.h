@@ -83,17 +83,6 @@ typedef struct EntityInfo {
     Py_ssize_t nvisit, *visit;
 } EntityInfo;
 
-/* A value v that the application may have put in a slot of kind `kind`
- * (K_ID for the id): when the collector follows it and the slot's kind
- * holds no containers, the instance is marked so that ent_traverse
- * visits every slot from then on. */
-static inline void kept_slot(PyObject *o, const EntityInfo *in, int kind, PyObject *v)
-{
-    if (in && in->gc_off >= 0 && v && kind <= K_DECIMAL && PyType_IS_GC(Py_TYPE(v)) &&
-        !*(PyObject **)((char *)o + in->gc_off))
-        *(PyObject **)((char *)o + in->gc_off) = Py_NewRef(Py_True);
-}
-
 typedef struct {
     PyHeapTypeObject ht;
     EntityInfo *info;
@@ -103,6 +92,17 @@ extern PyTypeObject EntityMeta_Type, EntityBase_Type, Property_Type, Cond_Type, 
     Store_Type, Box_Type, Query_Type, Txn_Type, QueryIter_Type, JsonPath_Type;
 
 #define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+/* A value v that the application may have put in a slot of kind `kind`
+ * (K_ID for the id): when the collector follows it and the slot's kind
+ * holds no containers, the instance is marked so that ent_traverse
+ * visits every slot from then on. */
+static inline void kept_slot(PyObject *o, const EntityInfo *in, int kind, PyObject *v)
+{
+    if (in && in->gc_off >= 0 && v && kind <= K_DECIMAL && PyType_IS_GC(Py_TYPE(v)) &&
+        !SLOT(o, in->gc_off))
+        SLOT(o, in->gc_off) = Py_NewRef(Py_True);
+}
 
 /* entity.c */
 typedef struct {

@@ -7,10 +7,15 @@
 
 /* ---- Property: the descriptor of one field, and the start of conditions ------- */
 
+/* The field of property p in its entity's info in (NULL for the id). */
+static FieldInfo *field_in(EntityInfo *in, PropertyObject *p)
+{
+    return in && p->index >= 0 && p->index < in->nf ? &in->f[p->index] : NULL;
+}
+
 FieldInfo *prop_field(PropertyObject *p)
 {
-    EntityInfo *in = info_of_type(p->owner);
-    return in && p->index >= 0 && p->index < in->nf ? &in->f[p->index] : NULL;
+    return field_in(info_of_type(p->owner), p);
 }
 
 static const char *prop_entity(PropertyObject *p)
@@ -54,8 +59,8 @@ static int prop_set(PyObject *self, PyObject *obj, PyObject *value)
         PyErr_Format(PyExc_AttributeError, "%s.%U is not set", prop_entity(p), p->name);
         return -1;
     }
-    EntityInfo *in = ((EntityTypeObject *)p->owner)->info;
-    FieldInfo *f = in && p->index >= 0 && p->index < in->nf ? &in->f[p->index] : NULL;
+    EntityInfo *in = info_of_type(p->owner);
+    FieldInfo *f = field_in(in, p);
     if (value && f && f->target) { /* relations: check (motedb/_relations.py) */
         PyObject *v = PyObject_CallFunctionObjArgs(ST.rel_set, self, obj, value, NULL);
         if (!v)

@@ -43,6 +43,16 @@ def parse(argv):
     return p.parse_args(argv)
 
 
+def copy_snapshot(path):
+    """A copy of a backend's snapshot beside it (a file, or a directory: ObjectBox's)."""
+    copy = path + ".copy"
+    if os.path.isdir(path):
+        shutil.copytree(path, copy)
+    else:
+        shutil.copyfile(path, copy)
+    return copy
+
+
 def main(argv=None):
     a = parse(argv)
     module = f"{a.backend}_backend"
@@ -76,8 +86,7 @@ def main(argv=None):
         rows = res["rows"]
         per_row.append(res["seconds"] / rows if rows else float("nan"))
         if keep:  # the rows as before (restore consumes the copy it is given)
-            shutil.copyfile(keep, keep + ".copy")
-            r.call(b.restore, keep + ".copy")
+            r.call(b.restore, copy_snapshot(keep))
     print(f"{a.op} {spec.OP_NAMES[a.op]}: {len(per_row)} runs of {rows} rows, "
           f"median {statistics.median(per_row) * 1e6:.2f} us per row", flush=True)
     r.call(b.close)

@@ -113,3 +113,19 @@ def test_bench_orm_profile_repeats_one_operation(tmp_path, op):
     name, rest = lines[-1].rsplit(": ", 1)
     runs, rows = int(rest.split(" runs of ")[0]), int(rest.split(" runs of ")[1].split()[0])
     assert name.startswith(op) and runs >= 2 and rows == (12 if op == "K" else 120), lines[-1]
+
+
+def test_bench_orm_profile_copies_file_and_directory_snapshots(tmp_path):
+    """ObjectBox's snapshot is a directory, the others' a file: the profile's restore copy
+    takes either (it copied files only, and failed on ObjectBox with IsADirectoryError)."""
+    from bench.orm.profile import copy_snapshot
+    f = tmp_path / "rows.mote"
+    f.write_bytes(b"rows")
+    d = tmp_path / "objectbox"
+    (d / "sub").mkdir(parents=True)
+    (d / "data.mdb").write_bytes(b"pages")
+    (d / "sub" / "lock").write_bytes(b"x")
+    assert open(copy_snapshot(str(f)), "rb").read() == b"rows"
+    c = copy_snapshot(str(d))
+    assert open(os.path.join(c, "data.mdb"), "rb").read() == b"pages"
+    assert os.path.exists(os.path.join(c, "sub", "lock"))

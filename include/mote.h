@@ -208,9 +208,14 @@ const char *mote_last_open_error(void);
  * Close the store. Aborts nothing: all transactions must be ended first
  * (MOTE_BUSY otherwise, and the store stays open). After writes, a
  * clean-close marker (a copy of the latest commit's root page) is written
- * (no sync) so that the next open needs no verification. A handle that wrote also shrinks the file when at least a
- * quarter of it (and 1 MB) is free: one more commit (one fdatasync), then
- * the file is truncated. NULL is accepted and does nothing.
+ * (no sync) so that the next open needs no verification. A handle that wrote,
+ * alone with the store, also shrinks the file when at least a quarter of it
+ * (and 1 MB) is free: one more commit (one fdatasync), then the file is
+ * truncated. A file of up to 8 MB with a quarter or more of its pages free,
+ * whose entries would fill a quarter fewer pages (8 at least), is repacked
+ * instead: its entries rewritten in key order (full leaves), then moved
+ * below the new end: two more commits (two fdatasyncs), then the
+ * truncation. NULL is accepted and does nothing.
  */
 int mote_close(mote_store *store);
 

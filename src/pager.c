@@ -975,7 +975,9 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
     if (!record && (rc = mote__free_chain(t)))
         goto fail;
     uint32_t low = UINT32_MAX, tree_pages = t->ndirty;
-    if (!record || !mote__place_chain(t, R, &low))
+    /* (a commit that reserves nothing keeps its numbers: a shrink's pages
+     * must stay below its cut) */
+    if (!t->no_chain && (!record || !mote__place_chain(t, R, &low)))
         low = mote__place_pages(t);
     finalize(t, slot + SLOT_ROOT_OFF, root_cap(s));
     if ((rc = bitmap_alloc(t, bmp_pages)))

@@ -340,7 +340,8 @@ struct mote_txn {
     int changed;
     int lazy;            /* MOTE_TXN_LAZY */
     int cached_only;     /* MOTE_TXN_CACHED: no page read from the file */
-    int no_chain;        /* commit as a checkpoint that reserves nothing (shrink, compact) */
+    int no_chain;        /* commit as a checkpoint that reserves nothing and keeps its
+                            page numbers (shrink, repack, compact) */
     int chain_freed;     /* the base's chain is freed (mote__free_chain) ... */
     uint32_t chain_next; /* ... but for its reserved page (0: none, or freed) */
     mpage *held;         /* pin held for the last returned value */

@@ -1099,3 +1099,97 @@ TEST(crash_object_layer)
     printf("%ld crash images of object workloads: objects, indexes and links consistent\n",
            checked);
 }
+
+/* A small store after a churn of commits (the workload's keys, overflow
+ * values among them): free pages the commit chain kept, leaves part full,
+ * so that its close repacks it (check.c repack, then the relocation). */
+static mote_store *churned(memio *m, wl *w)
+{
+    memio_init(m);
+    wl_init_keys(w, 42, 120, 12, 1, 600);
+    mote_options o = {MOTE_CREATE, 0, 0, &m->io};
+    mote_store *s;
+    OK(mote_open("/c/s.mote", &o, &s));
+    int inflight = 0;
+    CHECK(wl_run(w, s, 0, &inflight) == w->ncommits);
+    return s;
+}
+
+/* The close of a small store whose file is a quarter or more free pages,
+ * and that its entries would fill much less of, repacks it: two checkpoints (the entries rewritten in key order, then the
+ * pages above the cut moved below it) and a truncation; the entries are
+ * those of the last commit, the file a good deal smaller, leaves fuller. A
+ * close without writes, and one after a small commit, do neither. */
+TEST(repack_at_close)
+{
+    memio m;
+    wl w;
+    mote_store *s = churned(&m, &w);
+    mote_stat before, after;
+    OK(mote_store_stat(s, &before));
+    memio_reset_counts(&m);
+    OK(mote_close(s));
+    mote_options o = {0, 0, 0, &m.io};
+    OK(mote_open("/c/s.mote", &o, &s));
+    OK(mote_check(s, NULL, NULL));
+    CHECK(wl_matches(s, &w.states[w.ncommits]));
+    OK(mote_store_stat(s, &after));
+    printf("before close: %llu pages (%llu free, depth %u); after: %llu pages (%llu free); "
+           "close: %ld syncs, %ld truncations\n",
+           (unsigned long long)before.pages, (unsigned long long)before.pages_free,
+           before.depth, (unsigned long long)after.pages, (unsigned long long)after.pages_free,
+           m.syncs, m.truncs);
+    CHECK(before.pages_free * 4 >= before.pages); /* (the workload makes the case) */
+    CHECK(m.syncs == 2 && m.truncs == 1);
+    /* (a page that moves or changes leaves a hole where it was: a leaf below
+     * the cut whose overflow chain had pages above it, the chain's pages) */
+    CHECK(after.pages * 2 <= before.pages && after.pages_free * 8 <= after.pages);
+    CHECK(after.file_bytes == after.pages * after.page_size);
+    memio_reset_counts(&m);
+    OK(mote_close(s)); /* no writes: nothing */
+    CHECK(m.writes == 0 && m.syncs == 0 && m.truncs == 0);
+    OK(mote_open("/c/s.mote", &o, &s));
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "x", MOTE_TREE_CREATE, &tr));
+    OK(mote_kv_put(t, tr, "new", 3, "v", 1, 0));
+    OK(mote_commit(t));
+    memio_reset_counts(&m);
+    OK(mote_close(s)); /* few free pages after a small commit: the marker only */
+    CHECK(m.writes == 1 && m.syncs == 0); /* (the zeros of its growth cut) */
+    wl_free(&w);
+    memio_free(&m);
+}
+
+/* Crash at every op of a repacking close: the entries never change. */
+TEST(crash_during_repack)
+{
+    long n_ops = 0;
+    for (long k = 0;; k++) {
+        memio m;
+        wl w;
+        mote_store *s = churned(&m, &w);
+        long base = m.ops;
+        if (k > 0)
+            m.crash_at = base + k;
+        mote_close(s);
+        if (k == 0) {
+            n_ops = m.ops - base;
+            CHECK(n_ops >= 6); /* repack (write, slot, sync), relocate (likewise), truncate */
+        } else {
+            for (int img_i = 0; img_i < 4; img_i++) {
+                memio r;
+                s = open_crashed(&m, &r, (uint64_t)(k * 31 + img_i), img_i == 3);
+                CHECK(wl_matches(s, &w.states[w.ncommits]));
+                OK(mote_close(s));
+                memio_free(&r);
+            }
+        }
+        wl_free(&w);
+        memio_free(&m);
+        if (k > n_ops)
+            break;
+    }
+    printf("%ld crash points in a repacking close\n", n_ops + 1);
+}

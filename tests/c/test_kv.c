@@ -630,6 +630,61 @@ TEST(kv_shrink_at_close)
     OK(mote_close(s));
 }
 
+/* A store of a few MB (a tree of three levels, bitmap pages past the
+ * slot's) that lost most of its entries and whose free pages are inside the
+ * file: its close repacks it (check.c repack); what is left reads back, and
+ * the file is a fraction of what it was. */
+TEST(kv_repack_at_close)
+{
+    const char *p = test_path("repack.mote");
+    mote_store *s = test_open(p, NULL);
+    mote_txn *t;
+    uint32_t tr;
+    uint8_t v[120];
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    for (uint32_t i = 0; i < 16000; i++) { /* keys in a shuffled order: leaves part full */
+        uint32_t k = __builtin_bswap32(i * 2654435761u);
+        memset(v, (int)(k & 0xff), sizeof v);
+        OK(mote_kv_put(t, tr, &k, 4, v, sizeof v, 0));
+    }
+    OK(mote_commit(t));
+    OK(mote_begin(s, 0, &t));
+    for (uint32_t i = 0; i < 16000; i++) /* two of three go, all over the tree */
+        if (i % 3) {
+            uint32_t k = __builtin_bswap32(i * 2654435761u);
+            OK(mote_kv_del(t, tr, &k, 4));
+        }
+    OK(mote_commit(t));
+    mote_stat before, after;
+    OK(mote_store_stat(s, &before));
+    OK(mote_close(s));
+    s = test_open(p, NULL);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_store_stat(s, &after));
+    printf("before close: %llu pages (%llu free), depth %u, %llu bytes; after: %llu pages "
+           "(%llu free), depth %u, %llu bytes\n",
+           (unsigned long long)before.pages, (unsigned long long)before.pages_free, before.depth,
+           (unsigned long long)before.file_bytes, (unsigned long long)after.pages,
+           (unsigned long long)after.pages_free, after.depth,
+           (unsigned long long)after.file_bytes);
+    CHECK(before.depth >= 3 && before.pages > 1100 && before.file_bytes < (8u << 20));
+    CHECK(after.entries == before.entries && after.file_bytes * 2 < before.file_bytes);
+    /* repacked, not only moved: under half the pages that were in use */
+    CHECK(after.pages * 2 < before.pages - before.pages_free && after.pages_free * 8 <= after.pages);
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    for (uint32_t i = 0; i < 16000; i++) {
+        uint32_t k = __builtin_bswap32(i * 2654435761u);
+        mote_val val;
+        int rc = mote_kv_get(t, tr, &k, 4, &val);
+        CHECK(i % 3 ? rc == MOTE_NOTFOUND
+                    : rc == MOTE_OK && val.size == sizeof v &&
+                          ((const uint8_t *)val.data)[119] == (uint8_t)(k & 0xff));
+    }
+    mote_abort(t);
+    OK(mote_close(s));
+}
+
 static void count_problem(void *ctx, const char *msg)
 {
     (*(int *)ctx)++;

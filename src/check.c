@@ -251,6 +251,32 @@ out:
 
 /* ---- compaction -------------------------------------------------------------- */
 
+/* Call fn(ctx, key, value) for every entry of t's tree (every named tree,
+ * internal keys), in key order, until it returns non-zero: that, or MOTE_OK. */
+static int each_entry(mote_txn *t, int (*fn)(void *ctx, const mote_val *k, const mote_val *v),
+                      void *ctx)
+{
+    mote_cursor c;
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    uint8_t zero = 0;
+    int rc;
+    for (rc = mote__cur_seek(&c, &zero, 0, MOTE_SEEK_GE); rc == MOTE_OK;
+         rc = mote__cur_step(&c, 1)) {
+        mote_val k, v;
+        if ((rc = mote__cur_entry(&c, &k, &v)) || (rc = fn(ctx, &k, &v)))
+            break;
+    }
+    mote__cur_reset(&c);
+    return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+}
+
+static int copy_entry(void *wt, const mote_val *k, const mote_val *v)
+{
+    ((mote_txn *)wt)->changed = 1;
+    return mote__bt_put(wt, k->data, k->size, v->data, v->size, 0);
+}
+
 int mote_compact(mote_store *s, const char *out_path)
 {
     if (!s || !out_path)
@@ -273,22 +299,7 @@ int mote_compact(mote_store *s, const char *out_path)
     if (rc)
         goto out;
     wt->no_chain = 1; /* the copy keeps its size */
-    mote_cursor c;
-    memset(&c, 0, sizeof c);
-    c.t = rt;
-    uint8_t zero = 0;
-    for (rc = mote__cur_seek(&c, &zero, 0, MOTE_SEEK_GE); rc == MOTE_OK;
-         rc = mote__cur_step(&c, 1)) {
-        mote_val k, v;
-        if ((rc = mote__cur_entry(&c, &k, &v)))
-            break;
-        if ((rc = mote__bt_put(wt, k.data, k.size, v.data, v.size, 0)))
-            break;
-        wt->changed = 1;
-    }
-    mote__cur_reset(&c);
-    if (rc == MOTE_NOTFOUND)
-        rc = MOTE_OK;
+    rc = each_entry(rt, copy_entry, wt);
     if (!rc) {
         wt->next_tree = rd32(rt->root->data + 36);
         wt->changed = 1;
@@ -346,6 +357,28 @@ static uint32_t low_cut(const mote_store *s, uint32_t np, uint32_t used)
     return cut;
 }
 
+/* The entries, one after another: key length, value length (u64 each), key,
+ * value. */
+typedef struct entries {
+    uint8_t *buf;
+    size_t bytes, cap;
+} entries;
+
+static int keep_entry(void *ctx, const mote_val *k, const mote_val *v)
+{
+    entries *e = ctx;
+    int rc = mote__grow(&e->buf, &e->cap, e->bytes + 16 + k->size + v->size);
+    if (rc)
+        return rc;
+    uint8_t *at = e->buf + e->bytes;
+    wr64(at, k->size);
+    wr64(at + 8, v->size);
+    memcpy(at + 16, k->data, k->size);
+    memcpy(at + 16 + k->size, v->data, v->size);
+    e->bytes += 16 + k->size + v->size;
+    return MOTE_OK;
+}
+
 /*
  * Repack a store: one write transaction deletes every entry and puts them
  * back in key order, as mote_compact fills a new file (appends leave
@@ -362,39 +395,21 @@ static int repack(mote_store *s)
     mote_txn *t;
     if (mote__txn_begin(s, 1, &t))
         return 0;
-    int rc;
     t->no_chain = 1;
-    size_t bytes = 0, cap = 0;
-    uint8_t *buf = NULL; /* the entries: key length, value length (u64 each), key, value */
-    mote_cursor c;
-    memset(&c, 0, sizeof c);
-    c.t = t;
-    uint8_t zero = 0;
-    for (rc = mote__cur_seek(&c, &zero, 0, MOTE_SEEK_GE); rc == MOTE_OK;
-         rc = mote__cur_step(&c, 1)) {
-        mote_val k, v;
-        if ((rc = mote__cur_entry(&c, &k, &v)) ||
-            (rc = mote__grow(&buf, &cap, bytes + 16 + k.size + v.size)))
-            break;
-        wr64(buf + bytes, k.size);
-        wr64(buf + bytes + 8, v.size);
-        memcpy(buf + bytes + 16, k.data, k.size);
-        memcpy(buf + bytes + 16 + k.size, v.data, v.size);
-        bytes += 16 + k.size + v.size;
-    }
-    mote__cur_reset(&c);
-    if (rc == MOTE_NOTFOUND)
-        rc = MOTE_OK;
+    entries e = {NULL, 0, 0};
+    int rc = each_entry(t, keep_entry, &e);
+    uint8_t *buf = e.buf;
+    size_t bytes = e.bytes;
     /* what the entries take packed (their lengths stand for the cells'
      * headers and offsets), plus the slots: worth two more syncs at close? */
     uint64_t np = t->npages, packed = 2 + bytes / (s->P - 64) + 1;
     int worth = packed + REPACK_MIN_FREE <= np && (np - packed) * REPACK_FREE_PART >= np;
     for (int put = 0; worth && put < 2; put++) /* every entry deleted, then every entry put */
         for (size_t off = 0; off < bytes && !rc;) {
-            const uint8_t *e = buf + off;
-            size_t kl = (size_t)rd64(e), vl = (size_t)rd64(e + 8);
-            rc = put ? mote__bt_put(t, e + 16, kl, e + 16 + kl, vl, 0)
-                     : mote__bt_del(t, e + 16, kl, 1);
+            const uint8_t *at = buf + off;
+            size_t kl = (size_t)rd64(at), vl = (size_t)rd64(at + 8);
+            rc = put ? mote__bt_put(t, at + 16, kl, at + 16 + kl, vl, 0)
+                     : mote__bt_del(t, at + 16, kl, 1);
             off += 16 + kl + vl;
         }
     mote__free(buf);

@@ -1,6 +1,6 @@
 /*
  * check.c — full consistency check (fsck), compaction, and the lazy shrink
- * at close (mote__shrink, which repacks a store of up to 8 MB).
+ * at close (mote__shrink; with MOTE_REPACK it repacks a store of up to 8 MB).
  *
  * mote_check reads every page of the latest commit from disk (not from the
  * cache) and verifies: each pointer's crc32c, page number and birth; node
@@ -422,8 +422,8 @@ static int repack(mote_store *s)
 }
 
 /*
- * Lazy shrink: a file of up to REPACK_MAX_BYTES with a quarter of its pages
- * free is repacked when that pays, then its pages above the lowest cut with
+ * Lazy shrink: with MOTE_REPACK, a file of up to REPACK_MAX_BYTES with a
+ * quarter of its pages free is repacked when that pays, then its pages above the lowest cut with
  * room below it are moved below; a larger one, when it is at least a quarter
  * (and 1 MB) larger than its live pages need, has the pages that lie above
  * the cut moved below it. Then the smaller npages is committed and the file
@@ -448,7 +448,8 @@ void mote__shrink(mote_store *s)
     /* room below the cut for every page that moves, plus copied branches */
     uint64_t cut = (uint64_t)used + used / 8 + 64;
     int big = s->file_bytes >= (cut << s->page_shift) + SHRINK_MIN_BYTES;
-    int repacked = s->file_bytes <= REPACK_MAX_BYTES && np - used >= REPACK_MIN_FREE &&
+    int repacked = (s->flags & MOTE_REPACK) && s->file_bytes <= REPACK_MAX_BYTES &&
+                   np - used >= REPACK_MIN_FREE &&
                    (np - used) * REPACK_FREE_PART >= np && repack(s);
     if (s->poisoned) /* (its commit failed) */
         return;

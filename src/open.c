@@ -654,7 +654,8 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     if (!path || !*path)
         return mote__err(MOTE_INVALID, "mote_open: no path given");
     unsigned flags = opts ? opts->flags : MOTE_CREATE;
-    if (flags & ~(MOTE_RDONLY | MOTE_CREATE | MOTE_NODIRSYNC | MOTE_NOSYNC | MOTE_EXCLUSIVE))
+    if (flags & ~(MOTE_RDONLY | MOTE_CREATE | MOTE_NODIRSYNC | MOTE_NOSYNC | MOTE_EXCLUSIVE |
+                  MOTE_REPACK))
         return mote__err(MOTE_INVALID, "mote_open: unknown flags 0x%x", flags);
     /* one block: the store, then `extra` zeroed bytes for the layer above */
     size_t head = (sizeof(mote_store) + 15) & ~(size_t)15;

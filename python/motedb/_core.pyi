@@ -203,7 +203,8 @@ class Transaction:
 class Store:
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False,
                  create: bool = True, sync: bool = True, timeout: float | None = 5.0,
-                 exclusive: bool = False, page_size: int | None = None) -> None: ...
+                 exclusive: bool = False, page_size: int | None = None,
+                 repack: bool = False) -> None: ...
     @property
     def path(self) -> str: ...
     @property

@@ -208,11 +208,11 @@ int schema_error(StoreObject *st, int rc)
 static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"path", "readonly", "create", "sync", "timeout", "exclusive",
-                             "page_size", NULL};
+                             "page_size", "repack", NULL};
     PyObject *path, *timeout = NULL, *psobj = Py_None;
-    int readonly = 0, create = 1, sync = 1, exclusive = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pppOpO:Store", kwlist, &path, &readonly,
-                                     &create, &sync, &timeout, &exclusive, &psobj))
+    int readonly = 0, create = 1, sync = 1, exclusive = 0, repack = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$pppOpOp:Store", kwlist, &path, &readonly,
+                                     &create, &sync, &timeout, &exclusive, &psobj, &repack))
         return NULL;
     long page_size = 0; /* at creation; 0: the library's default */
     if (psobj != Py_None) {
@@ -254,7 +254,8 @@ static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     mote_options o;
     memset(&o, 0, sizeof o);
     o.flags = (readonly ? MOTE_RDONLY : 0) | (create && !readonly ? MOTE_CREATE : 0) |
-              (sync ? 0 : MOTE_NOSYNC) | (exclusive ? MOTE_EXCLUSIVE : 0);
+              (sync ? 0 : MOTE_NOSYNC) | (exclusive ? MOTE_EXCLUSIVE : 0) |
+              (repack ? MOTE_REPACK : 0);
     o.page_size = (unsigned)page_size;
     mote_store *s = NULL;
     int rc;
@@ -869,7 +870,7 @@ PyTypeObject Store_Type = {
     .tp_basicsize = sizeof(StoreObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "Store(path, *, readonly=False, create=True, sync=True, timeout=5.0, "
-              "exclusive=False): one open store file.",
+              "exclusive=False, page_size=None, repack=False): one open store file.",
     .tp_new = store_new,
     .tp_dealloc = store_dealloc,
     .tp_traverse = store_traverse,

@@ -1103,11 +1103,11 @@ TEST(crash_object_layer)
 /* A small store after a churn of commits (the workload's keys, overflow
  * values among them): free pages the commit chain kept, leaves part full,
  * so that its close repacks it (check.c repack, then the relocation). */
-static mote_store *churned(memio *m, wl *w)
+static mote_store *churned(memio *m, wl *w, unsigned flags)
 {
     memio_init(m);
     wl_init_keys(w, 42, 120, 12, 1, 600);
-    mote_options o = {MOTE_CREATE, 0, 0, &m->io};
+    mote_options o = {MOTE_CREATE | flags, 0, 0, &m->io};
     mote_store *s;
     OK(mote_open("/c/s.mote", &o, &s));
     int inflight = 0;
@@ -1119,17 +1119,24 @@ static mote_store *churned(memio *m, wl *w)
  * and that its entries would fill much less of, repacks it: two checkpoints (the entries rewritten in key order, then the
  * pages above the cut moved below it) and a truncation; the entries are
  * those of the last commit, the file a good deal smaller, leaves fuller. A
- * close without writes, and one after a small commit, do neither. */
+ * close without writes, one after a small commit, and one without
+ * MOTE_REPACK do neither. */
 TEST(repack_at_close)
 {
     memio m;
     wl w;
-    mote_store *s = churned(&m, &w);
+    mote_store *s = churned(&m, &w, 0);
+    memio_reset_counts(&m);
+    OK(mote_close(s)); /* (no MOTE_REPACK) */
+    CHECK(m.syncs == 0 && m.writes == 1);
+    wl_free(&w);
+    memio_free(&m);
+    s = churned(&m, &w, MOTE_REPACK);
     mote_stat before, after;
     OK(mote_store_stat(s, &before));
     memio_reset_counts(&m);
     OK(mote_close(s));
-    mote_options o = {0, 0, 0, &m.io};
+    mote_options o = {MOTE_REPACK, 0, 0, &m.io};
     OK(mote_open("/c/s.mote", &o, &s));
     OK(mote_check(s, NULL, NULL));
     CHECK(wl_matches(s, &w.states[w.ncommits]));
@@ -1169,7 +1176,7 @@ TEST(crash_during_repack)
     for (long k = 0;; k++) {
         memio m;
         wl w;
-        mote_store *s = churned(&m, &w);
+        mote_store *s = churned(&m, &w, MOTE_REPACK);
         long base = m.ops;
         if (k > 0)
             m.crash_at = base + k;

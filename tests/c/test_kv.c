@@ -637,7 +637,8 @@ TEST(kv_shrink_at_close)
 TEST(kv_repack_at_close)
 {
     const char *p = test_path("repack.mote");
-    mote_store *s = test_open(p, NULL);
+    mote_options o = {MOTE_CREATE | MOTE_REPACK, 0, 0, NULL};
+    mote_store *s = test_open(p, &o);
     mote_txn *t;
     uint32_t tr;
     uint8_t v[120];

@@ -428,3 +428,24 @@ def test_chunks_follow_deletes_prunes_and_copies(tmp_path):
         with pytest.raises(motedb.CorruptError, match="names chunk '2:b2"):
             for t in saver.list({"configurable": {"thread_id": "b2"}}):
                 pass
+
+
+def test_stores_the_integrations_open_are_repacked_at_close(tmp_path, monkeypatch):
+    """A store MoteSaver opens from a path gets repack=True (checkpoints are written
+    once and kept) unless the options say otherwise; one it is given is left as it is."""
+    seen = []
+    real = motedb.open
+
+    def spy(path, **kw):
+        seen.append(kw)
+        return real(path, **kw)
+
+    monkeypatch.setattr(motedb, "open", spy)
+    with MoteSaver.from_path(tmp_path / "a.mote"):
+        pass
+    with MoteSaver.from_path(tmp_path / "b.mote", repack=False, sync=False):
+        pass
+    assert seen == [{"repack": True}, {"repack": False, "sync": False}]
+    with real(tmp_path / "c.mote") as store:
+        MoteSaver(store).close()
+        assert not store.closed

@@ -423,10 +423,10 @@ static int repack(mote_store *s)
 
 /*
  * Lazy shrink: with MOTE_REPACK, a file of up to REPACK_MAX_BYTES with a
- * quarter of its pages free is repacked when that pays, then its pages above the lowest cut with
- * room below it are moved below; a larger one, when it is at least a quarter
- * (and 1 MB) larger than its live pages need, has the pages that lie above
- * the cut moved below it. Then the smaller npages is committed and the file
+ * quarter of its pages free is repacked when that pays, then its pages above
+ * the lowest cut with room below it are moved below; otherwise a file at
+ * least a quarter (and 1 MB) larger than its live pages need has the pages
+ * that lie above the cut moved below it. Then the smaller npages is committed and the file
  * cut after that commit's sync; else only the zeros past the last page are
  * cut. Only handles that wrote (their bitmap is loaded) do this, at close,
  * alone with the store.

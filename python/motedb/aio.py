@@ -118,7 +118,7 @@ class _Workers:
                 pass
         while True:
             batch = [self._q.get()]
-            while True:
+            while batch[-1] is not None:  # (a stop mark ends the batch: the others' are theirs)
                 try:
                     batch.append(self._q.get_nowait())
                 except queue.Empty:
@@ -234,11 +234,13 @@ class AsyncStore:
         return AsyncTransaction(self, write=False)
 
     async def close(self) -> None:
-        """Close the store (closing twice is fine), once the writes queued are done."""
+        """Close the store (closing twice is fine), once the writes queued are done; its
+        threads have ended when this returns."""
         for t in self._writer.stop():
             await asyncio.to_thread(t.join)
         await asyncio.to_thread(self.sync.close)
-        self._readers.stop()
+        for t in self._readers.stop():
+            await asyncio.to_thread(t.join)
 
     async def __aenter__(self) -> AsyncStore:
         return self

@@ -204,6 +204,28 @@ async def test_many_reads_at_once_each_get_their_own_result(tmp_path):
         await box.get(1)
 
 
+async def test_close_ends_every_worker_thread(tmp_path):
+    """After close() no reader or writer thread of the store is left. (Each thread took
+    every item queued when it woke, so one reader could take both stop marks and leave
+    the other blocked forever: one thread leaked per store an application opened.)"""
+    import threading
+
+    def workers():
+        return {t for t in threading.enumerate() if t.name.startswith("motedb-")}
+
+    before = workers()
+    for k in range(5):
+        store = await motedb.aio.open(tmp_path / f"w{k}.mote")
+        box = await store.box(Note)
+        await box.put_many([Note(text=f"n{i}") for i in range(50)])
+        counts = await asyncio.gather(*(box.query(Note.level == 0).count() for _ in range(50)))
+        assert counts == [50] * 50
+        if k == 0:  # (the test's premise: both readers ran)
+            assert sum(t.name == "motedb-reader" for t in workers() - before) == 2
+        await store.close()
+    assert workers() == before
+
+
 async def test_a_get_reads_on_the_loop_only_what_is_cached(tmp_path):
     """A get outside a transaction runs on the loop's thread when every page it reads is
     in the store's cache (MOTE_TXN_CACHED), else on a reader thread: the same answers."""

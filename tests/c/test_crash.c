@@ -1115,12 +1115,13 @@ static mote_store *churned(memio *m, wl *w, unsigned flags)
     return s;
 }
 
-/* The close of a small store whose file is a quarter or more free pages,
- * and that its entries would fill much less of, repacks it: two checkpoints (the entries rewritten in key order, then the
- * pages above the cut moved below it) and a truncation; the entries are
- * those of the last commit, the file a good deal smaller, leaves fuller. A
- * close without writes, one after a small commit, and one without
- * MOTE_REPACK do neither. */
+/* With MOTE_REPACK, the close of a small store whose file is a quarter or
+ * more free pages, and that its entries would fill much less of, repacks
+ * it: two checkpoints (the entries rewritten in key order, then the pages
+ * above the cut moved below it) and a truncation; the entries are those of
+ * the last commit, the file a good deal smaller, leaves fuller. A close
+ * without writes, one after a small commit, and one without MOTE_REPACK do
+ * neither. */
 TEST(repack_at_close)
 {
     memio m;

@@ -17,6 +17,7 @@ SqliteStore with sqlite-vec (where this Python's sqlite3 can load extensions).
 import asyncio
 import functools
 import math
+import os
 import random
 import re
 import sqlite3
@@ -502,3 +503,27 @@ def test_items_changed_without_index_keep_their_vectors(tmp_path):
         store.put(("mem",), "a", {"text": "milk"})
         assert store.vectors.count() == 2
         assert [i.key for i in store.search(("mem",), query="milk", limit=1)] == ["a"]
+
+
+def test_a_new_store_with_an_index_keeps_its_vectors_inside_leaves(tmp_path):
+    """A store MoteStore creates with an index of 256 floats gets 8 KB pages, so that a
+    vector's record (1 KB and its header) is not given a 4 KB page of its own: the file
+    is about half, and the searches find the same. page_size= overrides the choice."""
+    dims = 256
+
+    def embed(texts):
+        return [[math.cos(len(t) * (j + 1)) for j in range(dims)] for t in texts]
+
+    cfg = {"dims": dims, "embed": embed, "fields": ["text"]}
+    sizes, found = {}, {}
+    for name, kw in (("default", {}), ("4k", {"page_size": 4096})):
+        path = tmp_path / f"{name}.mote"
+        with MoteStore.from_path(path, index=cfg, **kw) as store:
+            store.batch([PutOp(("m",), f"k{i}", {"text": "x" * (i % 97)}) for i in range(300)])
+            found[name] = [(i.key, round(i.score, 5)) for i in store.search(("m",), query="x" * 40, limit=5)]
+        sizes[name] = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(16)
+        assert int.from_bytes(head[12:16], "little") == (8192 if name == "default" else 4096)
+    assert found["default"] == found["4k"] and len(found["default"]) == 5
+    assert sizes["default"] * 10 < sizes["4k"] * 7, sizes  # 300 vectors: no page of their own each

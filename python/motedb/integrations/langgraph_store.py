@@ -209,7 +209,9 @@ def _ns_matches(ns: tuple[str, ...], kind: str, path: tuple[str, ...]) -> bool:
 class MoteStore(StoreHolder, BaseStore):
     """LangGraph's ``BaseStore`` on a MoteDB store (a path, opened with ``open_kwargs``
     and closed by ``close()``, or an open ``motedb.Store``, which stays the caller's);
-    ``index`` turns on semantic search (see the module's doc)."""
+    ``index`` turns on semantic search (see the module's doc). A store it creates with
+    an index gets pages large enough to keep each vector inside a leaf (8192 for 256 or
+    384 floats; ``page_size=`` overrides it; an existing file keeps its own)."""
 
     supports_ttl = True
 
@@ -224,6 +226,8 @@ class MoteStore(StoreHolder, BaseStore):
             self._vcls = _vector_class(self._dims, self._distance)
         self._sweeper: threading.Thread | None = None
         self._stop = threading.Event()
+        if index and not isinstance(store, motedb.Store):
+            open_kwargs = {"page_size": _vector_page_size(self._dims), **open_kwargs}
         self._hold(store, open_kwargs)
         self.items = self.store.box(LangGraphItem)
         self.vectors = self.store.box(self._vcls) if index else None
@@ -482,6 +486,19 @@ def _last_puts(ops: list[Op]) -> dict[tuple, PutOp]:
             _check_namespace(op.namespace)
             puts[(tuple(op.namespace), op.key)] = op
     return puts
+
+
+def _vector_page_size(dims: int) -> int:
+    """The page size a new store with an index of ``dims`` floats is created with: the
+    smallest (from 4096) that keeps a vector's record inside a leaf (a record over a
+    quarter of a page takes pages of its own: at 4096, every vector of 256 floats took a
+    4 KB page). Measured with bench/agents' memories (4,000 of 256 floats, 8192): the
+    file 19.4 MB -> 8.8 MB, a semantic search's p50 125-213 -> 104-107 us, a filter
+    search's the same (three alternated runs)."""
+    size = 4096
+    while 4 * dims + 128 > size // 4 and size < 65536:
+        size *= 2
+    return size
 
 
 def _index_settings(index: IndexConfig) -> tuple[int, str]:

@@ -13,8 +13,8 @@
  *
  * CLOSE: after writes, a clean-close marker (a copy of the latest state)
  * goes (unsynced) into the slot not holding the checkpoint (the shrink of a
- * file with a large free tail, or a small store's repack, runs before, from
- * store.c: check.c).
+ * file with a large free tail, or with MOTE_REPACK a store's repack, runs
+ * before, from store.c: check.c).
  *
  * OPEN: one pread of both slots, then along the commit chain (pager.h
  * COMMIT CHAIN): from a marker not older than the newest checkpoint W (one

@@ -190,6 +190,8 @@ typedef struct mote_options {
  * ("store X is empty (0 bytes): it was never initialized; open it writable
  * once to create it").
  *
+ * A symbolic link is followed, also to create the file it names.
+ *
  * Failures of the operating system come with their errno and the path, from
  * mote_last_oserror(): a missing file without MOTE_CREATE (or read-only)
  * gives MOTE_NOTFOUND ("store X does not exist") with ENOENT; a missing

@@ -208,6 +208,7 @@ TEST(io_create_register_write_one_sync)
     memio m;
     memio_init(&m);
     mote_store *s = mopen(&m, MOTE_CREATE);
+    CHECK(m.opens == 1); /* one open makes the file */
     mote_txn *t;
     mote_entity *e;
     OK(mote_begin(s, MOTE_TXN_LAZY, &t));

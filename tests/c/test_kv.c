@@ -512,6 +512,28 @@ TEST(kv_open_empty_file)
     OK(mote_close(s));
 }
 
+/* A symbolic link is followed: to a missing file, MOTE_CREATE makes the
+ * file it names (one open with O_CREAT); without it the store does not
+ * exist. */
+TEST(kv_open_through_symlink)
+{
+    mote_store *s = NULL;
+    mote_options none = {0, 0, 0, NULL};
+    char link[600], target[600];
+    snprintf(link, sizeof link, "%s", test_path("link.mote"));
+    snprintf(target, sizeof target, "%s", test_path("target.mote"));
+    CHECK(symlink(target, link) == 0);
+    CHECK_RC(mote_open(link, &none, &s), MOTE_NOTFOUND);
+    CHECK(oserror_is(ENOENT, link));
+    s = test_open(link, NULL);
+    OK(mote_close(s));
+    struct stat st;
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    CHECK(stat(target, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 4096);
+    s = test_open(target, &none);
+    OK(mote_close(s));
+}
+
 /* MOTE_EXCLUSIVE keeps other processes out (shared opens: test_proc.c). */
 TEST(kv_locked_by_other_process)
 {

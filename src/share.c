@@ -1834,14 +1834,15 @@ static int solo_page_once(mote_store *s, uint64_t off)
     const solo_head *h = map;
     if (!ok || atomic_load(&h->magic) != PP_MAGIC || atomic_load(&e->dev) != s->dev ||
         atomic_load(&e->ino) != s->ino) {
+        /* (its owner read before the page goes: it was read after, a crash) */
+        unsigned long long owner = ok ? h->owner & 0xFFFFFFFFu : 0;
         if (map)
             io->unmap(io->ctx, map, PP_BYTES);
         if (io->lock(io->ctx, s->fd, MOTE_LK_TEST, off, 1) != -EAGAIN)
             return SOLO_GONE; /* it closed the store meanwhile */
         return mote__err(MOTE_LOCKED, "store %s is open in process %llu, whose shared memory "
                          "%s is not visible here (%s): another container or user?",
-                         s->path, (unsigned long long)(h && ok ? h->owner & 0xFFFFFFFFu : 0),
-                         path, pfd < 0 ? strerror(-pfd) : "it does not match");
+                         s->path, owner, path, pfd < 0 ? strerror(-pfd) : "it does not match");
     }
     s->to_e = e;
     s->solo_off = off;

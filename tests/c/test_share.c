@@ -1192,6 +1192,50 @@ TEST(share_joiner_during_the_first_commit)
     CHECK(counter_of(p) == 1);
 }
 
+/* A byte of the solo range of a store locked by a process whose solo page
+ * entry there is another store's (one closing that store frees the entry
+ * before its descriptor and lock go; or a process that confuses on
+ * purpose): an open of the store fails with MOTE_LOCKED after its retries,
+ * naming the process. It read the page's owner for that message after
+ * unmapping the page: SIGSEGV (found by six processes opening one new
+ * store at once). */
+TEST(share_solo_byte_of_another_store)
+{
+    char p1[600], p2[600];
+    snprintf(p1, sizeof p1, "%s", test_path("solo-a.mote"));
+    snprintf(p2, sizeof p2, "%s", test_path("solo-b.mote"));
+    OK(mote_close(test_open(p1, NULL)));
+    OK(mote_close(test_open(p2, NULL)));
+    int up[2], down[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0);
+    pid_t a = fork();
+    if (a == 0) {
+        mote_store *s = open_or_exit(p1, 0); /* alone: solo, its byte locked on p1 */
+        int fd1 = open(p1, O_RDONLY), fd2 = open(p2, O_RDWR);
+        struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
+                           .l_start = (off_t)((1ull << 62) + (1ull << 58)), .l_len = 1ll << 56};
+        if (fd1 < 0 || fd2 < 0 || fcntl(fd1, F_OFD_GETLK, &fl) || fl.l_type == F_UNLCK)
+            _exit(20); /* (the solo range: share.c SOLO_LOCK, SOLO_SPAN) */
+        struct flock rd = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = fl.l_start,
+                           .l_len = 1};
+        if (fcntl(fd2, F_OFD_SETLK, &rd) || flock(fd2, LOCK_SH))
+            _exit(21); /* p2 open here (shared), its solo byte p1's entry */
+        char x = 1;
+        if (write(up[1], &x, 1) != 1 || read(down[0], &x, 1) != 1)
+            _exit(22);
+        OK(mote_close(s));
+        _exit(0);
+    }
+    char x = 1;
+    CHECK(read(up[0], &x, 1) == 1);
+    mote_store *s = NULL;
+    CHECK_RC(mote_open(p2, NULL, &s), MOTE_LOCKED);
+    CHECK(strstr(mote_last_open_error(), "is not visible here (it does not match)"));
+    CHECK(write(down[1], &x, 1) == 1);
+    wait_ok(a);
+    OK(mote_close(test_open(p2, NULL))); /* once it is gone */
+}
+
 /* A shim that stops a process after its second fstat of the file its
  * first fstat was of (an open: the store file's size again, after the
  * takeover's bell) until the parent lets it go. */

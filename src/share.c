@@ -26,8 +26,8 @@
  *           processes open the store)
  *   ring    the pages recent commits freed, with the commit (pages 2-4)
  *   root    copies of the states of the last commits written (64 KB from
- *           page 5: 4 of 4 KB pages, 1 of 64 KB ones; written once a second
- *           process has opened the store)
+ *           page 5: 4 of 4 KB pages, 1 of 64 KB ones; written by every
+ *           commit)
  *   more    the slots that do not fit in the header's page
  *   pages   copies of the pages commits wrote, one place per page number
  *           modulo their count (4.1 MB: 1,024 of 4 KB pages, 64 of 64 KB;
@@ -418,7 +418,7 @@ static int solo_died_writing(mote_store *s, struct segment *seg);
  * that may only read the store reads without it (an outsider). */
 #define NO_SEGMENT (-1000)
 #define SOLO_GONE (-1001) /* the solo process closed the store meanwhile */
-#define MAKER_DIED (-1002) /* the segment's maker died before it was ready */
+#define MAKE_IT (-1002)   /* a segment's maker died before it was ready */
 
 /* The segment's permission bits: read and write for each class of users that
  * may write the store file, none for the others, so that a process that may
@@ -505,18 +505,28 @@ static int seg_init(struct segment *seg)
     return r;
 }
 
-/* A joining process waits while the segment's creator initializes it: a
- * process with a slot, or a taker that holds a write lock on byte 0 of the
- * segment's file `fd` (SOLO; it may not have claimed its slot yet).
- * MAKER_DIED: neither is left, so nobody will. */
-static int wait_ready(mote_store *s, struct segment *seg, const char *path, int fd)
+/* A process that joins a segment waits, before it claims a slot, until the
+ * segment is ready: its maker (a first opener, a taker: SOLO) holds a write
+ * lock on byte 0 of the segment's file `fd` from before it sizes the file
+ * until then. Found unready and unlocked, its maker died (or a taker that
+ * found its solo process gone left it for the first opener): this process
+ * makes it (MAKE_IT), under that lock. So no slot is ever claimed in a segment
+ * being made, where its maker's zeroes would wipe it (two processes joined
+ * a segment that two makers each made anew: two stores in one file, commits
+ * lost; share_many_create_one_store). MOTE_OK: ready and the store's. */
+static int join_ready(mote_store *s, struct segment *seg, const char *path, int fd)
 {
     uint64_t start = now_us();
     unsigned step = 0;
     while (atomic_load(&seg->magic) != SEG_MAGIC) {
-        if (!any_live(s, seg) && s->io->lock(s->io->ctx, fd, MOTE_LK_TEST, 0, 1) != -EAGAIN)
-            return atomic_load(&seg->magic) == SEG_MAGIC ? MOTE_OK : MAKER_DIED;
-        if (wait_over(start, s->busy_ms, &step))
+        int r = s->io->lock(s->io->ctx, fd, MOTE_LK_WRITE, 0, 1);
+        if (!r && atomic_load(&seg->magic) != SEG_MAGIC)
+            return MAKE_IT; /* (its lock held: unlocked once ready, take_unlock) */
+        if (!r)
+            s->io->lock(s->io->ctx, fd, MOTE_LK_UNLOCK, 0, 1); /* made meanwhile */
+        else if (r != -EAGAIN)
+            return mote__ioerr(r, "lock", path);
+        else if (wait_over(start, s->busy_ms, &step))
             return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was not made ready "
                              "within %d ms", s->path, path, s->busy_ms);
     }
@@ -567,10 +577,18 @@ static int seg_attach(mote_store *s)
     for (int tries = 0; tries < 3 && (tries == 0 || (!s->outsider && (fd == -ENOENT || fd == -EEXIST)));
          tries++) {
         if ((s->alone ? tries % 2 == 0 : tries % 2 == 1) && !s->outsider) {
-            if (!s->alone && any_live(s, NULL))
-                return mote__err(MOTE_LOCKED, "store %s is open in another process whose shared "
-                                 "memory (%s) is not visible here (another container?)", s->path,
-                                 path);
+            /* A process holds a slot: it made or joined the segment before it
+             * locked its byte, perhaps just after the open above (a first
+             * opener that raced this one), and the segment cannot go while
+             * this process has the store open (a closer removes it alone). */
+            if (!s->alone && any_live(s, NULL)) {
+                fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0);
+                if (fd == -ENOENT)
+                    return mote__err(MOTE_LOCKED, "store %s is open in another process whose "
+                                     "shared memory (%s) is not visible here (another "
+                                     "container?)", s->path, path);
+                break;
+            }
             fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW | O_CREAT | O_EXCL, (int)want);
             creator = fd >= 0;
         } else {
@@ -597,11 +615,21 @@ static int seg_attach(mote_store *s)
         rc = r ? mote__ioerr(r, "stat", path) : foreign_segment(s, path, &fi);
         goto fail;
     }
+    /* its maker's lock from before the file has its size (join_ready); a
+     * taker that holds it already (it found its solo process gone and leaves
+     * the file as made: SOLO) makes this one a joiner */
+    if (creator && (r = io->lock(io->ctx, fd, MOTE_LK_WRITE, 0, 1))) {
+        if (r != -EAGAIN)
+            goto io_fail;
+        creator = 0;
+    }
+    if (creator)
+        s->take_fd1 = fd + 1; /* byte 0 unlocked once it is ready (mote__share_ready) */
     if ((creator || (s->alone && fi.size < SEG_MAP)) &&
         (r = io->ftruncate(io->ctx, fd, SEG_MAP)))
         goto io_fail;
-    /* its creator is on it (a taker makes the file, then locks its byte 0
-     * and sizes it: SOLO): waited for, up to the busy timeout */
+    /* its maker is on it (it made the file, then locks its byte 0 and
+     * sizes it): waited for, up to the busy timeout */
     uint64_t start = now_us();
     unsigned step = 0;
     while (!creator && !s->alone && fi.size < SEG_MAP && !wait_over(start, s->busy_ms, &step))
@@ -618,6 +646,14 @@ static int seg_attach(mote_store *s)
     /* Alone, an existing segment is stale (a crash) unless a process holds a
      * slot: it is between flock's exclusive and shared (see the top). */
     s->init = creator || (s->alone && !any_live(s, seg));
+    if (!s->init && (rc = join_ready(s, seg, path, fd)) == MAKE_IT) {
+        rc = MOTE_OK;
+        s->init = 1; /* its maker died */
+        s->waited = 1; /* (the dead may have written the file since its size was read) */
+        s->take_fd1 = fd + 1;
+    }
+    if (rc)
+        goto fail;
     if (s->init) {
         if ((r = seg_init(seg)) != 0) {
             rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",
@@ -629,43 +665,6 @@ static int seg_attach(mote_store *s)
     }
     if ((rc = claim_slot(s, seg)))
         goto fail;
-    while (!s->init && (rc = wait_ready(s, seg, path, fd)) == MAKER_DIED) {
-        /* its maker (a taker: SOLO) died before it was ready, and no
-         * process lives in it: this one makes it, as that taker would have,
-         * under a write lock on its byte 0 (another one doing the same
-         * holds it: waited for above) */
-        if ((r = io->lock(io->ctx, fd, MOTE_LK_WRITE, 0, 1)) == -EAGAIN)
-            continue;
-        if (r) {
-            rc = mote__ioerr(r, "lock", path);
-            break;
-        }
-        if (atomic_load(&seg->magic) == SEG_MAGIC) { /* made meanwhile */
-            io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
-            continue;
-        }
-        if ((r = seg_init(seg)) != 0) {
-            io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
-            rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",
-                           s->path, path, strerror(r));
-            break;
-        }
-        io->lock(io->ctx, s->fd, MOTE_LK_UNLOCK, SLOT_LOCK + (uint64_t)s->slot, 1);
-        s->slot = -1; /* (its slot went with the rest: claimed again) */
-        if ((rc = claim_slot(s, seg))) {
-            io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
-            goto fail;
-        }
-        s->init = 1;
-        s->waited = 1; /* (the dead may have written the file since its size was read) */
-        s->take_fd1 = fd + 1; /* byte 0 unlocked once it is ready (mote__share_ready) */
-    }
-    if (!s->init && rc) {
-        segslot *me = seg_slot(seg, (unsigned)s->slot);
-        slot_reclaim(me, atomic_load(&me->owner));
-        io->lock(io->ctx, s->fd, MOTE_LK_UNLOCK, SLOT_LOCK + (uint64_t)s->slot, 1);
-        goto fail;
-    }
     if (!s->take_fd1)
         io->close(io->ctx, fd); /* the mapping stays */
     seg_use(s, seg, &fi);
@@ -674,6 +673,7 @@ io_fail:
     rc = mote__ioerr(r, "the shared memory", s->path);
 fail:
     s->slot = -1;
+    s->take_fd1 = 0; /* (its lock goes with the descriptor) */
     if (map)
         io->unmap(io->ctx, map, SEG_MAP);
     io->close(io->ctx, fd);
@@ -874,8 +874,8 @@ static unsigned copies(uint32_t P)
  * almost every transaction; a writer builds on another process's commit).
  * A sequence lock guards each copy: the writer makes its seq odd, copies,
  * sets its txn and makes seq even; a copy taken while seq moved is
- * dropped. Writers keep them once a second process opened the store (a
- * store only ever open in one process never touches their pages). */
+ * dropped. Every commit made in a segment puts its state here (a process
+ * alone with a store has no segment: SOLO). */
 static snap *root_copy(const mote_store *s, uint64_t txnid)
 {
     struct segment *seg = s->seg;
@@ -927,7 +927,19 @@ int mote__share_refresh(mote_store *s)
     struct segment *seg = s->seg;
     uint8_t *buf = NULL;
     int rc = MOTE_OK;
-    for (int tries = 0; tries < 1000; tries++) {
+    uint64_t start = 0;
+    unsigned step = 0;
+    for (int tries = 0;; tries++) {
+        /* (a copy of every commit is kept, so a miss is a reader overtaken
+         * between reading `latest` and its copy: again at once; only a state
+         * that stays out of reach, its commit's process descheduled between
+         * its sync and publishing it, is waited for, up to the busy timeout) */
+        if (tries >= 64) {
+            if (!start)
+                start = now_us();
+            else if (wait_over(start, s->busy_ms, &step))
+                break;
+        }
         uint64_t latest = atomic_load(&seg->latest);
         if (latest == s->txnid && s->cur) {
             mote__free(buf);
@@ -976,8 +988,8 @@ int mote__share_refresh(mote_store *s)
         return MOTE_OK;
     }
     mote__free(buf);
-    return rc ? rc : mote__err(MOTE_BUSY, "store %s: commits come too fast to read the latest",
-                               s->path);
+    return rc ? rc : mote__err(MOTE_BUSY, "store %s: its latest commit could not be read "
+                               "within %d ms (commits come too fast)", s->path, s->busy_ms);
 }
 
 /* The newest state on disk, as an open would recover it (pager.h COMMIT
@@ -1281,8 +1293,9 @@ void mote__share_written(mote_store *s, uint64_t txnid, const uint8_t *st,
                          const uint32_t *freed, size_t nfreed)
 {
     struct segment *seg = s->seg;
-    if (atomic_load(&seg->slots_hi) > 1) /* another process has opened the store */
-        root_copy_put(seg, st, s->P, txnid);
+    /* (every commit: a process that joins later may find the latest commit
+     * in neither slot, both rewritten by commits not yet durable) */
+    root_copy_put(seg, st, s->P, txnid);
     for (size_t i = 0; i < nfreed; i++) /* before the commit is published */
         ring_push(seg, txnid, freed[i]);
     /* unsynced (MOTE_NOSYNC): the next commit of a process that syncs syncs
@@ -1902,28 +1915,29 @@ static int solo_attach(mote_store *s, uint64_t off)
     s->take_fd1 = fd + 1;
     int ready = atomic_load(&seg->magic) == SEG_MAGIC && seg->version == SEG_VERSION &&
                 seg->dev == s->dev && seg->ino == s->ino;
-    /* Gone (its byte unlocked): it joined a segment made ready, and this
-     * one opens as any other process. Or it closed or died before one was:
-     * then this one makes it, as a taker would, for nobody else (a process
-     * that opens meanwhile waits for it, as for any first opener). */
+    /* Gone (its byte unlocked): it joined a segment made ready, or it
+     * closed or died: this one opens as any other process does (seg_attach),
+     * joining the segment if one is ready or being made by a live process,
+     * making it if its maker died. (It made it here, for nobody, before;
+     * but a first opener, come after the solo process closed, may be making
+     * it already: two makers of one segment, two stores in one file,
+     * share_taker_waits_for_the_first_opener) */
     int gone = io->lock(io->ctx, s->fd, MOTE_LK_TEST, off, 1) != -EAGAIN;
-    if (gone && ready) {
+    if (gone) {
         io->unmap(io->ctx, map, SEG_MAP);
         take_unlock(s);
         return SOLO_GONE;
     }
     /* made by an earlier taker: for this solo process, or one it is joining */
     uint64_t so = atomic_load(&seg->solo_off);
-    s->init = gone || !ready || !(so == off || (so == 0 && any_live(s, seg)));
+    s->init = !ready || !(so == off || (so == 0 && any_live(s, seg)));
     if (s->init) { /* new, stale, or half made by a taker that died */
         if ((r = seg_init(seg)) != 0) {
             rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",
                            s->path, path, strerror(r));
             goto fail;
         }
-    }
-    if (s->init && !gone) { /* slot 0 stands for the solo process */
-        segslot *z = seg_slot(seg, 0);
+        segslot *z = seg_slot(seg, 0); /* slot 0 stands for the solo process */
         const solo_head *h = taken_page(s);
         atomic_store(&z->snap, 0); /* everything, until its snapshot is read */
         atomic_store(&z->pidns, h->pidns);
@@ -1933,10 +1947,7 @@ static int solo_attach(mote_store *s, uint64_t off)
     }
     if ((rc = claim_slot(s, seg)))
         goto fail;
-    if (gone) { /* (nobody's snapshot or writes to wait for) */
-        s->to_synced = 0;
-        s->to_oldest = UINT64_MAX;
-    } else if (s->init) {
+    if (s->init) {
         solo_entry *e = s->to_e;
         atomic_fetch_add(&e->bell, 1); /* then its writes and its snapshot */
         if (atomic_load(&e->writing)) { /* writers wait until it joined (share_write_begin) */
@@ -2022,6 +2033,14 @@ static void solo_catch_up(mote_store *s, struct segment *seg)
     uint32_t page = st_where(s->cur->data);
     snap *w = s->wcur ? s->wcur : s->cur; /* (written, not durable: a commit not waited for) */
     uint64_t wt = s->wcur ? s->wtxnid : s->txnid;
+    /* copies of the states it publishes, as every commit has (made alone,
+     * they had none; the next commits of other processes could rewrite both
+     * slots before either is durable, and a process joining then found the
+     * latest commit nowhere: share_many_create_one_store) */
+    if (wt != s->txnid && wt > atomic_load(&seg->written))
+        root_copy_put(seg, w->data, s->P, wt);
+    if (s->txnid > atomic_load(&seg->latest))
+        root_copy_put(seg, s->cur->data, s->P, s->txnid);
     if (wt > atomic_load(&seg->written)) {
         uint64_t seq = atomic_load_explicit(&seg->written_seq, memory_order_relaxed);
         atomic_store(&seg->written_seq, seq + 1);

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -828,6 +829,67 @@ static int pause_slot(void *c, int fd, int op, uint64_t off, uint64_t len)
     return mote_io_posix.lock(c, fd, op, off, len);
 }
 
+/* A shim that stops a process before it opens a store's segment to make it
+ * (a taker's open, O_CREAT: SOLO) until the parent lets it go. */
+static int pause_segment_open(void *c, const char *path, int flags, int mode)
+{
+    if ((flags & O_CREAT) && strncmp(path, "/dev/shm/motedb-", 16) == 0 &&
+        strncmp(path + 16, "solo", 4) != 0 && stop_up >= 0)
+        stop_once();
+    return mote_io_posix.open(c, path, flags, mode);
+}
+
+/* A taker finds the solo process gone (it closed after the taker found its
+ * byte) and a segment that a first opener is making. It must wait for that
+ * one, not make the segment again: it did (zeroes over a segment in use),
+ * and with six processes opening one new store at once two of them then
+ * built commits on one base, one commit lost (share_many_create_one_store).
+ * Here the first opener stops while it makes the segment; the taker must
+ * not finish opening meanwhile. */
+TEST(share_taker_waits_for_the_first_opener)
+{
+    const char *p = test_path("twomakers.mote");
+    uint64_t rs = 12;
+    int rc;
+    mote_store *s = store_of(p, 20, &rs); /* alone: no segment */
+    int up[2], down[2], up1[2], down1[2], opened[2], go[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0 &&
+          pipe(opened) == 0 && pipe(go) == 0);
+    char x = 1;
+    pid_t taker = fork();
+    if (taker == 0) {
+        mote_io *io = stop_io(up[1], down[0]);
+        io->open = pause_segment_open;
+        mote_store *b = open_io(p, io); /* stops before it makes the segment */
+        CHECK(write(opened[1], &x, 1) == 1);
+        CHECK(read(go[0], &x, 1) == 1);
+        CHECK(write_one(b, &rs, &rc) != 0);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up[0], &x, 1) == 1);
+    OK(mote_close(s)); /* the solo process goes */
+    pid_t first = fork();
+    if (first == 0) {
+        mote_io *io = stop_io(up1[1], down1[0]);
+        io->lock = pause_slot;
+        mote_store *b = open_io(p, io); /* makes the segment, stops at its slot */
+        CHECK(write_one(b, &rs, &rc) != 0);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up1[0], &x, 1) == 1);
+    CHECK(write(down[1], &x, 1) == 1); /* the taker goes on: it must wait */
+    struct pollfd pf = {opened[0], POLLIN, 0};
+    CHECK(poll(&pf, 1, 500) == 0);
+    CHECK(write(down1[1], &x, 1) == 1); /* the first opener goes on */
+    CHECK(read(opened[0], &x, 1) == 1);
+    CHECK(write(go[1], &x, 1) == 1);
+    wait_ok(first);
+    wait_ok(taker);
+    CHECK(counter_of(p) == 22);
+}
+
 /* A process takes over a store from its solo process and stops (`made`:
  * after it initialized the segment, before it claims its slot; else after
  * it made the segment's file, before it sized it); the solo process dies;
@@ -1234,6 +1296,55 @@ TEST(share_solo_byte_of_another_store)
     CHECK(write(down[1], &x, 1) == 1);
     wait_ok(a);
     OK(mote_close(test_open(p2, NULL))); /* once it is gone */
+}
+
+/* Processes that open one new path at the same instant, each to commit
+ * once: one of them creates the store (the others find the file it made,
+ * empty or not yet initialized, and wait for its lock), every commit is
+ * kept, and the store checks clean. Twenty rounds of six. */
+TEST(share_many_create_one_store)
+{
+    enum { ROUNDS = 20, PROCS = 6 };
+    uint64_t *got = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    CHECK(got != MAP_FAILED);
+    for (int r = 0; r < ROUNDS; r++) {
+        char name[40];
+        snprintf(name, sizeof name, "many-%d.mote", r);
+        const char *p = test_path(name);
+        int go[2];
+        CHECK(pipe(go) == 0);
+        pid_t kids[PROCS];
+        for (int i = 0; i < PROCS; i++) {
+            kids[i] = fork();
+            if (kids[i] == 0) {
+                close(go[1]);
+                char x;
+                if (read(go[0], &x, 1) != 0) /* until the parent closes it: all at once */
+                    _exit(11);
+                mote_store *s = open_or_exit(p, MOTE_CREATE);
+                uint64_t rs = (uint64_t)(r * PROCS + i + 1);
+                int rc = 0;
+                if (!(got[i] = write_one(s, &rs, &rc))) {
+                    fprintf(stderr, "child %d: commit: %s: %s\n", (int)getpid(),
+                            mote_strerror(rc), mote_errmsg(NULL));
+                    _exit(12);
+                }
+                OK(mote_close(s));
+                _exit(0);
+            }
+        }
+        close(go[0]);
+        close(go[1]);
+        for (int i = 0; i < PROCS; i++)
+            wait_ok(kids[i]);
+        uint64_t c = counter_of(p);
+        if (c != PROCS) /* (which commits read the same counter) */
+            for (int i = 0; i < PROCS; i++)
+                fprintf(stderr, "round %d: child %d committed counter %llu\n", r, i,
+                        (unsigned long long)got[i]);
+        CHECK(c == PROCS);
+    }
+    munmap(got, 4096);
 }
 
 /* A shim that stops a process after its second fstat of the file its

@@ -453,12 +453,15 @@ static int any_live(const mote_store *s, const struct segment *seg)
 }
 
 /* Claim a slot of the mapped segment (a free one, else one whose process
- * died). */
+ * died). Never slot 0 while it stands for a solo process (solo_off): whether
+ * its owner lives is asked of that process's byte, so a process that took
+ * it once the solo process died was found dead by the next writer, which
+ * reused the pages of its snapshot (share_slot_of_a_dead_solo_process). */
 static int claim_slot(mote_store *s, struct segment *seg)
 {
     uint64_t ns, me = self_owner(s->io, &ns);
     for (int pass = 0; pass < 2; pass++)
-        for (unsigned i = 0; i < SEG_SLOTS; i++) {
+        for (unsigned i = atomic_load(&seg->solo_off) ? 1 : 0; i < SEG_SLOTS; i++) {
             segslot *sl = seg_slot(seg, i);
             uint64_t o = atomic_load(&sl->owner);
             if (pass == 1 && o && !slot_alive(s, seg, i))

@@ -508,26 +508,47 @@ static int seg_init(struct segment *seg)
     return r;
 }
 
-/* A process that joins a segment waits, before it claims a slot, until the
- * segment is ready: its maker (a first opener, a taker: SOLO) holds a write
- * lock on byte 0 of the segment's file `fd` from before it sizes the file
- * until then. Found unready and unlocked, its maker died (or a taker that
- * found its solo process gone left it for the first opener): this process
- * makes it (MAKE_IT), under that lock. So no slot is ever claimed in a segment
- * being made, where its maker's zeroes would wipe it (two processes joined
- * a segment that two makers each made anew: two stores in one file, commits
- * lost; share_many_create_one_store). MOTE_OK: ready and the store's. */
+/* A process that joins a segment claims its slot under a read lock on byte
+ * 0 of the segment's file `fd`, once the segment is ready and in use (a
+ * live process holds a slot: its maker claims one before it is ready). Its
+ * maker (a first opener, a taker: SOLO) holds a write lock on that byte from
+ * before it sizes the file until it is ready, so no slot is claimed in a
+ * segment while a maker decides to make it or makes it (its zeroes wiped a
+ * slot claimed meanwhile; two makers of one segment gave two stores in one
+ * file: share_many_create_one_store). Found unready or unused, its maker
+ * died, or a taker that found its solo process gone left it for the first
+ * opener, or every process in it closed it without removing it (two
+ * closers at once, each finding the other there, or killed): this process
+ * makes it (MAKE_IT) under the write lock; joined as it was, such a segment
+ * gave an old latest commit and txnid once a solo process had committed
+ * since (share_opener_remakes_a_segment_left_behind). MOTE_OK: ready, in
+ * use and the store's, the read lock held until fd is closed. */
+static int in_use(const mote_store *s, const struct segment *seg)
+{
+    return atomic_load(&seg->magic) == SEG_MAGIC && any_live(s, seg);
+}
+
 static int join_ready(mote_store *s, struct segment *seg, const char *path, int fd)
 {
+    const mote_io *io = s->io;
     uint64_t start = now_us();
     unsigned step = 0;
-    while (atomic_load(&seg->magic) != SEG_MAGIC) {
-        int r = s->io->lock(s->io->ctx, fd, MOTE_LK_WRITE, 0, 1);
-        if (!r && atomic_load(&seg->magic) != SEG_MAGIC)
-            return MAKE_IT; /* (its lock held: unlocked once ready, take_unlock) */
-        if (!r)
-            s->io->lock(s->io->ctx, fd, MOTE_LK_UNLOCK, 0, 1); /* made meanwhile */
-        else if (r != -EAGAIN)
+    for (;;) {
+        int r = io->lock(io->ctx, fd, MOTE_LK_READ, 0, 1);
+        if (!r && in_use(s, seg))
+            break; /* (the read lock stays until the slot is claimed: fd's close) */
+        if (!r) { /* to make it: the write lock, not an upgrade (two joiners that each
+                   * held the read lock and waited to upgrade it waited for good) */
+            io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
+            r = io->lock(io->ctx, fd, MOTE_LK_WRITE, 0, 1);
+            if (!r && !in_use(s, seg))
+                return MAKE_IT; /* (its lock held: unlocked once ready, take_unlock) */
+            if (!r) {
+                io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1); /* made meanwhile: again */
+                continue;
+            }
+        }
+        if (r != -EAGAIN)
             return mote__ioerr(r, "lock", path);
         else if (wait_over(start, s->busy_ms, &step))
             return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was not made ready "

@@ -82,8 +82,14 @@ def test_list_equals_sqlite_saver(tmp_path_factory, data):
             conf = {"thread_id": thread, "checkpoint_ns": ns}
             if (thread, ns) in parents:
                 conf["checkpoint_id"] = parents[(thread, ns)]
+            writes = data.draw(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 9)),
+                                        max_size=2), label="writes")
+            task = data.draw(st.sampled_from(["task-1", "task-2"]), label="task")
             for saver in (ref, mote):
                 saver.put({"configurable": dict(conf)}, checkpoint(cid, i), md, {})
+                if writes:  # (list reads the writes of adjacent checkpoints in one query)
+                    saver.put_writes({"configurable": {"thread_id": thread, "checkpoint_ns": ns,
+                                                       "checkpoint_id": cid}}, writes, task)
             parents[(thread, ns)] = cid
             ids.append(cid)
         for _ in range(6):
@@ -100,9 +106,9 @@ def test_list_equals_sqlite_saver(tmp_path_factory, data):
             before = data.draw(st.none() | st.just({"configurable": {}}) | st.sampled_from(ids).map(
                 lambda c: {"configurable": {"checkpoint_id": c}}))
             limit = data.draw(st.none() | st.integers(0, 4))
-            want = [(t.config, t.metadata, t.parent_config)
+            want = [(t.config, t.metadata, t.parent_config, t.pending_writes)
                     for t in ref.list(config, filter=flt, before=before, limit=limit)]
-            got = [(t.config, t.metadata, t.parent_config)
+            got = [(t.config, t.metadata, t.parent_config, t.pending_writes)
                    for t in mote.list(config, filter=flt, before=before, limit=limit)]
             assert got == want, (config, flt, before, limit)
     conn.close()

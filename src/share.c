@@ -522,7 +522,9 @@ static int seg_init(struct segment *seg)
  * makes it (MAKE_IT) under the write lock; joined as it was, such a segment
  * gave an old latest commit and txnid once a solo process had committed
  * since (share_opener_remakes_a_segment_left_behind). MOTE_OK: ready, in
- * use and the store's, the read lock held until fd is closed. */
+ * use and the store's, the read lock held: the caller unlocks it once its
+ * slot is claimed (closing fd does not: the mapping keeps the file's
+ * description, and its locks, and a taker waited for good). */
 static int in_use(const mote_store *s, const struct segment *seg)
 {
     return atomic_load(&seg->magic) == SEG_MAGIC && any_live(s, seg);
@@ -536,7 +538,7 @@ static int join_ready(mote_store *s, struct segment *seg, const char *path, int 
     for (;;) {
         int r = io->lock(io->ctx, fd, MOTE_LK_READ, 0, 1);
         if (!r && in_use(s, seg))
-            break; /* (the read lock stays until the slot is claimed: fd's close) */
+            break; /* (the read lock stays until the slot is claimed) */
         if (!r) { /* to make it: the write lock, not an upgrade (two joiners that each
                    * held the read lock and waited to upgrade it waited for good) */
             io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
@@ -554,9 +556,11 @@ static int join_ready(mote_store *s, struct segment *seg, const char *path, int 
             return mote__err(MOTE_LOCKED, "store %s: its shared memory %s was not made ready "
                              "within %d ms", s->path, path, s->busy_ms);
     }
-    if (seg->version != SEG_VERSION || seg->dev != s->dev || seg->ino != s->ino)
+    if (seg->version != SEG_VERSION || seg->dev != s->dev || seg->ino != s->ino) {
+        io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
         return mote__err(MOTE_LOCKED, "store %s: its shared memory %s is of another store "
                          "or version", s->path, path);
+    }
     return MOTE_OK;
 }
 
@@ -670,11 +674,14 @@ static int seg_attach(mote_store *s)
     /* Alone, an existing segment is stale (a crash) unless a process holds a
      * slot: it is between flock's exclusive and shared (see the top). */
     s->init = creator || (s->alone && !any_live(s, seg));
+    int joined = 0; /* the read lock of byte 0 held (join_ready) */
     if (!s->init && (rc = join_ready(s, seg, path, fd)) == MAKE_IT) {
         rc = MOTE_OK;
         s->init = 1; /* its maker died */
         s->waited = 1; /* (the dead may have written the file since its size was read) */
         s->take_fd1 = fd + 1;
+    } else if (!s->init) {
+        joined = 1;
     }
     if (rc)
         goto fail;
@@ -687,7 +694,10 @@ static int seg_attach(mote_store *s)
         if (fi.mode != want && (r = io->chmod(io->ctx, fd, want)))
             goto io_fail;
     }
-    if ((rc = claim_slot(s, seg)))
+    rc = claim_slot(s, seg);
+    if (joined) /* (the mapping keeps the file's description, and its locks, after the close) */
+        io->lock(io->ctx, fd, MOTE_LK_UNLOCK, 0, 1);
+    if (rc)
         goto fail;
     if (!s->take_fd1)
         io->close(io->ctx, fd); /* the mapping stays */

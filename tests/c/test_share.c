@@ -1009,6 +1009,59 @@ TEST(share_taker_waits_for_the_first_opener)
     CHECK(counter_of(p) == 22);
 }
 
+/* A process that joined a segment through join_ready (its read lock on the
+ * segment file's byte 0 while it claims its slot) must let go of that lock:
+ * closing the descriptor did not (the mapping keeps the file's description
+ * and its locks), and a taker that had found the solo process's byte before
+ * that one joined waited the whole busy timeout for the write lock, then
+ * failed ("another process is opening it"; share_readers_and_writers in CI). */
+TEST(share_joiner_lets_go_of_the_segment_lock)
+{
+    const char *p = test_path("letgo.mote");
+    uint64_t rs = 4;
+    mote_store *s = store_of(p, 5, &rs); /* alone: no segment */
+    int up[2], down[2], up1[2], down1[2], up2[2], down2[2];
+    CHECK(pipe(up) == 0 && pipe(down) == 0 && pipe(up1) == 0 && pipe(down1) == 0 &&
+          pipe(up2) == 0 && pipe(down2) == 0);
+    char x = 1;
+    pid_t late = fork();
+    if (late == 0) {
+        mote_io *io = stop_io(up[1], down[0]);
+        io->open = pause_segment_open;
+        mote_store *b = open_io(p, io); /* found the solo byte; stops */
+        CHECK(read_one(b, 0) == 5);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up[0], &x, 1) == 1);
+    pid_t taker = fork();
+    if (taker == 0) {
+        mote_store *b = open_or_exit(p, 0); /* takes the store over */
+        CHECK(write(up1[1], &x, 1) == 1);
+        CHECK(read(down1[0], &x, 1) == 1);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up1[0], &x, 1) == 1);
+    CHECK(read_one(s, 0) == 5); /* the solo process joins: its byte goes */
+    pid_t joiner = fork();
+    if (joiner == 0) {
+        mote_store *b = open_or_exit(p, MOTE_RDONLY); /* joins through join_ready */
+        CHECK(write(up2[1], &x, 1) == 1);
+        CHECK(read(down2[0], &x, 1) == 1);
+        OK(mote_close(b));
+        _exit(0);
+    }
+    CHECK(read(up2[0], &x, 1) == 1);
+    CHECK(write(down[1], &x, 1) == 1); /* the late taker goes on: byte 0 must be free */
+    wait_ok(late);
+    CHECK(write(down1[1], &x, 1) == 1);
+    CHECK(write(down2[1], &x, 1) == 1);
+    wait_ok(taker);
+    wait_ok(joiner);
+    OK(mote_close(s));
+}
+
 /* A process takes over a store from its solo process and stops (`made`:
  * after it initialized the segment, before it claims its slot; else after
  * it made the segment's file, before it sized it); the solo process dies;

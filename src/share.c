@@ -418,7 +418,7 @@ static int solo_died_writing(mote_store *s, struct segment *seg);
  * that may only read the store reads without it (an outsider). */
 #define NO_SEGMENT (-1000)
 #define SOLO_GONE (-1001) /* the solo process closed the store meanwhile */
-#define MAKE_IT (-1002)   /* a segment's maker died before it was ready */
+#define MAKE_IT (-1002)   /* make the segment: its maker died, or nobody is in it */
 
 /* The segment's permission bits: read and write for each class of users that
  * may write the store file, none for the others, so that a process that may
@@ -1951,8 +1951,8 @@ static int solo_attach(mote_store *s, uint64_t off)
                 seg->dev == s->dev && seg->ino == s->ino;
     /* Gone (its byte unlocked): it joined a segment made ready, or it
      * closed or died: this one opens as any other process does (seg_attach),
-     * joining the segment if one is ready or being made by a live process,
-     * making it if its maker died. (It made it here, for nobody, before;
+     * joining the segment if one is ready and in use or being made, making
+     * it if its maker died or nobody is in it. (It made it here, for nobody, before;
      * but a first opener, come after the solo process closed, may be making
      * it already: two makers of one segment, two stores in one file,
      * share_taker_waits_for_the_first_opener) */

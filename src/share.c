@@ -674,17 +674,15 @@ static int seg_attach(mote_store *s)
     /* Alone, an existing segment is stale (a crash) unless a process holds a
      * slot: it is between flock's exclusive and shared (see the top). */
     s->init = creator || (s->alone && !any_live(s, seg));
-    int joined = 0; /* the read lock of byte 0 held (join_ready) */
     if (!s->init && (rc = join_ready(s, seg, path, fd)) == MAKE_IT) {
         rc = MOTE_OK;
         s->init = 1; /* its maker died */
         s->waited = 1; /* (the dead may have written the file since its size was read) */
         s->take_fd1 = fd + 1;
-    } else if (!s->init) {
-        joined = 1;
     }
     if (rc)
         goto fail;
+    int joined = !s->init; /* the read lock of byte 0 held (join_ready) */
     if (s->init) {
         if ((r = seg_init(seg)) != 0) {
             rc = mote__err(MOTE_IO, "store %s: cannot make the writer mutex of %s: %s",

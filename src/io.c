@@ -237,21 +237,8 @@ static int px_chmod(void *ctx, int fd, unsigned mode)
     return fchmod(fd, (mode_t)mode) < 0 ? -errno : 0;
 }
 
-/* sync_file_range(2) where Linux has it: the writeback of the pages begins,
- * the call returns (pager.c: a new store's first commit). */
-static int px_writeback(void *ctx, int fd)
-{
-    (void)ctx;
-#ifdef SYNC_FILE_RANGE_WRITE
-    return sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 ? -errno : 0;
-#else
-    (void)fd;
-    return 0;
-#endif
-}
-
 const mote_io mote_io_posix = {
     NULL,        px_open,  px_close, px_pread,  px_pwrite,    px_pwritev,
     px_fdatasync, px_fsync_dir, px_flock, px_fstat, px_ftruncate,
-    px_lock,     px_map,   px_unmap, px_unlink, px_chmod, px_writeback,
+    px_lock,     px_map,   px_unmap, px_unlink, px_chmod,
 };

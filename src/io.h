@@ -55,11 +55,6 @@ typedef struct mote_io {
     int (*unlink)(void *ctx, const char *path);
     /* Set the permission bits of an open file. */
     int (*chmod)(void *ctx, int fd, unsigned mode);
-
-    /* Start writing fd's dirty pages to the disk without waiting: a hint
-     * that promises nothing (only fdatasync makes them durable); its
-     * result is ignored. NULL: no hint. */
-    int (*writeback)(void *ctx, int fd);
 } mote_io;
 
 enum { MOTE_LK_READ, MOTE_LK_UNLOCK, MOTE_LK_TEST, MOTE_LK_WRITE };

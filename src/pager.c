@@ -1095,22 +1095,8 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
         rc = mote__ioerr(w < 0 ? (int)w : -EIO, "write of the root slot", s->path);
         goto fail;
     }
-    if (both && !(s->flags & MOTE_NODIRSYNC)) {
-        /* the store's first durable commit: its directory entry too (with
-         * MOTE_NOSYNC, the entry alone), synced before the file, with the
-         * file's writeback begun: on ext4 the directory's sync then
-         * commits the journal with the file's new blocks and size, and the
-         * file's sync only waits for its pages (pager.h FRESH) */
-        if (sync && s->io->writeback)
-            s->io->writeback(s->io->ctx, s->fd);
-        int r = s->io->fsync_dir(s->io->ctx, s->path);
-        if (r) {
-            rc = mote__ioerr(r, "sync of the directory", s->path);
-            goto fail;
-        }
-    }
-    int synced_here = sync && !group;
-    if (synced_here) {
+    int synced_here = 0;
+    if (sync && !group) {
         if ((rc = sync_lock(s)))
             goto fail;
         atomic_max(&s->dur->syncing, t->txnid);
@@ -1118,10 +1104,19 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
             sync_unlock(s);
             goto fail;
         }
-        /* (the sync lock is held until the commit is shown) */
+        synced_here = 1; /* (the sync lock is held until the commit is shown) */
     }
-    if (both)
+    if (both) { /* the store's first durable commit: its directory entry too
+                 * (with MOTE_NOSYNC, the entry alone) */
+        int r = (s->flags & MOTE_NODIRSYNC) ? 0 : s->io->fsync_dir(s->io->ctx, s->path);
+        if (r) {
+            if (synced_here)
+                sync_unlock(s);
+            rc = mote__ioerr(r, "sync of the directory", s->path);
+            goto fail;
+        }
         s->fresh = 0;
+    }
     uint64_t fb = (uint64_t)target << s->page_shift;
     if (fb < slot_end)
         fb = slot_end;

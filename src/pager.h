@@ -112,15 +112,9 @@
  * is durable (s->fresh), slot 0 keeps the creation page: a lazy commit
  * (MOTE_TXN_LAZY: not synced) writes slot 1 only, and the first other
  * commit writes its slot into both slots, in the same write request as its
- * pages when they start at page 2, then one fsync of the directory and one
- * fdatasync (none with MOTE_NOSYNC). So creation and a first commit cost
- * one sync of each. The directory goes first, with the file's writeback
- * begun (io.h writeback: sync_file_range): on ext4 its sync then commits
- * the journal with the file's new blocks and size as well, and the file's
- * fdatasync only waits for its pages, where file first, then directory,
- * cost a journal commit and then a cache flush of its own (0.875x the time
- * of the other order, measured: ARCHITECTURE.md "Creation and the first commit"). The
- * commit is acknowledged only once both returned, in either order.
+ * pages when they start at page 2, then one fdatasync (none with
+ * MOTE_NOSYNC) and one fsync of the directory. So creation and a first
+ * commit cost one sync of each.
  * A store is fresh at open when page 0 holds the creation page byte for
  * byte and slot 1 no valid commit. With one there it is not (a store made
  * before creation went unsynced, whose first commit is durable in slot 1

@@ -179,7 +179,6 @@ static int m_fdatasync(void *ctx, int fd)
     memio *m = ctx;
     int r = op(m);
     m->syncs++;
-    m->sync_op = m->ops;
     if (r)
         return r;
     memio_file *f = by_fd(m, fd);
@@ -200,19 +199,7 @@ static int m_fsync_dir(void *ctx, const char *path)
     (void)path;
     int r = op(m);
     m->dirsyncs++;
-    m->dirsync_op = m->ops;
     return r;
-}
-
-/* A writeback hint makes nothing durable: counted, not an op (no fault
- * lands on it; a real one's failure is ignored). */
-static int m_writeback(void *ctx, int fd)
-{
-    memio *m = ctx;
-    (void)fd;
-    m->hints++;
-    m->hint_op = m->ops;
-    return 0;
 }
 
 static int m_flock(void *ctx, int fd, int opn)
@@ -270,7 +257,7 @@ void memio_init(memio *m)
     /* no lock/map/...: stores on these files open exclusively (share.c) */
     m->io = (mote_io){m, m_open, m_close, m_pread, m_pwrite, m_pwritev,
                       m_fdatasync, m_fsync_dir, m_flock, m_fstat, m_ftruncate,
-                      NULL, NULL, NULL, NULL, NULL, m_writeback};
+                      NULL, NULL, NULL, NULL, NULL};
 }
 
 void memio_free(memio *m)
@@ -358,6 +345,5 @@ uint8_t *memio_crash_image(memio *m, const char *path, uint64_t seed, unsigned h
 void memio_reset_counts(memio *m)
 {
     m->ops = m->opens = m->closes = m->reads = m->writes = m->syncs = 0;
-    m->dirsyncs = m->locks = m->stats = m->truncs = m->hints = 0;
-    m->sync_op = m->dirsync_op = m->hint_op = 0;
+    m->dirsyncs = m->locks = m->stats = m->truncs = 0;
 }

@@ -43,8 +43,7 @@ typedef struct memio {
     int nfiles;
     int fd_file[64]; /* fd -> file index + 1 */
     /* counters */
-    long ops, opens, closes, reads, writes, syncs, dirsyncs, locks, stats, truncs, hints;
-    long sync_op, dirsync_op, hint_op; /* ops counted when the last of each came */
+    long ops, opens, closes, reads, writes, syncs, dirsyncs, locks, stats, truncs;
     long crash_at, fail_at;
     int crashed, fail_errno, fail_short;
     mote_io io;

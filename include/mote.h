@@ -1140,6 +1140,43 @@ int mote_check(mote_store *store,
  */
 int mote_compact(mote_store *store, const char *out_path);
 
+/* ---- Deltas: copies kept up to date elsewhere ---------------------------- */
+
+/*
+ * Write to `out_path` (which must not exist) a delta: what a copy of the
+ * store as of commit `since` lacks to be the store as of its latest
+ * commit, which this call makes durable first (*txnid, may be NULL, gets
+ * that commit). since 0 gives a full copy. The pages of a copy-on-write
+ * commit are never written again while a state reaches them, so a delta
+ * holds only the pages born after `since` that the latest commit reaches,
+ * its commit records since the last checkpoint and the root slots written
+ * since: a few pages for a small commit (a replicator ships one per
+ * interval). It holds the store's writer lock while it reads them (writers
+ * of every process wait; readers go on) and needs a store open for writing.
+ * The file is synced before return and removed on failure. MOTE_NOTFOUND
+ * if no commit of the store is durable yet (a new store); MOTE_INVALID if
+ * `since` is after its latest commit.
+ */
+int mote_delta(mote_store *store, uint64_t since, const char *out_path, uint64_t *txnid);
+
+/*
+ * Apply the delta at `delta_path` to the copy at `path`: a full delta
+ * (since 0) makes a new copy (MOTE_EXISTS if `path` exists); any other
+ * needs a copy at exactly the delta's `since` (MOTE_INVALID names both
+ * commits otherwise; it is left as it is). The whole delta is read and
+ * checked first (MOTE_CORRUPT if damaged or cut short, MOTE_FORMAT if not a
+ * delta): a damaged delta writes nothing. Then the copy's root slots are
+ * made unusable (each synced), its pages written and synced, the slots
+ * written again and synced, and the copy opens at the delta's commit
+ * (checked). An apply
+ * that fails or is interrupted after it began writing leaves a copy that
+ * open refuses (MOTE_CORRUPT: "a delta was being applied"), never one at
+ * another commit: make it again from a full delta. A copy is private: no
+ * process may have it open meanwhile (MOTE_LOCKED). `opts`: only its `io`
+ * is used (NULL: real I/O).
+ */
+int mote_delta_apply(const char *path, const char *delta_path, const mote_options *opts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -561,6 +561,14 @@ static int open_existing(mote_store *s, uint64_t size)
         if (va || vb)
             P = try;
     }
+    int applying = !memcmp(buf, MOTE_APPLYING, 8); /* (in either slot, at any page size) */
+    for (uint32_t c = 4096; !P && !applying && c <= 65536 && (size_t)r >= c + 8; c *= 2)
+        applying = !memcmp(buf + c, MOTE_APPLYING, 8);
+    if (!P && applying) {
+        rc = CORRUPT("%s: a delta was being applied to it (mote_delta_apply) and did not "
+                     "finish: make the copy again from a full delta", s->path);
+        goto out;
+    }
     if (!P) {
         uint32_t fp = never_committed(buf, (size_t)r, size, hinted);
         if (fp)

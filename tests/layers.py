@@ -25,7 +25,7 @@ LAYERS = [
     ("kv", ["kv.h", "kv.c"]),
     ("object", ["object.h", "query.h", "object.c", "schema.c", "record.c", "query.c", "match.c",
                 "aggregate.c", "relation.c", "objcheck.c", "hnsw.c", "text.h", "text.c"]),
-    ("top", ["check.h", "check.c", "store.c"]),
+    ("top", ["check.h", "check.c", "delta.c", "store.c"]),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -47,6 +47,7 @@ from ._core import (  # noqa: F401  (re-exported)
     Transaction,
     TransactionError,
     UniqueViolationError,
+    apply_delta,
     tokenize,
 )
 from ._schema import (Expires, FullText, Float32, Hnsw, Index, Int8, Int16, Int32, ToMany, ToOne, Unique,
@@ -104,5 +105,5 @@ __all__ = [
     "JsonPath", "NotFoundError", "Order", "Property", "Query", "QueryIterator", "ReadOnlyError",
     "SchemaError", "Store", "StoreLockedError", "ToMany", "ToOne", "Transaction",
     "TransactionError", "Unique", "UniqueViolationError", "Vector", "__version__", "field",
-    "open", "tokenize",
+    "apply_delta", "open", "tokenize",
 ]

@@ -143,7 +143,37 @@ done:
     return out;
 }
 
+/* apply_delta(copy, delta): mote_delta_apply, the GIL released. */
+static PyObject *mod_apply_delta(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *copy, *delta, *bc = NULL, *bd = NULL;
+    if (!PyArg_ParseTuple(args, "OO:apply_delta", &copy, &delta))
+        return NULL;
+    if (!PyUnicode_FSConverter(copy, &bc) || !PyUnicode_FSConverter(delta, &bd)) {
+        Py_XDECREF(bc);
+        return NULL;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_delta_apply(PyBytes_AS_STRING(bc), PyBytes_AS_STRING(bd), NULL);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(bc);
+    Py_DECREF(bd);
+    if (rc) {
+        raise_rc(rc);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"apply_delta", mod_apply_delta, METH_VARARGS,
+     "apply_delta(copy, delta) -> None\n\n"
+     "Put the delta file `delta` (made by Store.delta) into the copy at `copy`: a full\n"
+     "delta (since=0) makes a new copy (ExistsError if the file exists); any other needs\n"
+     "a copy at exactly the delta's `since` commit. A damaged or cut short delta raises\n"
+     "CorruptError and writes nothing. The copy must not be open anywhere meanwhile."},
     {"_chunk_ends", mod_chunk_ends, METH_VARARGS,
      "_chunk_ends(data, min, max, bits) -> list[int]\n\n"
      "The end offsets of data's content-defined chunks (mote.h, mote_chunk)."},

@@ -830,6 +830,41 @@ static PyObject *store_repr(PyObject *self)
     return PyUnicode_FromFormat("<motedb.Store %R%s>", st->path, st->s ? "" : " (closed)");
 }
 
+/* store.delta(path, since=0) -> int: mote_delta, the GIL released; counted
+ * as a single operation, so close() waits for it. */
+static PyObject *store_delta(PyObject *self, PyObject *args, PyObject *kw)
+{
+    StoreObject *st = (StoreObject *)self;
+    static char *kwlist[] = {"path", "since", NULL};
+    PyObject *path, *bpath = NULL;
+    unsigned long long since = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|K:delta", kwlist, &path, &since))
+        return NULL;
+    if (!st->s) {
+        closed_error(st);
+        return NULL;
+    }
+    if (find_txn(st)) {
+        PyErr_SetString(ST.Txn, "delta() inside a transaction of this store: end it first");
+        return NULL;
+    }
+    if (!PyUnicode_FSConverter(path, &bpath))
+        return NULL;
+    uint64_t to = 0;
+    int rc;
+    st->nimplicit++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_delta(st->s, since, PyBytes_AS_STRING(bpath), &to);
+    Py_END_ALLOW_THREADS
+    st->nimplicit--;
+    Py_DECREF(bpath);
+    if (rc) {
+        raise_rc(rc);
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(to);
+}
+
 static PyMethodDef store_methods[] = {
     {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class. "
      "The first call for a class registers it in the store (a commit; on a new store it "
@@ -839,6 +874,12 @@ static PyMethodDef store_methods[] = {
     {"drop_property", store_drop_property, METH_VARARGS,
      "drop_property(EntityClass or name, prop): remove a stored property's data from every "
      "object (the only way stored data goes; the class must not declare it)."},
+    {"delta", (PyCFunction)(void (*)(void))store_delta, METH_VARARGS | METH_KEYWORDS,
+     "delta(path, since=0) -> int: write to `path` (which must not exist) what a copy of "
+     "this store as of commit `since` lacks to be the store as of its latest commit, and "
+     "return that commit; since=0 gives a full copy. The commit is made durable first. "
+     "Holds the store's writer lock while it reads (writers wait; readers go on). Apply "
+     "with motedb.apply_delta."},
     {"write", store_write, METH_NOARGS, "A write transaction (context manager)."},
     {"read", store_read, METH_NOARGS, "A read transaction, a snapshot (context manager)."},
     {"close", store_close, METH_NOARGS, "Close the store (idempotent)."},

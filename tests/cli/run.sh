@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/cli/run.sh BUILD_DIR — the mote CLI on real stores: stat, check (exit
 # codes 0/1/2), dump (strict JSON lines: its rule for times, non-finite
-# floats, JSON text, bad UTF-8 and to-many links), compact; damaged files; a
-# store another process has open.
+# floats, JSON text, bad UTF-8 and to-many links), compact, deltas (a copy
+# kept level, deltas refused); damaged files; a store another process has
+# open.
 set -u
 B=${1:-build}
 D=$(mktemp -d /var/tmp/mote-cli.XXXXXX)
@@ -158,6 +159,23 @@ t "compact" "$B/mote" compact "$D/a.mote" "$D/b.mote"
 t "compacted copy is consistent" exit_is 0 "$B/mote" check "$D/b.mote"
 t "compacted copy has the same objects" bash -c "diff <('$B/mote' dump '$D/a.mote') <('$B/mote' dump '$D/b.mote')"
 t "compact refuses an existing output" exit_is 1 "$B/mote" compact "$D/a.mote" "$D/b.mote"
+# deltas: a copy made from a full delta, then kept level by a delta after a write
+cp "$D/d.mote" "$D/e.mote"
+t "delta: a full copy" bash -c "'$B/mote' delta '$D/e.mote' 0 '$D/e0.delta' | grep -q '^$D/e.mote: commits 0\.\.[0-9]* -> $D/e0.delta$'"
+t "apply: a full delta makes the copy" bash -c "'$B/mote' apply '$D/ecopy.mote' '$D/e0.delta' | grep -q 'at commit'"
+t "the copy is consistent" exit_is 0 "$B/mote" check "$D/ecopy.mote"
+t "the copy has the same objects" bash -c "diff <('$B/mote' dump '$D/e.mote') <('$B/mote' dump '$D/ecopy.mote')"
+E_AT=$("$B/mote" stat "$D/e.mote" | awk '/^txnid:/ {print $2}')
+"$B/tests/cli/mkstore" --add-tag "$D/e.mote"
+t "delta: since a commit" "$B/mote" delta "$D/e.mote" "$E_AT" "$D/e1.delta"
+t "apply: the copy follows" "$B/mote" apply "$D/ecopy.mote" "$D/e1.delta"
+t "the copy has the new object too" bash -c "diff <('$B/mote' dump '$D/e.mote') <('$B/mote' dump '$D/ecopy.mote')"
+t "apply refuses a delta that does not start at the copy's commit" exit_is 1 "$B/mote" apply "$D/ecopy.mote" "$D/e1.delta"
+t "apply refuses a full delta onto an existing copy" exit_is 1 "$B/mote" apply "$D/ecopy.mote" "$D/e0.delta"
+head -c 5000 "$D/e1.delta" > "$D/cut.delta"
+t "apply refuses a delta cut short" exit_is 1 "$B/mote" apply "$D/ecopy.mote" "$D/cut.delta"
+t "delta refuses an existing output" exit_is 1 "$B/mote" delta "$D/e.mote" 0 "$D/e0.delta"
+t "delta: SINCE must be a number" exit_is 2 "$B/mote" delta "$D/e.mote" x "$D/x.delta"
 printf 'not a store at all, just some text that is long enough\n%.0s' {1..100} > "$D/junk.mote"
 # a store of format 1 (tests/cli/format1.mote.gz: made by mkstore with the
 # library of commit ee46df4): read as is, upgraded to format 2 by its first commit

@@ -1,0 +1,498 @@
+/*
+ * delta.c — what a copy of a store lacks: the pages of its latest durable
+ * commit born after an earlier one, as a file (a delta), and a delta put
+ * into a copy. A replicator ships a full delta (since 0) once, then a delta
+ * per interval; a restore applies them in order (ARCHITECTURE.md,
+ * "Deltas").
+ *
+ * WHY PAGES BY BIRTH: copy-on-write never writes a page that a durable
+ * state reaches, and every pointer carries the birth (txnid) of the page it
+ * names. A page that commit T reaches and that was born at or before S was
+ * reached by S too, at the same page number (only a write gives a page
+ * number a new birth), so a copy of the store as of S lacks exactly the
+ * pages T reaches born after S. They are found by a walk from T's root that
+ * goes down a pointer only if it is younger than S (as recovery verifies a
+ * commit: open.c verify_new); below an older page every page is older.
+ * Besides them a delta holds T's commit records since the last checkpoint
+ * (pager.h COMMIT CHAIN) born after S, and each root slot that changed
+ * since S: the copy then opens at T by the same recovery as the store.
+ * Pages freed between S and T need nothing: the copy's page there is free
+ * at T, or a younger page the delta brings.
+ *
+ * WHILE OTHERS WRITE: mote_delta holds the store's writer lock (a write
+ * transaction that changes nothing) for its walk, so the slots, the chain
+ * and the pages stay as the commit left them, and makes that commit durable
+ * first (a delta never ships what a crash could take back). Writers of any
+ * process wait meanwhile: a walk reads only the pages born since S.
+ *
+ * FILE FORMAT (little-endian): a 64-byte header: "MOTEDLT1", format
+ * version (u32, 1), page size (u32), since (u64), txnid of the commit
+ * (u64), pages of the store at that commit (u32), 0 (u32), 16 zero bytes,
+ * the hash of bytes 0..47 (u64) at 56; then per page its number (u32), 0
+ * (u32) and its bytes; then a 32-byte trailer: "MOTEDEND", the number of
+ * pages (u64), the hash of every page entry in order (u64; each entry's
+ * hash seeds the next) and the hash of the header's 64 bytes (u64).
+ * mote_delta_apply reads the whole delta before it writes a byte.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+
+#include "checksum.h"
+#include "pager.h"
+
+#define DELTA_MAGIC "MOTEDLT1"
+#define DELTA_END "MOTEDEND"
+#define DELTA_VERSION 1u
+#define DELTA_HEAD 64u
+#define DELTA_TAIL 32u
+
+typedef struct dout {
+    mote_store *s;
+    int fd;
+    uint64_t off, count, hash;
+    uint32_t lo, span; /* births after the floor: (lo, lo + span] (open.c after_floor) */
+    uint8_t *buf;      /* MAX_DEPTH pages for the walk */
+    uint8_t *entry;    /* 8 bytes + a page */
+    const char *path;
+} dout;
+
+static int after(const dout *d, uint32_t birth)
+{
+    return d->span == UINT32_MAX || birth - d->lo - 1u < d->span;
+}
+
+/* One page into the delta. */
+static int emit(dout *d, uint32_t pgno, const uint8_t *page)
+{
+    uint32_t P = d->s->P;
+    wr32(d->entry, pgno);
+    wr32(d->entry + 4, 0);
+    memcpy(d->entry + 8, page, P);
+    ssize_t w = d->s->io->pwrite(d->s->io->ctx, d->fd, d->entry, 8u + P, d->off);
+    if (w != (ssize_t)(8u + P))
+        return mote__ioerr(w < 0 ? (int)w : -EIO, "write", d->path);
+    d->hash = mote__hash64(d->entry, 8u + P, d->hash);
+    d->off += 8u + P;
+    d->count++;
+    return MOTE_OK;
+}
+
+/* The pages below `node` (cap bytes) born after the floor. */
+static int walk(dout *d, const uint8_t *node, uint32_t cap, int depth)
+{
+    mote_store *s = d->s;
+    unsigned n = n_nkeys(node);
+    for (unsigned i = 0; i < n; i++) {
+        cell c;
+        int rc = mote__cell(node, cap, i, &c);
+        if (rc)
+            return rc;
+        uint8_t ptr[CHILD] = {0};
+        int level;
+        if (n_type(node) == NODE_BRANCH) {
+            memcpy(ptr, c.ptr, CHILD);
+            level = (int)n_level(node) - 1;
+        } else if (c.ovf) {
+            memcpy(ptr, c.val, PTR12);
+            level = -1;
+        } else {
+            continue;
+        }
+        /* (an overflow chain is written whole: after an older page, older ones) */
+        while (ptr_pgno(ptr) && after(d, ptr_birth(ptr))) {
+            uint8_t *buf = d->buf + (size_t)depth * s->P;
+            if (depth + 1 >= MAX_DEPTH)
+                return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
+            if ((rc = mote__read_page_raw(s, ptr_pgno(ptr), buf)) ||
+                (rc = mote__verify_page(s, buf, ptr, "delta")) || (rc = emit(d, ptr_pgno(ptr), buf)))
+                return rc;
+            if (level >= 0) {
+                if ((rc = mote__node_validate(buf, s->P, level, ptr_pgno(ptr))) ||
+                    (rc = walk(d, buf, s->P, depth + 1)))
+                    return rc;
+                break;
+            }
+            if ((rc = mote__validate_aux(s, buf, PAGE_OVERFLOW)))
+                return rc;
+            memcpy(ptr, buf + NH, PTR12);
+        }
+    }
+    return MOTE_OK;
+}
+
+/* The state's bitmap pages born after the floor. */
+static int bitmaps(dout *d, const uint8_t *st)
+{
+    uint32_t nb = rd32(st + 40);
+    for (uint32_t i = 0; i < nb && i < SLOT_MAX_BMP; i++) {
+        uint8_t ptr[CHILD] = {0};
+        memcpy(ptr, st + SLOT_BMP_OFF + i * PTR12, PTR12);
+        if (!after(d, ptr_birth(ptr)))
+            continue;
+        int rc;
+        if ((rc = mote__read_page_raw(d->s, ptr_pgno(ptr), d->buf)) ||
+            (rc = mote__verify_page(d->s, d->buf, ptr, "bitmap")) ||
+            (rc = mote__validate_aux(d->s, d->buf, PAGE_BITMAP)) ||
+            (rc = emit(d, ptr_pgno(ptr), d->buf)))
+            return rc;
+    }
+    return MOTE_OK;
+}
+
+/* The state's commit records since its checkpoint (pager.h COMMIT CHAIN)
+ * born after `since`, and the root slots written after it; the slots and
+ * the chain recover to the state (as the copy will), or MOTE_CORRUPT. */
+static int chain_and_slots(dout *d, const uint8_t *st, uint64_t since)
+{
+    mote_store *s = d->s;
+    /* (a state read from a clean-close marker names the chain it copies) */
+    uint32_t P = s->P, n = st_chain_len(st);
+    uint32_t p = n ? st_chain_head(st) : 0;
+    int rc = MOTE_OK;
+    for (uint32_t i = 0; i < n && !rc; i++) {
+        if ((rc = mote__read_page_raw(s, p, d->buf)))
+            break;
+        if (mote__slot_valid(d->buf, P, p) != (int)SLOT_KIND_RECORD)
+            return CORRUPT("%s: commit record %u of %u (page %u) is not valid", s->path, i + 1,
+                           n, p);
+        if (rd64(d->buf + 24) > since)
+            rc = emit(d, p, d->buf);
+        p = st_chain_next(d->buf);
+    }
+    if (rc)
+        return rc;
+    uint8_t *slots = mote__malloc((size_t)3 * P);
+    if (!slots)
+        return mote__err(MOTE_NOMEM, "out of memory writing a delta of %s", s->path);
+    ssize_t r = s->io->pread(s->io->ctx, s->fd, slots, (size_t)2 * P, 0);
+    int start;
+    int clean;
+    uint64_t hi = 0;
+    if (r != (ssize_t)(2 * P))
+        rc = r < 0 ? mote__ioerr((int)r, "read", s->path)
+                   : CORRUPT("%s: the root slots are cut short", s->path);
+    else if (!(rc = mote__recover(s, slots, (size_t)2 * P, UINT64_MAX, slots + 2 * P, &start,
+                                  &clean, &hi)) &&
+             rd64(slots + 2 * P + 24) != rd64(st + 24))
+        rc = CORRUPT("%s: its root slots and commit records lead to commit %llu, not %llu",
+                     s->path, (unsigned long long)rd64(slots + 2 * P + 24),
+                     (unsigned long long)rd64(st + 24));
+    /* a slot not written since: the copy has it (a marker written at `since`
+     * itself is left out too: the copy then verifies at its open) */
+    for (uint32_t i = 0; i < 2 && !rc; i++)
+        if (!since || rd64(slots + i * P + 24) > since || rd64(slots + i * P) != MOTE_MAGIC)
+            rc = emit(d, i, slots + (size_t)i * P);
+    mote__free(slots);
+    return rc;
+}
+
+int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *txnid)
+{
+    if (!s || !out_path)
+        return mote__err(MOTE_INVALID, "mote_delta: NULL argument");
+    if (txnid)
+        *txnid = 0;
+    if (store_forked(s))
+        return mote__forked_err(s);
+    mote_txn *t = NULL;
+    int rc = mote__txn_begin(s, 1, &t); /* the writer lock: nothing moves */
+    if (rc)
+        return rc;
+    const uint8_t *st = t->base->data;
+    uint64_t to = t->base_txnid;
+    if (s->fresh) {
+        mote__txn_abort(t);
+        return mote__err(MOTE_NOTFOUND, "store %s: no commit is durable yet", s->path);
+    }
+    if (since > to) {
+        mote__txn_abort(t);
+        return mote__err(MOTE_INVALID, "mote_delta: since %llu is after the store's latest "
+                         "commit %llu", (unsigned long long)since, (unsigned long long)to);
+    }
+    if ((rc = mote__txn_base_durable(t))) {
+        mote__txn_abort(t);
+        return rc;
+    }
+    dout d = {s, -1, DELTA_HEAD, 0, 0, (uint32_t)since, 0, NULL, NULL, out_path};
+    d.span = since ? (uint32_t)(to - since) : UINT32_MAX;
+    if (to - since >= UINT32_MAX)
+        d.span = UINT32_MAX;
+    d.buf = mote__malloc((size_t)MAX_DEPTH * s->P);
+    d.entry = mote__malloc(8u + s->P);
+    uint8_t head[DELTA_HEAD] = {0}, tail[DELTA_TAIL] = {0};
+    if (!d.buf || !d.entry) {
+        rc = mote__err(MOTE_NOMEM, "out of memory writing a delta of %s", s->path);
+        goto out;
+    }
+    d.fd = s->io->open(s->io->ctx, out_path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (d.fd < 0) {
+        rc = d.fd == -EEXIST ? mote__err(MOTE_EXISTS, "%s already exists", out_path)
+                             : mote__ioerr(d.fd, "create", out_path);
+        goto out;
+    }
+    memcpy(head, DELTA_MAGIC, 8);
+    wr32(head + 8, DELTA_VERSION);
+    wr32(head + 12, s->P);
+    wr64(head + 16, since);
+    wr64(head + 24, to);
+    wr32(head + 32, rd32(st + 32));
+    wr64(head + 56, mote__hash64(head, 48, 0));
+    if ((rc = walk(&d, st + SLOT_ROOT_OFF, root_cap(s), 0)) || (rc = bitmaps(&d, st)) ||
+        (rc = chain_and_slots(&d, st, since)))
+        goto out;
+    memcpy(tail, DELTA_END, 8);
+    wr64(tail + 8, d.count);
+    wr64(tail + 16, d.hash);
+    wr64(tail + 24, mote__hash64(head, DELTA_HEAD, 0));
+    ssize_t w = s->io->pwrite(s->io->ctx, d.fd, tail, DELTA_TAIL, d.off);
+    if (w == (ssize_t)DELTA_TAIL)
+        w = s->io->pwrite(s->io->ctx, d.fd, head, DELTA_HEAD, 0);
+    int r = w < 0 ? (int)w : w != (ssize_t)DELTA_HEAD ? -EIO : s->io->fdatasync(s->io->ctx, d.fd);
+    if (r)
+        rc = mote__ioerr(r, "write", out_path);
+    if (!rc && txnid)
+        *txnid = to;
+out:
+    if (d.fd >= 0) {
+        s->io->close(s->io->ctx, d.fd);
+        if (rc && s->io->unlink)
+            s->io->unlink(s->io->ctx, out_path);
+    }
+    mote__free(d.buf);
+    mote__free(d.entry);
+    mote__txn_abort(t);
+    return rc;
+}
+
+/* ---- apply ---------------------------------------------------------------------- */
+
+typedef struct din {
+    const mote_io *io;
+    int fd;
+    uint32_t P, pages;
+    uint64_t since, to, count, size;
+    const char *path;
+} din;
+
+/* Read and check the whole delta (header, every entry, trailer). */
+static int delta_read(din *d)
+{
+    uint8_t head[DELTA_HEAD], tail[DELTA_TAIL];
+    mote_fileinfo fi;
+    int r = d->io->fstat(d->io->ctx, d->fd, &fi);
+    if (r)
+        return mote__ioerr(r, "stat", d->path);
+    d->size = fi.size;
+    ssize_t n = d->io->pread(d->io->ctx, d->fd, head, DELTA_HEAD, 0);
+    if (n < 0)
+        return mote__ioerr((int)n, "read", d->path);
+    if (n != (ssize_t)DELTA_HEAD || memcmp(head, DELTA_MAGIC, 8))
+        return mote__err(MOTE_FORMAT, "%s is not a MoteDB delta", d->path);
+    if (rd32(head + 8) != DELTA_VERSION)
+        return mote__err(MOTE_FORMAT, "%s is a delta of format %u; this library reads %u",
+                         d->path, rd32(head + 8), DELTA_VERSION);
+    d->P = rd32(head + 12);
+    d->since = rd64(head + 16);
+    d->to = rd64(head + 24);
+    d->pages = rd32(head + 32);
+    if (rd64(head + 56) != mote__hash64(head, 48, 0) || d->P < 4096 || d->P > 65536 ||
+        (d->P & (d->P - 1)) || d->to < d->since || d->pages < 2)
+        return mote__err(MOTE_CORRUPT, "%s: the delta's header is damaged", d->path);
+    uint64_t entry = 8u + d->P;
+    if (d->size < DELTA_HEAD + DELTA_TAIL || (d->size - DELTA_HEAD - DELTA_TAIL) % entry)
+        return mote__err(MOTE_CORRUPT, "%s: the delta is cut short or too long (%llu bytes)",
+                         d->path, (unsigned long long)d->size);
+    d->count = (d->size - DELTA_HEAD - DELTA_TAIL) / entry;
+    n = d->io->pread(d->io->ctx, d->fd, tail, DELTA_TAIL, d->size - DELTA_TAIL);
+    if (n != (ssize_t)DELTA_TAIL)
+        return n < 0 ? mote__ioerr((int)n, "read", d->path)
+                     : mote__err(MOTE_CORRUPT, "%s: the delta is cut short", d->path);
+    if (memcmp(tail, DELTA_END, 8) || rd64(tail + 8) != d->count ||
+        rd64(tail + 24) != mote__hash64(head, DELTA_HEAD, 0))
+        return mote__err(MOTE_CORRUPT, "%s: the delta's end is missing or damaged", d->path);
+    uint8_t *buf = mote__malloc(entry);
+    if (!buf)
+        return mote__err(MOTE_NOMEM, "out of memory reading %s", d->path);
+    uint64_t h = 0;
+    int rc = MOTE_OK;
+    for (uint64_t i = 0; i < d->count && !rc; i++) {
+        n = d->io->pread(d->io->ctx, d->fd, buf, entry, DELTA_HEAD + i * entry);
+        if (n != (ssize_t)entry)
+            rc = n < 0 ? mote__ioerr((int)n, "read", d->path)
+                       : mote__err(MOTE_CORRUPT, "%s: the delta is cut short", d->path);
+        else if (rd32(buf) >= d->pages)
+            rc = mote__err(MOTE_CORRUPT, "%s: page %u of the delta lies past the store's %u "
+                           "pages", d->path, rd32(buf), d->pages);
+        else
+            h = mote__hash64(buf, entry, h);
+    }
+    mote__free(buf);
+    if (!rc && h != rd64(tail + 16))
+        rc = mote__err(MOTE_CORRUPT, "%s: the delta's pages are damaged", d->path);
+    return rc;
+}
+
+/* The commit a copy opens at, read-only and exclusive (nobody else may use
+ * a copy that deltas are applied to). */
+static int copy_txnid(const char *path, const mote_io *io, uint64_t *txnid, uint32_t *P)
+{
+    mote_options o = {MOTE_RDONLY | MOTE_EXCLUSIVE, 0, 0, io};
+    mote_store *c = NULL;
+    int rc = mote_open(path, &o, &c);
+    if (rc)
+        return rc;
+    mote_stat st;
+    rc = mote_store_stat(c, &st);
+    *txnid = st.txnid;
+    *P = st.page_size;
+    mote_close(c);
+    return rc;
+}
+
+/* Before a copy's pages are written (they overwrite pages its commit may
+ * still use, freed since), both its root slots are made unusable, each
+ * synced, the older first: from then on an interrupted apply leaves a copy
+ * that open refuses (MOTE_CORRUPT, "a delta was being applied"), never one
+ * at an older commit. `saved` gets the slots (2 P bytes), written back at
+ * the end where the delta brings none. */
+static int unslot(const mote_io *io, int fd, const char *path, uint32_t P, uint8_t *saved)
+{
+    ssize_t n = io->pread(io->ctx, fd, saved, (size_t)2 * P, 0);
+    if (n != (ssize_t)(2 * P))
+        return n < 0 ? mote__ioerr((int)n, "read", path)
+                     : mote__err(MOTE_CORRUPT, "%s: its root slots are cut short", path);
+    uint8_t *mark = mote__calloc(1, P);
+    if (!mark)
+        return mote__err(MOTE_NOMEM, "out of memory applying a delta to %s", path);
+    memcpy(mark, MOTE_APPLYING, 8);
+    uint64_t t0 = mote__slot_valid(saved, P, 0) ? rd64(saved + 24) : 0;
+    uint64_t t1 = mote__slot_valid(saved + P, P, 1) ? rd64(saved + P + 24) : 0;
+    int older = t0 <= t1 ? 0 : 1, r = 0;
+    for (int k = 0; k < 2 && !r; k++) {
+        int i = k ? 1 - older : older;
+        ssize_t w = io->pwrite(io->ctx, fd, mark, P, (uint64_t)i * P);
+        r = w < 0 ? (int)w : w != (ssize_t)P ? -EIO : io->fdatasync(io->ctx, fd);
+    }
+    mote__free(mark);
+    return r ? mote__ioerr(r, "write", path) : MOTE_OK;
+}
+
+int mote_delta_apply(const char *path, const char *delta_path, const mote_options *opts)
+{
+    if (!path || !delta_path)
+        return mote__err(MOTE_INVALID, "mote_delta_apply: NULL argument");
+    const mote_io *io = opts && opts->io ? opts->io : &mote_io_posix;
+    din d = {io, -1, 0, 0, 0, 0, 0, 0, delta_path};
+    int rc = MOTE_OK, fd = -1, made = 0;
+    uint8_t *buf = NULL;
+    d.fd = io->open(io->ctx, delta_path, O_RDONLY, 0);
+    if (d.fd < 0)
+        return d.fd == -ENOENT ? mote__oserr(MOTE_NOTFOUND, ENOENT, delta_path, "delta %s does "
+                                             "not exist", delta_path)
+                               : mote__ioerr(d.fd, "open", delta_path);
+    if ((rc = delta_read(&d)))
+        goto out;
+    if (d.since == 0) { /* a full delta: a new copy */
+        fd = io->open(io->ctx, path, O_RDWR | O_CREAT | O_EXCL, 0644);
+        if (fd < 0) {
+            rc = fd == -EEXIST ? mote__err(MOTE_EXISTS, "%s already exists: a full delta makes "
+                                           "a new copy", path)
+                               : mote__ioerr(fd, "create", path);
+            goto out;
+        }
+        made = 1;
+    } else {
+        uint64_t at = 0;
+        uint32_t P = 0;
+        if ((rc = copy_txnid(path, io, &at, &P)))
+            goto out;
+        if (at != d.since || P != d.P) {
+            rc = mote__err(MOTE_INVALID, "%s is at commit %llu (pages of %u bytes); the delta "
+                           "%s goes from commit %llu (pages of %u bytes)", path,
+                           (unsigned long long)at, P, delta_path,
+                           (unsigned long long)d.since, d.P);
+            goto out;
+        }
+        fd = io->open(io->ctx, path, O_RDWR, 0);
+        if (fd < 0) {
+            rc = mote__ioerr(fd, "open", path);
+            goto out;
+        }
+        if (io->flock && (rc = io->flock(io->ctx, fd, LOCK_EX | LOCK_NB))) {
+            rc = rc == -EWOULDBLOCK ? mote__err(MOTE_LOCKED, "%s is open in another process",
+                                                path)
+                                    : mote__ioerr(rc, "lock", path);
+            goto out;
+        }
+    }
+    uint64_t entry = 8u + d.P;
+    if (!(buf = mote__malloc(entry + (size_t)4 * d.P))) {
+        rc = mote__err(MOTE_NOMEM, "out of memory applying %s", delta_path);
+        goto out;
+    }
+    uint8_t *saved = buf + entry, *slots = saved + (size_t)2 * d.P;
+    int has[2] = {0, 0};
+    int r = 0;
+    if (!made && (rc = unslot(io, fd, path, d.P, saved)))
+        goto out;
+    /* the pages (the slots kept for last) and the size (its pages at the
+     * commit, at least), synced; then the slots, synced */
+    for (uint64_t i = 0; i < d.count && !rc; i++) {
+        ssize_t n = io->pread(io->ctx, d.fd, buf, entry, DELTA_HEAD + i * entry);
+        if (n != (ssize_t)entry) {
+            rc = n < 0 ? mote__ioerr((int)n, "read", delta_path)
+                       : mote__err(MOTE_CORRUPT, "%s: the delta changed while applied", delta_path);
+            break;
+        }
+        uint32_t pg = rd32(buf);
+        if (pg < 2) {
+            memcpy(slots + (size_t)pg * d.P, buf + 8, d.P);
+            has[pg] = 1;
+            continue;
+        }
+        ssize_t w = io->pwrite(io->ctx, fd, buf + 8, d.P, (uint64_t)pg * d.P);
+        if (w != (ssize_t)d.P)
+            rc = mote__ioerr(w < 0 ? (int)w : -EIO, "write", path);
+    }
+    mote_fileinfo fi;
+    if (!rc && !(r = io->fstat(io->ctx, fd, &fi)) && fi.size < (uint64_t)d.pages * d.P)
+        r = io->ftruncate(io->ctx, fd, (uint64_t)d.pages * d.P);
+    if (!rc && !r) /* the pages durable before a slot names them */
+        r = io->fdatasync(io->ctx, fd);
+    for (uint32_t i = 0; i < 2 && !rc && !r; i++) {
+        if (!has[i] && made)
+            continue;
+        ssize_t w = io->pwrite(io->ctx, fd, has[i] ? slots + (size_t)i * d.P
+                                                  : saved + (size_t)i * d.P, d.P,
+                               (uint64_t)i * d.P);
+        r = w < 0 ? (int)w : w != (ssize_t)d.P ? -EIO : 0;
+    }
+    if (!rc && !r)
+        r = io->fdatasync(io->ctx, fd);
+    if (!rc && !r && made)
+        r = io->fsync_dir(io->ctx, path);
+    if (!rc && r)
+        rc = mote__ioerr(r, "write", path);
+    if (fd >= 0) {
+        io->close(io->ctx, fd);
+        fd = -1;
+    }
+    if (!rc) { /* it opens at the delta's commit */
+        uint64_t at = 0;
+        uint32_t P = 0;
+        if (!(rc = copy_txnid(path, io, &at, &P)) && at != d.to)
+            rc = mote__err(MOTE_CORRUPT, "%s opens at commit %llu after the delta %s, not %llu",
+                           path, (unsigned long long)at, delta_path,
+                           (unsigned long long)d.to);
+    }
+out:
+    mote__free(buf);
+    if (fd >= 0)
+        io->close(io->ctx, fd);
+    if (rc && made && io->unlink)
+        io->unlink(io->ctx, path);
+    io->close(io->ctx, d.fd);
+    return rc;
+}

@@ -1,0 +1,462 @@
+/*
+ * test_delta.c — mote_delta / mote_delta_apply: copies kept up to date by
+ * deltas equal the store at each delta's commit (every entry, mote_check
+ * clean), deltas of one small commit are a few pages, a damaged or
+ * misplaced delta writes nothing, and a delta taken while another process
+ * writes is of a durable commit.
+ */
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "memio.h"
+#include "test.h"
+
+/* A digest of tree "t" (every key and value, in order) and its entries. */
+static uint64_t digest(mote_store *s, uint64_t *n)
+{
+    mote_txn *t;
+    uint32_t tr;
+    mote_cursor *c;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    OK(mote_cursor_open(t, tr, &c));
+    uint64_t h = 1469598103934665603ull;
+    *n = 0;
+    for (int rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+        mote_val k, v;
+        OK(mote_cursor_get(c, &k, &v));
+        const uint8_t *parts[2] = {k.data, v.data};
+        size_t lens[2] = {k.size, v.size};
+        for (int p = 0; p < 2; p++) {
+            h = (h ^ lens[p]) * 1099511628211ull;
+            for (size_t i = 0; i < lens[p]; i++)
+                h = (h ^ parts[p][i]) * 1099511628211ull;
+        }
+        (*n)++;
+    }
+    mote_cursor_close(c);
+    mote_abort(t);
+    return h;
+}
+
+/* The copy at `path` equals `want` (digest, entries) at commit `txnid`. */
+static void check_copy(const char *path, uint64_t want, uint64_t entries, uint64_t txnid)
+{
+    mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
+    mote_store *c;
+    OK(mote_open(path, &ro, &c));
+    mote_stat st;
+    OK(mote_store_stat(c, &st));
+    CHECK(st.txnid == txnid);
+    uint64_t n;
+    CHECK(digest(c, &n) == want && n == entries);
+    OK(mote_check(c, NULL, NULL));
+    OK(mote_close(c));
+}
+
+/* Random puts (small values, and values of several pages), deletes and
+ * replacements in `commits` commits. */
+static void churn(mote_store *s, uint64_t *rs, int commits, int keys)
+{
+    static uint8_t big[20000];
+    for (int c = 0; c < commits; c++) {
+        mote_txn *t;
+        uint32_t tr;
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+        int ops = 1 + (int)(test_rand(rs) % 40);
+        for (int i = 0; i < ops; i++) {
+            char k[24];
+            snprintf(k, sizeof k, "k%06d", (int)(test_rand(rs) % (uint64_t)keys));
+            uint64_t r = test_rand(rs) % 10;
+            if (r < 2) {
+                int rc = mote_kv_del(t, tr, k, strlen(k));
+                CHECK(rc == MOTE_OK || rc == MOTE_NOTFOUND);
+            } else {
+                size_t len = r == 9 ? 5000 + test_rand(rs) % 15000 : 1 + test_rand(rs) % 300;
+                for (size_t b = 0; b < len; b += 8) {
+                    uint64_t x = test_rand(rs);
+                    memcpy(big + b, &x, len - b < 8 ? len - b : 8);
+                }
+                OK(mote_kv_put(t, tr, k, strlen(k), big, len, 0));
+            }
+        }
+        OK(mote_commit(t));
+    }
+}
+
+/* test_path's buffers are reused: a path kept across calls is copied */
+#define PATH(var, name) char var[600]; snprintf(var, sizeof var, "%s", test_path(name))
+
+static long file_size(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* A copy made from a full delta and kept up to date by deltas equals the
+ * store at every delta's commit, across checkpoints, commit records, a
+ * clean close and reopen, overflow values and deletes. */
+TEST(delta_copy_follows_the_store)
+{
+    PATH(p, "src.mote");
+    PATH(copy, "copy.mote");
+    mote_store *s = test_open(p, NULL);
+    uint64_t rs = 7, since = 0, txnid = 0;
+    int rounds = 12 * test_scale();
+    for (int round = 0; round < rounds; round++) {
+        churn(s, &rs, 1 + (int)(test_rand(&rs) % 12), 400);
+        if (round == 5) { /* a clean close: the next opens from the marker */
+            OK(mote_close(s));
+            s = test_open(p, NULL);
+        }
+        char dp[64];
+        snprintf(dp, sizeof dp, "d%02d.delta", round);
+        PATH(dpath, dp);
+        OK(mote_delta(s, since, dpath, &txnid));
+        mote_stat st;
+        OK(mote_store_stat(s, &st));
+        CHECK(txnid == st.txnid && txnid > since);
+        OK(mote_delta_apply(copy, dpath, NULL));
+        uint64_t n, h = digest(s, &n);
+        check_copy(copy, h, n, txnid);
+        printf("round %d: commits %llu..%llu, delta %ld bytes, %llu entries\n", round,
+               (unsigned long long)since, (unsigned long long)txnid, file_size(dpath),
+               (unsigned long long)n);
+        since = txnid;
+    }
+    OK(mote_close(s));
+}
+
+/* One small commit's delta is a few pages (its leaf, its record, a slot),
+ * not the store. */
+TEST(delta_of_a_small_commit_is_small)
+{
+    PATH(p, "s.mote");
+    PATH(copy, "c.mote");
+    mote_store *s = test_open(p, NULL);
+    uint64_t rs = 3, since = 0;
+    churn(s, &rs, 30, 2000);
+    OK(mote_delta(s, 0, test_path("full.delta"), &since));
+    OK(mote_delta_apply(copy, test_path("full.delta"), NULL));
+    long full = file_size(test_path("full.delta")), most = 0;
+    for (int i = 0; i < 10; i++) {
+        mote_txn *t;
+        uint32_t tr;
+        OK(mote_begin(s, 0, &t));
+        OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+        OK(mote_kv_put(t, tr, "k000100", 7, "one small value", 15, 0));
+        OK(mote_commit(t));
+        char dp[32];
+        snprintf(dp, sizeof dp, "%d.delta", i);
+        uint64_t to;
+        OK(mote_delta(s, since, test_path(dp), &to));
+        OK(mote_delta_apply(copy, test_path(dp), NULL));
+        long n = file_size(test_path(dp));
+        most = n > most ? n : most;
+        since = to;
+    }
+    printf("full delta %ld bytes; one small commit's: at most %ld bytes\n", full, most);
+    CHECK(most <= 64 + 32 + 6 * (8 + 4096) && most * 10 < full);
+    uint64_t n, h = digest(s, &n);
+    check_copy(copy, h, n, since);
+    OK(mote_close(s));
+}
+
+/* A delta whose `since` is not the copy's commit, a damaged one, one cut
+ * short, something that is not a delta: refused, the copy left as it was;
+ * a full delta onto an existing file and bad arguments too. */
+TEST(delta_refused_where_it_does_not_fit)
+{
+    PATH(p, "s.mote");
+    PATH(copy, "c.mote");
+    mote_store *s = test_open(p, NULL);
+    uint64_t rs = 5, t1, t2, t3;
+    churn(s, &rs, 10, 300);
+    OK(mote_delta(s, 0, test_path("1.delta"), &t1));
+    churn(s, &rs, 3, 300);
+    OK(mote_delta(s, t1, test_path("2.delta"), &t2));
+    churn(s, &rs, 3, 300);
+    OK(mote_delta(s, t2, test_path("3.delta"), &t3));
+    CHECK_RC(mote_delta(s, t3 + 1, test_path("x.delta"), NULL), MOTE_INVALID);
+    CHECK_RC(mote_delta(s, t2, test_path("3.delta"), NULL), MOTE_EXISTS);
+    CHECK_RC(mote_delta(NULL, 0, test_path("y.delta"), NULL), MOTE_INVALID);
+    OK(mote_delta_apply(copy, test_path("1.delta"), NULL));
+    uint64_t n1, h1 = 0;
+    { /* the copy's own digest at t1 */
+        mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
+        mote_store *c;
+        OK(mote_open(copy, &ro, &c));
+        h1 = digest(c, &n1);
+        OK(mote_close(c));
+    }
+    /* out of order: the copy is at t1, this delta goes from t2 */
+    CHECK_RC(mote_delta_apply(copy, test_path("3.delta"), NULL), MOTE_INVALID);
+    CHECK(strstr(mote_errmsg(NULL), "is at commit") != NULL);
+    check_copy(copy, h1, n1, t1);
+    /* a full delta onto an existing copy */
+    CHECK_RC(mote_delta_apply(copy, test_path("1.delta"), NULL), MOTE_EXISTS);
+    /* damaged: one byte of a page, then cut short, then not a delta */
+    FILE *f = fopen(test_path("2.delta"), "rb");
+    CHECK(f);
+    static uint8_t img[1 << 20];
+    size_t len = fread(img, 1, sizeof img, f);
+    fclose(f);
+    CHECK(len > 200 && len < sizeof img);
+    PATH(bad, "bad.delta");
+    for (int kind = 0; kind < 4; kind++) {
+        uint8_t *b = malloc(len);
+        memcpy(b, img, len);
+        size_t n = len;
+        if (kind == 0)
+            b[64 + 8 + 100] ^= 1; /* in the first page */
+        else if (kind == 1)
+            n = len - 4096; /* cut short */
+        else if (kind == 2)
+            b[20] ^= 1; /* the header's since */
+        else
+            memcpy(b, "NOTADELT", 8);
+        unlink(bad);
+        f = fopen(bad, "wb");
+        CHECK(f && fwrite(b, 1, n, f) == n);
+        fclose(f);
+        free(b);
+        CHECK_RC(mote_delta_apply(copy, bad, NULL), kind == 3 ? MOTE_FORMAT : MOTE_CORRUPT);
+        check_copy(copy, h1, n1, t1);
+    }
+    CHECK_RC(mote_delta_apply(copy, test_path("none.delta"), NULL), MOTE_NOTFOUND);
+    CHECK_RC(mote_delta_apply(NULL, bad, NULL), MOTE_INVALID);
+    /* in order it goes on */
+    OK(mote_delta_apply(copy, test_path("2.delta"), NULL));
+    OK(mote_delta_apply(copy, test_path("3.delta"), NULL));
+    uint64_t n, h = digest(s, &n);
+    check_copy(copy, h, n, t3);
+    /* a new store has nothing durable to ship */
+    mote_store *fresh;
+    mote_options o = {MOTE_CREATE, 0, 0, NULL};
+    OK(mote_open(test_path("new.mote"), &o, &fresh));
+    CHECK_RC(mote_delta(fresh, 0, test_path("new.delta"), NULL), MOTE_NOTFOUND);
+    CHECK(access(test_path("new.delta"), F_OK) != 0);
+    OK(mote_close(fresh));
+    OK(mote_close(s));
+}
+
+/* Deltas taken by one process while another commits as fast as it can:
+ * each applies and the copy opens at its commit, clean by mote_check, and
+ * one more delta once the writer is done makes the copy equal the store. */
+TEST(delta_while_another_process_writes)
+{
+    PATH(p, "w.mote");
+    PATH(copy, "wc.mote");
+    mote_store *s = test_open(p, NULL);
+    churn(s, &(uint64_t){9}, 5, 200);
+    OK(mote_close(s));
+    int go[2];
+    CHECK(pipe(go) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        mote_store *w = test_open(p, NULL);
+        uint64_t rs = 11;
+        char x = 0;
+        CHECK(write(go[1], &x, 1) == 1);
+        for (int i = 0; i < 300; i++)
+            churn(w, &rs, 1, 200);
+        OK(mote_close(w));
+        _exit(0);
+    }
+    char x;
+    CHECK(read(go[0], &x, 1) == 1);
+    s = test_open(p, NULL);
+    uint64_t since = 0, to = 0;
+    for (int i = 0; i < 15; i++) {
+        char dp[32];
+        snprintf(dp, sizeof dp, "w%d.delta", i);
+        OK(mote_delta(s, since, test_path(dp), &to));
+        OK(mote_delta_apply(copy, test_path(dp), NULL));
+        mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
+        mote_store *c;
+        OK(mote_open(copy, &ro, &c));
+        OK(mote_check(c, NULL, NULL));
+        OK(mote_close(c));
+        since = to;
+        usleep(2000);
+    }
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* the copy is at `since`; the store is past it: one more delta brings it level */
+    OK(mote_delta(s, since, test_path("last.delta"), &to));
+    OK(mote_delta_apply(copy, test_path("last.delta"), NULL));
+    uint64_t n, h = digest(s, &n);
+    check_copy(copy, h, n, to);
+    printf("15 deltas beside a writer, then one more: the copy at commit %llu\n",
+           (unsigned long long)to);
+    OK(mote_close(s));
+}
+
+/* An I/O failure (EIO) at every call of a delta and of its apply, on files
+ * in memory: each fails with MOTE_IO or works, and the copy then opens at
+ * the commit it was at, or at the delta's, with that commit's entries, or
+ * not at all, saying that a delta was being applied (its pages overwrite
+ * pages the old commit used): never at another commit. */
+TEST(delta_io_failure_at_every_call)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    OK(mote_open("/f/s.mote", &o, &s));
+    uint64_t rs = 13, since, to = 0;
+    churn(s, &rs, 8, 300);
+    OK(mote_delta(s, 0, "/f/full.delta", &since));
+    OK(mote_delta_apply("/f/c.mote", "/f/full.delta", &o));
+    uint64_t n0, h0 = digest(s, &n0);
+    churn(s, &rs, 3, 300);
+    uint64_t n1, h1 = digest(s, &n1);
+    OK(mote_close(s));
+    size_t slen, clen;
+    const uint8_t *sp = memio_get(&m, "/f/s.mote", &slen), *cp = memio_get(&m, "/f/c.mote", &clen);
+    uint8_t *simg = malloc(slen), *cimg = malloc(clen);
+    memcpy(simg, sp, slen);
+    memcpy(cimg, cp, clen);
+    long cases = 0, at_since = 0, at_to = 0, refused = 0;
+    for (long n = 1;; n++) {
+        memio f;
+        memio_init(&f);
+        memio_set(&f, "/f/s.mote", simg, slen);
+        memio_set(&f, "/f/c.mote", cimg, clen);
+        mote_options fo = {0, 0, 0, &f.io};
+        OK(mote_open("/f/s.mote", &fo, &s));
+        memio_reset_counts(&f);
+        f.fail_at = n;
+        f.fail_errno = EIO;
+        int rc = mote_delta(s, since, "/f/d.delta", &to);
+        if (!rc)
+            rc = mote_delta_apply("/f/c.mote", "/f/d.delta", &fo);
+        int failed = f.ops >= n;
+        f.fail_at = 0;
+        mote_close(s);
+        if (!failed) {
+            OK(rc);
+            memio_free(&f);
+            break;
+        }
+        if (rc != MOTE_IO)
+            fprintf(stderr, "case %ld: rc %d: %s\n", n, rc, mote_errmsg(NULL));
+        CHECK(rc == MOTE_IO);
+        mote_store *c;
+        mote_options ro = {MOTE_RDONLY, 0, 0, &f.io};
+        int orc = mote_open("/f/c.mote", &ro, &c);
+        if (orc) { /* its slots unusable: said so */
+            CHECK(orc == MOTE_CORRUPT &&
+                  strstr(mote_last_open_error(), "a delta was being applied") != NULL);
+            refused++;
+        } else {
+            mote_stat st;
+            OK(mote_store_stat(c, &st));
+            uint64_t cnt;
+            if (st.txnid == since) {
+                CHECK(digest(c, &cnt) == h0 && cnt == n0);
+                at_since++;
+            } else {
+                if (st.txnid != to)
+                    fprintf(stderr, "case %ld: the copy at %llu (since %llu, to %llu)\n", n,
+                            (unsigned long long)st.txnid, (unsigned long long)since,
+                            (unsigned long long)to);
+                CHECK(st.txnid == to && digest(c, &cnt) == h1 && cnt == n1);
+                at_to++;
+            }
+            OK(mote_close(c));
+        }
+        cases++;
+        memio_free(&f);
+    }
+    printf("%ld failure points: the copy at the old commit %ld, at the new %ld, refused %ld\n",
+           cases, at_since, at_to, refused);
+    CHECK(cases > 10 && at_since > 0);
+    free(simg);
+    free(cimg);
+    memio_free(&m);
+}
+
+/* The copy after a crash at every point of an apply (the machine stops:
+ * writes since the last sync kept, lost, torn or reordered, memio's crash
+ * images): it opens at the commit it was at or at the delta's, with that
+ * commit's entries, or is refused (MOTE_CORRUPT): never another commit. */
+TEST(delta_crash_during_apply)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    OK(mote_open("/f/s.mote", &o, &s));
+    uint64_t rs = 17, since, to;
+    churn(s, &rs, 8, 300);
+    OK(mote_delta(s, 0, "/f/full.delta", &since));
+    OK(mote_delta_apply("/f/c.mote", "/f/full.delta", &o));
+    uint64_t n0, h0 = digest(s, &n0);
+    churn(s, &rs, 3, 300);
+    OK(mote_delta(s, since, "/f/d.delta", &to));
+    uint64_t n1, h1 = digest(s, &n1);
+    OK(mote_close(s));
+    /* the copy as a file of its own: durable as it is */
+    size_t clen, dlen;
+    const uint8_t *cp = memio_get(&m, "/f/c.mote", &clen), *dp = memio_get(&m, "/f/d.delta", &dlen);
+    uint8_t *cimg = malloc(clen), *dimg = malloc(dlen);
+    memcpy(cimg, cp, clen);
+    memcpy(dimg, dp, dlen);
+    long images = 0, at[3] = {0, 0, 0};
+    for (long k = 1;; k++) {
+        memio f;
+        memio_init(&f);
+        memio_set(&f, "/f/c.mote", cimg, clen);
+        memio_set(&f, "/f/d.delta", dimg, dlen);
+        mote_options fo = {0, 0, 0, &f.io};
+        f.crash_at = k;
+        int rc = mote_delta_apply("/f/c.mote", "/f/d.delta", &fo);
+        int crashed = f.crashed;
+        for (uint64_t seed = 1; seed <= 6; seed++) {
+            size_t len;
+            uint8_t *img = memio_crash_image(&f, "/f/c.mote", seed * 7919 + (uint64_t)k,
+                                             (seed % 3 == 0 ? MEMIO_HOSTILE : 0) |
+                                                 (seed % 2 ? MEMIO_WHOLE : 0), &len);
+            memio r;
+            memio_init(&r);
+            memio_set(&r, "/f/c.mote", img, len);
+            mote_options ro = {MOTE_RDONLY, 0, 0, &r.io};
+            mote_store *c;
+            int orc = mote_open("/f/c.mote", &ro, &c);
+            if (orc) {
+                CHECK(orc == MOTE_CORRUPT);
+                at[2]++;
+            } else {
+                mote_stat st;
+                uint64_t cnt;
+                OK(mote_store_stat(c, &st));
+                if (st.txnid == since) {
+                    CHECK(digest(c, &cnt) == h0 && cnt == n0);
+                    at[0]++;
+                } else {
+                    CHECK(st.txnid == to && digest(c, &cnt) == h1 && cnt == n1);
+                    at[1]++;
+                }
+                OK(mote_close(c));
+            }
+            memio_free(&r);
+            free(img);
+            images++;
+        }
+        memio_free(&f);
+        if (!crashed) {
+            OK(rc);
+            break;
+        }
+    }
+    printf("%ld crash images of an apply: at the old commit %ld, at the new %ld, refused %ld\n",
+           images, at[0], at[1], at[2]);
+    CHECK(at[0] > 0 && at[1] > 0 && at[2] > 0);
+    free(cimg);
+    free(dimg);
+    memio_free(&m);
+}

@@ -1144,18 +1144,18 @@ int mote_compact(mote_store *store, const char *out_path);
 
 /*
  * Write to `out_path` (which must not exist) a delta: what a copy of the
- * store as of commit `since` lacks to be the store as of its latest
- * commit, which this call makes durable first (*txnid, may be NULL, gets
- * that commit). since 0 gives a full copy. The pages of a copy-on-write
- * commit are never written again while a state reaches them, so a delta
- * holds only the pages born after `since` that the latest commit reaches,
- * its commit records since the last checkpoint and the root slots written
- * since: a few pages for a small commit (a replicator ships one per
- * interval). It holds the store's writer lock while it reads them (writers
- * of every process wait; readers go on) and needs a store open for writing.
- * The file is synced before return and removed on failure. MOTE_NOTFOUND
- * if no commit of the store is durable yet (a new store); MOTE_INVALID if
- * `since` is after its latest commit.
+ * store as of commit `since` lacks to be the store as of its latest durable
+ * commit (*txnid, may be NULL, gets that commit). since 0 gives a full
+ * copy. The pages of a copy-on-write commit are never written again while
+ * a state reaches them, so a delta holds only the pages born after `since`
+ * that the commit reaches, its commit records since the last checkpoint
+ * and, unless those go on from `since`, the commit's state for the copy's
+ * root slot: a few pages for a small commit (a replicator ships one per
+ * interval). It reads a snapshot, as a read transaction does: writers and
+ * readers of every process go on, and a store opened read-only can make
+ * deltas. The file is synced before return and removed on failure.
+ * MOTE_NOTFOUND if no commit of the store is durable yet (a new store);
+ * MOTE_INVALID if `since` is after its latest commit.
  */
 int mote_delta(mote_store *store, uint64_t since, const char *out_path, uint64_t *txnid);
 

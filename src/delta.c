@@ -14,16 +14,17 @@
  * goes down a pointer only if it is younger than S (as recovery verifies a
  * commit: open.c verify_new); below an older page every page is older.
  * Besides them a delta holds T's commit records since the last checkpoint
- * (pager.h COMMIT CHAIN) born after S, and each root slot that changed
- * since S: the copy then opens at T by the same recovery as the store.
- * Pages freed between S and T need nothing: the copy's page there is free
- * at T, or a younger page the delta brings.
+ * (pager.h COMMIT CHAIN) born after S, and, unless that chain goes on from
+ * S, T's state as a clean-close marker for the copy's root slot 0 (written
+ * last): the copy then opens at T by the same recovery as the store, from
+ * that marker or from its own along the records. The store's own slots are
+ * never shipped. Pages freed between S and T need nothing: the copy's page
+ * there is free at T, or a younger page the delta brings.
  *
- * WHILE OTHERS WRITE: mote_delta holds the store's writer lock (a write
- * transaction that changes nothing) for its walk, so the slots, the chain
- * and the pages stay as the commit left them, and makes that commit durable
- * first (a delta never ships what a crash could take back). Writers of any
- * process wait meanwhile: a walk reads only the pages born since S.
+ * WHILE OTHERS WRITE: mote_delta reads in a read transaction (a snapshot):
+ * its commit is durable (readers take only durable commits) and its pages,
+ * records included, are not reused while it reads. Writers and readers of
+ * every process go on; a store opened read-only can make deltas too.
  *
  * FILE FORMAT (little-endian): a 64-byte header: "MOTEDLT1", format
  * version (u32, 1), page size (u32), since (u64), txnid of the commit
@@ -142,15 +143,18 @@ static int bitmaps(dout *d, const uint8_t *st)
 }
 
 /* The state's commit records since its checkpoint (pager.h COMMIT CHAIN)
- * born after `since`, and the root slots written after it; the slots and
- * the chain recover to the state (as the copy will), or MOTE_CORRUPT. */
-static int chain_and_slots(dout *d, const uint8_t *st, uint64_t since)
+ * born after `since` (pages the state reaches: its snapshot holds them),
+ * and, unless the chain goes on from `since` (a record built on it: the
+ * copy's recovery walks on from there), the state itself as a clean-close
+ * marker for the copy's slot 0 (recovery starts from it and takes it as it
+ * is; it names the chain it copies): the copy needs none of the store's own
+ * slots. */
+static int records_and_slot(dout *d, const uint8_t *st, uint64_t since)
 {
     mote_store *s = d->s;
-    /* (a state read from a clean-close marker names the chain it copies) */
     uint32_t P = s->P, n = st_chain_len(st);
     uint32_t p = n ? st_chain_head(st) : 0;
-    int rc = MOTE_OK;
+    int rc = MOTE_OK, on_from_since = 0;
     for (uint32_t i = 0; i < n && !rc; i++) {
         if ((rc = mote__read_page_raw(s, p, d->buf)))
             break;
@@ -159,33 +163,20 @@ static int chain_and_slots(dout *d, const uint8_t *st, uint64_t since)
                            n, p);
         if (rd64(d->buf + 24) > since)
             rc = emit(d, p, d->buf);
+        on_from_since |= since && st_base(d->buf) == since;
         p = st_chain_next(d->buf);
     }
-    if (rc)
+    if (rc || rd64(st + 24) == since || on_from_since)
         return rc;
-    uint8_t *slots = mote__malloc((size_t)3 * P);
-    if (!slots)
-        return mote__err(MOTE_NOMEM, "out of memory writing a delta of %s", s->path);
-    ssize_t r = s->io->pread(s->io->ctx, s->fd, slots, (size_t)2 * P, 0);
-    int start;
-    int clean;
-    uint64_t hi = 0;
-    if (r != (ssize_t)(2 * P))
-        rc = r < 0 ? mote__ioerr((int)r, "read", s->path)
-                   : CORRUPT("%s: the root slots are cut short", s->path);
-    else if (!(rc = mote__recover(s, slots, (size_t)2 * P, UINT64_MAX, slots + 2 * P, &start,
-                                  &clean, &hi)) &&
-             rd64(slots + 2 * P + 24) != rd64(st + 24))
-        rc = CORRUPT("%s: its root slots and commit records lead to commit %llu, not %llu",
-                     s->path, (unsigned long long)rd64(slots + 2 * P + 24),
-                     (unsigned long long)rd64(st + 24));
-    /* a slot not written since: the copy has it (a marker written at `since`
-     * itself is left out too: the copy then verifies at its open) */
-    for (uint32_t i = 0; i < 2 && !rc; i++)
-        if (!since || rd64(slots + i * P + 24) > since || rd64(slots + i * P) != MOTE_MAGIC)
-            rc = emit(d, i, slots + (size_t)i * P);
-    mote__free(slots);
-    return rc;
+    uint8_t *m = d->buf;
+    memcpy(m, st, P);
+    wr32(m + 8, MOTE_FORMAT_VERSION);
+    wr32(m + 16, 0);
+    wr32(m + 20, SLOT_KIND_MARKER);
+    if (st_v1(st)) /* a version 1 state is its own checkpoint's */
+        st_set_chain(m, 0, 0, 0, 0, 0);
+    mote__slot_seal(m, P);
+    return emit(d, 0, m);
 }
 
 int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *txnid)
@@ -197,12 +188,12 @@ int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *tx
     if (store_forked(s))
         return mote__forked_err(s);
     mote_txn *t = NULL;
-    int rc = mote__txn_begin(s, 1, &t); /* the writer lock: nothing moves */
+    int rc = mote__txn_begin(s, 0, &t); /* a snapshot: durable, its pages held */
     if (rc)
         return rc;
-    const uint8_t *st = t->base->data;
-    uint64_t to = t->base_txnid;
-    if (s->fresh) {
+    const uint8_t *st = t->root->data;
+    uint64_t to = t->txnid;
+    if (s->fresh || to <= 1) {
         mote__txn_abort(t);
         return mote__err(MOTE_NOTFOUND, "store %s: no commit is durable yet", s->path);
     }
@@ -210,10 +201,6 @@ int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *tx
         mote__txn_abort(t);
         return mote__err(MOTE_INVALID, "mote_delta: since %llu is after the store's latest "
                          "commit %llu", (unsigned long long)since, (unsigned long long)to);
-    }
-    if ((rc = mote__txn_base_durable(t))) {
-        mote__txn_abort(t);
-        return rc;
     }
     dout d = {s, -1, DELTA_HEAD, 0, 0, (uint32_t)since, 0, NULL, NULL, out_path};
     d.span = since ? (uint32_t)(to - since) : UINT32_MAX;
@@ -240,7 +227,7 @@ int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *tx
     wr32(head + 32, rd32(st + 32));
     wr64(head + 56, mote__hash64(head, 48, 0));
     if ((rc = walk(&d, st + SLOT_ROOT_OFF, root_cap(s), 0)) || (rc = bitmaps(&d, st)) ||
-        (rc = chain_and_slots(&d, st, since)))
+        (rc = records_and_slot(&d, st, since)))
         goto out;
     memcpy(tail, DELTA_END, 8);
     wr64(tail + 8, d.count);

@@ -404,21 +404,6 @@ static int make_durable(mote_store *s, uint64_t txnid)
     return rc;
 }
 
-int mote__txn_base_durable(mote_txn *t)
-{
-    mote_store *s = t->s;
-    if (!s->need_sync)
-        return make_durable(s, t->base_txnid);
-    int rc = sync_lock(s); /* (an unclean open: taken as durable, perhaps not) */
-    if (!rc) {
-        rc = sync_written(s);
-        sync_unlock(s);
-    }
-    if (!rc)
-        s->need_sync = 0;
-    return rc;
-}
-
 /* Pages freed by commits no live snapshot can see become free (shared by
  * processes: the segment's ring says which, share.c). */
 static void release_pending(mote_store *s)

@@ -521,9 +521,6 @@ int mote__store_busy(mote_store *s);
 void mote__store_close(mote_store *s);
 /* write: 0 a read transaction, 1 a write transaction, 2 a lazy one (MOTE_TXN_LAZY) */
 int mote__txn_begin(mote_store *s, int write, mote_txn **out);
-/* A write transaction's base made durable (its own sync, or another's it
- * waits for): what a delta ships is never taken back by a crash (delta.c). */
-int mote__txn_base_durable(mote_txn *t);
 int mote__txn_commit(mote_txn *t);
 /* The base's commit chain freed in this write transaction, which must then
  * commit as a checkpoint (t->no_chain; a checkpoint's commit does it

@@ -688,12 +688,9 @@ int main(int argc, char **argv)
                             "not '%s'\n", argv[3]);
             return 2;
         }
-        mote_options o = {0, 0, 0, NULL}; /* (a delta holds the writer lock) */
-        mote_store *s;
-        if (mote_open(path, &o, &s)) {
-            fprintf(stderr, "mote: cannot open %s: %s\n", path, mote_last_open_error());
+        mote_store *s = open_ro(path); /* (a delta reads a snapshot) */
+        if (!s)
             return 2;
-        }
         uint64_t to = 0;
         int rc = mote_delta(s, since, argv[4], &to);
         if (rc)

@@ -877,8 +877,8 @@ static PyMethodDef store_methods[] = {
     {"delta", (PyCFunction)(void (*)(void))store_delta, METH_VARARGS | METH_KEYWORDS,
      "delta(path, since=0) -> int: write to `path` (which must not exist) what a copy of "
      "this store as of commit `since` lacks to be the store as of its latest commit, and "
-     "return that commit; since=0 gives a full copy. The commit is made durable first. "
-     "Holds the store's writer lock while it reads (writers wait; readers go on). Apply "
+     "return that commit (the latest durable one); since=0 gives a full copy. Reads a "
+     "snapshot: writers and readers go on, and a read-only store makes deltas too. Apply "
      "with motedb.apply_delta."},
     {"write", store_write, METH_NOARGS, "A write transaction (context manager)."},
     {"read", store_read, METH_NOARGS, "A read transaction, a snapshot (context manager)."},

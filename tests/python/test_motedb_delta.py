@@ -6,6 +6,7 @@ that the copy equals the store at each delta's commit, whatever the objects hold
 
 import os
 import subprocess
+import sys
 from typing import Annotated
 
 import pytest
@@ -96,6 +97,30 @@ def test_refused_deltas_leave_the_copy(tmp_path):
     assert rows(copy) == rows(src)
     with motedb.open(tmp_path / "new.mote") as fresh, pytest.raises(motedb.NotFoundError):
         fresh.delta(tmp_path / "new.delta")
+
+
+def test_delta_of_a_store_open_read_only_while_another_process_writes(tmp_path):
+    """A delta reads a snapshot: a read-only handle makes them, beside a writer."""
+    src, copy = str(tmp_path / "src.mote"), str(tmp_path / "copy.mote")
+    with motedb.open(src) as s:
+        s.box(Memo).put_many([Memo(text=f"alpha {i}", level=i) for i in range(100)])
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import motedb, sys\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from test_motedb_delta import Memo\n"
+        "with motedb.open(sys.argv[1]) as s:\n"
+        "    b = s.box(Memo)\n"
+        "    for i in range(300):\n"
+        "        b.put(Memo(text=f'alpha w{i}', level=i))\n"), src, os.path.dirname(__file__)])
+    since = 0
+    with motedb.open(src, readonly=True) as r:
+        for k in range(20):
+            since = r.delta(tmp_path / f"{k}.delta", since=since)
+            motedb.apply_delta(copy, tmp_path / f"{k}.delta")
+        assert writer.wait(60) == 0
+        since = r.delta(tmp_path / "last.delta", since=since)
+        motedb.apply_delta(copy, tmp_path / "last.delta")
+        assert rows(copy) == rows(r)
 
 
 ops = st.lists(st.tuples(st.sampled_from(["put", "update", "remove", "delta"]),

@@ -812,6 +812,21 @@ static PyObject *store_get_closed(PyObject *self, void *closure)
     return PyBool_FromLong(((StoreObject *)self)->s == NULL);
 }
 
+/* store.commit: the id of the commit a read sees now (the thread's own
+ * transaction's, inside one). */
+static PyObject *store_get_commit(PyObject *self, void *closure)
+{
+    (void)closure;
+    StoreObject *st = (StoreObject *)self;
+    Op op;
+    if (op_begin(st, 0, &op) < 0)
+        return NULL;
+    uint64_t id = mote_txn_id(op.ts->txn);
+    if (op_end(st, &op, OP_NOCHANGE) < 0)
+        return NULL;
+    return PyLong_FromUnsignedLongLong(id);
+}
+
 static PyObject *store_get_readonly(PyObject *self, void *closure)
 {
     (void)closure;
@@ -900,6 +915,11 @@ static PyGetSetDef store_getset[] = {
     {"path", store_get_path, NULL, "The store file.", NULL},
     {"closed", store_get_closed, NULL, "True after close().", NULL},
     {"readonly", store_get_readonly, NULL, "True if opened read-only.", NULL},
+    {"commit", store_get_commit, NULL,
+     "The id of the store's latest durable commit, the one a read sees now (inside "
+     "store.read(), the one it reads; inside store.write(), the id its commit will have). "
+     "Grows with every commit of any process.",
+     NULL},
     {"in_transaction", store_get_in_txn, NULL,
      "True if the calling thread is inside store.write() / store.read().", NULL},
     {NULL, NULL, NULL, NULL, NULL},

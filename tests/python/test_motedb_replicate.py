@@ -1,0 +1,220 @@
+"""motedb.replicate against a real S3 API server on loopback (moto's server mode, from
+tests/python/requirements-integrations.txt): a store shipped and restored equals the
+store at the commit restored; an idle store costs no request; a replicator that restarts
+goes on from the bucket; a server that fails is retried. The data is synthetic."""
+
+import os
+import subprocess
+import sys
+import threading
+from typing import Annotated
+
+import pytest
+
+import motedb
+from motedb import replicate
+
+boto3 = pytest.importorskip("boto3")
+moto_server = pytest.importorskip("moto.server")
+
+
+class Memo(motedb.Entity):
+    id: int = 0
+    text: Annotated[str, motedb.FullText] = ""
+    level: Annotated[int, motedb.Index] = 0
+
+
+def rows(store):
+    if not isinstance(store, motedb.Store):
+        with motedb.open(store, readonly=True) as s:
+            return rows(s)
+    box = store.box(Memo)
+    return ([(m.id, m.text, m.level) for m in box.all()],
+            sorted(m.id for m in box.query(Memo.text.matches("alpha")).find()))
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    s.start()
+    host, port = s.get_host_and_port()
+    yield f"http://{host}:{port}"
+    s.stop()
+
+
+class Counting:
+    """A boto3 S3 client that counts the requests it sends."""
+
+    def __init__(self, endpoint):
+        self.c = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                              aws_access_key_id="test", aws_secret_access_key="test")
+        self.requests = 0
+        self.fail = False
+        self.c.meta.events.register("before-send.s3", self._count)
+
+    def _count(self, **kw):
+        self.requests += 1
+        if self.fail:
+            raise ConnectionError("the server is down (test)")
+
+    def __getattr__(self, name):
+        return getattr(self.c, name)
+
+
+@pytest.fixture
+def s3(server, request):
+    c = Counting(server)
+    bucket = "motedb-" + request.node.name.replace("_", "-")[:40].lower().strip("-")
+    c.create_bucket(Bucket=bucket)
+    return c, f"s3://{bucket}/agents"
+
+
+def test_shipped_and_restored(tmp_path, s3):
+    c, url = s3
+    src = str(tmp_path / "a.mote")
+    rep = replicate.Replicator(url, client=c)
+    with motedb.open(src) as s:
+        rep.add(s)  # a replicator in the app's process: the app's own handle
+        box = s.box(Memo)
+        box.put_many([Memo(text=f"alpha {i}", level=i % 5) for i in range(200)])
+        assert rep.ship() == 1, rep.errors  # the base
+        at = {s.commit: rows(s)}
+        for k in range(5):
+            with s.write():
+                for m in box.query(Memo.level == k).find():
+                    m.text = f"beta {m.id} {k}"
+                    box.put(m)
+                box.put(Memo(text="alpha new", level=k))
+            assert rep.ship() == 1  # one delta per pass that saw commits
+            at[s.commit] = rows(s)
+    assert not rep.errors
+    pts = replicate.points(url, "a.mote", client=c)
+    assert [p["to"] for p in pts] == sorted(at) and pts[0]["since"] == 0
+    for txn, want in at.items():  # each shipped commit, restored
+        out = tmp_path / f"r{txn}.mote"
+        assert replicate.restore(url, "a.mote", out, txnid=txn, client=c) == txn
+        assert rows(str(out)) == want
+    newest = replicate.restore(url, "a.mote", tmp_path / "newest.mote", client=c)
+    assert newest == max(at) and rows(str(tmp_path / "newest.mote")) == at[newest]
+    with pytest.raises(motedb.ExistsError):
+        replicate.restore(url, "a.mote", tmp_path / "newest.mote", client=c)
+    with pytest.raises(motedb.NotFoundError):
+        replicate.restore(url, "nothing.mote", tmp_path / "x.mote", client=c)
+
+
+def test_idle_store_costs_no_request(tmp_path, s3):
+    c, url = s3
+    src = str(tmp_path / "idle.mote")
+    with motedb.open(src) as s:
+        s.box(Memo).put(Memo(text="alpha"))
+    rep = replicate.Replicator(url, client=c)
+    rep.add(src)
+    assert rep.ship() == 1
+    before = c.requests
+    for _ in range(5):
+        assert rep.ship() == 0
+    assert c.requests == before  # no LIST, no PUT, no HEAD
+
+
+def test_restart_goes_on_from_the_bucket(tmp_path, s3):
+    c, url = s3
+    src = str(tmp_path / "b.mote")
+    with motedb.open(src) as s:
+        box = s.box(Memo)
+        box.put_many([Memo(text=f"alpha {i}") for i in range(50)])
+        first = replicate.Replicator(url, client=c)
+        first.add(s)
+        first.ship()
+        box.put(Memo(text="more"))
+        first.ship()
+        del first  # as if killed: the next one knows only the bucket
+        box.put(Memo(text="after the restart"))
+        again = replicate.Replicator(url, client=c)
+        again.add(s)
+        assert again.ship() == 1
+        want = rows(s)
+    pts = replicate.points(url, "b.mote", client=c)
+    assert len(pts) == 3 and sum(p["since"] == 0 for p in pts) == 1  # no second base
+    replicate.restore(url, "b.mote", tmp_path / "r.mote", client=c)
+    assert rows(str(tmp_path / "r.mote")) == want
+
+
+def test_server_down_then_back(tmp_path, s3):
+    c, url = s3
+    src = str(tmp_path / "d.mote")
+    rep = replicate.Replicator(url, client=c)
+    with motedb.open(src) as s:
+        rep.add(s)
+        box = s.box(Memo)
+        box.put(Memo(text="alpha one"))
+        rep.ship()
+        c.fail = True
+        box.put(Memo(text="alpha two"))
+        assert rep.ship() == 0 and rep.errors
+        box.put(Memo(text="alpha three"))
+        c.fail = False
+        assert rep.ship() == 1  # both commits in one delta, from the last one shipped
+        want = rows(s)
+    replicate.restore(url, "d.mote", tmp_path / "r.mote", client=c)
+    assert rows(str(tmp_path / "r.mote")) == want
+
+
+def test_new_generation_after_many_deltas(tmp_path, s3):
+    c, url = s3
+    src = str(tmp_path / "g.mote")
+    rep = replicate.Replicator(url, client=c, full_every=3)
+    with motedb.open(src) as s:
+        rep.add(s)
+        box = s.box(Memo)
+        for i in range(8):
+            box.put(Memo(text=f"alpha {i}", level=i))
+            rep.ship()
+        want = rows(s)
+    pts = replicate.points(url, "g.mote", client=c)
+    assert len({p["generation"] for p in pts}) == 2  # bases at 1 and 5
+    replicate.restore(url, "g.mote", tmp_path / "r.mote", client=c)
+    assert rows(str(tmp_path / "r.mote")) == want
+
+
+def test_writer_in_another_process_and_run_loop(tmp_path, s3):
+    """The replicator as its own thread beside an app process that commits."""
+    c, url = s3
+    src = str(tmp_path / "w.mote")
+    with motedb.open(src) as s:
+        s.box(Memo).put(Memo(text="alpha start"))
+    rep = replicate.Replicator(url, client=c, interval=0.02)
+    rep.add(src)
+    stop = threading.Event()
+    t = threading.Thread(target=rep.run, args=(stop,))
+    t.start()
+    code = ("import sys, motedb\n"
+            "sys.path.insert(0, sys.argv[2])\n"
+            "from test_motedb_replicate import Memo\n"
+            "with motedb.open(sys.argv[1]) as s:\n"
+            "    b = s.box(Memo)\n"
+            "    for i in range(200):\n"
+            "        b.put(Memo(text=f'alpha {i}', level=i))\n")
+    subprocess.run([sys.executable, "-c", code, src, os.path.dirname(__file__)], check=True)
+    with motedb.open(src, readonly=True) as s:
+        last = s.commit
+        want = rows(s)
+    for _ in range(500):  # until the last commit is shipped
+        if rep.stores["w.mote"].get("to") == last:
+            break
+        threading.Event().wait(0.01)
+    stop.set()
+    t.join()
+    assert not rep.errors and rep.shipped_objects >= 2
+    assert replicate.restore(url, "w.mote", tmp_path / "r.mote", client=c) == last
+    assert rows(str(tmp_path / "r.mote")) == want
+
+
+def test_bad_urls_and_names(tmp_path, s3):
+    c, _ = s3
+    with pytest.raises(ValueError):
+        replicate.Replicator("http://bucket/x", client=c)
+    rep = replicate.Replicator("s3://b/x", client=c)
+    with pytest.raises(ValueError):
+        rep.add(tmp_path / "a.mote", name="a/b")
+    assert replicate.parse_url("s3://bucket/a/b/") == ("bucket", "a/b")
+    assert replicate.parse_url("s3://bucket") == ("bucket", "")

@@ -11,8 +11,8 @@
  * reached by S too, at the same page number (only a write gives a page
  * number a new birth), so a copy of the store as of S lacks exactly the
  * pages T reaches born after S. They are found by a walk from T's root that
- * goes down a pointer only if it is younger than S (as recovery verifies a
- * commit: open.c verify_new); below an older page every page is older.
+ * goes down a pointer only if it is younger than S (mote__walk_new, as
+ * recovery verifies a commit); below an older page every page is older.
  * Besides them a delta holds T's commit records since the last checkpoint
  * (pager.h COMMIT CHAIN) born after S, and, unless that chain goes on from
  * S, T's state as a clean-close marker for the copy's root slot 0 (written
@@ -80,47 +80,9 @@ static int emit(dout *d, uint32_t pgno, const uint8_t *page)
     return MOTE_OK;
 }
 
-/* The pages below `node` (cap bytes) born after the floor. */
-static int walk(dout *d, const uint8_t *node, uint32_t cap, int depth)
+static int emit_page(void *ctx, uint32_t pgno, const uint8_t *page)
 {
-    mote_store *s = d->s;
-    unsigned n = n_nkeys(node);
-    for (unsigned i = 0; i < n; i++) {
-        cell c;
-        int rc = mote__cell(node, cap, i, &c);
-        if (rc)
-            return rc;
-        uint8_t ptr[CHILD] = {0};
-        int level;
-        if (n_type(node) == NODE_BRANCH) {
-            memcpy(ptr, c.ptr, CHILD);
-            level = (int)n_level(node) - 1;
-        } else if (c.ovf) {
-            memcpy(ptr, c.val, PTR12);
-            level = -1;
-        } else {
-            continue;
-        }
-        /* (an overflow chain is written whole: after an older page, older ones) */
-        while (ptr_pgno(ptr) && after(d, ptr_birth(ptr))) {
-            uint8_t *buf = d->buf + (size_t)depth * s->P;
-            if (depth + 1 >= MAX_DEPTH)
-                return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
-            if ((rc = mote__read_page_raw(s, ptr_pgno(ptr), buf)) ||
-                (rc = mote__verify_page(s, buf, ptr, "delta")) || (rc = emit(d, ptr_pgno(ptr), buf)))
-                return rc;
-            if (level >= 0) {
-                if ((rc = mote__node_validate(buf, s->P, level, ptr_pgno(ptr))) ||
-                    (rc = walk(d, buf, s->P, depth + 1)))
-                    return rc;
-                break;
-            }
-            if ((rc = mote__validate_aux(s, buf, PAGE_OVERFLOW)))
-                return rc;
-            memcpy(ptr, buf + NH, PTR12);
-        }
-    }
-    return MOTE_OK;
+    return emit(ctx, pgno, page);
 }
 
 /* The state's bitmap pages born after the floor. */
@@ -226,7 +188,9 @@ int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *tx
     wr64(head + 24, to);
     wr32(head + 32, rd32(st + 32));
     wr64(head + 56, mote__hash64(head, 48, 0));
-    if ((rc = walk(&d, st + SLOT_ROOT_OFF, root_cap(s), 0)) || (rc = bitmaps(&d, st)) ||
+    if ((rc = mote__walk_new(s, st + SLOT_ROOT_OFF, root_cap(s), d.lo, d.span, d.buf, 0,
+                             emit_page, &d)) ||
+        (rc = bitmaps(&d, st)) ||
         (rc = records_and_slot(&d, st, since)))
         goto out;
     memcpy(tail, DELTA_END, 8);

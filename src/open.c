@@ -254,6 +254,13 @@ static int after_floor(uint32_t b, uint32_t lo, uint32_t span)
 static int verify_new(mote_store *s, const uint8_t *node, uint32_t cap,
                       uint32_t lo, uint32_t span, uint8_t *bufs, int depth)
 {
+    return mote__walk_new(s, node, cap, lo, span, bufs, depth, NULL, NULL);
+}
+
+int mote__walk_new(mote_store *s, const uint8_t *node, uint32_t cap, uint32_t lo,
+                   uint32_t span, uint8_t *bufs, int depth,
+                   int (*page)(void *ctx, uint32_t pgno, const uint8_t *buf), void *ctx)
+{
     (void)cap;
     unsigned n = n_nkeys(node);
     for (unsigned i = 0; i < n; i++) {
@@ -281,11 +288,13 @@ static int verify_new(mote_store *s, const uint8_t *node, uint32_t cap,
                 return rc;
             if (level >= 0) {
                 if ((rc = mote__node_validate(buf, s->P, level, ptr_pgno(ptr))) ||
-                    (rc = verify_new(s, buf, s->P, lo, span, bufs, depth + 1)))
+                    (page && (rc = page(ctx, ptr_pgno(ptr), buf))) ||
+                    (rc = mote__walk_new(s, buf, s->P, lo, span, bufs, depth + 1, page, ctx)))
                     return rc;
                 break;
             }
-            if ((rc = mote__validate_aux(s, buf, PAGE_OVERFLOW)))
+            if ((rc = mote__validate_aux(s, buf, PAGE_OVERFLOW)) ||
+                (page && (rc = page(ctx, ptr_pgno(ptr), buf))))
                 return rc;
             memcpy(ptr, buf + NH, PTR12);
         }

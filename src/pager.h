@@ -714,6 +714,14 @@ int mote__verify_page(const mote_store *s, const uint8_t *buf,
  * txnid any page looked at names (*hi, raised). MOTE_CORRUPT if none. */
 int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t size,
                   uint8_t *out, int *start_slot, int *clean, uint64_t *hi);
+/* Walk the pages below `node` (cap bytes) whose pointers' births are in
+ * (lo, lo + span] (modular; span UINT32_MAX: every page), each read,
+ * checked against its pointer and validated, then passed to `page` (may be
+ * NULL) before the pages below it: below a page born at or before lo every
+ * page was too. `bufs`: MAX_DEPTH pages; depth 0 at the root. */
+int mote__walk_new(mote_store *s, const uint8_t *node, uint32_t cap, uint32_t lo,
+                   uint32_t span, uint8_t *bufs, int depth,
+                   int (*page)(void *ctx, uint32_t pgno, const uint8_t *buf), void *ctx);
 /* Verify the pages commit txnid wrote, reached from its slot (open after an
  * unclean shutdown). */
 int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid);

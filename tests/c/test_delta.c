@@ -296,6 +296,70 @@ TEST(delta_while_another_process_writes)
     OK(mote_close(s));
 }
 
+/* Two commits of a store in memory and a copy at the first: what the fault
+ * and crash tests start from (memio images of the store, the copy and the
+ * delta between them, and each commit's entries). */
+typedef struct twocommits {
+    uint64_t since, to, h0, n0, h1, n1;
+    uint8_t *simg, *cimg, *dimg;
+    size_t slen, clen, dlen;
+} twocommits;
+
+static uint8_t *image_of(memio *m, const char *path, size_t *len)
+{
+    const uint8_t *p = memio_get(m, path, len);
+    uint8_t *img = malloc(*len ? *len : 1);
+    memcpy(img, p, *len);
+    return img;
+}
+
+static void two_commits(twocommits *w, uint64_t seed)
+{
+    memio m;
+    memio_init(&m);
+    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
+    mote_store *s;
+    OK(mote_open("/f/s.mote", &o, &s));
+    uint64_t rs = seed;
+    churn(s, &rs, 8, 300);
+    OK(mote_delta(s, 0, "/f/full.delta", &w->since));
+    OK(mote_delta_apply("/f/c.mote", "/f/full.delta", &o));
+    w->h0 = digest(s, &w->n0);
+    churn(s, &rs, 3, 300);
+    OK(mote_delta(s, w->since, "/f/d.delta", &w->to));
+    w->h1 = digest(s, &w->n1);
+    OK(mote_close(s));
+    w->simg = image_of(&m, "/f/s.mote", &w->slen);
+    w->cimg = image_of(&m, "/f/c.mote", &w->clen);
+    w->dimg = image_of(&m, "/f/d.delta", &w->dlen);
+    memio_free(&m);
+}
+
+/* Where the copy in `f` opens: 0 at the first commit, 1 at the second (each
+ * with its entries: checked), 2 refused (MOTE_CORRUPT). */
+static int copy_state(memio *f, const twocommits *w)
+{
+    mote_store *c;
+    mote_options ro = {MOTE_RDONLY, 0, 0, &f->io};
+    int rc = mote_open("/f/c.mote", &ro, &c);
+    if (rc) {
+        CHECK(rc == MOTE_CORRUPT);
+        return 2;
+    }
+    mote_stat st;
+    uint64_t cnt;
+    OK(mote_store_stat(c, &st));
+    if (st.txnid != w->since && st.txnid != w->to)
+        fprintf(stderr, "the copy at %llu (since %llu, to %llu)\n",
+                (unsigned long long)st.txnid, (unsigned long long)w->since,
+                (unsigned long long)w->to);
+    int at = st.txnid == w->since ? 0 : 1;
+    CHECK(st.txnid == (at ? w->to : w->since));
+    CHECK(digest(c, &cnt) == (at ? w->h1 : w->h0) && cnt == (at ? w->n1 : w->n0));
+    OK(mote_close(c));
+    return at;
+}
+
 /* An I/O failure (EIO) at every call of a delta and of its apply, on files
  * in memory: each fails with MOTE_IO or works, and the copy then opens at
  * the commit it was at, or at the delta's, with that commit's entries, or
@@ -303,38 +367,24 @@ TEST(delta_while_another_process_writes)
  * pages the old commit used): never at another commit. */
 TEST(delta_io_failure_at_every_call)
 {
-    memio m;
-    memio_init(&m);
-    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
-    mote_store *s;
-    OK(mote_open("/f/s.mote", &o, &s));
-    uint64_t rs = 13, since, to = 0;
-    churn(s, &rs, 8, 300);
-    OK(mote_delta(s, 0, "/f/full.delta", &since));
-    OK(mote_delta_apply("/f/c.mote", "/f/full.delta", &o));
-    uint64_t n0, h0 = digest(s, &n0);
-    churn(s, &rs, 3, 300);
-    uint64_t n1, h1 = digest(s, &n1);
-    OK(mote_close(s));
-    size_t slen, clen;
-    const uint8_t *sp = memio_get(&m, "/f/s.mote", &slen), *cp = memio_get(&m, "/f/c.mote", &clen);
-    uint8_t *simg = malloc(slen), *cimg = malloc(clen);
-    memcpy(simg, sp, slen);
-    memcpy(cimg, cp, clen);
-    long cases = 0, at_since = 0, at_to = 0, refused = 0;
+    twocommits w;
+    two_commits(&w, 13);
+    long cases = 0, at[3] = {0, 0, 0};
     for (long n = 1;; n++) {
         memio f;
         memio_init(&f);
-        memio_set(&f, "/f/s.mote", simg, slen);
-        memio_set(&f, "/f/c.mote", cimg, clen);
+        memio_set(&f, "/f/s.mote", w.simg, w.slen);
+        memio_set(&f, "/f/c.mote", w.cimg, w.clen);
         mote_options fo = {0, 0, 0, &f.io};
+        mote_store *s;
         OK(mote_open("/f/s.mote", &fo, &s));
         memio_reset_counts(&f);
         f.fail_at = n;
         f.fail_errno = EIO;
-        int rc = mote_delta(s, since, "/f/d.delta", &to);
+        uint64_t to;
+        int rc = mote_delta(s, w.since, "/f/e.delta", &to);
         if (!rc)
-            rc = mote_delta_apply("/f/c.mote", "/f/d.delta", &fo);
+            rc = mote_delta_apply("/f/c.mote", "/f/e.delta", &fo);
         int failed = f.ops >= n;
         f.fail_at = 0;
         mote_close(s);
@@ -343,42 +393,20 @@ TEST(delta_io_failure_at_every_call)
             memio_free(&f);
             break;
         }
-        if (rc != MOTE_IO)
-            fprintf(stderr, "case %ld: rc %d: %s\n", n, rc, mote_errmsg(NULL));
-        CHECK(rc == MOTE_IO);
-        mote_store *c;
-        mote_options ro = {MOTE_RDONLY, 0, 0, &f.io};
-        int orc = mote_open("/f/c.mote", &ro, &c);
-        if (orc) { /* its slots unusable: said so */
-            CHECK(orc == MOTE_CORRUPT &&
-                  strstr(mote_last_open_error(), "a delta was being applied") != NULL);
-            refused++;
-        } else {
-            mote_stat st;
-            OK(mote_store_stat(c, &st));
-            uint64_t cnt;
-            if (st.txnid == since) {
-                CHECK(digest(c, &cnt) == h0 && cnt == n0);
-                at_since++;
-            } else {
-                if (st.txnid != to)
-                    fprintf(stderr, "case %ld: the copy at %llu (since %llu, to %llu)\n", n,
-                            (unsigned long long)st.txnid, (unsigned long long)since,
-                            (unsigned long long)to);
-                CHECK(st.txnid == to && digest(c, &cnt) == h1 && cnt == n1);
-                at_to++;
-            }
-            OK(mote_close(c));
-        }
+        CHECK_RC(rc, MOTE_IO);
+        int where = copy_state(&f, &w);
+        if (where == 2) /* its slots unusable: said so */
+            CHECK(strstr(mote_last_open_error(), "a delta was being applied") != NULL);
+        at[where]++;
         cases++;
         memio_free(&f);
     }
     printf("%ld failure points: the copy at the old commit %ld, at the new %ld, refused %ld\n",
-           cases, at_since, at_to, refused);
-    CHECK(cases > 10 && at_since > 0);
-    free(simg);
-    free(cimg);
-    memio_free(&m);
+           cases, at[0], at[1], at[2]);
+    CHECK(cases > 10 && at[0] > 0);
+    free(w.simg);
+    free(w.cimg);
+    free(w.dimg);
 }
 
 /* The copy after a crash at every point of an apply (the machine stops:
@@ -387,32 +415,14 @@ TEST(delta_io_failure_at_every_call)
  * commit's entries, or is refused (MOTE_CORRUPT): never another commit. */
 TEST(delta_crash_during_apply)
 {
-    memio m;
-    memio_init(&m);
-    mote_options o = {MOTE_CREATE, 0, 0, &m.io};
-    mote_store *s;
-    OK(mote_open("/f/s.mote", &o, &s));
-    uint64_t rs = 17, since, to;
-    churn(s, &rs, 8, 300);
-    OK(mote_delta(s, 0, "/f/full.delta", &since));
-    OK(mote_delta_apply("/f/c.mote", "/f/full.delta", &o));
-    uint64_t n0, h0 = digest(s, &n0);
-    churn(s, &rs, 3, 300);
-    OK(mote_delta(s, since, "/f/d.delta", &to));
-    uint64_t n1, h1 = digest(s, &n1);
-    OK(mote_close(s));
-    /* the copy as a file of its own: durable as it is */
-    size_t clen, dlen;
-    const uint8_t *cp = memio_get(&m, "/f/c.mote", &clen), *dp = memio_get(&m, "/f/d.delta", &dlen);
-    uint8_t *cimg = malloc(clen), *dimg = malloc(dlen);
-    memcpy(cimg, cp, clen);
-    memcpy(dimg, dp, dlen);
+    twocommits w;
+    two_commits(&w, 17);
     long images = 0, at[3] = {0, 0, 0};
     for (long k = 1;; k++) {
         memio f;
         memio_init(&f);
-        memio_set(&f, "/f/c.mote", cimg, clen);
-        memio_set(&f, "/f/d.delta", dimg, dlen);
+        memio_set(&f, "/f/c.mote", w.cimg, w.clen); /* (durable as they are) */
+        memio_set(&f, "/f/d.delta", w.dimg, w.dlen);
         mote_options fo = {0, 0, 0, &f.io};
         f.crash_at = k;
         int rc = mote_delta_apply("/f/c.mote", "/f/d.delta", &fo);
@@ -425,25 +435,7 @@ TEST(delta_crash_during_apply)
             memio r;
             memio_init(&r);
             memio_set(&r, "/f/c.mote", img, len);
-            mote_options ro = {MOTE_RDONLY, 0, 0, &r.io};
-            mote_store *c;
-            int orc = mote_open("/f/c.mote", &ro, &c);
-            if (orc) {
-                CHECK(orc == MOTE_CORRUPT);
-                at[2]++;
-            } else {
-                mote_stat st;
-                uint64_t cnt;
-                OK(mote_store_stat(c, &st));
-                if (st.txnid == since) {
-                    CHECK(digest(c, &cnt) == h0 && cnt == n0);
-                    at[0]++;
-                } else {
-                    CHECK(st.txnid == to && digest(c, &cnt) == h1 && cnt == n1);
-                    at[1]++;
-                }
-                OK(mote_close(c));
-            }
+            at[copy_state(&r, &w)]++;
             memio_free(&r);
             free(img);
             images++;
@@ -457,7 +449,7 @@ TEST(delta_crash_during_apply)
     printf("%ld crash images of an apply: at the old commit %ld, at the new %ld, refused %ld\n",
            images, at[0], at[1], at[2]);
     CHECK(at[0] > 0 && at[1] > 0 && at[2] > 0);
-    free(cimg);
-    free(dimg);
-    memio_free(&m);
+    free(w.simg);
+    free(w.cimg);
+    free(w.dimg);
 }

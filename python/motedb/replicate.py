@@ -99,7 +99,8 @@ def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None =
             client=None) -> int:
     """Make the store file `path` (which must not exist) the copy of store `name` as of
     commit `txnid` (the newest one shipped if None; a commit between two shipped ones
-    gives the earlier). Returns the commit restored; NotFoundError if none is there."""
+    gives the earlier). Built beside it as ``path + ".restoring"`` and renamed when
+    whole. Returns the commit restored; NotFoundError if none is there."""
     bucket, _ = parse_url(url)
     c = _client(client)
     chain = _chain(points(url, name, client=c), txnid)
@@ -109,12 +110,26 @@ def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None =
     path = os.fspath(path)
     if os.path.exists(path):
         raise _core.ExistsError(f"{path} already exists: a restore makes a new file")
-    with tempfile.TemporaryDirectory(prefix="motedb-restore-") as tmp:
-        for i, o in enumerate(chain):
-            local = os.path.join(tmp, f"{i}.delta")
-            c.download_file(bucket, o["key"], local)
-            _core.apply_delta(path, local)
-            os.unlink(local)
+    building = path + ".restoring"  # (renamed when whole: no half-made store at `path`)
+    if os.path.exists(building):
+        os.unlink(building)
+    try:
+        with tempfile.TemporaryDirectory(prefix="motedb-restore-") as tmp:
+            for i, o in enumerate(chain):
+                local = os.path.join(tmp, f"{i}.delta")
+                c.download_file(bucket, o["key"], local)
+                _core.apply_delta(building, local)
+                os.unlink(local)
+        os.replace(building, path)
+        d = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(d)  # the rename durable
+        finally:
+            os.close(d)
+    except BaseException:
+        if os.path.exists(building):
+            os.unlink(building)
+        raise
     return chain[-1]["to"]
 
 

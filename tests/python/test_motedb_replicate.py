@@ -187,14 +187,12 @@ def test_writer_in_another_process_and_run_loop(tmp_path, s3):
     stop = threading.Event()
     t = threading.Thread(target=rep.run, args=(stop,))
     t.start()
-    code = ("import sys, motedb\n"
-            "sys.path.insert(0, sys.argv[2])\n"
-            "from test_motedb_replicate import Memo\n"
-            "with motedb.open(sys.argv[1]) as s:\n"
-            "    b = s.box(Memo)\n"
-            "    for i in range(200):\n"
-            "        b.put(Memo(text=f'alpha {i}', level=i))\n")
-    subprocess.run([sys.executable, "-c", code, src, os.path.dirname(__file__)], check=True)
+    code = MEMO + ("import sys\n"
+                   "with motedb.open(sys.argv[1]) as s:\n"
+                   "    b = s.box(Memo)\n"
+                   "    for i in range(200):\n"
+                   "        b.put(Memo(text=f'alpha {i}', level=i))\n")
+    subprocess.run([sys.executable, "-c", code, src], check=True)
     with motedb.open(src, readonly=True) as s:
         last = s.commit
         want = rows(s)
@@ -218,3 +216,121 @@ def test_bad_urls_and_names(tmp_path, s3):
         rep.add(tmp_path / "a.mote", name="a/b")
     assert replicate.parse_url("s3://bucket/a/b/") == ("bucket", "a/b")
     assert replicate.parse_url("s3://bucket") == ("bucket", "")
+
+
+def test_lost_response_after_an_upload(tmp_path, s3):
+    """The server stored the object but the answer was lost: the next pass ships a delta
+    from the same commit again, and a restore takes the newer one."""
+    c, url = s3
+    src = str(tmp_path / "l.mote")
+    rep = replicate.Replicator(url, client=c)
+    with motedb.open(src) as s:
+        rep.add(s)
+        box = s.box(Memo)
+        box.put(Memo(text="alpha one"))
+        rep.ship()
+        real = c.c.upload_file
+
+        def upload_then_fail(*a, **kw):
+            real(*a, **kw)
+            raise ConnectionError("the answer was lost (test)")
+        c.c.upload_file = upload_then_fail
+        box.put(Memo(text="alpha two"))
+        assert rep.ship() == 0 and rep.errors
+        c.c.upload_file = real
+        box.put(Memo(text="alpha three"))
+        assert rep.ship() == 1
+        want = rows(s)
+    pts = replicate.points(url, "l.mote", client=c)
+    assert len(pts) == 3 and pts[1]["since"] == pts[2]["since"]  # two deltas from one commit
+    replicate.restore(url, "l.mote", tmp_path / "r.mote", client=c)
+    assert rows(str(tmp_path / "r.mote")) == want
+
+
+MEMO = """
+from typing import Annotated
+import motedb
+class Memo(motedb.Entity):
+    id: int = 0
+    text: Annotated[str, motedb.FullText] = ""
+    level: Annotated[int, motedb.Index] = 0
+"""
+
+WRITER = MEMO + """
+import sys, time
+with motedb.open(sys.argv[1]) as s:
+    b = s.box(Memo)
+    start = b.count()
+    for i in range(start, int(sys.argv[2])):
+        b.put(Memo(text=f"alpha {i}", level=i))  # one commit each: level i is the i-th
+        time.sleep(0.002)
+"""
+
+
+def test_kill_9_of_replicator_and_app(tmp_path, s3, server):
+    """kill -9 of the replicator (five times, each after it shipped) and of the app (once)
+    at random points:
+    every shipped point restores to a state the app made (the first k objects, k
+    growing), and after a last pass the newest equals the store."""
+    import random
+    import signal
+    import time
+
+    c, url = s3
+    N = 1500
+    src = str(tmp_path / "k.mote")
+    with motedb.open(src) as s:
+        s.box(Memo).put(Memo(text="alpha 0", level=0))
+    env = dict(os.environ, AWS_ENDPOINT_URL=server, AWS_ACCESS_KEY_ID="test",
+               AWS_SECRET_ACCESS_KEY="test", AWS_DEFAULT_REGION="us-east-1")
+    rng = random.Random(5)
+
+    def replicator():
+        return subprocess.Popen([sys.executable, "-m", "motedb.replicate", "replicate", src, url,
+                                 "--interval", "0.005"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def app(n):
+        return subprocess.Popen([sys.executable, "-c", WRITER, src, str(n)])
+
+    def shipped():
+        return len(replicate.points(url, "k.mote", client=c))
+
+    writer, rep = app(N), replicator()
+    for k in range(6):
+        before = shipped()  # (each replicator ships before it is killed: it starts slowly)
+        for _ in range(500):
+            if shipped() > before:
+                break
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.1))
+        if k == 2:  # the app, mid-commit or between two
+            writer.send_signal(signal.SIGKILL)
+            writer.wait()
+            writer = app(N)
+        else:
+            rep.send_signal(signal.SIGKILL)
+            rep.wait()
+            rep = replicator()
+    assert writer.wait(120) == 0
+    time.sleep(0.2)
+    rep.send_signal(signal.SIGKILL)
+    rep.wait()
+    subprocess.run([sys.executable, "-m", "motedb.replicate", "replicate", src, url, "--once"],
+                   env=env, check=True, capture_output=True)
+    pts = replicate.points(url, "k.mote", client=c)
+    assert len(pts) > 3
+    last = -1
+    for p in pts[:: max(1, len(pts) // 12)] + [pts[-1]]:
+        out = tmp_path / f"p{p['generation']}-{p['to']}.mote"
+        if out.exists():
+            continue
+        replicate.restore(url, "k.mote", out, txnid=p["to"], client=c)
+        objs, _ = rows(str(out))
+        levels = [lvl for _, _, lvl in objs]
+        assert levels == list(range(len(levels)))  # what the app had made by then
+        assert len(levels) >= last or p["generation"] != pts[-1]["generation"]
+        last = len(levels)
+    replicate.restore(url, "k.mote", tmp_path / "newest.mote", client=c)
+    assert rows(str(tmp_path / "newest.mote")) == rows(src)
+    assert len(rows(src)[0]) == N

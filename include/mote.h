@@ -1172,8 +1172,11 @@ int mote_delta(mote_store *store, uint64_t since, const char *out_path, uint64_t
  * that fails or is interrupted after it began writing leaves a copy that
  * open refuses (MOTE_CORRUPT: "a delta was being applied"), never one at
  * another commit: make it again from a full delta. A copy is private: no
- * process may have it open meanwhile (MOTE_LOCKED). `opts`: only its `io`
- * is used (NULL: real I/O).
+ * process may have it open meanwhile (MOTE_LOCKED). `opts` (may be NULL):
+ * its `io`, and MOTE_NOSYNC in its flags, which syncs nothing (a restore
+ * that applies many deltas to a file of its own, syncs it once at the end,
+ * and throws it away if it stops before: an unsynced copy that a crash
+ * interrupted may open at another commit).
  */
 int mote_delta_apply(const char *path, const char *delta_path, const mote_options *opts);
 

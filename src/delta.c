@@ -308,7 +308,8 @@ static int copy_txnid(const char *path, const mote_io *io, uint64_t *txnid, uint
  * that open refuses (MOTE_CORRUPT, "a delta was being applied"), never one
  * at an older commit. `saved` gets the slots (2 P bytes), written back at
  * the end where the delta brings none. */
-static int unslot(const mote_io *io, int fd, const char *path, uint32_t P, uint8_t *saved)
+static int unslot(const mote_io *io, int fd, const char *path, uint32_t P, uint8_t *saved,
+                  int sync)
 {
     ssize_t n = io->pread(io->ctx, fd, saved, (size_t)2 * P, 0);
     if (n != (ssize_t)(2 * P))
@@ -324,7 +325,7 @@ static int unslot(const mote_io *io, int fd, const char *path, uint32_t P, uint8
     for (int k = 0; k < 2 && !r; k++) {
         int i = k ? 1 - older : older;
         ssize_t w = io->pwrite(io->ctx, fd, mark, P, (uint64_t)i * P);
-        r = w < 0 ? (int)w : w != (ssize_t)P ? -EIO : io->fdatasync(io->ctx, fd);
+        r = w < 0 ? (int)w : w != (ssize_t)P ? -EIO : sync ? io->fdatasync(io->ctx, fd) : 0;
     }
     mote__free(mark);
     return r ? mote__ioerr(r, "write", path) : MOTE_OK;
@@ -335,6 +336,7 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
     if (!path || !delta_path)
         return mote__err(MOTE_INVALID, "mote_delta_apply: NULL argument");
     const mote_io *io = opts && opts->io ? opts->io : &mote_io_posix;
+    int sync = !(opts && (opts->flags & MOTE_NOSYNC));
     din d = {io, -1, 0, 0, 0, 0, 0, 0, delta_path};
     int rc = MOTE_OK, fd = -1, made = 0;
     uint8_t *buf = NULL;
@@ -386,7 +388,7 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
     uint8_t *saved = buf + entry, *slots = saved + (size_t)2 * d.P;
     int has[2] = {0, 0};
     int r = 0;
-    if (!made && (rc = unslot(io, fd, path, d.P, saved)))
+    if (!made && (rc = unslot(io, fd, path, d.P, saved, sync)))
         goto out;
     /* the pages (the slots kept for last) and the size (its pages at the
      * commit, at least), synced; then the slots, synced */
@@ -410,7 +412,7 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
     mote_fileinfo fi;
     if (!rc && !(r = io->fstat(io->ctx, fd, &fi)) && fi.size < (uint64_t)d.pages * d.P)
         r = io->ftruncate(io->ctx, fd, (uint64_t)d.pages * d.P);
-    if (!rc && !r) /* the pages durable before a slot names them */
+    if (!rc && !r && sync) /* the pages durable before a slot names them */
         r = io->fdatasync(io->ctx, fd);
     for (uint32_t i = 0; i < 2 && !rc && !r; i++) {
         if (!has[i] && made)
@@ -420,9 +422,9 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
                                (uint64_t)i * d.P);
         r = w < 0 ? (int)w : w != (ssize_t)d.P ? -EIO : 0;
     }
-    if (!rc && !r)
+    if (!rc && !r && sync)
         r = io->fdatasync(io->ctx, fd);
-    if (!rc && !r && made)
+    if (!rc && !r && made && sync)
         r = io->fsync_dir(io->ctx, path);
     if (!rc && r)
         rc = mote__ioerr(r, "write", path);

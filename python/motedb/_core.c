@@ -144,11 +144,13 @@ done:
 }
 
 /* apply_delta(copy, delta): mote_delta_apply, the GIL released. */
-static PyObject *mod_apply_delta(PyObject *self, PyObject *args)
+static PyObject *mod_apply_delta(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
+    static char *kwlist[] = {"copy", "delta", "sync", NULL};
     PyObject *copy, *delta, *bc = NULL, *bd = NULL;
-    if (!PyArg_ParseTuple(args, "OO:apply_delta", &copy, &delta))
+    int sync = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$p:apply_delta", kwlist, &copy, &delta, &sync))
         return NULL;
     if (!PyUnicode_FSConverter(copy, &bc) || !PyUnicode_FSConverter(delta, &bd)) {
         Py_XDECREF(bc);
@@ -156,7 +158,8 @@ static PyObject *mod_apply_delta(PyObject *self, PyObject *args)
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = mote_delta_apply(PyBytes_AS_STRING(bc), PyBytes_AS_STRING(bd), NULL);
+    mote_options o = {sync ? 0u : MOTE_NOSYNC, 0, 0, NULL};
+    rc = mote_delta_apply(PyBytes_AS_STRING(bc), PyBytes_AS_STRING(bd), &o);
     Py_END_ALLOW_THREADS
     Py_DECREF(bc);
     Py_DECREF(bd);
@@ -168,12 +171,14 @@ static PyObject *mod_apply_delta(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef module_methods[] = {
-    {"apply_delta", mod_apply_delta, METH_VARARGS,
-     "apply_delta(copy, delta) -> None\n\n"
+    {"apply_delta", (PyCFunction)(void (*)(void))mod_apply_delta, METH_VARARGS | METH_KEYWORDS,
+     "apply_delta(copy, delta, *, sync=True) -> None\n\n"
      "Put the delta file `delta` (made by Store.delta) into the copy at `copy`: a full\n"
      "delta (since=0) makes a new copy (ExistsError if the file exists); any other needs\n"
      "a copy at exactly the delta's `since` commit. A damaged or cut short delta raises\n"
-     "CorruptError and writes nothing. The copy must not be open anywhere meanwhile."},
+     "CorruptError and writes nothing. The copy must not be open anywhere meanwhile.\n"
+     "sync=False syncs nothing: for a file of your own that you sync once at the end\n"
+     "(a crash may leave it at another commit)."},
     {"_chunk_ends", mod_chunk_ends, METH_VARARGS,
      "_chunk_ends(data, min, max, bits) -> list[int]\n\n"
      "The end offsets of data's content-defined chunks (mote.h, mote_chunk)."},

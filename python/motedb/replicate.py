@@ -115,11 +115,16 @@ def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None =
         os.unlink(building)
     try:
         with tempfile.TemporaryDirectory(prefix="motedb-restore-") as tmp:
-            for i, o in enumerate(chain):
+            for i, o in enumerate(chain):  # (unsynced: the file is ours until renamed)
                 local = os.path.join(tmp, f"{i}.delta")
                 c.download_file(bucket, o["key"], local)
-                _core.apply_delta(building, local)
+                _core.apply_delta(building, local, sync=False)
                 os.unlink(local)
+        fd = os.open(building, os.O_RDWR)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(building, path)
         d = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
         try:

@@ -453,3 +453,38 @@ TEST(delta_crash_during_apply)
     free(w.cimg);
     free(w.dimg);
 }
+
+/* The syncs of an apply: a full delta 2 (pages, then slots) and the
+ * directory's; any other 4 (each root slot made unusable, pages, slots);
+ * none with MOTE_NOSYNC, which still gives the same copy. */
+TEST(delta_apply_syncs)
+{
+    twocommits w;
+    two_commits(&w, 19);
+    for (int nosync = 0; nosync < 2; nosync++) {
+        memio f;
+        memio_init(&f);
+        memio_set(&f, "/f/s.mote", w.simg, w.slen);
+        mote_options so = {0, 0, 0, &f.io}, ao = {nosync ? MOTE_NOSYNC : 0u, 0, 0, &f.io};
+        mote_store *s;
+        OK(mote_open("/f/s.mote", &so, &s));
+        OK(mote_delta(s, 0, "/f/0.delta", NULL));
+        OK(mote_close(s));
+        memio_reset_counts(&f);
+        OK(mote_delta_apply("/f/new.mote", "/f/0.delta", &ao));
+        printf("full delta applied%s: %ld fdatasync, %ld directory fsync\n",
+               nosync ? " with MOTE_NOSYNC" : "", f.syncs, f.dirsyncs);
+        CHECK(f.syncs == (nosync ? 0 : 2) && f.dirsyncs == (nosync ? 0 : 1));
+        memio_set(&f, "/f/c.mote", w.cimg, w.clen);
+        memio_set(&f, "/f/d.delta", w.dimg, w.dlen);
+        memio_reset_counts(&f);
+        OK(mote_delta_apply("/f/c.mote", "/f/d.delta", &ao));
+        printf("a delta applied%s: %ld fdatasync\n", nosync ? " with MOTE_NOSYNC" : "", f.syncs);
+        CHECK(f.syncs == (nosync ? 0 : 4) && f.dirsyncs == 0);
+        CHECK(copy_state(&f, &w) == 1);
+        memio_free(&f);
+    }
+    free(w.simg);
+    free(w.cimg);
+    free(w.dimg);
+}

@@ -11,6 +11,12 @@
  *                             FILE now (SINCE 0: a full copy), into OUT; prints
  *                             the commit it brings a copy to
  *   mote apply COPY DELTA     put a delta into a copy (a full one makes COPY)
+ *   mote replicate FILE... s3://BUCKET/PREFIX [--interval S] [--once]
+ *   mote restore s3://BUCKET/PREFIX/STORE FILE [--txn N | --time T]
+ *                             copies in S3-compatible object storage: these run
+ *                             `python3 -m motedb.replicate` (boto3 signs the
+ *                             requests; pip install motedb[s3]), MOTE_PYTHON
+ *                             naming another interpreter
  *   mote --version            the version (meson.build's, as the library's)
  *   mote dump FILE [ENTITY]   objects as JSON lines, using the stored schema:
  *                             {"_entity": "Note", "id": 1, "level": 10, ...}
@@ -41,6 +47,7 @@
  *   to-many               the array of target ids, in id order
  */
 #include <errno.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +150,8 @@ static int usage(void)
                     "       mote compact FILE [OUT]\n"
                     "       mote delta FILE SINCE OUT\n"
                     "       mote apply COPY DELTA\n"
+                    "       mote replicate FILE... s3://BUCKET/PREFIX [--interval S] [--once]\n"
+                    "       mote restore s3://BUCKET/PREFIX/STORE FILE [--txn N | --time T]\n"
                     "       mote dump FILE [ENTITY]\n"
                     "       mote --version\n");
     return 2;
@@ -605,6 +614,29 @@ static int cmd_dump(const char *path, const char *entity)
     return rc ? 1 : 0;
 }
 
+/* mote replicate / restore: `python3 -m motedb.replicate CMD ARGS...` (an S3
+ * client signs the requests: boto3, not this tool). Returns only if it
+ * cannot be run. */
+static int run_python(int argc, char **argv)
+{
+    const char *py = getenv("MOTE_PYTHON");
+    if (!py || !*py)
+        py = "python3";
+    char **args = calloc((size_t)argc + 3, sizeof *args);
+    if (!args)
+        return 2;
+    args[0] = (char *)py;
+    args[1] = "-m";
+    args[2] = "motedb.replicate";
+    for (int i = 1; i < argc; i++)
+        args[i + 2] = argv[i];
+    execvp(py, args);
+    fprintf(stderr, "mote: %s runs `%s -m motedb.replicate` (pip install motedb[s3]; "
+                    "MOTE_PYTHON names another Python): %s\n", argv[1], py, strerror(errno));
+    free(args);
+    return 2;
+}
+
 static void print_problem(void *ctx, const char *msg)
 {
     (void)ctx;
@@ -617,6 +649,8 @@ int main(int argc, char **argv)
         printf("mote %s\n", MOTE_VERSION_STRING);
         return 0;
     }
+    if (argc >= 3 && (!strcmp(argv[1], "replicate") || !strcmp(argv[1], "restore")))
+        return run_python(argc, argv);
     if (argc < 3)
         return usage();
     const char *cmd = argv[1], *path = argv[2];

@@ -17,13 +17,14 @@ Needs boto3 (``pip install motedb[s3]``); the S3 endpoint comes from the client 
 or boto3's own configuration (``AWS_ENDPOINT_URL``, credentials, region).
 
     python -m motedb.replicate replicate FILE... s3://bucket/prefix [--interval 1]
-    python -m motedb.replicate restore s3://bucket/prefix NAME FILE [--txn N]
+    python -m motedb.replicate restore s3://bucket/prefix/NAME FILE [--txn N | --time T]
     python -m motedb.replicate list s3://bucket/prefix [NAME]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import re
 import sys
@@ -96,17 +97,28 @@ def _chain(objs: list[dict], txnid: int | None) -> list[dict]:
 
 
 def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None = None,
-            client=None) -> int:
+            at_time: datetime.datetime | None = None, client=None) -> int:
     """Make the store file `path` (which must not exist) the copy of store `name` as of
-    commit `txnid` (the newest one shipped if None; a commit between two shipped ones
-    gives the earlier). Built beside it as ``path + ".restoring"`` and renamed when
-    whole. Returns the commit restored; NotFoundError if none is there."""
+    commit `txnid`, or as it was shipped at `at_time` (an aware datetime: the newest commit
+    whose object was uploaded by then), or the newest commit shipped if neither; a
+    commit between two shipped ones gives the earlier. Built beside it as
+    ``path + ".restoring"`` and renamed when whole. Returns the commit restored;
+    NotFoundError if none is there."""
     bucket, _ = parse_url(url)
     c = _client(client)
-    chain = _chain(points(url, name, client=c), txnid)
+    objs = points(url, name, client=c)
+    if at_time is not None:
+        if at_time.tzinfo is None:
+            raise ValueError("restore(at_time=...) needs an aware datetime (UTC: timezone.utc)")
+        upto = [o for o in objs if o["time"] <= at_time]
+        newest = max(upto, key=lambda o: (o["generation"], o["to"]), default=None)
+        objs = [o for o in objs if newest and o["generation"] == newest["generation"]]
+        txnid = newest["to"] if newest else None
+    chain = _chain(objs, txnid)
     if not chain:
         raise _core.NotFoundError(f"no copy of store {name!r} under {url}"
-                                  + (f" at or before commit {txnid}" if txnid is not None else ""))
+                                  + (f" at or before commit {txnid}" if txnid is not None else "")
+                                  + (f" shipped by {at_time:%Y-%m-%d %H:%M:%S %Z}" if at_time else ""))
     path = os.fspath(path)
     if os.path.exists(path):
         raise _core.ExistsError(f"{path} already exists: a restore makes a new file")
@@ -249,11 +261,12 @@ def main(argv=None) -> int:
     r.add_argument("args", nargs="+", metavar="FILE... URL")
     r.add_argument("--interval", type=float, default=1.0)
     r.add_argument("--once", action="store_true", help="one pass, then exit")
-    s = sub.add_parser("restore", help="make FILE the copy of store NAME")
-    s.add_argument("url")
-    s.add_argument("name")
-    s.add_argument("file")
+    s = sub.add_parser("restore", help="make FILE the copy of a store: URL/STORE FILE, or "
+                       "URL STORE FILE")
+    s.add_argument("args", nargs="+", metavar="URL/STORE FILE")
     s.add_argument("--txn", type=int, default=None, help="as of this commit (default: newest)")
+    s.add_argument("--time", default=None,
+                   help="as shipped by this time (ISO 8601; UTC if no offset is given)")
     ls = sub.add_parser("list", help="what can be restored")
     ls.add_argument("url")
     ls.add_argument("name", nargs="?")
@@ -275,8 +288,24 @@ def main(argv=None) -> int:
         except KeyboardInterrupt:
             return 0
     if a.cmd == "restore":
-        at = restore(a.url, a.name, a.file, txnid=a.txn)
-        print(f"{a.file}: store {a.name} as of commit {at}")
+        if len(a.args) == 2:  # s3://bucket/prefix/STORE FILE
+            url, _, name = a.args[0].rstrip("/").rpartition("/")
+            file = a.args[1]
+        elif len(a.args) == 3:
+            url, name, file = a.args
+        else:
+            p.error("restore needs URL/STORE FILE (or URL STORE FILE)")
+        when = None
+        if a.time:
+            when = datetime.datetime.fromisoformat(a.time.replace("Z", "+00:00"))
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=datetime.timezone.utc)
+        try:
+            at = restore(url, name, file, txnid=a.txn, at_time=when)
+        except (_core.Error, ValueError) as e:
+            print(f"restore: {e}", file=sys.stderr)
+            return 1
+        print(f"{file}: store {name} as of commit {at}")
         return 0
     if a.cmd == "list":
         bucket, prefix = parse_url(a.url)

@@ -176,6 +176,7 @@ head -c 5000 "$D/e1.delta" > "$D/cut.delta"
 t "apply refuses a delta cut short" exit_is 1 "$B/mote" apply "$D/ecopy.mote" "$D/cut.delta"
 t "delta refuses an existing output" exit_is 1 "$B/mote" delta "$D/e.mote" 0 "$D/e0.delta"
 t "delta: SINCE must be a number" exit_is 2 "$B/mote" delta "$D/e.mote" x "$D/x.delta"
+t "replicate without a Python that has motedb: exit 2" exit_is 2 env MOTE_PYTHON=/nonexistent "$B/mote" replicate "$D/e.mote" s3://bucket/prefix
 printf 'not a store at all, just some text that is long enough\n%.0s' {1..100} > "$D/junk.mote"
 # a store of format 1 (tests/cli/format1.mote.gz: made by mkstore with the
 # library of commit ee46df4): read as is, upgraded to format 2 by its first commit

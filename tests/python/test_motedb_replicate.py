@@ -380,3 +380,59 @@ def test_server_errors_throttling_and_slow_answers(tmp_path, s3):
     assert rep.errors and min(hits.values()) > 0
     replicate.restore(url, "f.mote", tmp_path / "r.mote", client=c)
     assert rows(str(tmp_path / "r.mote")) == want
+
+
+def test_restore_by_time(tmp_path, s3):
+    import datetime
+    import time
+
+    c, url = s3
+    src = str(tmp_path / "t.mote")
+    rep = replicate.Replicator(url, client=c)
+    with motedb.open(src) as s:
+        rep.add(s)
+        box = s.box(Memo)
+        box.put(Memo(text="alpha first"))
+        rep.ship()
+        first = rows(s)
+        time.sleep(1.1)  # (S3 keeps LastModified to the second)
+        between = datetime.datetime.now(datetime.timezone.utc)
+        time.sleep(1.1)
+        box.put(Memo(text="alpha second"))
+        rep.ship()
+        second = rows(s)
+    replicate.restore(url, "t.mote", tmp_path / "a.mote", at_time=between, client=c)
+    assert rows(str(tmp_path / "a.mote")) == first
+    replicate.restore(url, "t.mote", tmp_path / "b.mote",
+                      at_time=datetime.datetime.now(datetime.timezone.utc), client=c)
+    assert rows(str(tmp_path / "b.mote")) == second
+    with pytest.raises(motedb.NotFoundError):
+        replicate.restore(url, "t.mote", tmp_path / "c.mote", client=c,
+                          at_time=between - datetime.timedelta(days=1))
+    with pytest.raises(ValueError):
+        replicate.restore(url, "t.mote", tmp_path / "d.mote", client=c,
+                          at_time=datetime.datetime(2026, 1, 1))
+
+
+def test_mote_tool_runs_replicate_and_restore(tmp_path, s3, server):
+    """`mote replicate` and `mote restore` (the C tool hands them to this module)."""
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "build", "mote")
+    if not os.path.exists(tool):
+        pytest.skip("no build/mote (make build makes it)")
+    c, url = s3
+    src = str(tmp_path / "cli.mote")
+    with motedb.open(src) as s:
+        s.box(Memo).put_many([Memo(text=f"alpha {i}") for i in range(30)])
+        want = rows(s)
+    env = dict(os.environ, MOTE_PYTHON=sys.executable, AWS_ENDPOINT_URL=server,
+               AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test",
+               AWS_DEFAULT_REGION="us-east-1")
+    out = subprocess.run([tool, "replicate", src, url, "--once"], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    assert "1 object(s) shipped" in out
+    out = subprocess.run([tool, "restore", f"{url}/cli.mote", str(tmp_path / "r.mote")],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    assert "as of commit" in out and rows(str(tmp_path / "r.mote")) == want
+    bad = subprocess.run([tool, "restore", f"{url}/none.mote", str(tmp_path / "n.mote")],
+                         env=env, capture_output=True, text=True)
+    assert bad.returncode == 1 and "no copy of store" in bad.stderr

@@ -11,7 +11,7 @@
  * reached by S too, at the same page number (only a write gives a page
  * number a new birth), so a copy of the store as of S lacks exactly the
  * pages T reaches born after S. They are found by a walk from T's root that
- * goes down a pointer only if it is younger than S (mote__walk_new, as
+ * goes down a pointer only if it is younger than S (mote__walk_state, as
  * recovery verifies a commit); below an older page every page is older.
  * Besides them a delta holds T's commit records since the last checkpoint
  * (pager.h COMMIT CHAIN) born after S, and, unless that chain goes on from
@@ -53,16 +53,11 @@ typedef struct dout {
     mote_store *s;
     int fd;
     uint64_t off, count, hash;
-    uint32_t lo, span; /* births after the floor: (lo, lo + span] (open.c after_floor) */
+    uint32_t lo, span; /* births after the floor: pager.h birth_after */
     uint8_t *buf;      /* MAX_DEPTH pages for the walk */
     uint8_t *entry;    /* 8 bytes + a page */
     const char *path;
 } dout;
-
-static int after(const dout *d, uint32_t birth)
-{
-    return d->span == UINT32_MAX || birth - d->lo - 1u < d->span;
-}
 
 /* One page into the delta. */
 static int emit(dout *d, uint32_t pgno, const uint8_t *page)
@@ -83,25 +78,6 @@ static int emit(dout *d, uint32_t pgno, const uint8_t *page)
 static int emit_page(void *ctx, uint32_t pgno, const uint8_t *page)
 {
     return emit(ctx, pgno, page);
-}
-
-/* The state's bitmap pages born after the floor. */
-static int bitmaps(dout *d, const uint8_t *st)
-{
-    uint32_t nb = rd32(st + 40);
-    for (uint32_t i = 0; i < nb && i < SLOT_MAX_BMP; i++) {
-        uint8_t ptr[CHILD] = {0};
-        memcpy(ptr, st + SLOT_BMP_OFF + i * PTR12, PTR12);
-        if (!after(d, ptr_birth(ptr)))
-            continue;
-        int rc;
-        if ((rc = mote__read_page_raw(d->s, ptr_pgno(ptr), d->buf)) ||
-            (rc = mote__verify_page(d->s, d->buf, ptr, "bitmap")) ||
-            (rc = mote__validate_aux(d->s, d->buf, PAGE_BITMAP)) ||
-            (rc = emit(d, ptr_pgno(ptr), d->buf)))
-            return rc;
-    }
-    return MOTE_OK;
 }
 
 /* The state's commit records since its checkpoint (pager.h COMMIT CHAIN)
@@ -130,15 +106,8 @@ static int records_and_slot(dout *d, const uint8_t *st, uint64_t since)
     }
     if (rc || rd64(st + 24) == since || on_from_since)
         return rc;
-    uint8_t *m = d->buf;
-    memcpy(m, st, P);
-    wr32(m + 8, MOTE_FORMAT_VERSION);
-    wr32(m + 16, 0);
-    wr32(m + 20, SLOT_KIND_MARKER);
-    if (st_v1(st)) /* a version 1 state is its own checkpoint's */
-        st_set_chain(m, 0, 0, 0, 0, 0);
-    mote__slot_seal(m, P);
-    return emit(d, 0, m);
+    mote__marker(d->buf, st, P, 0, 0);
+    return emit(d, 0, d->buf);
 }
 
 int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *txnid)
@@ -188,9 +157,7 @@ int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *tx
     wr64(head + 24, to);
     wr32(head + 32, rd32(st + 32));
     wr64(head + 56, mote__hash64(head, 48, 0));
-    if ((rc = mote__walk_new(s, st + SLOT_ROOT_OFF, root_cap(s), d.lo, d.span, d.buf, 0,
-                             emit_page, &d)) ||
-        (rc = bitmaps(&d, st)) ||
+    if ((rc = mote__walk_state(s, st, d.lo, d.span, d.buf, emit_page, &d)) ||
         (rc = records_and_slot(&d, st, since)))
         goto out;
     memcpy(tail, DELTA_END, 8);
@@ -294,12 +261,10 @@ static int copy_txnid(const char *path, const mote_io *io, uint64_t *txnid, uint
     int rc = mote_open(path, &o, &c);
     if (rc)
         return rc;
-    mote_stat st;
-    rc = mote_store_stat(c, &st);
-    *txnid = st.txnid;
-    *P = st.page_size;
+    *txnid = c->txnid; /* (what open recovered: no page read, as mote_store_stat's counts) */
+    *P = c->P;
     mote_close(c);
-    return rc;
+    return MOTE_OK;
 }
 
 /* Before a copy's pages are written (they overwrite pages its commit may

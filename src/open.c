@@ -175,6 +175,17 @@ static void creation_page(uint8_t *slot, uint32_t P)
     mote__slot_seal(slot, P);
 }
 
+void mote__marker(uint8_t *m, const uint8_t *st, uint32_t P, uint32_t slot, int ckpt)
+{
+    memcpy(m, st, P);
+    wr32(m + 16, slot);
+    wr32(m + 20, SLOT_KIND_MARKER);
+    wr32(m + 8, MOTE_FORMAT_VERSION);
+    if (rd32(st + 8) == 1) /* a version 1 state becomes its own checkpoint's */
+        st_set_chain(m, 0, 0, 0, 0, ckpt);
+    mote__slot_seal(m, P);
+}
+
 /* s starts as an empty store of page size P that no commit made durable:
  * its state is the creation page (in slot 0 of a file of file_bytes). */
 static int start_fresh(mote_store *s, uint32_t P, uint64_t file_bytes)
@@ -241,27 +252,13 @@ static uint32_t never_committed(const uint8_t *buf, size_t have, uint64_t size,
     return found;
 }
 
-/* Was a page of birth b (low 32 bits) written after the floor? (lo: the
- * floor's low 32 bits, span: txnid - floor; modular, as births are) */
-static int after_floor(uint32_t b, uint32_t lo, uint32_t span)
+/* The pages below `node` (cap bytes) whose pointers' births are in (lo,
+ * lo + span], each read, checked and validated, then given to `page` (may
+ * be NULL) before the pages below it (mote__walk_state). */
+static int walk_new(mote_store *s, const uint8_t *node, uint32_t cap, uint32_t lo,
+                    uint32_t span, uint8_t *bufs, int depth,
+                    int (*page)(void *ctx, uint32_t pgno, const uint8_t *buf), void *ctx)
 {
-    return span == UINT32_MAX || b - lo - 1u < span;
-}
-
-/* Verify every page the state in `slot` reaches that a commit after its
- * floor wrote (pager.h GROUP COMMIT): a pointer's birth in (lo, lo + span];
- * below a page written before it, every page was too. */
-static int verify_new(mote_store *s, const uint8_t *node, uint32_t cap,
-                      uint32_t lo, uint32_t span, uint8_t *bufs, int depth)
-{
-    return mote__walk_new(s, node, cap, lo, span, bufs, depth, NULL, NULL);
-}
-
-int mote__walk_new(mote_store *s, const uint8_t *node, uint32_t cap, uint32_t lo,
-                   uint32_t span, uint8_t *bufs, int depth,
-                   int (*page)(void *ctx, uint32_t pgno, const uint8_t *buf), void *ctx)
-{
-    (void)cap;
     unsigned n = n_nkeys(node);
     for (unsigned i = 0; i < n; i++) {
         cell c;
@@ -279,7 +276,7 @@ int mote__walk_new(mote_store *s, const uint8_t *node, uint32_t cap, uint32_t lo
         } else {
             continue;
         }
-        while (ptr_pgno(ptr) && after_floor(ptr_birth(ptr), lo, span)) {
+        while (ptr_pgno(ptr) && birth_after(ptr_birth(ptr), lo, span)) {
             uint8_t *buf = bufs + (size_t)depth * s->P;
             if (depth + 1 >= MAX_DEPTH)
                 return CORRUPT("tree deeper than %d levels", MAX_DEPTH);
@@ -289,7 +286,7 @@ int mote__walk_new(mote_store *s, const uint8_t *node, uint32_t cap, uint32_t lo
             if (level >= 0) {
                 if ((rc = mote__node_validate(buf, s->P, level, ptr_pgno(ptr))) ||
                     (page && (rc = page(ctx, ptr_pgno(ptr), buf))) ||
-                    (rc = mote__walk_new(s, buf, s->P, lo, span, bufs, depth + 1, page, ctx)))
+                    (rc = walk_new(s, buf, s->P, lo, span, bufs, depth + 1, page, ctx)))
                     return rc;
                 break;
             }
@@ -302,6 +299,28 @@ int mote__walk_new(mote_store *s, const uint8_t *node, uint32_t cap, uint32_t lo
     return MOTE_OK;
 }
 
+int mote__walk_state(mote_store *s, const uint8_t *st, uint32_t lo, uint32_t span,
+                     uint8_t *bufs,
+                     int (*page)(void *ctx, uint32_t pgno, const uint8_t *buf), void *ctx)
+{
+    int rc = walk_new(s, st + SLOT_ROOT_OFF, root_cap(s), lo, span, bufs, 0, page, ctx);
+    uint32_t nb = rd32(st + 40);
+    for (uint32_t i = 0; !rc && i < nb && i < SLOT_MAX_BMP; i++) {
+        uint8_t ptr[CHILD] = {0};
+        memcpy(ptr, st + SLOT_BMP_OFF + i * PTR12, PTR12);
+        if (!birth_after(ptr_birth(ptr), lo, span))
+            continue;
+        if (!(rc = mote__read_page_raw(s, ptr_pgno(ptr), bufs)) &&
+            !(rc = mote__verify_page(s, bufs, ptr, "bitmap")) &&
+            !(rc = mote__validate_aux(s, bufs, PAGE_BITMAP)) && page)
+            rc = page(ctx, ptr_pgno(ptr), bufs);
+    }
+    return rc;
+}
+
+/* Verify every page the state in `slot` reaches that a commit after its
+ * floor wrote (pager.h GROUP COMMIT): below a page written before it,
+ * every page was too. */
 int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid)
 {
     uint8_t *bufs = mote__malloc((size_t)MAX_DEPTH * s->P);
@@ -311,17 +330,7 @@ int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid)
      * every page */
     uint32_t lag = st_lag(slot), lo = lag == LAG_UNKNOWN ? 0 : (uint32_t)txnid - (lag ? lag : 1);
     uint32_t span = lag == LAG_UNKNOWN ? UINT32_MAX : lag ? lag : 1;
-    int rc = verify_new(s, slot + SLOT_ROOT_OFF, root_cap(s), lo, span, bufs, 0);
-    uint32_t nb = rd32(slot + 40);
-    for (uint32_t i = 0; !rc && i < nb; i++) {
-        uint8_t ptr[CHILD] = {0};
-        memcpy(ptr, slot + SLOT_BMP_OFF + i * PTR12, PTR12);
-        if (!after_floor(ptr_birth(ptr), lo, span))
-            continue;
-        if (!(rc = mote__read_page_raw(s, ptr_pgno(ptr), bufs)) &&
-            !(rc = mote__verify_page(s, bufs, ptr, "bitmap")))
-            rc = mote__validate_aux(s, bufs, PAGE_BITMAP);
-    }
+    int rc = mote__walk_state(s, slot, lo, span, bufs, NULL, NULL);
     mote__free(bufs);
     return rc;
 }
@@ -831,13 +840,7 @@ void mote__store_close(mote_store *s)
         store_synced(s) >= s->txnid && !s->marker_ok && !atomic_load(&s->dur->failed)) {
         uint8_t *m = mote__malloc(s->P);
         if (m) { /* best effort: without it the next open verifies */
-            memcpy(m, s->cur->data, s->P); /* a copy of the latest state */
-            wr32(m + 16, (uint32_t)(1 - s->base_slot));
-            wr32(m + 20, SLOT_KIND_MARKER);
-            wr32(m + 8, MOTE_FORMAT_VERSION);
-            if (rd32(s->cur->data + 8) == 1) /* a version 1 state becomes its own checkpoint's */
-                st_set_chain(m, 0, 0, 0, 0, s->base_slot);
-            mote__slot_seal(m, s->P);
+            mote__marker(m, s->cur->data, s->P, (uint32_t)(1 - s->base_slot), s->base_slot);
             s->io->pwrite(s->io->ctx, s->fd, m, s->P,
                           (uint64_t)(1 - s->base_slot) << s->page_shift);
             mote__free(m);

@@ -714,14 +714,26 @@ int mote__verify_page(const mote_store *s, const uint8_t *buf,
  * txnid any page looked at names (*hi, raised). MOTE_CORRUPT if none. */
 int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t size,
                   uint8_t *out, int *start_slot, int *clean, uint64_t *hi);
-/* Walk the pages below `node` (cap bytes) whose pointers' births are in
- * (lo, lo + span] (modular; span UINT32_MAX: every page), each read,
+/* Was a page of birth b (low 32 bits) written after a floor? (lo: the
+ * floor's low 32 bits, span: the txnids after it, UINT32_MAX: every one;
+ * modular, as births are) */
+static inline int birth_after(uint32_t b, uint32_t lo, uint32_t span)
+{
+    return span == UINT32_MAX || b - lo - 1u < span;
+}
+/* Walk the pages the state `st` reaches (its tree, its bitmap pages) whose
+ * pointers' births are after the floor (birth_after(lo, span)), each read,
  * checked against its pointer and validated, then passed to `page` (may be
- * NULL) before the pages below it: below a page born at or before lo every
- * page was too. `bufs`: MAX_DEPTH pages; depth 0 at the root. */
-int mote__walk_new(mote_store *s, const uint8_t *node, uint32_t cap, uint32_t lo,
-                   uint32_t span, uint8_t *bufs, int depth,
-                   int (*page)(void *ctx, uint32_t pgno, const uint8_t *buf), void *ctx);
+ * NULL) before the pages below it: below a page born at or before the
+ * floor every page was too. `bufs`: MAX_DEPTH pages. Recovery verifies a
+ * commit with it; a delta collects its pages (delta.c). */
+int mote__walk_state(mote_store *s, const uint8_t *st, uint32_t lo, uint32_t span,
+                     uint8_t *bufs,
+                     int (*page)(void *ctx, uint32_t pgno, const uint8_t *buf), void *ctx);
+/* A clean-close marker into m (P bytes): a copy of the state `st` for root
+ * slot `slot`, naming the chain it copies (a version 1 state becomes its
+ * own checkpoint's: `ckpt`), sealed. */
+void mote__marker(uint8_t *m, const uint8_t *st, uint32_t P, uint32_t slot, int ckpt);
 /* Verify the pages commit txnid wrote, reached from its slot (open after an
  * unclean shutdown). */
 int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid);

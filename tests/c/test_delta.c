@@ -335,6 +335,22 @@ static void two_commits(twocommits *w, uint64_t seed)
     memio_free(&m);
 }
 
+/* Files in memory holding the two-commit store, its copy and the delta. */
+static void files_of(memio *f, const twocommits *w)
+{
+    memio_init(f);
+    memio_set(f, "/f/s.mote", w->simg, w->slen);
+    memio_set(f, "/f/c.mote", w->cimg, w->clen); /* (durable as they are) */
+    memio_set(f, "/f/d.delta", w->dimg, w->dlen);
+}
+
+static void two_commits_free(twocommits *w)
+{
+    free(w->simg);
+    free(w->cimg);
+    free(w->dimg);
+}
+
 /* Where the copy in `f` opens: 0 at the first commit, 1 at the second (each
  * with its entries: checked), 2 refused (MOTE_CORRUPT). */
 static int copy_state(memio *f, const twocommits *w)
@@ -372,9 +388,7 @@ TEST(delta_io_failure_at_every_call)
     long cases = 0, at[3] = {0, 0, 0};
     for (long n = 1;; n++) {
         memio f;
-        memio_init(&f);
-        memio_set(&f, "/f/s.mote", w.simg, w.slen);
-        memio_set(&f, "/f/c.mote", w.cimg, w.clen);
+        files_of(&f, &w);
         mote_options fo = {0, 0, 0, &f.io};
         mote_store *s;
         OK(mote_open("/f/s.mote", &fo, &s));
@@ -404,9 +418,7 @@ TEST(delta_io_failure_at_every_call)
     printf("%ld failure points: the copy at the old commit %ld, at the new %ld, refused %ld\n",
            cases, at[0], at[1], at[2]);
     CHECK(cases > 10 && at[0] > 0);
-    free(w.simg);
-    free(w.cimg);
-    free(w.dimg);
+    two_commits_free(&w);
 }
 
 /* The copy after a crash at every point of an apply (the machine stops:
@@ -420,9 +432,7 @@ TEST(delta_crash_during_apply)
     long images = 0, at[3] = {0, 0, 0};
     for (long k = 1;; k++) {
         memio f;
-        memio_init(&f);
-        memio_set(&f, "/f/c.mote", w.cimg, w.clen); /* (durable as they are) */
-        memio_set(&f, "/f/d.delta", w.dimg, w.dlen);
+        files_of(&f, &w);
         mote_options fo = {0, 0, 0, &f.io};
         f.crash_at = k;
         int rc = mote_delta_apply("/f/c.mote", "/f/d.delta", &fo);
@@ -449,9 +459,7 @@ TEST(delta_crash_during_apply)
     printf("%ld crash images of an apply: at the old commit %ld, at the new %ld, refused %ld\n",
            images, at[0], at[1], at[2]);
     CHECK(at[0] > 0 && at[1] > 0 && at[2] > 0);
-    free(w.simg);
-    free(w.cimg);
-    free(w.dimg);
+    two_commits_free(&w);
 }
 
 /* The syncs of an apply: a full delta 2 (pages, then slots) and the
@@ -463,8 +471,7 @@ TEST(delta_apply_syncs)
     two_commits(&w, 19);
     for (int nosync = 0; nosync < 2; nosync++) {
         memio f;
-        memio_init(&f);
-        memio_set(&f, "/f/s.mote", w.simg, w.slen);
+        files_of(&f, &w);
         mote_options so = {0, 0, 0, &f.io}, ao = {nosync ? MOTE_NOSYNC : 0u, 0, 0, &f.io};
         mote_store *s;
         OK(mote_open("/f/s.mote", &so, &s));
@@ -475,8 +482,6 @@ TEST(delta_apply_syncs)
         printf("full delta applied%s: %ld fdatasync, %ld directory fsync\n",
                nosync ? " with MOTE_NOSYNC" : "", f.syncs, f.dirsyncs);
         CHECK(f.syncs == (nosync ? 0 : 2) && f.dirsyncs == (nosync ? 0 : 1));
-        memio_set(&f, "/f/c.mote", w.cimg, w.clen);
-        memio_set(&f, "/f/d.delta", w.dimg, w.dlen);
         memio_reset_counts(&f);
         OK(mote_delta_apply("/f/c.mote", "/f/d.delta", &ao));
         printf("a delta applied%s: %ld fdatasync\n", nosync ? " with MOTE_NOSYNC" : "", f.syncs);
@@ -484,7 +489,5 @@ TEST(delta_apply_syncs)
         CHECK(copy_state(&f, &w) == 1);
         memio_free(&f);
     }
-    free(w.simg);
-    free(w.cimg);
-    free(w.dimg);
+    two_commits_free(&w);
 }

@@ -33,6 +33,13 @@ def rows(store):
             sorted(m.id for m in box.query(Memo.text.matches("alpha")).find()))
 
 
+def restored(url, name, path, client, **kw):
+    """Restore store `name` into `path` (kw: txnid or at_time): the commit restored and
+    the copy's rows."""
+    at = replicate.restore(url, name, path, client=client, **kw)
+    return at, rows(str(path))
+
+
 @pytest.fixture(scope="module")
 def server():
     s = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
@@ -91,11 +98,9 @@ def test_shipped_and_restored(tmp_path, s3):
     pts = replicate.points(url, "a.mote", client=c)
     assert [p["to"] for p in pts] == sorted(at) and pts[0]["since"] == 0
     for txn, want in at.items():  # each shipped commit, restored
-        out = tmp_path / f"r{txn}.mote"
-        assert replicate.restore(url, "a.mote", out, txnid=txn, client=c) == txn
-        assert rows(str(out)) == want
-    newest = replicate.restore(url, "a.mote", tmp_path / "newest.mote", client=c)
-    assert newest == max(at) and rows(str(tmp_path / "newest.mote")) == at[newest]
+        assert restored(url, "a.mote", tmp_path / f"r{txn}.mote", c, txnid=txn) == (txn, want)
+    newest, got = restored(url, "a.mote", tmp_path / "newest.mote", c)
+    assert newest == max(at) and got == at[newest]
     with pytest.raises(motedb.ExistsError):
         replicate.restore(url, "a.mote", tmp_path / "newest.mote", client=c)
     with pytest.raises(motedb.NotFoundError):
@@ -135,8 +140,7 @@ def test_restart_goes_on_from_the_bucket(tmp_path, s3):
         want = rows(s)
     pts = replicate.points(url, "b.mote", client=c)
     assert len(pts) == 3 and sum(p["since"] == 0 for p in pts) == 1  # no second base
-    replicate.restore(url, "b.mote", tmp_path / "r.mote", client=c)
-    assert rows(str(tmp_path / "r.mote")) == want
+    assert restored(url, "b.mote", tmp_path / "r.mote", c)[1] == want
 
 
 def test_server_down_then_back(tmp_path, s3):
@@ -155,8 +159,7 @@ def test_server_down_then_back(tmp_path, s3):
         c.fail = False
         assert rep.ship() == 1  # both commits in one delta, from the last one shipped
         want = rows(s)
-    replicate.restore(url, "d.mote", tmp_path / "r.mote", client=c)
-    assert rows(str(tmp_path / "r.mote")) == want
+    assert restored(url, "d.mote", tmp_path / "r.mote", c)[1] == want
 
 
 def test_new_generation_after_many_deltas(tmp_path, s3):
@@ -172,8 +175,7 @@ def test_new_generation_after_many_deltas(tmp_path, s3):
         want = rows(s)
     pts = replicate.points(url, "g.mote", client=c)
     assert len({p["generation"] for p in pts}) == 2  # bases at 1 and 5
-    replicate.restore(url, "g.mote", tmp_path / "r.mote", client=c)
-    assert rows(str(tmp_path / "r.mote")) == want
+    assert restored(url, "g.mote", tmp_path / "r.mote", c)[1] == want
 
 
 def test_writer_in_another_process_and_run_loop(tmp_path, s3):
@@ -203,8 +205,7 @@ def test_writer_in_another_process_and_run_loop(tmp_path, s3):
     stop.set()
     t.join()
     assert not rep.errors and rep.shipped_objects >= 2
-    assert replicate.restore(url, "w.mote", tmp_path / "r.mote", client=c) == last
-    assert rows(str(tmp_path / "r.mote")) == want
+    assert restored(url, "w.mote", tmp_path / "r.mote", c) == (last, want)
 
 
 def test_bad_urls_and_names(tmp_path, s3):
@@ -243,8 +244,7 @@ def test_lost_response_after_an_upload(tmp_path, s3):
         want = rows(s)
     pts = replicate.points(url, "l.mote", client=c)
     assert len(pts) == 3 and pts[1]["since"] == pts[2]["since"]  # two deltas from one commit
-    replicate.restore(url, "l.mote", tmp_path / "r.mote", client=c)
-    assert rows(str(tmp_path / "r.mote")) == want
+    assert restored(url, "l.mote", tmp_path / "r.mote", c)[1] == want
 
 
 MEMO = """
@@ -325,14 +325,12 @@ def test_kill_9_of_replicator_and_app(tmp_path, s3, server):
         out = tmp_path / f"p{p['generation']}-{p['to']}.mote"
         if out.exists():
             continue
-        replicate.restore(url, "k.mote", out, txnid=p["to"], client=c)
-        objs, _ = rows(str(out))
+        _, (objs, _) = restored(url, "k.mote", out, c, txnid=p["to"])
         levels = [lvl for _, _, lvl in objs]
         assert levels == list(range(len(levels)))  # what the app had made by then
         assert len(levels) >= last or p["generation"] != pts[-1]["generation"]
         last = len(levels)
-    replicate.restore(url, "k.mote", tmp_path / "newest.mote", client=c)
-    assert rows(str(tmp_path / "newest.mote")) == rows(src)
+    assert restored(url, "k.mote", tmp_path / "newest.mote", c)[1] == rows(src)
     assert len(rows(src)[0]) == N
 
 
@@ -378,8 +376,7 @@ def test_server_errors_throttling_and_slow_answers(tmp_path, s3):
         assert rep.stores["f.mote"]["to"] == s.commit
         want = rows(s)
     assert rep.errors and min(hits.values()) > 0
-    replicate.restore(url, "f.mote", tmp_path / "r.mote", client=c)
-    assert rows(str(tmp_path / "r.mote")) == want
+    assert restored(url, "f.mote", tmp_path / "r.mote", c)[1] == want
 
 
 def test_restore_by_time(tmp_path, s3):
@@ -401,11 +398,9 @@ def test_restore_by_time(tmp_path, s3):
         box.put(Memo(text="alpha second"))
         rep.ship()
         second = rows(s)
-    replicate.restore(url, "t.mote", tmp_path / "a.mote", at_time=between, client=c)
-    assert rows(str(tmp_path / "a.mote")) == first
-    replicate.restore(url, "t.mote", tmp_path / "b.mote",
-                      at_time=datetime.datetime.now(datetime.timezone.utc), client=c)
-    assert rows(str(tmp_path / "b.mote")) == second
+    assert restored(url, "t.mote", tmp_path / "a.mote", c, at_time=between)[1] == first
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert restored(url, "t.mote", tmp_path / "b.mote", c, at_time=now)[1] == second
     with pytest.raises(motedb.NotFoundError):
         replicate.restore(url, "t.mote", tmp_path / "c.mote", client=c,
                           at_time=between - datetime.timedelta(days=1))

@@ -2,7 +2,8 @@
 #   make test    build everything from a fresh clone and run every test
 #   make bench   run the default benchmarks and print the tables
 # Other targets: deps, build, test-c, test-asan, test-fuzz, test-python, test-python-asan,
-# bench-engine, bench-procs, bench-orm, bench-stores, bench-vectors, bench-text, bench-agents, bench-full, clean.
+# bench-engine, bench-procs, bench-orm, bench-stores, bench-vectors, bench-text, bench-agents,
+# bench-replication, bench-full, clean.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +13,8 @@ NINJA  := $(VENV)/bin/ninja
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: all test deps build test-c test-asan test-fuzz test-python test-python-asan bench \
-        bench-engine bench-procs bench-orm bench-stores bench-vectors bench-text bench-agents bench-full clean venv
+        bench-engine bench-procs bench-orm bench-stores bench-vectors bench-text bench-agents bench-replication \
+        bench-full clean venv
 
 FUZZ_TIME  ?= 20
 
@@ -106,7 +108,7 @@ test-fuzz: build-fuzz/build.ninja
 test: deps test-c test-asan test-fuzz test-python test-python-asan
 
 # Quick benchmarks (a few minutes on 2 cores); bench-full runs everything.
-bench: bench-engine bench-procs bench-orm bench-stores bench-vectors bench-text bench-agents
+bench: bench-engine bench-procs bench-orm bench-stores bench-vectors bench-text bench-agents bench-replication
 
 bench-engine: $(VENV)/.ok
 	bash bench/engine/run.sh
@@ -130,6 +132,9 @@ bench-text:
 bench-agents:
 	$(PYTHON) -m bench.agents --quick
 
+bench-replication:
+	$(PYTHON) -m bench.replication --quick
+
 bench-full: bench-engine bench-procs
 	$(PYTHON) -m bench.orm --profile full
 	$(PYTHON) -m bench.stores --workload small --full
@@ -137,6 +142,7 @@ bench-full: bench-engine bench-procs
 	$(PYTHON) -m bench.vectors --full
 	$(PYTHON) -m bench.text --full
 	$(PYTHON) -m bench.agents --full
+	$(PYTHON) -m bench.replication --full
 
 clean:
 	rm -rf build build-asan build-bench build-fuzz build-pyasan

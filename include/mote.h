@@ -1143,6 +1143,17 @@ int mote_compact(mote_store *store, const char *out_path);
 /* ---- Deltas: copies kept up to date elsewhere ---------------------------- */
 
 /*
+ * The store's identity: a random 64-bit number given by its first commit
+ * that changes it (a store made by an earlier library gets one at its
+ * first write under this one), kept by the copies that deltas make, and
+ * new in a compacted copy (mote_compact). 0 if the store has none yet.
+ * Tells a store from another one at the same path: a replicator starts a
+ * new base when it changes, and mote_delta_apply refuses a delta of
+ * another store.
+ */
+int mote_store_ident(mote_store *store, uint64_t *ident);
+
+/*
  * Write to `out_path` (which must not exist) a delta: what a copy of the
  * store as of commit `since` lacks to be the store as of its latest durable
  * commit (*txnid, may be NULL, gets that commit). since 0 gives a full
@@ -1153,17 +1164,21 @@ int mote_compact(mote_store *store, const char *out_path);
  * root slot: a few pages for a small commit (a replicator ships one per
  * interval). It reads a snapshot, as a read transaction does: writers and
  * readers of every process go on, and a store opened read-only can make
- * deltas. The file is synced before return and removed on failure.
+ * deltas. The file is synced before return (not with MOTE_NOSYNC in
+ * `flags`: a delta that a replicator uploads and throws away) and removed
+ * on failure.
  * MOTE_NOTFOUND if no commit of the store is durable yet (a new store);
  * MOTE_INVALID if `since` is after its latest commit.
  */
-int mote_delta(mote_store *store, uint64_t since, const char *out_path, uint64_t *txnid);
+int mote_delta(mote_store *store, uint64_t since, const char *out_path, unsigned flags,
+               uint64_t *txnid);
 
 /*
  * Apply the delta at `delta_path` to the copy at `path`: a full delta
  * (since 0) makes a new copy (MOTE_EXISTS if `path` exists); any other
- * needs a copy at exactly the delta's `since` (MOTE_INVALID names both
- * commits otherwise; it is left as it is). The whole delta is read and
+ * needs a copy of the same store (mote_store_ident) at exactly the delta's
+ * `since` (MOTE_INVALID names both commits or identities otherwise; it is
+ * left as it is). The whole delta is read and
  * checked first (MOTE_CORRUPT if damaged or cut short, MOTE_FORMAT if not a
  * delta): a damaged delta writes nothing. Then the copy's root slots are
  * made unusable (each synced), its pages written and synced, the slots

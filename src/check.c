@@ -129,7 +129,11 @@ static uint64_t check_node(ck *k, const uint8_t *n, uint32_t cap, int depth,
         if (n_type(n) == NODE_LEAF) {
             total++;
             check_key_tree(k, c.key, c.klen, 1);
-            if (c.klen >= 1 && c.key[0] == 0) { /* catalog entry */
+            if (c.klen == 1 && c.key[0] == 0) { /* the store's identity (kv.c) */
+                if (c.vlen != 8 || c.ovf)
+                    mote__problem(&k->pr, "the store's identity has %llu bytes",
+                                  (unsigned long long)c.vlen);
+            } else if (c.klen >= 1 && c.key[0] == 0) { /* catalog entry */
                 if (c.vlen != 4 || c.ovf) {
                     mote__problem(&k->pr, "catalog entry with a %llu-byte value",
                             (unsigned long long)c.vlen);
@@ -300,6 +304,8 @@ int mote_compact(mote_store *s, const char *out_path)
         goto out;
     wt->no_chain = 1; /* the copy keeps its size */
     rc = each_entry(rt, copy_entry, wt);
+    if (!rc) /* another store from now on: its own identity */
+        rc = mote__kv_ident_set(wt, 0);
     if (!rc) {
         wt->next_tree = rd32(rt->root->data + 36);
         wt->changed = 1;

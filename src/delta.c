@@ -28,8 +28,9 @@
  *
  * FILE FORMAT (little-endian): a 64-byte header: "MOTEDLT1", format
  * version (u32, 1), page size (u32), since (u64), txnid of the commit
- * (u64), pages of the store at that commit (u32), 0 (u32), 16 zero bytes,
- * the hash of bytes 0..47 (u64) at 56; then per page its number (u32), 0
+ * (u64), pages of the store at that commit (u32), 0 (u32), the store's
+ * identity (u64, 0 if it has none: kv.c), 8 zero bytes, the hash of bytes
+ * 0..47 (u64) at 56; then per page its number (u32), 0
  * (u32) and its bytes; then a 32-byte trailer: "MOTEDEND", the number of
  * pages (u64), the hash of every page entry in order (u64; each entry's
  * hash seeds the next) and the hash of the header's 64 bytes (u64).
@@ -41,6 +42,7 @@
 #include <sys/file.h>
 
 #include "checksum.h"
+#include "kv.h"
 #include "pager.h"
 
 #define DELTA_MAGIC "MOTEDLT1"
@@ -110,7 +112,8 @@ static int records_and_slot(dout *d, const uint8_t *st, uint64_t since)
     return emit(d, 0, d->buf);
 }
 
-int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *txnid)
+int mote_delta(mote_store *s, uint64_t since, const char *out_path, unsigned flags,
+               uint64_t *txnid)
 {
     if (!s || !out_path)
         return mote__err(MOTE_INVALID, "mote_delta: NULL argument");
@@ -150,12 +153,16 @@ int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *tx
                              : mote__ioerr(d.fd, "create", out_path);
         goto out;
     }
+    uint64_t ident;
+    if ((rc = mote__kv_ident(t, &ident)))
+        goto out;
     memcpy(head, DELTA_MAGIC, 8);
     wr32(head + 8, DELTA_VERSION);
     wr32(head + 12, s->P);
     wr64(head + 16, since);
     wr64(head + 24, to);
     wr32(head + 32, rd32(st + 32));
+    wr64(head + 40, ident);
     wr64(head + 56, mote__hash64(head, 48, 0));
     if ((rc = mote__walk_state(s, st, d.lo, d.span, d.buf, emit_page, &d)) ||
         (rc = records_and_slot(&d, st, since)))
@@ -167,7 +174,8 @@ int mote_delta(mote_store *s, uint64_t since, const char *out_path, uint64_t *tx
     ssize_t w = s->io->pwrite(s->io->ctx, d.fd, tail, DELTA_TAIL, d.off);
     if (w == (ssize_t)DELTA_TAIL)
         w = s->io->pwrite(s->io->ctx, d.fd, head, DELTA_HEAD, 0);
-    int r = w < 0 ? (int)w : w != (ssize_t)DELTA_HEAD ? -EIO : s->io->fdatasync(s->io->ctx, d.fd);
+    int r = w < 0 ? (int)w : w != (ssize_t)DELTA_HEAD ? -EIO
+            : flags & MOTE_NOSYNC ? 0 : s->io->fdatasync(s->io->ctx, d.fd);
     if (r)
         rc = mote__ioerr(r, "write", out_path);
     if (!rc && txnid)
@@ -190,7 +198,7 @@ typedef struct din {
     const mote_io *io;
     int fd;
     uint32_t P, pages;
-    uint64_t since, to, count, size;
+    uint64_t since, to, ident, count, size;
     const char *path;
 } din;
 
@@ -215,6 +223,7 @@ static int delta_read(din *d)
     d->since = rd64(head + 16);
     d->to = rd64(head + 24);
     d->pages = rd32(head + 32);
+    d->ident = rd64(head + 40);
     if (rd64(head + 56) != mote__hash64(head, 48, 0) || d->P < 4096 || d->P > 65536 ||
         (d->P & (d->P - 1)) || d->to < d->since || d->pages < 2)
         return mote__err(MOTE_CORRUPT, "%s: the delta's header is damaged", d->path);
@@ -252,9 +261,10 @@ static int delta_read(din *d)
     return rc;
 }
 
-/* The commit a copy opens at, read-only and exclusive (nobody else may use
- * a copy that deltas are applied to). */
-static int copy_txnid(const char *path, const mote_io *io, uint64_t *txnid, uint32_t *P)
+/* The commit a copy opens at, its page size and identity, read-only and
+ * exclusive (nobody else may use a copy that deltas are applied to). */
+static int copy_at(const char *path, const mote_io *io, uint64_t *txnid, uint32_t *P,
+                   uint64_t *ident)
 {
     mote_options o = {MOTE_RDONLY | MOTE_EXCLUSIVE, 0, 0, io};
     mote_store *c = NULL;
@@ -263,8 +273,9 @@ static int copy_txnid(const char *path, const mote_io *io, uint64_t *txnid, uint
         return rc;
     *txnid = c->txnid; /* (what open recovered: no page read, as mote_store_stat's counts) */
     *P = c->P;
+    rc = mote_store_ident(c, ident);
     mote_close(c);
-    return MOTE_OK;
+    return rc;
 }
 
 /* Before a copy's pages are written (they overwrite pages its commit may
@@ -302,7 +313,7 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
         return mote__err(MOTE_INVALID, "mote_delta_apply: NULL argument");
     const mote_io *io = opts && opts->io ? opts->io : &mote_io_posix;
     int sync = !(opts && (opts->flags & MOTE_NOSYNC));
-    din d = {io, -1, 0, 0, 0, 0, 0, 0, delta_path};
+    din d = {io, -1, 0, 0, 0, 0, 0, 0, 0, delta_path};
     int rc = MOTE_OK, fd = -1, made = 0;
     uint8_t *buf = NULL;
     d.fd = io->open(io->ctx, delta_path, O_RDONLY, 0);
@@ -322,10 +333,16 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
         }
         made = 1;
     } else {
-        uint64_t at = 0;
+        uint64_t at = 0, ident = 0;
         uint32_t P = 0;
-        if ((rc = copy_txnid(path, io, &at, &P)))
+        if ((rc = copy_at(path, io, &at, &P, &ident)))
             goto out;
+        if (ident && d.ident && ident != d.ident) {
+            rc = mote__err(MOTE_INVALID, "%s is a copy of another store than the delta %s "
+                           "(identity %016llx, not %016llx)", path, delta_path,
+                           (unsigned long long)ident, (unsigned long long)d.ident);
+            goto out;
+        }
         if (at != d.since || P != d.P) {
             rc = mote__err(MOTE_INVALID, "%s is at commit %llu (pages of %u bytes); the delta "
                            "%s goes from commit %llu (pages of %u bytes)", path,
@@ -398,9 +415,9 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
         fd = -1;
     }
     if (!rc) { /* it opens at the delta's commit */
-        uint64_t at = 0;
+        uint64_t at = 0, ident = 0;
         uint32_t P = 0;
-        if (!(rc = copy_txnid(path, io, &at, &P)) && at != d.to)
+        if (!(rc = copy_at(path, io, &at, &P, &ident)) && (at != d.to || ident != d.ident))
             rc = mote__err(MOTE_CORRUPT, "%s opens at commit %llu after the delta %s, not %llu",
                            path, (unsigned long long)at, delta_path,
                            (unsigned long long)d.to);

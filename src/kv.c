@@ -11,9 +11,14 @@
  * page) may leave the transaction's tree half changed: the transaction is
  * then marked failed and can only be aborted (commit returns the error).
  */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "checksum.h"
 #include "kv.h"
 
 unsigned mote__tree_prefix(uint32_t tree, uint8_t *out)
@@ -218,6 +223,79 @@ int mote_kv_drop(mote_txn *t, const char *name)
     size_t kl = 0;
     catalog_key(name, key, &kl);
     return write_result(t, mote__bt_del(t, key, kl, 0));
+}
+
+/* ---- the store's identity ------------------------------------------------------ */
+/* A random 64-bit number under the catalog's empty name (which no tree can
+ * have): given by the store's first commit that changes it (a store of an
+ * earlier library gets one at its first write), carried to its copies by
+ * deltas, new in a compacted copy (check.c). A replicator tells by it a
+ * store from another one at the same path (delta.c). */
+
+static const uint8_t ident_key[1] = {0}; /* tree 0's prefix, an empty name */
+
+static uint64_t new_ident(const mote_store *s)
+{
+    uint64_t id = 0;
+    if (getrandom(&id, sizeof id, GRND_NONBLOCK) != (ssize_t)sizeof id) {
+        static _Atomic uint64_t n; /* no entropy yet (early boot): time and place */
+        struct timespec a, b;
+        clock_gettime(CLOCK_REALTIME, &a);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        uint64_t mix[6] = {(uint64_t)a.tv_sec, (uint64_t)a.tv_nsec, (uint64_t)b.tv_sec,
+                           (uint64_t)b.tv_nsec, (uint64_t)getpid(), ++n};
+        id = mote__hash64(mix, sizeof mix, s->ino ^ (uint64_t)(uintptr_t)s);
+    }
+    return id ? id : 1;
+}
+
+int mote__kv_ident(mote_txn *t, uint64_t *ident)
+{
+    mote_val v;
+    *ident = 0;
+    int rc = mote__bt_get(t, ident_key, sizeof ident_key, &v);
+    if (rc)
+        return rc == MOTE_NOTFOUND ? MOTE_OK : rc;
+    if (v.size != 8)
+        return CORRUPT("the store's identity has %zu bytes", v.size);
+    *ident = rd64(v.data);
+    mote__txn_release_held(t);
+    return MOTE_OK;
+}
+
+int mote__kv_ident_set(mote_txn *t, uint64_t ident)
+{
+    uint8_t v[8];
+    wr64(v, ident ? ident : new_ident(t->s));
+    return write_result(t, mote__bt_put(t, ident_key, sizeof ident_key, v, 8, 0));
+}
+
+int mote__kv_ident_ensure(mote_txn *t)
+{
+    mote_store *s = t->s;
+    if (s->has_ident || !t->changed)
+        return MOTE_OK;
+    uint64_t id;
+    int rc = mote__kv_ident(t, &id);
+    if (rc || id) {
+        s->has_ident = !rc; /* (one look per handle: no process removes it) */
+        return rc;
+    }
+    return mote__kv_ident_set(t, 0);
+}
+
+int mote_store_ident(mote_store *s, uint64_t *ident)
+{
+    if (!s || !ident)
+        return mote__err(MOTE_INVALID, "mote_store_ident: NULL argument");
+    *ident = 0;
+    mote_txn *t;
+    int rc = mote__txn_begin(s, 0, &t);
+    if (rc)
+        return rc;
+    rc = mote__kv_ident(t, ident);
+    mote__txn_abort(t);
+    return rc;
 }
 
 /* ---- put / get / del / count ------------------------------------------------ */
@@ -918,8 +996,11 @@ int mote_store_stat(mote_store *s, mote_stat *st)
     rc = mote__bt_rank(t, NULL, 0, &all);
     if (!rc)
         rc = mote__bt_rank(t, one, 1, &cat);
+    uint64_t ident = 0;
+    if (!rc)
+        rc = mote__kv_ident(t, &ident);
     if (!rc) {
-        st->trees = cat;
+        st->trees = cat - (ident != 0); /* (the identity is no tree) */
         st->entries = all - cat;
     }
     /* free pages: count set bits of the slot's view of the bitmap */

@@ -35,6 +35,13 @@ int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen)
  * changes, readable while w runs (mote__txn_base_view); and its end. */
 int mote__kv_base_view(mote_txn *w, mote_txn **out);
 void mote__kv_view_end(mote_txn *v);
+/* The store's identity as t sees it (0 if it has none yet: kv.c), and
+ * setting it (a new random one if ident is 0: a compacted copy's). */
+int mote__kv_ident(mote_txn *t, uint64_t *ident);
+int mote__kv_ident_set(mote_txn *t, uint64_t ident);
+/* At the commit of a write that changed the store: its identity given if it
+ * has none yet (looked up once per handle). */
+int mote__kv_ident_ensure(mote_txn *t);
 /* Write every deferred put of the transaction (the commit does). */
 int mote__kv_flush(mote_txn *t);
 /* The transaction ends (store.c, before its commit or abort): its cursors

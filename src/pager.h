@@ -265,6 +265,7 @@ struct mote_store {
     int need_sync;       /* unclean open: sync once before the first commit */
     int fresh;           /* no commit is durable yet: slot 0 holds creation's page (FRESH) */
     int marker_ok;       /* the other slot already holds a marker for txnid */
+    int has_ident;       /* the store's identity was seen (kv.c) */
     int ntxn;            /* live transactions (for close) */
     int nticket;         /* commits of mote_commit_nowait not waited for (for close) */
     uint64_t txn_serial; /* last write transaction's serial */

@@ -111,6 +111,8 @@ static int commit_begin(mote_txn *t, objend *oe, mote_txn **t_out)
     int rc = mote__kv_flush(t);
     if (!rc)
         rc = mote__entities_flush(t);
+    if (!rc)
+        rc = mote__kv_ident_ensure(t);
     if (rc) {
         end_aborted(t);
         return rc;

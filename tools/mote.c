@@ -668,6 +668,11 @@ int main(int argc, char **argv)
         printf("file:        %s\n", path);
         printf("txnid:       %llu\n", (unsigned long long)st.txnid);
         printf("format:      %u\n", st.format);
+        uint64_t ident = 0;
+        if (!mote_store_ident(s, &ident) && ident)
+            printf("identity:    %016llx\n", (unsigned long long)ident);
+        else
+            printf("identity:    none yet (given by the first write)\n");
         printf("chain:       %u commit records since the checkpoint\n", st.chain);
         printf("page size:   %u\n", st.page_size);
         printf("pages:       %llu (%llu used, %llu free)\n",
@@ -726,7 +731,7 @@ int main(int argc, char **argv)
         if (!s)
             return 2;
         uint64_t to = 0;
-        int rc = mote_delta(s, since, argv[4], &to);
+        int rc = mote_delta(s, since, argv[4], 0, &to);
         if (rc)
             fprintf(stderr, "mote: delta failed: %s\n", mote_errmsg(s));
         else

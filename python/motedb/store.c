@@ -827,6 +827,26 @@ static PyObject *store_get_commit(PyObject *self, void *closure)
     return PyLong_FromUnsignedLongLong(id);
 }
 
+static PyObject *store_get_ident(PyObject *self, void *closure)
+{
+    (void)closure;
+    StoreObject *st = (StoreObject *)self;
+    if (!st->s) {
+        closed_error(st);
+        return NULL;
+    }
+    uint64_t id = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = mote_store_ident(st->s, &id);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        raise_rc(rc);
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(id);
+}
+
 static PyObject *store_get_readonly(PyObject *self, void *closure)
 {
     (void)closure;
@@ -850,10 +870,11 @@ static PyObject *store_repr(PyObject *self)
 static PyObject *store_delta(PyObject *self, PyObject *args, PyObject *kw)
 {
     StoreObject *st = (StoreObject *)self;
-    static char *kwlist[] = {"path", "since", NULL};
+    static char *kwlist[] = {"path", "since", "sync", NULL};
     PyObject *path, *bpath = NULL;
     unsigned long long since = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|K:delta", kwlist, &path, &since))
+    int sync = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|K$p:delta", kwlist, &path, &since, &sync))
         return NULL;
     if (!st->s) {
         closed_error(st);
@@ -869,7 +890,7 @@ static PyObject *store_delta(PyObject *self, PyObject *args, PyObject *kw)
     int rc;
     st->nimplicit++;
     Py_BEGIN_ALLOW_THREADS
-    rc = mote_delta(st->s, since, PyBytes_AS_STRING(bpath), &to);
+    rc = mote_delta(st->s, since, PyBytes_AS_STRING(bpath), sync ? 0 : MOTE_NOSYNC, &to);
     Py_END_ALLOW_THREADS
     st->nimplicit--;
     Py_DECREF(bpath);
@@ -890,10 +911,11 @@ static PyMethodDef store_methods[] = {
      "drop_property(EntityClass or name, prop): remove a stored property's data from every "
      "object (the only way stored data goes; the class must not declare it)."},
     {"delta", (PyCFunction)(void (*)(void))store_delta, METH_VARARGS | METH_KEYWORDS,
-     "delta(path, since=0) -> int: write to `path` (which must not exist) what a copy of "
-     "this store as of commit `since` lacks to be the store as of its latest commit, and "
-     "return that commit (the latest durable one); since=0 gives a full copy. Reads a "
-     "snapshot: writers and readers go on, and a read-only store makes deltas too. Apply "
+     "delta(path, since=0, *, sync=True) -> int: write to `path` (which must not exist) "
+     "what a copy of this store as of commit `since` lacks to be the store as of its "
+     "latest commit, and return that commit (the latest durable one); since=0 gives a full "
+     "copy. Reads a snapshot: writers and readers go on, and a read-only store makes "
+     "deltas too. sync=False leaves the file unsynced (one to upload and delete). Apply "
      "with motedb.apply_delta."},
     {"write", store_write, METH_NOARGS, "A write transaction (context manager)."},
     {"read", store_read, METH_NOARGS, "A read transaction, a snapshot (context manager)."},
@@ -919,6 +941,11 @@ static PyGetSetDef store_getset[] = {
      "The id of the store's latest durable commit, the one a read sees now (inside "
      "store.read(), the one it reads; inside store.write(), the id its commit will have). "
      "Grows with every commit of any process.",
+     NULL},
+    {"ident", store_get_ident, NULL,
+     "The store's identity: a random 64-bit number given by its first write, kept by "
+     "its copies (deltas), new in a compacted copy; 0 until the first write. Tells a "
+     "store from another at the same path (motedb.replicate starts a new base).",
      NULL},
     {"in_transaction", store_get_in_txn, NULL,
      "True if the calling thread is inside store.write() / store.read().", NULL},

@@ -115,7 +115,7 @@ TEST(delta_copy_follows_the_store)
         char dp[64];
         snprintf(dp, sizeof dp, "d%02d.delta", round);
         PATH(dpath, dp);
-        OK(mote_delta(s, since, dpath, &txnid));
+        OK(mote_delta(s, since, dpath, 0, &txnid));
         mote_stat st;
         OK(mote_store_stat(s, &st));
         CHECK(txnid == st.txnid && txnid > since);
@@ -139,7 +139,7 @@ TEST(delta_of_a_small_commit_is_small)
     mote_store *s = test_open(p, NULL);
     uint64_t rs = 3, since = 0;
     churn(s, &rs, 30, 2000);
-    OK(mote_delta(s, 0, test_path("full.delta"), &since));
+    OK(mote_delta(s, 0, test_path("full.delta"), 0, &since));
     OK(mote_delta_apply(copy, test_path("full.delta"), NULL));
     long full = file_size(test_path("full.delta")), most = 0;
     for (int i = 0; i < 10; i++) {
@@ -152,7 +152,7 @@ TEST(delta_of_a_small_commit_is_small)
         char dp[32];
         snprintf(dp, sizeof dp, "%d.delta", i);
         uint64_t to;
-        OK(mote_delta(s, since, test_path(dp), &to));
+        OK(mote_delta(s, since, test_path(dp), 0, &to));
         OK(mote_delta_apply(copy, test_path(dp), NULL));
         long n = file_size(test_path(dp));
         most = n > most ? n : most;
@@ -175,14 +175,14 @@ TEST(delta_refused_where_it_does_not_fit)
     mote_store *s = test_open(p, NULL);
     uint64_t rs = 5, t1, t2, t3;
     churn(s, &rs, 10, 300);
-    OK(mote_delta(s, 0, test_path("1.delta"), &t1));
+    OK(mote_delta(s, 0, test_path("1.delta"), 0, &t1));
     churn(s, &rs, 3, 300);
-    OK(mote_delta(s, t1, test_path("2.delta"), &t2));
+    OK(mote_delta(s, t1, test_path("2.delta"), 0, &t2));
     churn(s, &rs, 3, 300);
-    OK(mote_delta(s, t2, test_path("3.delta"), &t3));
-    CHECK_RC(mote_delta(s, t3 + 1, test_path("x.delta"), NULL), MOTE_INVALID);
-    CHECK_RC(mote_delta(s, t2, test_path("3.delta"), NULL), MOTE_EXISTS);
-    CHECK_RC(mote_delta(NULL, 0, test_path("y.delta"), NULL), MOTE_INVALID);
+    OK(mote_delta(s, t2, test_path("3.delta"), 0, &t3));
+    CHECK_RC(mote_delta(s, t3 + 1, test_path("x.delta"), 0, NULL), MOTE_INVALID);
+    CHECK_RC(mote_delta(s, t2, test_path("3.delta"), 0, NULL), MOTE_EXISTS);
+    CHECK_RC(mote_delta(NULL, 0, test_path("y.delta"), 0, NULL), MOTE_INVALID);
     OK(mote_delta_apply(copy, test_path("1.delta"), NULL));
     uint64_t n1, h1 = 0;
     { /* the copy's own digest at t1 */
@@ -237,7 +237,7 @@ TEST(delta_refused_where_it_does_not_fit)
     mote_store *fresh;
     mote_options o = {MOTE_CREATE, 0, 0, NULL};
     OK(mote_open(test_path("new.mote"), &o, &fresh));
-    CHECK_RC(mote_delta(fresh, 0, test_path("new.delta"), NULL), MOTE_NOTFOUND);
+    CHECK_RC(mote_delta(fresh, 0, test_path("new.delta"), 0, NULL), MOTE_NOTFOUND);
     CHECK(access(test_path("new.delta"), F_OK) != 0);
     OK(mote_close(fresh));
     OK(mote_close(s));
@@ -275,7 +275,7 @@ TEST(delta_while_another_process_writes)
     for (int i = 0; i < 15; i++) {
         char dp[32];
         snprintf(dp, sizeof dp, "w%d.delta", i);
-        OK(mote_delta(s, since, test_path(dp), &to));
+        OK(mote_delta(s, since, test_path(dp), 0, &to));
         OK(mote_delta_apply(copy, test_path(dp), NULL));
         mote_store *c;
         OK(mote_open(copy, &ro, &c));
@@ -287,7 +287,7 @@ TEST(delta_while_another_process_writes)
     int status;
     CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     /* the copy is at `since`; the store is past it: one more delta brings it level */
-    OK(mote_delta(s, since, test_path("last.delta"), &to));
+    OK(mote_delta(s, since, test_path("last.delta"), 0, &to));
     OK(mote_delta_apply(copy, test_path("last.delta"), NULL));
     uint64_t n, h = digest(s, &n);
     check_copy(copy, h, n, to);
@@ -322,11 +322,11 @@ static void two_commits(twocommits *w, uint64_t seed)
     OK(mote_open("/f/s.mote", &o, &s));
     uint64_t rs = seed;
     churn(s, &rs, 8, 300);
-    OK(mote_delta(s, 0, "/f/full.delta", &w->since));
+    OK(mote_delta(s, 0, "/f/full.delta", 0, &w->since));
     OK(mote_delta_apply("/f/c.mote", "/f/full.delta", &o));
     w->h0 = digest(s, &w->n0);
     churn(s, &rs, 3, 300);
-    OK(mote_delta(s, w->since, "/f/d.delta", &w->to));
+    OK(mote_delta(s, w->since, "/f/d.delta", 0, &w->to));
     w->h1 = digest(s, &w->n1);
     OK(mote_close(s));
     w->simg = image_of(&m, "/f/s.mote", &w->slen);
@@ -396,7 +396,7 @@ TEST(delta_io_failure_at_every_call)
         f.fail_at = n;
         f.fail_errno = EIO;
         uint64_t to;
-        int rc = mote_delta(s, w.since, "/f/e.delta", &to);
+        int rc = mote_delta(s, w.since, "/f/e.delta", 0, &to);
         if (!rc)
             rc = mote_delta_apply("/f/c.mote", "/f/e.delta", &fo);
         int failed = f.ops >= n;
@@ -465,7 +465,7 @@ TEST(delta_crash_during_apply)
 /* The syncs of an apply: a full delta 2 (pages, then slots) and the
  * directory's; any other 4 (each root slot made unusable, pages, slots);
  * none with MOTE_NOSYNC, which still gives the same copy. */
-TEST(delta_apply_syncs)
+TEST(delta_syncs)
 {
     twocommits w;
     two_commits(&w, 19);
@@ -475,7 +475,10 @@ TEST(delta_apply_syncs)
         mote_options so = {0, 0, 0, &f.io}, ao = {nosync ? MOTE_NOSYNC : 0u, 0, 0, &f.io};
         mote_store *s;
         OK(mote_open("/f/s.mote", &so, &s));
-        OK(mote_delta(s, 0, "/f/0.delta", NULL));
+        memio_reset_counts(&f);
+        OK(mote_delta(s, 0, "/f/0.delta", nosync ? MOTE_NOSYNC : 0u, NULL));
+        printf("a delta written%s: %ld fdatasync\n", nosync ? " with MOTE_NOSYNC" : "", f.syncs);
+        CHECK(f.syncs == (nosync ? 0 : 1) && f.dirsyncs == 0);
         OK(mote_close(s));
         memio_reset_counts(&f);
         OK(mote_delta_apply("/f/new.mote", "/f/0.delta", &ao));
@@ -490,4 +493,66 @@ TEST(delta_apply_syncs)
         memio_free(&f);
     }
     two_commits_free(&w);
+}
+
+/* The store's identity: given by the first write, kept by a copy, new in a
+ * compacted copy, no tree (mote_store_stat, mote_check); a delta of another
+ * store at the same commit is refused and leaves the copy as it was. */
+TEST(delta_of_another_store_refused)
+{
+    PATH(pa, "a.mote");
+    PATH(pb, "b.mote");
+    PATH(copy, "c.mote");
+    mote_options o = {MOTE_CREATE, 0, 0, NULL};
+    mote_store *a, *b;
+    uint64_t ia, ib, ic, t1, t1b, t2b;
+    OK(mote_open(pa, &o, &a));
+    OK(mote_store_ident(a, &ia));
+    CHECK(ia == 0); /* nothing written yet */
+    uint64_t ra = 7, rb = 7; /* the same commits, other stores */
+    churn(a, &ra, 4, 100);
+    OK(mote_store_ident(a, &ia));
+    CHECK(ia != 0);
+    mote_stat st;
+    OK(mote_store_stat(a, &st));
+    CHECK(st.trees == 1); /* tree "t": the identity is none */
+    OK(mote_delta(a, 0, test_path("a.delta"), 0, &t1));
+    OK(mote_delta_apply(copy, test_path("a.delta"), NULL));
+    mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
+    mote_store *c;
+    OK(mote_open(copy, &ro, &c));
+    OK(mote_store_ident(c, &ic));
+    uint64_t n, h = digest(c, &n);
+    OK(mote_close(c));
+    CHECK(ic == ia);
+    b = test_open(pb, NULL);
+    churn(b, &rb, 4, 100);
+    OK(mote_store_ident(b, &ib));
+    OK(mote_delta(b, 0, test_path("b0.delta"), 0, &t1b));
+    CHECK(ib != 0 && ib != ia && t1b == t1);
+    churn(b, &rb, 2, 100);
+    OK(mote_delta(b, t1, test_path("b.delta"), 0, &t2b));
+    CHECK_RC(mote_delta_apply(copy, test_path("b.delta"), NULL), MOTE_INVALID);
+    CHECK(strstr(mote_errmsg(NULL), "another store") != NULL);
+    check_copy(copy, h, n, t1);
+    /* compacted: another store from now on */
+    PATH(pk, "k.mote");
+    OK(mote_compact(a, pk));
+    mote_store *k;
+    OK(mote_open(pk, &ro, &k));
+    uint64_t ik;
+    OK(mote_store_ident(k, &ik));
+    CHECK(ik != 0 && ik != ia);
+    OK(mote_check(k, NULL, NULL));
+    OK(mote_close(k));
+    /* kept across a reopen and further commits */
+    OK(mote_close(a));
+    OK(mote_open(pa, &o, &a));
+    churn(a, &ra, 2, 100);
+    uint64_t again;
+    OK(mote_store_ident(a, &again));
+    CHECK(again == ia);
+    OK(mote_check(a, NULL, NULL));
+    OK(mote_close(a));
+    OK(mote_close(b));
 }

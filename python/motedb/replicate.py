@@ -7,16 +7,17 @@ new base starts a new *generation* once the deltas since the last one outweigh i
 number ``full_every``. A restore downloads a generation's base and its deltas in order
 and applies them (``motedb.apply_delta``) up to the commit asked for.
 
-Objects: ``<prefix>/<name>/<generation>/<to>.<since>.delta``, the numbers zero-padded
-(a generation is the base's creation time in milliseconds, so generations and deltas
-list in order). A replicator that restarts lists what is there and goes on from the
+Objects: ``<prefix>/<name>/<generation>-<ident>/<to>.<since>.delta.z``, the numbers
+zero-padded (a generation is the base's creation time in milliseconds, so generations
+and deltas list in order; ident is the store's identity, ``Store.ident``, in hex; ``.z``:
+zlib-compressed). A replicator that restarts lists what is there and goes on from the
 newest commit shipped; an object appears whole or not at all (S3 PUT), so a crash
 mid-upload ships it again.
 
 Needs boto3 (``pip install motedb[s3]``); the S3 endpoint comes from the client you pass,
 or boto3's own configuration (``AWS_ENDPOINT_URL``, credentials, region).
 
-    python -m motedb.replicate replicate FILE... s3://bucket/prefix [--interval 1]
+    python -m motedb.replicate replicate FILE|DIR... s3://bucket/prefix [--interval 1]
     python -m motedb.replicate restore s3://bucket/prefix/NAME FILE [--txn N | --time T]
     python -m motedb.replicate list s3://bucket/prefix [NAME]
 """
@@ -24,19 +25,24 @@ or boto3's own configuration (``AWS_ENDPOINT_URL``, credentials, region).
 from __future__ import annotations
 
 import argparse
+import bisect
+import concurrent.futures
 import datetime
+import fnmatch
 import os
 import re
 import sys
 import tempfile
 import threading
 import time
+import zlib
 
 from . import _core
 
 __all__ = ["Replicator", "restore", "points", "parse_url"]
 
-_KEY = re.compile(r"^(\d{13})/(\d{20})\.(\d{20})\.delta$")
+_SETTLED_NS = 5 * 10**9  # a store file last written this long ago has settled (Replicator)
+_KEY = re.compile(r"^(\d{13})(?:-([0-9a-f]{16}))?/(\d{20})\.(\d{20})\.delta(\.z)?$")
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -63,7 +69,8 @@ def _join(*parts: str) -> str:
 
 def points(url: str, name: str, *, client=None) -> list[dict]:
     """What can be restored of store `name`: each object, oldest first, as a dict of
-    generation, since, to (commit ids), size (bytes) and time (upload, UTC datetime)."""
+    key, generation, ident (the store's identity, Store.ident), since, to (commit ids),
+    size (bytes) and time (upload, UTC datetime)."""
     bucket, prefix = parse_url(url)
     c = _client(client)
     base = _join(prefix, name) + "/"
@@ -72,8 +79,10 @@ def points(url: str, name: str, *, client=None) -> list[dict]:
         for o in page.get("Contents", []):
             m = _KEY.match(o["Key"][len(base):])
             if m:
-                out.append({"key": o["Key"], "generation": int(m.group(1)), "to": int(m.group(2)),
-                            "since": int(m.group(3)), "size": o["Size"], "time": o["LastModified"]})
+                out.append({"key": o["Key"], "generation": int(m.group(1)),
+                            "ident": int(m.group(2) or "0", 16), "to": int(m.group(3)),
+                            "since": int(m.group(4)), "size": o["Size"],
+                            "time": o["LastModified"]})
     out.sort(key=lambda p: (p["generation"], p["to"], p["since"]))
     return out
 
@@ -126,10 +135,24 @@ def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None =
     if os.path.exists(building):
         os.unlink(building)
     try:
-        with tempfile.TemporaryDirectory(prefix="motedb-restore-") as tmp:
-            for i, o in enumerate(chain):  # (unsynced: the file is ours until renamed)
+        with tempfile.TemporaryDirectory(prefix="motedb-restore-") as tmp, \
+                concurrent.futures.ThreadPoolExecutor(4) as pool:
+            def fetch(i: int) -> str:
                 local = os.path.join(tmp, f"{i}.delta")
-                c.download_file(bucket, o["key"], local)
+                if not chain[i]["key"].endswith(".z"):
+                    c.download_file(bucket, chain[i]["key"], local)
+                    return local
+                c.download_file(bucket, chain[i]["key"], local + ".z")
+                _inflate(local + ".z", local)
+                os.unlink(local + ".z")
+                return local
+            # Downloaded a few ahead (at most 8 files on disk), applied in order,
+            # unsynced: the file is ours until renamed.
+            ahead = [pool.submit(fetch, i) for i in range(min(8, len(chain)))]
+            for i in range(len(chain)):
+                local = ahead[i].result()
+                if i + 8 < len(chain):
+                    ahead.append(pool.submit(fetch, i + 8))
                 _core.apply_delta(building, local, sync=False)
                 os.unlink(local)
         fd = os.open(building, os.O_RDWR)
@@ -155,93 +178,220 @@ class Replicator:
 
     ``ship()`` is one pass over the stores: a store whose latest durable commit was
     shipped already costs no request; one that changed costs one PUT (a delta since the
-    last commit shipped, or a new generation's base). ``run()`` ships every ``interval``
-    seconds until ``stop`` is set. A store added by path is opened read-only for each
-    pass and closed after it, so a replicator holds no file open between passes; one
-    added as an open Store (a replicator thread in the app's own process) is used as is. Failures (the server
-    down, a store that cannot be read) are counted in ``errors`` and retried at the next
-    pass, from the last commit shipped."""
+    last commit shipped, or a new generation's base), compressed (zlib) unless
+    ``compress=False``. ``run()`` ships every ``interval`` seconds until ``stop`` is set.
+
+    Many stores: a store added by path is looked at with one ``stat`` per pass and opened
+    (read-only, then closed) only if its file changed, so an idle store costs neither a
+    request nor an open; ``watch(directory)`` adds the stores that appear in a directory
+    and forgets those deleted (their objects stay restorable). ``workers`` stores are
+    shipped at once (each holds one open store and one temporary file at most), and
+    ``rate`` bounds the requests per second (stores left over wait for the next pass,
+    first in line). A store added as an open Store (a replicator thread in the app's own
+    process) is used as is. Failures (the server down, a store that cannot be read) are
+    counted in ``errors`` and retried at the next pass, from the last commit shipped. A
+    store replaced by another at its path (another identity, ``Store.ident``, or a new
+    file), or whose commits went back, starts a new generation."""
 
     def __init__(self, url: str, *, interval: float = 1.0, full_every: int = 1000,
+                 workers: int = 4, rate: float | None = None, compress: bool = True,
                  client=None):
+        if workers < 1 or (rate is not None and rate <= 0):
+            raise ValueError("Replicator: workers >= 1 and rate > 0 (or None)")
         self.bucket, self.prefix = parse_url(url)
         self.url = url
         self.interval = interval
         self.full_every = full_every
+        self.workers = workers
+        self.rate = rate
+        self.compress = compress
         self.client = _client(client)
         self.stores: dict[str, dict] = {}  # name -> state
+        self.dirs: dict[str, str] = {}     # watched directory -> pattern
         self.errors: list[str] = []
         self.shipped_objects = self.shipped_bytes = 0
+        self.opened = 0  # stores opened to look at them (an idle settled store: none)
+        self._lock = threading.Lock()
+        self._tokens = float(rate or 0)
+        self._filled = time.monotonic()
+        self._next = ""  # a pass that ran out of requests stopped before this name
 
     def add(self, store: str | os.PathLike | _core.Store, name: str | None = None) -> str:
         """Replicate a store under `name` (its file name by default): a path (opened
-        read-only at each pass), or a Store this process has open (used as it is: a
-        process cannot open a store twice)."""
+        read-only when its file changed), or a Store this process has open (used as it
+        is: a process cannot open a store twice). A path that does not exist yet is
+        shipped once it does."""
         handle = store if isinstance(store, _core.Store) else None
         path = handle.path if handle else os.fspath(store)
         name = name or os.path.basename(path)
         if "/" in name or not name:
             raise ValueError(f"a store's name is one path part, not {name!r}")
-        self.stores[name] = {"path": path, "store": handle, "known": False}
+        self.stores[name] = {"path": path, "store": handle, "known": False, "file": None,
+                             "seen": None, "ident": 0}
         return name
 
     def remove(self, name: str) -> None:
         self.stores.pop(name, None)
+
+    def watch(self, directory: str | os.PathLike, pattern: str = "*.mote") -> None:
+        """Replicate every store file in `directory` matching `pattern` (a glob), looked
+        for at each pass: new stores are added under their file names, deleted ones
+        forgotten (what was shipped of them stays restorable)."""
+        directory = os.fspath(directory)
+        if not os.path.isdir(directory):
+            raise NotADirectoryError(f"{directory}: not a directory")
+        self.dirs[directory] = pattern
+
+    def _scan(self) -> None:
+        for directory, pattern in self.dirs.items():
+            here = {e.name: e.path for e in os.scandir(directory)
+                    if fnmatch.fnmatchcase(e.name, pattern) and e.is_file()}
+            for name, path in here.items():
+                if name not in self.stores:
+                    self.add(path, name)
+                    self.stores[name]["watched"] = directory
+            for name in [n for n, st in self.stores.items()
+                         if st.get("watched") == directory and n not in here]:
+                del self.stores[name]
+
+    def _request(self) -> bool:
+        """Take one request from the rate budget: False if none is left."""
+        if self.rate is None:
+            return True
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.rate, self._tokens + (now - self._filled) * self.rate)
+            self._filled = now
+            if self._tokens < 1:
+                return False
+            self._tokens -= 1
+            return True
 
     def _resume(self, st: dict, name: str) -> None:
         """What the bucket holds of `name`: the newest generation's last commit."""
         objs = points(self.url, name, client=self.client)
         chain = _chain(objs, None)
         st["gen"] = chain[0]["generation"] if chain else 0
+        st["ident"] = chain[0]["ident"] if chain else 0
         st["to"] = chain[-1]["to"] if chain else 0
         st["deltas"] = len(chain) - 1 if chain else 0
         st["base_bytes"] = chain[0]["size"] if chain else 0
         st["since_bytes"] = sum(o["size"] for o in chain[1:])
         st["known"] = True
 
-    def _ship_one(self, name: str, st: dict, tmp: str) -> int:
-        if not st["known"]:
-            self._resume(st, name)
-        s = st["store"] or _core.Store(st["path"], readonly=True, create=False)
+    def _look(self, st: dict):
+        """The store's file (its stat) if the store may have changed since the last pass,
+        None if it cannot have: not there, or unchanged since a pass found nothing to
+        ship. A store this process has open is always looked at (that costs nothing)."""
         try:
-            latest = s.commit
-            if latest == st["to"]:
-                return 0  # idle: nothing to ship, no request
-            full = (st["to"] == 0 or latest < st["to"] or st["deltas"] >= self.full_every
+            f = os.stat(st["path"])
+        except FileNotFoundError:
+            if st["store"] is None:
+                return None  # not there (yet, or any more)
+            raise
+        if st["store"] is None and (f.st_dev, f.st_ino, f.st_size, f.st_mtime_ns) == st["seen"]:
+            return None
+        return f
+
+    def _ship_one(self, name: str, st: dict, tmp: str, f: os.stat_result) -> int | None:
+        """Ship `name`, whose file is `f`, if it changed: 1 if an object was written, 0
+        if idle, None if the rate budget ran out first."""
+        handle = st["store"]
+        seen = (f.st_dev, f.st_ino, f.st_size, f.st_mtime_ns)
+        if not st["known"]:
+            if not self._request():
+                return None
+            self._resume(st, name)
+        s = handle or _core.Store(st["path"], readonly=True, create=False)
+        if s is not handle:
+            with self._lock:
+                self.opened += 1
+        try:
+            latest, ident = s.commit, s.ident
+            replaced = ((st["file"] is not None and st["file"] != seen[:2])
+                        or (ident and st["ident"] and ident != st["ident"]))
+            if (latest == st["to"] and not replaced) or latest <= 1:  # (1: never committed)
+                # Idle. Its stat is trusted at the next passes only if the file was
+                # last written a while ago: a write in the same clock tick as the last
+                # one could leave size and time as they were, and a commit written
+                # but not yet synced is not yet one a reader takes.
+                st["seen"] = seen if time.time_ns() - f.st_mtime_ns > _SETTLED_NS else None
+                return 0
+            full = (st["to"] == 0 or replaced or latest < st["to"]
+                    or st["deltas"] >= self.full_every
                     or st["since_bytes"] >= max(st["base_bytes"], 1 << 20))
             since = 0 if full else st["to"]
+            if not self._request():
+                return None
             local = os.path.join(tmp, f"{name}.delta")
-            to = s.delta(local, since=since)
+            to = s.delta(local, since=since, sync=False)
         finally:
-            if s is not st["store"]:
+            if s is not handle:
                 s.close()
         try:
+            key = ""
+            if self.compress:
+                packed = local + ".z"
+                _deflate(local, packed)
+                os.unlink(local)
+                local, key = packed, ".z"
             gen = max(int(time.time() * 1000), st["gen"] + 1) if full else st["gen"]
-            key = _join(self.prefix, name, f"{gen:013d}", f"{to:020d}.{since:020d}.delta")
+            gid = ident if full else st["ident"]  # (the generation's: 0 if unknown)
+            gdir = f"{gen:013d}-{gid:016x}" if gid else f"{gen:013d}"
+            key = _join(self.prefix, name, gdir, f"{to:020d}.{since:020d}.delta{key}")
             size = os.path.getsize(local)
             self.client.upload_file(local, self.bucket, key)
         finally:
             os.unlink(local)
-        st["to"] = to
+        st["to"], st["file"], st["seen"] = to, seen[:2], None
         if full:
-            st.update(gen=gen, deltas=0, base_bytes=size, since_bytes=0)
+            st.update(gen=gen, ident=ident, deltas=0, base_bytes=size, since_bytes=0)
         else:
             st["deltas"] += 1
             st["since_bytes"] += size
-        self.shipped_objects += 1
-        self.shipped_bytes += size
+        with self._lock:
+            self.shipped_objects += 1
+            self.shipped_bytes += size
         return 1
+
+    def _try(self, name: str, st: dict, tmp: str, f: os.stat_result) -> int | None:
+        try:
+            return self._ship_one(name, st, tmp, f)
+        except Exception as e:  # retried at the next pass, from st["to"]
+            self._failed(name, e)
+            return 0
+
+    def _failed(self, name: str, e: Exception) -> None:
+        with self._lock:
+            self.errors.append(f"{name}: {type(e).__name__}: {e}")
+            del self.errors[:-100]
 
     def ship(self) -> int:
         """One pass: ship what changed. Returns the number of objects written."""
+        self._scan()
+        names = sorted(self.stores)
+        at = bisect.bisect_left(names, self._next)  # the first left over last time
+        names = names[at:] + names[:at]
         n = 0
         with tempfile.TemporaryDirectory(prefix="motedb-ship-") as tmp:
-            for name, st in list(self.stores.items()):
-                try:
-                    n += self._ship_one(name, st, tmp)
-                except Exception as e:  # retried at the next pass, from st["to"]
-                    self.errors.append(f"{name}: {type(e).__name__}: {e}")
-                    del self.errors[:-100]
+            jobs = []
+            with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+                for name in names:
+                    st = self.stores[name]
+                    try:
+                        f = self._look(st)
+                    except OSError as e:
+                        self._failed(name, e)
+                        continue
+                    if f is not None:
+                        jobs.append((name, pool.submit(self._try, name, st, tmp, f)))
+                self._next = ""
+                for name, job in jobs:
+                    got = job.result()
+                    if got is None:
+                        self._next = self._next or name
+                    else:
+                        n += got
         return n
 
     def run(self, stop: threading.Event | None = None) -> None:
@@ -253,13 +403,36 @@ class Replicator:
             stop.wait(max(0.0, self.interval - (time.monotonic() - start)))
 
 
+def _deflate(src: str, dst: str) -> None:
+    """zlib-compress file src into dst, a megabyte at a time."""
+    z = zlib.compressobj(1)
+    with open(src, "rb") as i, open(dst, "wb") as o:
+        while chunk := i.read(1 << 20):
+            o.write(z.compress(chunk))
+        o.write(z.flush())
+
+
+def _inflate(src: str, dst: str) -> None:
+    z = zlib.decompressobj()
+    with open(src, "rb") as i, open(dst, "wb") as o:
+        while chunk := i.read(1 << 20):
+            o.write(z.decompress(chunk))
+        o.write(z.flush())
+        if not z.eof:
+            raise _core.CorruptError(f"{src}: compressed delta cut short")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m motedb.replicate",
                                 description="Copy MoteDB stores to S3-compatible storage.")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("replicate", help="ship the stores' commits until interrupted")
-    r.add_argument("args", nargs="+", metavar="FILE... URL")
-    r.add_argument("--interval", type=float, default=1.0)
+    r.add_argument("args", nargs="+", metavar="FILE|DIR... URL",
+                   help="store files, and directories whose *.mote stores are watched")
+    r.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
+    r.add_argument("--rate", type=float, default=None, help="at most this many requests a "
+                   "second (default: no bound)")
+    r.add_argument("--workers", type=int, default=4, help="stores shipped at once")
     r.add_argument("--once", action="store_true", help="one pass, then exit")
     s = sub.add_parser("restore", help="make FILE the copy of a store: URL/STORE FILE, or "
                        "URL STORE FILE")
@@ -274,9 +447,9 @@ def main(argv=None) -> int:
     if a.cmd == "replicate":
         if len(a.args) < 2:
             p.error("replicate needs FILE... and an s3:// URL")
-        rep = Replicator(a.args[-1], interval=a.interval)
-        for f in a.args[:-1]:
-            rep.add(f)
+        rep = Replicator(a.args[-1], interval=a.interval, rate=a.rate, workers=a.workers)
+        for f in a.args[:-1]:  # a directory: the stores in it (*.mote), as they come and go
+            rep.watch(f) if os.path.isdir(f) else rep.add(f)
         if a.once:
             n = rep.ship()
             print(f"{n} object(s) shipped")

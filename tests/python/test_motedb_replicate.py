@@ -57,10 +57,12 @@ class Counting:
                               aws_access_key_id="test", aws_secret_access_key="test")
         self.requests = 0
         self.fail = False
+        self.lock = threading.Lock()  # (a replicator sends from several threads)
         self.c.meta.events.register("before-send.s3", self._count)
 
     def _count(self, **kw):
-        self.requests += 1
+        with self.lock:
+            self.requests += 1
         if self.fail:
             raise ConnectionError("the server is down (test)")
 
@@ -195,15 +197,17 @@ def test_writer_in_another_process_and_run_loop(tmp_path, s3):
                    "    for i in range(200):\n"
                    "        b.put(Memo(text=f'alpha {i}', level=i))\n")
     subprocess.run([sys.executable, "-c", code, src], check=True)
-    with motedb.open(src, readonly=True) as s:
-        last = s.commit
-        want = rows(s)
+    last = int(subprocess.run(  # (not opened here: the replicator's thread opens it)
+        [sys.executable, "-c", "import motedb, sys\n"
+         "with motedb.open(sys.argv[1], readonly=True) as s: print(s.commit)", src],
+        check=True, capture_output=True, text=True).stdout)
     for _ in range(500):  # until the last commit is shipped
         if rep.stores["w.mote"].get("to") == last:
             break
         threading.Event().wait(0.01)
     stop.set()
     t.join()
+    want = rows(src)
     assert not rep.errors and rep.shipped_objects >= 2
     assert restored(url, "w.mote", tmp_path / "r.mote", c) == (last, want)
 
@@ -334,49 +338,126 @@ def test_kill_9_of_replicator_and_app(tmp_path, s3, server):
     assert len(rows(src)[0]) == N
 
 
-def test_server_errors_throttling_and_slow_answers(tmp_path, s3):
-    """HTTP 500s, throttling (503 SlowDown) and slow answers from the server, at random
-    requests: failed passes are retried from the last commit shipped, and the newest
-    shipped state restores to the store."""
-    import random
-    import time
+class FaultyServer:
+    """An HTTP proxy in front of the S3 server that fails as a server does, at random
+    requests: it answers 500 InternalError or 503 SlowDown itself, answers slowly, or
+    (an upload cut mid-way) reads half of a PUT's body and drops the connection."""
 
-    from botocore.exceptions import ClientError
+    def __init__(self, upstream, seed):
+        import http.client
+        import http.server
+        import random
+        import socketserver
+        import time
+        from urllib.parse import urlsplit
 
-    c, url = s3
-    rng = random.Random(11)
-    hits = {"500": 0, "503": 0, "slow": 0}
+        up = urlsplit(upstream)
+        rng = random.Random(seed)
+        self.hits = {"500": 0, "503": 0, "slow": 0, "cut": 0}
+        self.failing = True
+        owner = self
 
-    def flaky(**kw):
-        r = rng.random()
-        if r < 0.15:
-            hits["500"] += 1
-            raise ClientError({"Error": {"Code": "InternalError", "Message": "test"},
-                               "ResponseMetadata": {"HTTPStatusCode": 500}}, "PutObject")
-        if r < 0.3:
-            hits["503"] += 1
-            raise ClientError({"Error": {"Code": "SlowDown", "Message": "test"},
-                               "ResponseMetadata": {"HTTPStatusCode": 503}}, "PutObject")
-        if r < 0.4:
-            hits["slow"] += 1
-            time.sleep(0.05)
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
 
+            def log_message(self, *a):
+                pass
+
+            def _error(self, status, code):
+                body = (f"<?xml version='1.0' encoding='UTF-8'?><Error><Code>{code}</Code>"
+                        f"<Message>test</Message></Error>").encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _any(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                r = rng.random() if owner.failing else 1.0
+                if r < 0.1 and self.command == "PUT" and n > 1:
+                    owner.hits["cut"] += 1
+                    self.rfile.read(n // 2)
+                    self.close_connection = True
+                    self.connection.shutdown(2)  # no answer: the upload cut mid-way
+                    return
+                body = self.rfile.read(n) if n else b""
+                if r < 0.2:
+                    owner.hits["500"] += 1
+                    return self._error(500, "InternalError")
+                if r < 0.3:
+                    owner.hits["503"] += 1
+                    return self._error(503, "SlowDown")
+                if r < 0.4:
+                    owner.hits["slow"] += 1
+                    time.sleep(0.05)
+                c = http.client.HTTPConnection(up.hostname, up.port, timeout=30)
+                c.request(self.command, self.path, body=body, headers=dict(self.headers))
+                a = c.getresponse()
+                data = a.read()
+                self.send_response(a.status)
+                for k, v in a.getheaders():
+                    if k.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                c.close()
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _any
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_server_errors_throttling_slow_answers_and_cut_uploads(tmp_path, s3, server):
+    """The server fails at random requests (HTTP 500s, 503 SlowDown, slow answers,
+    uploads cut mid-way), through a proxy in front of it, with the client's own retries
+    on (boto3's standard mode, two attempts): failed passes are retried from the last
+    commit shipped, every object in the bucket is whole (each shipped point restores),
+    and the newest shipped state restores to the store."""
+    from botocore.config import Config
+
+    _, url = s3
+    proxy = FaultyServer(server, seed=11)
+    c = boto3.client("s3", endpoint_url=proxy.url, region_name="us-east-1",
+                     aws_access_key_id="test", aws_secret_access_key="test",
+                     config=Config(retries={"max_attempts": 2, "mode": "standard"},
+                                   connect_timeout=5, read_timeout=5))
+    direct = s3[0]
     src = str(tmp_path / "f.mote")
     rep = replicate.Replicator(url, client=c)
-    with motedb.open(src) as s:
-        rep.add(s)
-        box = s.box(Memo)
-        c.c.meta.events.register("before-send.s3", flaky)
-        for i in range(60):
-            box.put(Memo(text=f"alpha {i}", level=i))
-            rep.ship()
-        c.c.meta.events.unregister("before-send.s3", flaky)
-        while rep.ship():  # the server well again: one pass brings it level
-            pass
-        assert rep.stores["f.mote"]["to"] == s.commit
-        want = rows(s)
-    assert rep.errors and min(hits.values()) > 0
-    assert restored(url, "f.mote", tmp_path / "r.mote", c)[1] == want
+    at = {}
+    try:
+        with motedb.open(src) as s:
+            rep.add(s)
+            box = s.box(Memo)
+            for i in range(30):
+                box.put(Memo(text=f"alpha {i}" * (1 + i % 40), level=i))
+                at[s.commit] = rows(s)
+                rep.ship()
+            proxy.failing = False
+            while rep.ship():  # the server well again: one pass brings it level
+                pass
+            assert rep.stores["f.mote"]["to"] == s.commit
+            want = rows(s)
+    finally:
+        proxy.close()
+    assert rep.errors and min(proxy.hits.values()) > 0, proxy.hits
+    pts = replicate.points(url, "f.mote", client=direct)
+    for to in sorted({p["to"] for p in pts})[::4]:  # whole objects: each restores
+        path = tmp_path / f"r{to}.mote"
+        assert restored(url, "f.mote", path, direct, txnid=to) == (to, at[to])
+    assert restored(url, "f.mote", tmp_path / "r.mote", direct)[1] == want
 
 
 def test_restore_by_time(tmp_path, s3):
@@ -431,3 +512,118 @@ def test_mote_tool_runs_replicate_and_restore(tmp_path, s3, server):
     bad = subprocess.run([tool, "restore", f"{url}/none.mote", str(tmp_path / "n.mote")],
                          env=env, capture_output=True, text=True)
     assert bad.returncode == 1 and "no copy of store" in bad.stderr
+
+
+def settle(path):
+    """Date the file's last write back a minute, as if the store had been idle since."""
+    t = os.stat(path).st_mtime - 60
+    os.utime(path, (t, t))
+
+
+def test_a_directory_of_stores_that_come_and_go(tmp_path, s3):
+    """watch(): stores appear and are shipped, idle ones cost neither a request nor an
+    open once settled, a deleted one is forgotten (what was shipped stays restorable),
+    one made again under the same name starts a new generation."""
+    c, url = s3
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    for i in range(40):
+        with motedb.open(agents / f"a{i}.mote") as s:
+            s.box(Memo).put_many([Memo(text=f"alpha {i} {k}", level=k) for k in range(i % 7)])
+    (agents / "notes.txt").write_text("not a store")
+    motedb.open(agents / "new.mote").close()  # created, never committed: nothing to ship
+    rep = replicate.Replicator(url, client=c, workers=3)
+    rep.watch(agents)
+    assert rep.ship() == 40, rep.errors  # new.mote has no commit yet: nothing
+    assert not rep.errors and len(rep.stores) == 41
+    for p in agents.glob("*.mote"):
+        settle(p)
+    rep.ship()  # sees them idle and settled
+    opened, requests = rep.opened, c.requests
+    for _ in range(3):
+        assert rep.ship() == 0
+    assert (rep.opened, c.requests) == (opened, requests)  # a stat each, nothing more
+    want3 = rows(str(agents / "a3.mote"))
+    with motedb.open(agents / "a5.mote") as s:
+        s.box(Memo).put(Memo(text="alpha late", level=9))
+        want5 = rows(s)
+    os.unlink(agents / "a3.mote")
+    assert rep.ship() == 1 and "a3.mote" not in rep.stores and len(rep.stores) == 40
+    assert restored(url, "a5.mote", tmp_path / "r5.mote", c)[1] == want5
+    assert restored(url, "a3.mote", tmp_path / "r3.mote", c)[1] == want3  # still there
+    os.unlink(agents / "a4.mote")
+    rep.ship()
+    with motedb.open(agents / "a4.mote") as s:  # a new agent under an old name
+        s.box(Memo).put_many([Memo(text=f"gamma {k}") for k in range(30)])
+        want4 = rows(s)
+    assert rep.ship() == 1
+    gens = {p["generation"] for p in replicate.points(url, "a4.mote", client=c)}
+    assert len(gens) == 2
+    assert restored(url, "a4.mote", tmp_path / "r4.mote", c)[1] == want4
+
+
+def test_a_store_file_replaced_starts_a_new_generation(tmp_path, s3):
+    """A store replaced by another file (as a compaction's copy renamed over it): a new
+    inode, so a new base, even when its commits did not go back."""
+    c, url = s3
+    src = tmp_path / "c.mote"
+    with motedb.open(src) as s:
+        s.box(Memo).put_many([Memo(text=f"alpha {k}") for k in range(20)])
+    rep = replicate.Replicator(url, client=c)
+    rep.add(src)
+    assert rep.ship() == 1
+    other = tmp_path / "other.mote"
+    with motedb.open(other) as s:
+        box = s.box(Memo)
+        for k in range(40):  # more commits than the first store has
+            box.put(Memo(text=f"delta {k}"))
+        want = rows(s)
+    os.replace(other, src)
+    assert rep.ship() == 1
+    pts = replicate.points(url, "c.mote", client=c)
+    assert [p["since"] for p in pts] == [0, 0] and len({p["generation"] for p in pts}) == 2
+    assert restored(url, "c.mote", tmp_path / "r.mote", c)[1] == want
+
+
+def test_request_rate_is_bounded(tmp_path, s3):
+    """rate=N: at most N requests a second (and a second's worth at once); the stores
+    left over are served first at the next pass, so every one gets shipped."""
+    import time
+    c, url = s3
+    for i in range(12):
+        with motedb.open(tmp_path / f"r{i}.mote") as s:
+            s.box(Memo).put(Memo(text=f"alpha {i}"))
+    rep = replicate.Replicator(url, client=c, rate=8, workers=2)
+    rep.watch(tmp_path)
+    start, before, shipped = time.monotonic(), c.requests, 0
+    first = rep.ship()
+    assert 0 < first < 12  # each new store costs a LIST and a PUT: 24 requests
+    shipped += first
+    while shipped < 12:
+        shipped += rep.ship()
+        assert c.requests - before <= 8 + 8 * (time.monotonic() - start) + 1
+        time.sleep(0.2)
+    assert not rep.errors
+    assert len({p["to"] for i in range(12)
+                for p in replicate.points(url, f"r{i}.mote", client=c)}) >= 1
+
+
+def test_compressed_and_plain_objects_restore_alike(tmp_path, s3):
+    c, url = s3
+    src = str(tmp_path / "z.mote")
+    with motedb.open(src) as s:
+        box = s.box(Memo)
+        box.put_many([Memo(text=f"alpha {k} " * 20, level=k) for k in range(300)])
+        plain = replicate.Replicator(url, client=c, compress=False)
+        plain.add(s)
+        assert plain.ship() == 1
+        box.put(Memo(text="alpha again"))
+        packed = replicate.Replicator(url, client=c)
+        packed.add(s)
+        assert packed.ship() == 1
+        want = rows(s)
+        pts = replicate.points(url, "z.mote", client=c)
+        s.delta(tmp_path / "plain.delta", since=pts[0]["to"])
+    assert [p["key"].endswith(".z") for p in pts] == [False, True]
+    assert pts[1]["size"] * 3 < os.path.getsize(tmp_path / "plain.delta")  # pages half empty
+    assert restored(url, "z.mote", tmp_path / "r.mote", c)[1] == want

@@ -41,6 +41,7 @@ from . import _core
 
 __all__ = ["Replicator", "restore", "points", "parse_url"]
 
+_IN_MEMORY = 8 << 20  # a delta up to this size is uploaded from memory (Replicator._upload)
 _SETTLED_NS = 5 * 10**9  # a store file last written this long ago has settled (Replicator)
 _KEY = re.compile(r"^(\d{13})(?:-([0-9a-f]{16}))?/(\d{20})\.(\d{20})\.delta(\.z)?$")
 
@@ -329,20 +330,15 @@ class Replicator:
             if s is not handle:
                 s.close()
         try:
-            key = ""
-            if self.compress:
-                packed = local + ".z"
-                _deflate(local, packed)
-                os.unlink(local)
-                local, key = packed, ".z"
             gen = max(int(time.time() * 1000), st["gen"] + 1) if full else st["gen"]
             gid = ident if full else st["ident"]  # (the generation's: 0 if unknown)
             gdir = f"{gen:013d}-{gid:016x}" if gid else f"{gen:013d}"
-            key = _join(self.prefix, name, gdir, f"{to:020d}.{since:020d}.delta{key}")
-            size = os.path.getsize(local)
-            self.client.upload_file(local, self.bucket, key)
+            key = _join(self.prefix, name, gdir,
+                        f"{to:020d}.{since:020d}.delta" + (".z" if self.compress else ""))
+            size = self._upload(local, key)
         finally:
-            os.unlink(local)
+            if os.path.exists(local):
+                os.unlink(local)
         st["to"], st["file"], st["seen"] = to, seen[:2], None
         if full:
             st.update(gen=gen, ident=ident, deltas=0, base_bytes=size, since_bytes=0)
@@ -353,6 +349,23 @@ class Replicator:
             self.shipped_objects += 1
             self.shipped_bytes += size
         return 1
+
+    def _upload(self, local: str, key: str) -> int:
+        """Upload the delta file `local` as object `key`, compressed if it ends in
+        ``.z``; returns the object's bytes. A small one goes as one PUT from memory; a
+        large one (a base) through a compressed file, in parts if need be."""
+        if os.path.getsize(local) <= _IN_MEMORY:
+            with open(local, "rb") as f:
+                data = f.read()
+            if key.endswith(".z"):
+                data = zlib.compress(data, 1)
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
+            return len(data)
+        if key.endswith(".z"):
+            _deflate(local, local + ".z")
+            os.replace(local + ".z", local)
+        self.client.upload_file(local, self.bucket, key)
+        return os.path.getsize(local)
 
     def _try(self, name: str, st: dict, tmp: str, f: os.stat_result) -> int | None:
         try:

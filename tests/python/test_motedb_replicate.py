@@ -234,15 +234,15 @@ def test_lost_response_after_an_upload(tmp_path, s3):
         box = s.box(Memo)
         box.put(Memo(text="alpha one"))
         rep.ship()
-        real = c.c.upload_file
+        real = c.c.put_object
 
         def upload_then_fail(*a, **kw):
             real(*a, **kw)
             raise ConnectionError("the answer was lost (test)")
-        c.c.upload_file = upload_then_fail
+        c.c.put_object = upload_then_fail
         box.put(Memo(text="alpha two"))
         assert rep.ship() == 0 and rep.errors
-        c.c.upload_file = real
+        c.c.put_object = real
         box.put(Memo(text="alpha three"))
         assert rep.ship() == 1
         want = rows(s)

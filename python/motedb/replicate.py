@@ -180,7 +180,10 @@ class Replicator:
     ``ship()`` is one pass over the stores: a store whose latest durable commit was
     shipped already costs no request; one that changed costs one PUT (a delta since the
     last commit shipped, or a new generation's base), compressed (zlib) unless
-    ``compress=False``. ``run()`` ships every ``interval`` seconds until ``stop`` is set.
+    ``compress=False``. ``run()`` ships until ``stop`` is set: it looks every ``poll``
+    seconds (``interval / 10`` by default) and ships a store that changed once its last
+    object is ``interval`` seconds old, so a commit to a quiet store is shipped within
+    ``poll`` and a busy store costs one object per ``interval``.
 
     Many stores: a store added by path is looked at with one ``stat`` per pass and opened
     (read-only, then closed) only if its file changed, so an idle store costs neither a
@@ -194,14 +197,15 @@ class Replicator:
     store replaced by another at its path (another identity, ``Store.ident``, or a new
     file), or whose commits went back, starts a new generation."""
 
-    def __init__(self, url: str, *, interval: float = 1.0, full_every: int = 1000,
-                 workers: int = 4, rate: float | None = None, compress: bool = True,
-                 client=None):
-        if workers < 1 or (rate is not None and rate <= 0):
-            raise ValueError("Replicator: workers >= 1 and rate > 0 (or None)")
+    def __init__(self, url: str, *, interval: float = 1.0, poll: float | None = None,
+                 full_every: int = 1000, workers: int = 8, rate: float | None = None,
+                 compress: bool = True, client=None):
+        if workers < 1 or (rate is not None and rate <= 0) or interval < 0:
+            raise ValueError("Replicator: workers >= 1, rate > 0 (or None), interval >= 0")
         self.bucket, self.prefix = parse_url(url)
         self.url = url
         self.interval = interval
+        self.poll = poll if poll is not None else max(min(interval / 10, 1.0), 0.01)
         self.full_every = full_every
         self.workers = workers
         self.rate = rate
@@ -216,6 +220,7 @@ class Replicator:
         self._tokens = float(rate or 0)
         self._filled = time.monotonic()
         self._next = ""  # a pass that ran out of requests stopped before this name
+        self._scanned = 0.0  # when the watched directories were last listed
 
     def add(self, store: str | os.PathLike | _core.Store, name: str | None = None) -> str:
         """Replicate a store under `name` (its file name by default): a path (opened
@@ -228,7 +233,7 @@ class Replicator:
         if "/" in name or not name:
             raise ValueError(f"a store's name is one path part, not {name!r}")
         self.stores[name] = {"path": path, "store": handle, "known": False, "file": None,
-                             "seen": None, "ident": 0}
+                             "seen": None, "ident": 0, "shipped_at": -1e9}
         return name
 
     def remove(self, name: str) -> None:
@@ -340,6 +345,7 @@ class Replicator:
             if os.path.exists(local):
                 os.unlink(local)
         st["to"], st["file"], st["seen"] = to, seen[:2], None
+        st["shipped_at"] = time.monotonic()
         if full:
             st.update(gen=gen, ident=ident, deltas=0, base_bytes=size, since_bytes=0)
         else:
@@ -379,41 +385,53 @@ class Replicator:
             self.errors.append(f"{name}: {type(e).__name__}: {e}")
             del self.errors[:-100]
 
-    def ship(self) -> int:
-        """One pass: ship what changed. Returns the number of objects written."""
-        self._scan()
+    def ship(self, *, due: bool = False) -> int:
+        """One pass: ship what changed. Returns the number of objects written. With
+        due=True (run's passes), a store shipped less than `interval` seconds ago waits
+        (not even looked at)."""
+        now = time.monotonic()
+        if not due or now - self._scanned >= self.interval:
+            self._scan()
+            self._scanned = now
         names = sorted(self.stores)
         at = bisect.bisect_left(names, self._next)  # the first left over last time
-        names = names[at:] + names[:at]
+        todo = []
+        for name in names[at:] + names[:at]:
+            st = self.stores[name]
+            if due and now - st["shipped_at"] < self.interval:
+                continue
+            try:
+                f = self._look(st)
+            except OSError as e:
+                self._failed(name, e)
+                continue
+            if f is not None:
+                todo.append((name, st, f))
+        self._next = ""
+        if not todo:
+            return 0
         n = 0
-        with tempfile.TemporaryDirectory(prefix="motedb-ship-") as tmp:
-            jobs = []
-            with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
-                for name in names:
-                    st = self.stores[name]
-                    try:
-                        f = self._look(st)
-                    except OSError as e:
-                        self._failed(name, e)
-                        continue
-                    if f is not None:
-                        jobs.append((name, pool.submit(self._try, name, st, tmp, f)))
-                self._next = ""
-                for name, job in jobs:
-                    got = job.result()
-                    if got is None:
-                        self._next = self._next or name
-                    else:
-                        n += got
+        with tempfile.TemporaryDirectory(prefix="motedb-ship-") as tmp, \
+                concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+            jobs = [(name, pool.submit(self._try, name, st, tmp, f)) for name, st, f in todo]
+            for name, job in jobs:
+                got = job.result()
+                if got is None:
+                    self._next = self._next or name
+                else:
+                    n += got
         return n
 
     def run(self, stop: threading.Event | None = None) -> None:
-        """Ship every `interval` seconds until `stop` is set (forever if None)."""
+        """Ship until `stop` is set (forever if None): every `poll` seconds, each store
+        that changed and whose last object is at least `interval` seconds old (so a
+        commit to a quiet store goes out within `poll`, and a busy store costs one
+        object per interval)."""
         stop = stop or threading.Event()
         while not stop.is_set():
             start = time.monotonic()
-            self.ship()
-            stop.wait(max(0.0, self.interval - (time.monotonic() - start)))
+            self.ship(due=True)
+            stop.wait(max(0.0, self.poll - (time.monotonic() - start)))
 
 
 def _deflate(src: str, dst: str) -> None:
@@ -442,10 +460,13 @@ def main(argv=None) -> int:
     r = sub.add_parser("replicate", help="ship the stores' commits until interrupted")
     r.add_argument("args", nargs="+", metavar="FILE|DIR... URL",
                    help="store files, and directories whose *.mote stores are watched")
-    r.add_argument("--interval", type=float, default=1.0, help="seconds between passes")
+    r.add_argument("--interval", type=float, default=1.0,
+                   help="at most one object per store this often (seconds)")
+    r.add_argument("--poll", type=float, default=None,
+                   help="look for changes this often (default: interval / 10)")
     r.add_argument("--rate", type=float, default=None, help="at most this many requests a "
                    "second (default: no bound)")
-    r.add_argument("--workers", type=int, default=4, help="stores shipped at once")
+    r.add_argument("--workers", type=int, default=8, help="stores shipped at once")
     r.add_argument("--once", action="store_true", help="one pass, then exit")
     s = sub.add_parser("restore", help="make FILE the copy of a store: URL/STORE FILE, or "
                        "URL STORE FILE")
@@ -460,7 +481,8 @@ def main(argv=None) -> int:
     if a.cmd == "replicate":
         if len(a.args) < 2:
             p.error("replicate needs FILE... and an s3:// URL")
-        rep = Replicator(a.args[-1], interval=a.interval, rate=a.rate, workers=a.workers)
+        rep = Replicator(a.args[-1], interval=a.interval, poll=a.poll, rate=a.rate,
+                         workers=a.workers)
         for f in a.args[:-1]:  # a directory: the stores in it (*.mote), as they come and go
             rep.watch(f) if os.path.isdir(f) else rep.add(f)
         if a.once:

@@ -627,3 +627,28 @@ def test_compressed_and_plain_objects_restore_alike(tmp_path, s3):
     assert [p["key"].endswith(".z") for p in pts] == [False, True]
     assert pts[1]["size"] * 3 < os.path.getsize(tmp_path / "plain.delta")  # pages half empty
     assert restored(url, "z.mote", tmp_path / "r.mote", c)[1] == want
+
+
+def test_run_passes_ship_a_store_once_per_interval(tmp_path, s3):
+    """run()'s passes (ship(due=True)) look at a store only once its last object is
+    `interval` old: a busy store costs one object per interval, and a commit to a quiet
+    one goes at the next pass."""
+    c, url = s3
+    src = str(tmp_path / "i.mote")
+    rep = replicate.Replicator(url, client=c, interval=30)
+    assert rep.poll == 1.0 and replicate.Replicator(url, client=c).poll == 0.1
+    with motedb.open(src) as s:
+        rep.add(s)
+        box = s.box(Memo)
+        box.put(Memo(text="alpha"))
+        assert rep.ship(due=True) == 1  # never shipped: due
+        box.put(Memo(text="alpha two"))
+        before = c.requests
+        assert rep.ship(due=True) == 0 and c.requests == before  # shipped just now
+        rep.stores["i.mote"]["shipped_at"] -= 30  # as if the interval went by
+        assert rep.ship(due=True) == 1
+        assert rep.ship() == 0  # (a plain pass ships what changed: nothing)
+        box.put(Memo(text="alpha three"))
+        assert rep.ship() == 1  # a plain pass does not wait
+        want = rows(s)
+    assert restored(url, "i.mote", tmp_path / "r.mote", c)[1] == want

@@ -10,7 +10,7 @@ and applies them (``motedb.apply_delta``) up to the commit asked for.
 Objects: ``<prefix>/<name>/<generation>-<ident>/<to>.<since>.delta.z``, the numbers
 zero-padded (a generation is the base's creation time in milliseconds, so generations
 and deltas list in order; ident is the store's identity, ``Store.ident``, in hex; ``.z``:
-zlib-compressed). A replicator that restarts lists what is there and goes on from the
+compressed, as frames of zlib streams, see _FRAME). A replicator that restarts lists what is there and goes on from the
 newest commit shipped; an object appears whole or not at all (S3 PUT), so a crash
 mid-upload ships it again.
 
@@ -364,7 +364,7 @@ class Replicator:
             with open(local, "rb") as f:
                 data = f.read()
             if key.endswith(".z"):
-                data = zlib.compress(data, 1)
+                data = _pack(data)
             self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
             return len(data)
         if key.endswith(".z"):
@@ -434,23 +434,59 @@ class Replicator:
             stop.wait(max(0.0, self.poll - (time.monotonic() - start)))
 
 
+# A compressed object (``.z``): frames of a 4-byte little-endian length and a zlib stream
+# (level 1) of up to 4 MB of the delta, so that a large one is compressed and inflated
+# by several threads (zlib lets go of the GIL): a 205 MB base inflated in two.
+_FRAME = 4 << 20
+
+
+def _in_order(fn, items, workers: int = 2):
+    """fn over items in threads, results in order, a few in flight (bounded memory)."""
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        ahead: list = []
+        for item in items:
+            ahead.append(pool.submit(fn, item))
+            if len(ahead) > workers:
+                yield ahead.pop(0).result()
+        for f in ahead:
+            yield f.result()
+
+
+def _frame(raw: bytes) -> bytes:
+    z = zlib.compress(raw, 1)
+    return len(z).to_bytes(4, "little") + z
+
+
+def _pack(data: bytes) -> bytes:
+    """A delta held in memory, compressed."""
+    return b"".join(_frame(data[i:i + _FRAME]) for i in range(0, len(data), _FRAME))
+
+
 def _deflate(src: str, dst: str) -> None:
-    """zlib-compress file src into dst, a megabyte at a time."""
-    z = zlib.compressobj(1)
+    """Compress the delta file src into dst."""
     with open(src, "rb") as i, open(dst, "wb") as o:
-        while chunk := i.read(1 << 20):
-            o.write(z.compress(chunk))
-        o.write(z.flush())
+        for z in _in_order(_frame, iter(lambda: i.read(_FRAME), b"")):
+            o.write(z)
 
 
 def _inflate(src: str, dst: str) -> None:
-    z = zlib.decompressobj()
+    """Inflate the compressed object src into the delta file dst."""
+    def frames(f):
+        while head := f.read(4):
+            z = f.read(int.from_bytes(head, "little"))
+            if len(head) < 4 or len(z) < int.from_bytes(head, "little"):
+                raise _core.CorruptError(f"{src}: compressed delta cut short")
+            yield z
+
+    def one(z: bytes) -> bytes:
+        try:
+            return zlib.decompress(z)
+        except zlib.error as e:
+            raise _core.CorruptError(f"{src}: compressed delta damaged ({e})") from None
+
     with open(src, "rb") as i, open(dst, "wb") as o:
-        while chunk := i.read(1 << 20):
-            o.write(z.decompress(chunk))
-        o.write(z.flush())
-        if not z.eof:
-            raise _core.CorruptError(f"{src}: compressed delta cut short")
+        for raw in _in_order(one, frames(i)):
+            o.write(raw)
 
 
 def main(argv=None) -> int:

@@ -31,6 +31,7 @@ import datetime
 import fnmatch
 import os
 import re
+import signal
 import sys
 import tempfile
 import threading
@@ -39,11 +40,11 @@ import zlib
 
 from . import _core
 
-__all__ = ["Replicator", "restore", "points", "parse_url"]
+__all__ = ["Replicator", "restore", "points", "parse_url", "parse_key"]
 
 _IN_MEMORY = 8 << 20  # a delta up to this size is uploaded from memory (Replicator._upload)
 _SETTLED_NS = 5 * 10**9  # a store file last written this long ago has settled (Replicator)
-_KEY = re.compile(r"^(\d{13})(?:-([0-9a-f]{16}))?/(\d{20})\.(\d{20})\.delta(\.z)?$")
+_KEY = re.compile(r"(?:^|/)([^/]+)/(\d{13})(?:-([0-9a-f]{16}))?/(\d{20})\.(\d{20})\.delta(\.z)?$")
 
 
 def parse_url(url: str) -> tuple[str, str]:
@@ -68,6 +69,17 @@ def _join(*parts: str) -> str:
     return "/".join(p for p in parts if p)
 
 
+def parse_key(key: str) -> dict | None:
+    """An object's key (all of it, or from the store's name on) as a dict of name,
+    generation, ident, to, since and compressed (bool); None if it is not a delta's."""
+    m = _KEY.search(key)
+    if not m:
+        return None
+    return {"name": m.group(1), "generation": int(m.group(2)),
+            "ident": int(m.group(3) or "0", 16), "to": int(m.group(4)),
+            "since": int(m.group(5)), "compressed": m.group(6) is not None}
+
+
 def points(url: str, name: str, *, client=None) -> list[dict]:
     """What can be restored of store `name`: each object, oldest first, as a dict of
     key, generation, ident (the store's identity, Store.ident), since, to (commit ids),
@@ -78,12 +90,11 @@ def points(url: str, name: str, *, client=None) -> list[dict]:
     out = []
     for page in c.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=base):
         for o in page.get("Contents", []):
-            m = _KEY.match(o["Key"][len(base):])
-            if m:
-                out.append({"key": o["Key"], "generation": int(m.group(1)),
-                            "ident": int(m.group(2) or "0", 16), "to": int(m.group(3)),
-                            "since": int(m.group(4)), "size": o["Size"],
-                            "time": o["LastModified"]})
+            k = parse_key(o["Key"])
+            if k and k["name"] == name:
+                out.append({"key": o["Key"], "generation": k["generation"],
+                            "ident": k["ident"], "to": k["to"], "since": k["since"],
+                            "size": o["Size"], "time": o["LastModified"]})
     out.sort(key=lambda p: (p["generation"], p["to"], p["since"]))
     return out
 
@@ -330,6 +341,7 @@ class Replicator:
             if not self._request():
                 return None
             local = os.path.join(tmp, f"{name}.delta")
+            taken = time.monotonic()
             to = s.delta(local, since=since, sync=False)
         finally:
             if s is not handle:
@@ -345,7 +357,7 @@ class Replicator:
             if os.path.exists(local):
                 os.unlink(local)
         st["to"], st["file"], st["seen"] = to, seen[:2], None
-        st["shipped_at"] = time.monotonic()
+        st["shipped_at"] = taken  # (the next one is due `interval` after this snapshot)
         if full:
             st.update(gen=gen, ident=ident, deltas=0, base_bytes=size, since_bytes=0)
         else:
@@ -431,7 +443,14 @@ class Replicator:
         while not stop.is_set():
             start = time.monotonic()
             self.ship(due=True)
-            stop.wait(max(0.0, self.poll - (time.monotonic() - start)))
+            now = time.monotonic()
+            # the next pass: after `poll`, or sooner when a store shipped lately falls
+            # due (a busy store then ships every `interval`, not a poll later)
+            wake = start + self.poll
+            for st in self.stores.values():
+                if now < st["shipped_at"] + self.interval < wake:
+                    wake = st["shipped_at"] + self.interval
+            stop.wait(max(0.0, wake - now))
 
 
 # A compressed object (``.z``): frames of a 4-byte little-endian length and a zlib stream
@@ -527,10 +546,17 @@ def main(argv=None) -> int:
             for e in rep.errors:
                 print("error:", e, file=sys.stderr)
             return 1 if rep.errors else 0
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
-            rep.run()
+            rep.run(stop)
         except KeyboardInterrupt:
-            return 0
+            pass
+        print(f"{rep.shipped_objects} object(s), {rep.shipped_bytes} bytes shipped, "
+              f"{len(rep.errors)} error(s) kept", file=sys.stderr)
+        for e in rep.errors[-5:]:
+            print("error:", e, file=sys.stderr)
+        return 0
     if a.cmd == "restore":
         if len(a.args) == 2:  # s3://bucket/prefix/STORE FILE
             url, _, name = a.args[0].rstrip("/").rpartition("/")

@@ -652,3 +652,15 @@ def test_run_passes_ship_a_store_once_per_interval(tmp_path, s3):
         assert rep.ship() == 1  # a plain pass does not wait
         want = rows(s)
     assert restored(url, "i.mote", tmp_path / "r.mote", c)[1] == want
+
+
+def test_parse_key():
+    k = "agents/a.mote/1796566293134-00ff00ff00ff00ff/00000000000000000007.00000000000000000003.delta.z"
+    assert replicate.parse_key(k) == {"name": "a.mote", "generation": 1796566293134,
+                                      "ident": 0x00ff00ff00ff00ff, "to": 7, "since": 3,
+                                      "compressed": True}
+    assert replicate.parse_key(k.split("/", 1)[1])["name"] == "a.mote"
+    assert replicate.parse_key("x/1796566293134/00000000000000000002.00000000000000000000.delta") \
+        == {"name": "x", "generation": 1796566293134, "ident": 0, "to": 2, "since": 0,
+            "compressed": False}
+    assert replicate.parse_key("agents/a.mote/notes.txt") is None

@@ -618,14 +618,21 @@ def test_compressed_and_plain_objects_restore_alike(tmp_path, s3):
         plain.add(s)
         assert plain.ship() == 1
         box.put(Memo(text="alpha again"))
-        packed = replicate.Replicator(url, client=c)
+        packed = replicate.Replicator(url, client=c)  # (new: no delta before to compress against)
         packed.add(s)
         assert packed.ship() == 1
+        for k in range(3):
+            box.put(Memo(text=f"alpha {k} and more", level=k))
+            assert packed.ship() == 1
         want = rows(s)
         pts = replicate.points(url, "z.mote", client=c)
         s.delta(tmp_path / "plain.delta", since=pts[0]["to"])
-    assert [p["key"].endswith(".z") for p in pts] == [False, True]
+        s.delta(tmp_path / "last.delta", since=pts[-2]["to"])
+    assert [p["key"].rsplit(".", 1)[-1] for p in pts] == ["delta", "z", "zd", "zd", "zd"]
     assert pts[1]["size"] * 3 < os.path.getsize(tmp_path / "plain.delta")  # pages half empty
+    # against the delta before it, a small commit's delta is a few hundred bytes
+    assert pts[-1]["size"] * 10 < os.path.getsize(tmp_path / "last.delta")
+    assert pts[-1]["size"] * 3 < pts[1]["size"]
     assert restored(url, "z.mote", tmp_path / "r.mote", c)[1] == want
 
 

@@ -167,7 +167,7 @@ def test_server_down_then_back(tmp_path, s3):
 def test_new_generation_after_many_deltas(tmp_path, s3):
     c, url = s3
     src = str(tmp_path / "g.mote")
-    rep = replicate.Replicator(url, client=c, full_every=3)
+    rep = replicate.Replicator(url, client=c, full_every=3, packs=False)
     with motedb.open(src) as s:
         rep.add(s)
         box = s.box(Memo)
@@ -628,7 +628,8 @@ def test_compressed_and_plain_objects_restore_alike(tmp_path, s3):
         pts = replicate.points(url, "z.mote", client=c)
         s.delta(tmp_path / "plain.delta", since=pts[0]["to"])
         s.delta(tmp_path / "last.delta", since=pts[-2]["to"])
-    assert [p["key"].rsplit(".", 1)[-1] for p in pts] == ["delta", "z", "zd", "zd", "zd"]
+    assert [p["comp"] for p in pts] == ["", "z", "zd", "zd", "zd"]
+    assert [p.get("packed", False) for p in pts] == [False, False, True, True, True]
     assert pts[1]["size"] * 3 < os.path.getsize(tmp_path / "plain.delta")  # pages half empty
     # against the delta before it, a small commit's delta is a few hundred bytes
     assert pts[-1]["size"] * 10 < os.path.getsize(tmp_path / "last.delta")
@@ -665,9 +666,66 @@ def test_parse_key():
     k = "agents/a.mote/1796566293134-00ff00ff00ff00ff/00000000000000000007.00000000000000000003.delta.z"
     assert replicate.parse_key(k) == {"name": "a.mote", "generation": 1796566293134,
                                       "ident": 0x00ff00ff00ff00ff, "to": 7, "since": 3,
-                                      "compressed": True}
+                                      "comp": "z"}
     assert replicate.parse_key(k.split("/", 1)[1])["name"] == "a.mote"
     assert replicate.parse_key("x/1796566293134/00000000000000000002.00000000000000000000.delta") \
         == {"name": "x", "generation": 1796566293134, "ident": 0, "to": 2, "since": 0,
-            "compressed": False}
+            "comp": ""}
     assert replicate.parse_key("agents/a.mote/notes.txt") is None
+
+
+def test_packs_one_request_per_pass_for_many_stores(tmp_path, s3):
+    """Within a minute of a store's object of its own, its deltas go in the pass's pack:
+    one PUT for every store that changed. Every store restores from its object and the
+    packs after it, at its newest commit and at one in between; after the span a delta
+    of its own takes in what went in packs; so does the first one after a restart; a
+    pack that fails is shipped again from the same commits."""
+    c, url = s3
+    names = [f"p{i}.mote" for i in range(12)]
+    stores = [motedb.open(tmp_path / n) for n in names]
+    try:
+        rep = replicate.Replicator(url, client=c)
+        for s in stores:
+            s.box(Memo).put(Memo(text="alpha base"))
+            rep.add(s)
+        assert rep.ship() == 12  # the bases: objects of their own
+        at = {n: {} for n in names}
+        for r in range(3):
+            for n, s in zip(names, stores):
+                s.box(Memo).put(Memo(text=f"alpha {r}", level=r))
+                at[n][s.commit] = rows(s)
+            before = c.requests
+            assert rep.ship() == 1 and c.requests - before == 1  # one pack, one PUT
+        assert rep.packed_deltas == 36
+        for n in names[:4]:
+            mid = sorted(at[n])[1]
+            assert restored(url, n, tmp_path / f"r-{n}", c) == (max(at[n]), at[n][max(at[n])])
+            assert restored(url, n, tmp_path / f"m-{n}", c, txnid=mid) == (mid, at[n][mid])
+        # the span over for p0: its next delta is an object of its own, from its base
+        base0 = rep.stores["p0.mote"]["anchor"]
+        rep.stores["p0.mote"]["anchor_time"] -= 3600
+        stores[0].box(Memo).put(Memo(text="alpha late"))
+        at["p0.mote"][stores[0].commit] = rows(stores[0])
+        assert rep.ship() == 1
+        own = [p for p in replicate.points(url, "p0.mote", client=c) if not p.get("packed")]
+        assert own[-1]["since"] == base0 and own[-1]["to"] == stores[0].commit
+        for txn, want in sorted(at["p0.mote"].items()):  # the packed ones too, before it
+            assert restored(url, "p0.mote", tmp_path / f"o{txn}.mote", c, txnid=txn) == (txn, want)
+        # a pack that fails: nothing settled, the same commits go again
+        c.fail = True
+        for s in stores[1:3]:
+            s.box(Memo).put(Memo(text="alpha while down"))
+        assert rep.ship() == 0 and rep.errors
+        c.fail = False
+        assert rep.ship() == 1
+        # a restarted replicator: its first delta of each store is an object of its own
+        again = replicate.Replicator(url, client=c)
+        for s in stores[1:3]:
+            again.add(s)
+            s.box(Memo).put(Memo(text="alpha after the restart"))
+        assert again.ship() == 2 and again.packed_deltas == 0
+        for n, s in zip(names[1:3], stores[1:3]):
+            assert restored(url, n, tmp_path / f"a-{n}", c)[1] == rows(s)
+    finally:
+        for s in stores:
+            s.close()

@@ -146,7 +146,7 @@ class MoteSide:
     key = "motedb"
     engine = "motedb"
     ext = ".mote"
-    capture = None
+    capture = r"/\.packs/[^/]*\.pack$"  # (a pack's index says which stores and commits it holds)
     # <prefix>/<name>/<generation>/<to>.<since>.delta[...]: tolerant of another suffix (compression, ...)
     KEY = re.compile(r"^(?P<name>[^/]+)/(?:.*/)?(?P<to>\d+)\.(?P<since>\d+)\.delta[^/]*$")
 
@@ -200,6 +200,20 @@ class MoteSide:
             return None
         m = self.KEY.match(k[len(PREFIX) + 1:])
         return (m.group("name"), int(m.group("to"))) if m else None
+
+    def held_all(self, rec):
+        """[(store name, newest commit)] of every store whose delta the object holds: one for
+        an object of a store's own, each of a pack's (its index: "MOTEPAK1", a 4-byte
+        length, JSON entries with name and to; python/motedb/replicate.py)."""
+        k = rec.key
+        if k.startswith(PREFIX + "/.packs/"):
+            b = rec.body
+            if not b or b[:8] != b"MOTEPAK1":
+                return []
+            n = int.from_bytes(b[8:12], "little")
+            return [(e["name"], int(e["to"])) for e in json.loads(b[12:12 + n])]
+        h = self.held(rec)
+        return [h] if h else []
 
     def restore_api(self, endpoint, bucket, name, out):
         """motedb.replicate.restore() in a process of its own, timed around the call (the client made before)."""
@@ -305,6 +319,10 @@ class LitestreamSide:
         newest = self._newest[ident]
         return (m.group("name"), newest if newest is not None else 0)
 
+    def held_all(self, rec):
+        h = self.held(rec)
+        return [h] if h else []
+
     def restore_cli(self, db, out, txid=None):
         cmd = [self.binary, "restore", "-config", self.cfg, "-o", out]
         if txid is not None:
@@ -338,12 +356,12 @@ def visibility(side, recs, names):
     """{store name: ([t1 ...], [newest so far ...])} over the requests that wrote an object, in time order."""
     out = {n: ([], []) for n in names}
     for r in sorted((r for r in recs if r.wrote_object()), key=lambda r: r.t1):
-        h = side.held(r)
-        if h is None or h[0] not in out:
-            continue
-        ts, top = out[h[0]]
-        ts.append(r.t1)
-        top.append(max(h[1], top[-1] if top else 0))
+        for h in side.held_all(r):
+            if h[0] not in out:
+                continue
+            ts, top = out[h[0]]
+            ts.append(r.t1)
+            top.append(max(h[1], top[-1] if top else 0))
     return out
 
 

@@ -7,8 +7,8 @@ a minute (_PACK_SPAN) of its last object of its own, in the pass's *pack* with t
 stores' (one PUT for all; ``<prefix>/.packs/<time>-<random>.pack``); its next object of
 its own, from that object's commit, takes in what went in packs, so a restore finds a
 store's packed deltas among the packs of one span. The first object of a store is a full delta (its base); a
-new base starts a new *generation* once the deltas since the last one outweigh it or
-number ``full_every``. A restore downloads a generation's base and its deltas in order
+new base starts a new *generation* once the base and the deltas since weigh twice what
+the store now takes (and a megabyte more) or the deltas number ``full_every``. A restore downloads a generation's base and its deltas in order
 and applies them (``motedb.apply_delta``) up to the commit asked for.
 
 Objects: ``<prefix>/<name>/<generation>-<ident>/<to>.<since>.delta.z``, the numbers
@@ -462,9 +462,15 @@ class Replicator:
                 # but not yet synced is not yet one a reader takes.
                 st["seen"] = seen if time.time_ns() - f.st_mtime_ns > _SETTLED_NS else None
                 return 0
+            # A new base once the chain a restore downloads (base and deltas) is twice
+            # what the store now takes, compressed, and a megabyte more: a store that
+            # rewrites its objects gets one, a store that grows does not (its deltas
+            # are its new data). Now's compressed size: the file's, at the base's ratio.
+            now = (f.st_size * st["base_bytes"] / st["base_file"] if st.get("base_file")
+                   else st["base_bytes"])
             full = (st["to"] == 0 or replaced or latest < st["to"]
                     or st["deltas"] >= self.full_every
-                    or st["since_bytes"] >= max(st["base_bytes"], 1 << 20))
+                    or st["base_bytes"] + st["since_bytes"] >= 2 * now + (1 << 20))
             # In a pack while within the span of its last object of its own (so that a
             # restore finds it by that object's time); else an object of its own, from
             # that object's commit (it takes in what went in packs since).
@@ -508,7 +514,8 @@ class Replicator:
         st["anchor"], st["anchor_time"], st["anchor_dict"] = to, time.time(), tail
         st["shipped_at"] = taken  # (the next one is due `interval` after this snapshot)
         if full:
-            st.update(gen=gen, ident=ident, deltas=0, base_bytes=size, since_bytes=0)
+            st.update(gen=gen, ident=ident, deltas=0, base_bytes=size, since_bytes=0,
+                      base_file=seen[2])
         else:
             st["deltas"] += 1
             st["since_bytes"] += size

@@ -729,3 +729,28 @@ def test_packs_one_request_per_pass_for_many_stores(tmp_path, s3):
     finally:
         for s in stores:
             s.close()
+
+
+def test_a_new_base_when_the_chain_outweighs_the_store(tmp_path, s3):
+    """A store that rewrites its objects gets a new base once its base and deltas weigh
+    twice what it takes now and a megabyte more; one that grows (its deltas are its new
+    data) does not."""
+    c, url = s3
+    rep = replicate.Replicator(url, client=c, packs=False)
+    with motedb.open(tmp_path / "churn.mote") as churn, motedb.open(tmp_path / "grow.mote") as grow:
+        rep.add(churn)
+        rep.add(grow)
+        cb, gb = churn.box(Memo), grow.box(Memo)
+        cb.put_many([Memo(text=os.urandom(500).hex()) for _ in range(100)])  # ~100 KB
+        gb.put_many([Memo(text=os.urandom(500).hex()) for _ in range(100)])
+        rep.ship()
+        for _ in range(30):  # ~50 KB compressed a delta, each
+            cb.put_many([Memo(id=i, text=os.urandom(500).hex()) for i in range(1, 101)])
+            gb.put_many([Memo(text=os.urandom(500).hex()) for _ in range(100)])
+            rep.ship()
+        want = rows(churn), rows(grow)
+    gens = {n: {p["generation"] for p in replicate.points(url, n, client=c)}
+            for n in ("churn.mote", "grow.mote")}
+    assert len(gens["churn.mote"]) >= 2 and len(gens["grow.mote"]) == 1, gens
+    assert restored(url, "churn.mote", tmp_path / "rc.mote", c)[1] == want[0]
+    assert restored(url, "grow.mote", tmp_path / "rg.mote", c)[1] == want[1]

@@ -6,17 +6,19 @@ changed, none while it is idle. A store's delta goes in an object of its own, or
 a minute (_PACK_SPAN) of its last object of its own, in the pass's *pack* with the other
 stores' (one PUT for all; ``<prefix>/.packs/<time>-<random>.pack``); its next object of
 its own, from that object's commit, takes in what went in packs, so a restore finds a
-store's packed deltas among the packs of one span. The first object of a store is a full delta (its base); a
-new base starts a new *generation* once the base and the deltas since weigh twice what
-the store now takes (and a megabyte more) or the deltas number ``full_every``. A restore downloads a generation's base and its deltas in order
-and applies them (``motedb.apply_delta``) up to the commit asked for.
+store's packed deltas among the packs of one span. A store's first object is a full
+delta (its base); a new base starts a new *generation* once the base and the deltas
+since weigh twice what the store now takes (and a megabyte more), or the deltas number
+``full_every``. A restore downloads a generation's base and its deltas and applies them
+in order (``motedb.apply_delta``) up to the commit asked for.
 
 Objects: ``<prefix>/<name>/<generation>-<ident>/<to>.<since>.delta.z``, the numbers
 zero-padded (a generation is the base's creation time in milliseconds, so generations
 and deltas list in order; ident is the store's identity, ``Store.ident``, in hex; ``.z``:
-compressed, as frames of zlib streams, ``.zd`` against the delta before it, see _FRAME). A replicator that restarts lists what is there and goes on from the
-newest commit shipped; an object appears whole or not at all (S3 PUT), so a crash
-mid-upload ships it again.
+compressed, as frames of zlib streams, ``.zd`` against the delta before it, see _FRAME).
+A replicator that restarts lists what is there and goes on from the newest commit
+shipped; an object appears whole or not at all (S3 PUT), so a crash mid-upload ships it
+again.
 
 Needs boto3 (``pip install motedb[s3]``); the S3 endpoint comes from the client you pass,
 or boto3's own configuration (``AWS_ENDPOINT_URL``, credentials, region).
@@ -49,7 +51,7 @@ __all__ = ["Replicator", "restore", "points", "parse_url", "parse_key"]
 
 _PACK_SPAN = 60.0  # seconds after a store's own object during which its deltas go in packs
 _PACK_SKEW_MS = 60_000  # clocks of replicator and server may differ this much (restore)
-_PACK_ENTRY = 256 << 10  # a delta larger than this goes as an object of its own
+_PACK_ENTRY = 4 << 10  # a delta larger than this, compressed, goes as an object of its own
 _IN_MEMORY = 8 << 20  # a delta up to this size is uploaded from memory (Replicator._upload)
 _SETTLED_NS = 5 * 10**9  # a store file last written this long ago has settled (Replicator)
 _KEY = re.compile(r"(?:^|/)([^/]+)/(\d{13})(?:-([0-9a-f]{16}))?/(\d{20})\.(\d{20})\.delta(\.zd?)?$")
@@ -477,26 +479,35 @@ class Replicator:
             packed = self.packs and not full and time.time() - st["anchor_time"] < _PACK_SPAN
             local = os.path.join(tmp, f"{name}.delta")
             taken = time.monotonic()
-            if packed:
+            since, body = None, None
+            if packed:  # a small delta goes in the pack; a larger one is worth its own PUT
                 to = s.delta(local, since=st["to"], sync=False)
-                if os.path.getsize(local) > _PACK_ENTRY:
-                    os.unlink(local)
-                    packed = False
+                since = st["to"]
+                if os.path.getsize(local) <= _PACK_ENTRY * 16:
+                    with open(local, "rb") as fh:
+                        raw = fh.read()
+                    zd = st["dict"] if self.compress else None
+                    body = _frame(raw, zd) if zd else _pack(raw) if self.compress else raw
+                if body is None or len(body) > _PACK_ENTRY:
+                    packed, body = False, None
+                    if since != st["anchor"]:  # (from the anchor: what went in packs too)
+                        os.unlink(local)
+                        since = None
             if not packed:
                 if not self._request():
+                    if os.path.exists(local):
+                        os.unlink(local)
                     return None
-                to = s.delta(local, since=0 if full else st["anchor"], sync=False)
+                if since is None:
+                    since = 0 if full else st["anchor"]
+                    to = s.delta(local, since=since, sync=False)
         finally:
             if s is not handle:
                 s.close()
-        since = 0 if full else st["to"] if packed else st["anchor"]
         zdict = None if full or not self.compress else st["dict"] if packed else st["anchor_dict"]
         comp = "zd" if zdict else "z" if self.compress else ""
         if packed:
-            with open(local, "rb") as fh:
-                raw = fh.read()
             os.unlink(local)
-            body = _frame(raw, zdict) if comp == "zd" else _pack(raw) if comp else raw
             return {"name": name, "generation": st["gen"], "ident": st["ident"], "to": to,
                     "since": since, "comp": comp, "body": body, "tail": raw[-_DICT:],
                     "taken": taken, "file": seen[:2]}

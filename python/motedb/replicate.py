@@ -137,39 +137,42 @@ def _packed(c, bucket: str, prefix: str, name: str, after: dict) -> list[dict]:
             continue
         break
 
+    def get(key: str, start: int, end: int) -> bytes:  # bytes start..end-1 of object key
+        return c.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")[
+            "Body"].read()
+
     def read(item):
+        """This store's deltas in one pack: its head (the index, most often within the
+        first 16 KB), then the ranges of this store's deltas not in it."""
         key, when = item
-        body = c.get_object(Bucket=bucket, Key=key)["Body"].read()
-        return key, when, _pack_index(body, key), body
+        head = get(key, 0, 16 << 10)
+        n = int.from_bytes(head[8:12], "little") if head[:8] == _PACK_MAGIC else -1
+        if n < 0:
+            raise _core.CorruptError(f"{key}: not a pack of deltas")
+        if 12 + n > len(head):
+            head += get(key, len(head), 12 + n)
+        found = []
+        for e in json.loads(head[12:12 + n]):
+            if e["name"] == name and e["generation"] == after["generation"]:
+                at = 12 + n + e["off"]
+                body = (head[at:at + e["len"]] if at + e["len"] <= len(head)
+                        else get(key, at, at + e["len"]))
+                if len(body) != e["len"]:
+                    raise _core.CorruptError(f"{key}: cut short")
+                found.append({"key": key, "generation": e["generation"], "ident": e["ident"],
+                              "to": e["to"], "since": e["since"], "size": e["len"],
+                              "time": when, "comp": e["comp"], "packed": True, "body": body})
+        return found
 
-    out = []
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        for key, when, index, body in pool.map(read, keys):
-            for e in index:
-                if e["name"] == name and e["generation"] == after["generation"]:
-                    out.append({"key": key, "generation": e["generation"], "ident": e["ident"],
-                                "to": e["to"], "since": e["since"], "size": e["len"],
-                                "time": when, "comp": e["comp"], "packed": True,
-                                "body": body[e["off"]:e["off"] + e["len"]]})
-    return out
+        return [e for found in pool.map(read, keys) for e in found]
 
 
+# A pack: magic, the index's length (4 bytes, little-endian), the index (JSON: one entry
+# per delta, its store's name, generation, ident, to, since, comp, and where its bytes
+# lie after the index: off, len), the deltas' bytes. A restore reads the index and its
+# store's ranges only.
 _PACK_MAGIC = b"MOTEPAK1"
-
-
-def _pack_index(body: bytes, key: str) -> list[dict]:
-    """A pack: magic, the index's length (4 bytes, little-endian), the index (JSON: one
-    entry per delta, its store's name, generation, ident, to, since, comp and where its
-    bytes lie after the index: off, len), the deltas' bytes."""
-    n = int.from_bytes(body[8:12], "little") if body[:8] == _PACK_MAGIC else -1
-    if n < 0 or 12 + n > len(body):
-        raise _core.CorruptError(f"{key}: not a pack of deltas, or cut short")
-    index = json.loads(body[12:12 + n])
-    for e in index:
-        e["off"] += 12 + n
-        if e["off"] + e["len"] > len(body):
-            raise _core.CorruptError(f"{key}: cut short")
-    return index
 
 
 def _chain(objs: list[dict], txnid: int | None) -> list[dict]:

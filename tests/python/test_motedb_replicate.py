@@ -697,6 +697,16 @@ def test_packs_one_request_per_pass_for_many_stores(tmp_path, s3):
             before = c.requests
             assert rep.ship() == 1 and c.requests - before == 1  # one pack, one PUT
         assert rep.packed_deltas == 36
+        ranges = []  # a restore reads a pack's index and its store's ranges, not the pack
+
+        def note_range(request, **kw):
+            if "/.packs/" in request.url:
+                r = request.headers.get("Range")
+                ranges.append(r.encode() if isinstance(r, str) else r)
+        c.c.meta.events.register("before-send.s3", note_range)
+        assert restored(url, "p5.mote", tmp_path / "r5.mote", c)[1] == rows(stores[5])
+        c.c.meta.events.unregister("before-send.s3", note_range)
+        assert len(ranges) == 3 and all(r and r.startswith(b"bytes=") for r in ranges), ranges
         for n in names[:4]:
             mid = sorted(at[n])[1]
             assert restored(url, n, tmp_path / f"r-{n}", c) == (max(at[n]), at[n][max(at[n])])

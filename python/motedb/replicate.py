@@ -416,7 +416,7 @@ class Replicator:
 
     def _resume(self, st: dict, name: str) -> None:
         """What the bucket holds of `name`: the newest generation's last commit."""
-        objs = [o for o in points(self.url, name, client=self.client, packs=False)]
+        objs = points(self.url, name, client=self.client, packs=False)
         chain = _chain(objs, None)
         st["gen"] = chain[0]["generation"] if chain else 0
         st["ident"] = chain[0]["ident"] if chain else 0
@@ -490,12 +490,13 @@ class Replicator:
                     with open(local, "rb") as fh:
                         raw = fh.read()
                     zd = st["dict"] if self.compress else None
-                    body = _frame(raw, zd) if zd else _pack(raw) if self.compress else raw
+                    body = _encode(raw, "zd" if zd else "z" if self.compress else "", zd)
                 if body is None or len(body) > _PACK_ENTRY:
-                    packed, body = False, None
+                    packed = False
                     if since != st["anchor"]:  # (from the anchor: what went in packs too)
                         os.unlink(local)
-                        since = None
+                        since, body = None, None
+                    # (else the object of its own is this very delta, encoded as it is)
             if not packed:
                 if not self._request():
                     if os.path.exists(local):
@@ -520,7 +521,7 @@ class Replicator:
             gdir = f"{gen:013d}-{gid:016x}" if gid else f"{gen:013d}"
             key = _join(self.prefix, name, gdir,
                         f"{to:020d}.{since:020d}.delta" + (f".{comp}" if comp else ""))
-            size, tail = self._upload(local, key, zdict)
+            size, tail = self._upload(local, key, zdict, (raw, body) if body else None)
         finally:
             if os.path.exists(local):
                 os.unlink(local)
@@ -576,17 +577,21 @@ class Replicator:
             n += 1
         return n
 
-    def _upload(self, local: str, key: str, zdict: bytes | None) -> tuple[int, bytes | None]:
+    def _upload(self, local: str, key: str, zdict: bytes | None,
+                have: tuple[bytes, bytes] | None = None) -> tuple[int, bytes | None]:
         """Upload the delta file `local` as object `key`: compressed if it ends in
-        ``.z``, against `zdict` (the previous delta's end) if in ``.zd``. Returns the
-        object's bytes and the delta's end, the dictionary of the next one (None for
-        a large one). A small one goes as one PUT from memory; a large one (a base)
-        through a compressed file, in parts if need be."""
-        if os.path.getsize(local) <= _IN_MEMORY:
-            with open(local, "rb") as f:
-                data = f.read()
-            body = (_frame(data, zdict) if key.endswith(".zd") else
-                    _pack(data) if key.endswith(".z") else data)
+        ``.z``, against `zdict` (the previous delta's end) if in ``.zd``; `have`: the
+        delta and its object's bytes, already encoded so. Returns the object's bytes
+        and the delta's end, the dictionary of the next one (None for a large one). A
+        small one goes as one PUT from memory; a large one (a base) through a
+        compressed file, in parts if need be."""
+        if have or os.path.getsize(local) <= _IN_MEMORY:
+            if have:
+                data, body = have
+            else:
+                with open(local, "rb") as f:
+                    data = f.read()
+                body = _encode(data, key.rpartition(".delta")[2][1:], zdict)
             self.client.put_object(Bucket=self.bucket, Key=key, Body=body)
             return len(body), data[-_DICT:]
         if key.endswith(".z"):
@@ -696,6 +701,12 @@ def _frame(raw: bytes, zdict: bytes | None = None) -> bytes:
         c = zlib.compressobj(6, zdict=zdict)
         z = c.compress(raw) + c.flush()
     return len(z).to_bytes(4, "little") + z
+
+
+def _encode(raw: bytes, comp: str, zdict: bytes | None) -> bytes:
+    """A delta held in memory as an object's bytes: comp "zd" (against zdict), "z" or
+    "" (as it is)."""
+    return _frame(raw, zdict) if comp == "zd" else _pack(raw) if comp == "z" else raw
 
 
 def _pack(data: bytes) -> bytes:

@@ -13,6 +13,7 @@
  *   mote apply COPY DELTA     put a delta into a copy (a full one makes COPY)
  *   mote replicate FILE... s3://BUCKET/PREFIX [--interval S] [--once]
  *   mote restore s3://BUCKET/PREFIX/STORE FILE [--txn N | --time T]
+ *   mote prune s3://BUCKET/PREFIX [--retention S]
  *                             copies in S3-compatible object storage: these run
  *                             `python3 -m motedb.replicate` (boto3 signs the
  *                             requests; pip install motedb[s3]), MOTE_PYTHON
@@ -152,6 +153,7 @@ static int usage(void)
                     "       mote apply COPY DELTA\n"
                     "       mote replicate FILE... s3://BUCKET/PREFIX [--interval S] [--once]\n"
                     "       mote restore s3://BUCKET/PREFIX/STORE FILE [--txn N | --time T]\n"
+                    "       mote prune s3://BUCKET/PREFIX [--retention S]\n"
                     "       mote dump FILE [ENTITY]\n"
                     "       mote --version\n");
     return 2;
@@ -614,7 +616,7 @@ static int cmd_dump(const char *path, const char *entity)
     return rc ? 1 : 0;
 }
 
-/* mote replicate / restore: `python3 -m motedb.replicate CMD ARGS...` (an S3
+/* mote replicate / restore / prune: `python3 -m motedb.replicate CMD ARGS...` (an S3
  * client signs the requests: boto3, not this tool). Returns only if it
  * cannot be run. */
 static int run_python(int argc, char **argv)
@@ -649,7 +651,8 @@ int main(int argc, char **argv)
         printf("mote %s\n", MOTE_VERSION_STRING);
         return 0;
     }
-    if (argc >= 3 && (!strcmp(argv[1], "replicate") || !strcmp(argv[1], "restore")))
+    if (argc >= 3 && (!strcmp(argv[1], "replicate") || !strcmp(argv[1], "restore") ||
+                      !strcmp(argv[1], "prune")))
         return run_python(argc, argv);
     if (argc < 3)
         return usage();

@@ -10,7 +10,9 @@ store's packed deltas among the packs of one span. A store's first object is a f
 delta (its base); a new base starts a new *generation* once the base and the deltas
 since weigh twice what the store now takes (and a megabyte more), or the deltas number
 ``full_every``. A restore downloads a generation's base and its deltas and applies them
-in order (``motedb.apply_delta``) up to the commit asked for.
+in order (``motedb.apply_delta``) up to the commit asked for. A day of history
+(``retention``) stays restorable commit by commit; ``prune()`` deletes older generations
+and packs that no restore within it needs (a running replicator prunes on its own).
 
 Objects: ``<prefix>/<name>/<generation>-<ident>/<to>.<since>.delta.z``, the numbers
 zero-padded (a generation is the base's creation time in milliseconds, so generations
@@ -26,6 +28,7 @@ or boto3's own configuration (``AWS_ENDPOINT_URL``, credentials, region).
     python -m motedb.replicate replicate FILE|DIR... s3://bucket/prefix [--interval 1]
     python -m motedb.replicate restore s3://bucket/prefix/NAME FILE [--txn N | --time T]
     python -m motedb.replicate list s3://bucket/prefix [NAME]
+    python -m motedb.replicate prune s3://bucket/prefix [--retention SECONDS]
 """
 
 from __future__ import annotations
@@ -47,11 +50,12 @@ import zlib
 
 from . import _core
 
-__all__ = ["Replicator", "restore", "points", "parse_url", "parse_key"]
+__all__ = ["Replicator", "restore", "prune", "points", "parse_url", "parse_key", "RETENTION"]
 
 _PACK_SPAN = 60.0  # seconds after a store's own object during which its deltas go in packs
 _PACK_SKEW_MS = 60_000  # clocks of replicator and server may differ this much (restore)
 _PACK_ENTRY = 4 << 10  # a delta larger than this, compressed, goes as an object of its own
+RETENTION = 24 * 3600.0  # seconds of history kept restorable commit by commit (prune)
 _IN_MEMORY = 8 << 20  # a delta up to this size is uploaded from memory (Replicator._upload)
 _SETTLED_NS = 5 * 10**9  # a store file last written this long ago has settled (Replicator)
 _KEY = re.compile(r"(?:^|/)([^/]+)/(\d{13})(?:-([0-9a-f]{16}))?/(\d{20})\.(\d{20})\.delta(\.zd?)?$")
@@ -145,16 +149,14 @@ def _packed(c, bucket: str, prefix: str, name: str, after: dict) -> list[dict]:
         """This store's deltas in one pack: its head (the index, most often within the
         first 16 KB), then the ranges of this store's deltas not in it."""
         key, when = item
-        head = get(key, 0, 16 << 10)
-        n = int.from_bytes(head[8:12], "little") if head[:8] == _PACK_MAGIC else -1
-        if n < 0:
-            raise _core.CorruptError(f"{key}: not a pack of deltas")
-        if 12 + n > len(head):
-            head += get(key, len(head), 12 + n)
+        try:
+            index, start, head = _pack_index(get, key)
+        except c.exceptions.NoSuchKey:  # pruned since the listing: nothing needed there
+            return []
         found = []
-        for e in json.loads(head[12:12 + n]):
+        for e in index:
             if e["name"] == name and e["generation"] == after["generation"]:
-                at = 12 + n + e["off"]
+                at = start + e["off"]
                 body = (head[at:at + e["len"]] if at + e["len"] <= len(head)
                         else get(key, at, at + e["len"]))
                 if len(body) != e["len"]:
@@ -173,6 +175,18 @@ def _packed(c, bucket: str, prefix: str, name: str, after: dict) -> list[dict]:
 # lie after the index: off, len), the deltas' bytes. A restore reads the index and its
 # store's ranges only.
 _PACK_MAGIC = b"MOTEPAK1"
+
+
+def _pack_index(get, key: str) -> tuple[list[dict], int, bytes]:
+    """A pack's index, where its deltas' bytes start, and the bytes read of it from its
+    start (the first 16 KB, or up to the index's end): `get(key, start, end)` reads."""
+    head = get(key, 0, 16 << 10)
+    n = int.from_bytes(head[8:12], "little") if head[:8] == _PACK_MAGIC else -1
+    if n < 0:
+        raise _core.CorruptError(f"{key}: not a pack of deltas")
+    if 12 + n > len(head):
+        head += get(key, len(head), 12 + n)
+    return json.loads(head[12:12 + n]), 12 + n, head
 
 
 def _chain(objs: list[dict], txnid: int | None) -> list[dict]:
@@ -310,6 +324,111 @@ def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None =
     return chain[-1]["to"]
 
 
+def prune(url: str, *, retention: float = RETENTION, client=None, now: float | None = None,
+          wait=None, kept: dict | None = None) -> dict:
+    """Delete from ``url`` what no restore to a time within the last `retention` seconds
+    needs (S3's LastModified times; `now` is the current time, default the clock's):
+
+    - a store's generation whose next generation's base was uploaded before then (a
+      restore by time after it takes the newer one);
+    - a pack uploaded before then whose every delta is of a generation that is gone or
+      was taken in by an object of its own of its store uploaded before then.
+
+    A store's newest generation stays whole, and so does a pack that holds the newest
+    commits of a store idle since (they are nowhere else). Commits older than the
+    retention stay restorable at the granularity of what is left: the objects of their
+    own, not each packed commit. `wait()` is called before each request (a rate
+    bound); `kept` (a dict kept between calls) remembers the packs kept and what they
+    hold, so that the next prune does not read their indexes again. Returns the
+    counts: objects (deleted of generations), packs (deleted), packs_kept, requests."""
+    if retention < 0:
+        raise ValueError("prune: retention >= 0 (seconds)")
+    bucket, prefix = parse_url(url)
+    c = _client(client)
+    cutoff = (time.time() if now is None else now) - retention
+    wait = wait or (lambda: None)
+    kept = {} if kept is None else kept
+    top = prefix + "/" if prefix else ""
+    out = {"objects": 0, "packs": 0, "packs_kept": 0, "requests": 0}
+
+    def asked():
+        wait()
+        out["requests"] += 1
+
+    # One listing: every store's objects (name -> generation -> [(key, to, since, time)])
+    # and the packs uploaded before the cutoff.
+    gens: dict[str, dict[int, list]] = {}
+    packs = []
+    token = None
+    while True:
+        asked()
+        page = c.list_objects_v2(Bucket=bucket, Prefix=top,
+                                 **({"ContinuationToken": token} if token else {}))
+        for o in page.get("Contents", []):
+            rest, when = o["Key"][len(top):], o["LastModified"].timestamp()
+            if rest.startswith(".packs/"):
+                if rest.endswith(".pack") and rest.count("/") == 1 and when < cutoff:
+                    packs.append(o["Key"])
+                continue
+            k = parse_key(o["Key"])
+            if k and rest.count("/") == 2 and rest.startswith(k["name"] + "/"):
+                gens.setdefault(k["name"], {}).setdefault(k["generation"], []).append(
+                    (o["Key"], k["to"], k["since"], when))
+        token = page.get("NextContinuationToken")
+        if not token:
+            break
+
+    doomed = []
+    taken: dict[tuple, int] = {}  # (name, generation) -> the newest commit its objects
+    for name, by_gen in gens.items():  # uploaded before the cutoff reach (-1: none)
+        order = sorted(by_gen)
+        for g, after in zip(order, order[1:]):
+            bases = [t for _, _, since, t in by_gen[after] if since == 0]
+            if bases and min(bases) < cutoff:
+                doomed += [key for key, *_ in by_gen[g]]
+            else:
+                taken[(name, g)] = max((to for _, to, _, t in by_gen[g] if t < cutoff),
+                                       default=-1)
+        taken[(name, order[-1])] = max((to for _, to, _, t in by_gen[order[-1]] if t < cutoff),
+                                       default=-1)
+    out["objects"] = len(doomed)
+
+    def get(key: str, start: int, end: int) -> bytes:
+        asked()
+        return c.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")[
+            "Body"].read()
+
+    for key in packs:
+        held = kept.get(key)
+        if held is None:
+            try:
+                index = _pack_index(get, key)[0]
+            except c.exceptions.NoSuchKey:
+                continue
+            held = [(e["name"], e["generation"], e["to"]) for e in index]
+        # still needed: a delta whose generation is here and not taken in before the cutoff
+        held = [h for h in held if taken.get(h[:2], h[2]) < h[2]]
+        if held:
+            kept[key] = held
+            out["packs_kept"] += 1
+        else:
+            kept.pop(key, None)
+            doomed.append(key)
+            out["packs"] += 1
+    listed = set(packs)
+    for key in [k for k in kept if k not in listed]:
+        del kept[key]
+    for i in range(0, len(doomed), 1000):  # (DeleteObjects: up to 1,000 keys a request)
+        asked()
+        r = c.delete_objects(Bucket=bucket, Delete={
+            "Objects": [{"Key": k} for k in doomed[i:i + 1000]], "Quiet": True})
+        if r.get("Errors"):
+            e = r["Errors"][0]
+            raise OSError(f"prune: {len(r['Errors'])} object(s) not deleted, e.g. "
+                          f"{e.get('Key')}: {e.get('Code')} {e.get('Message')}")
+    return out
+
+
 class Replicator:
     """Ships the commits of the stores added to it to ``url`` (``s3://bucket/prefix``).
 
@@ -333,13 +452,20 @@ class Replicator:
     process) is used as is. Failures (the server down, a store that cannot be read) are
     counted in ``errors`` and retried at the next pass, from the last commit shipped. A
     store replaced by another at its path (another identity, ``Store.ident``, or a new
-    file), or whose commits went back, starts a new generation."""
+    file), or whose commits went back, starts a new generation.
+
+    History: every commit shipped in the last ``retention`` seconds (a day by default)
+    stays restorable; ``run()`` deletes what is older and no longer needed (see the
+    module's ``prune()``; ``retention=None``: nothing is ever deleted)."""
 
     def __init__(self, url: str, *, interval: float = 1.0, poll: float | None = None,
                  full_every: int = 1000, workers: int = 8, rate: float | None = None,
-                 compress: bool = True, packs: bool = True, client=None):
-        if workers < 1 or (rate is not None and rate <= 0) or interval < 0:
-            raise ValueError("Replicator: workers >= 1, rate > 0 (or None), interval >= 0")
+                 compress: bool = True, packs: bool = True,
+                 retention: float | None = RETENTION, client=None):
+        if workers < 1 or (rate is not None and rate <= 0) or interval < 0 or (
+                retention is not None and retention < 0):
+            raise ValueError("Replicator: workers >= 1, rate > 0 (or None), interval >= 0, "
+                             "retention >= 0 (or None)")
         self.bucket, self.prefix = parse_url(url)
         self.url = url
         self.interval = interval
@@ -361,6 +487,14 @@ class Replicator:
         self._filled = time.monotonic()
         self._next = ""  # a pass that ran out of requests stopped before this name
         self._scanned = 0.0  # when the watched directories were last listed
+        self.retention = retention
+        # run() prunes this often (seconds), in a thread of its own
+        self.prune_every = (None if retention is None
+                            else min(max(retention / 4, 60.0), 3600.0))
+        self.pruned = {"objects": 0, "packs": 0, "packs_kept": 0, "requests": 0}
+        self._kept: dict = {}  # packs kept by the last prune, and what they hold
+        self._pruning: threading.Thread | None = None
+        self._pruned_at = time.monotonic()
 
     def add(self, store: str | os.PathLike | _core.Store, name: str | None = None) -> str:
         """Replicate a store under `name` (its file name by default): a path (opened
@@ -413,6 +547,30 @@ class Replicator:
                 return False
             self._tokens -= 1
             return True
+
+    def _request_wait(self) -> None:
+        """Take one request from the rate budget, waiting for it (a prune's requests)."""
+        while not self._request():
+            time.sleep(1 / self.rate)
+
+    def prune(self, now: float | None = None) -> dict:
+        """Delete what no restore within ``retention`` needs (the module's prune(), with
+        this replicator's client and rate bound); adds to the ``pruned`` counts and
+        returns this prune's. run() calls it every ``prune_every`` seconds."""
+        if self.retention is None:
+            return {}
+        got = prune(self.url, retention=self.retention, client=self.client, now=now,
+                    wait=self._request_wait, kept=self._kept)
+        with self._lock:
+            for k, v in got.items():
+                self.pruned[k] = v if k == "packs_kept" else self.pruned[k] + v
+        return got
+
+    def _prune_quietly(self) -> None:
+        try:
+            self.prune()
+        except Exception as e:  # (tried again at the next prune)
+            self._failed("prune", e)
 
     def _resume(self, st: dict, name: str) -> None:
         """What the bucket holds of `name`: the newest generation's last commit."""
@@ -656,12 +814,19 @@ class Replicator:
         """Ship until `stop` is set (forever if None): every `poll` seconds, each store
         that changed and whose last object is at least `interval` seconds old (so a
         commit to a quiet store goes out within `poll`, and a busy store costs one
-        object per interval)."""
+        object per interval), and every ``prune_every`` seconds a prune (``prune()``)
+        in a thread beside the passes."""
         stop = stop or threading.Event()
         while not stop.is_set():
             start = time.monotonic()
             self.ship(due=True)
             now = time.monotonic()
+            if (self.prune_every is not None and now - self._pruned_at >= self.prune_every
+                    and not (self._pruning and self._pruning.is_alive())):
+                self._pruned_at = now  # (beside the passes: a prune lists the bucket)
+                self._pruning = threading.Thread(target=self._prune_quietly, daemon=True,
+                                                 name="motedb-prune")
+                self._pruning.start()
             # the next pass: after `poll`, or sooner when a store shipped lately falls
             # due (a busy store then ships every `interval`, not a poll later)
             wake = start + self.poll
@@ -776,6 +941,13 @@ def main(argv=None) -> int:
                    "second (default: no bound)")
     r.add_argument("--workers", type=int, default=8, help="stores shipped at once")
     r.add_argument("--once", action="store_true", help="one pass, then exit")
+    r.add_argument("--retention", type=float, default=RETENTION,
+                   help="keep every commit of this many seconds restorable, delete what "
+                   "is older and no longer needed (default: a day; -1: delete nothing)")
+    pr = sub.add_parser("prune", help="delete what no restore within the retention needs")
+    pr.add_argument("url")
+    pr.add_argument("--retention", type=float, default=RETENTION,
+                    help="seconds of history kept commit by commit (default: a day)")
     s = sub.add_parser("restore", help="make FILE the copy of a store: URL/STORE FILE, or "
                        "URL STORE FILE")
     s.add_argument("args", nargs="+", metavar="URL/STORE FILE")
@@ -790,7 +962,7 @@ def main(argv=None) -> int:
         if len(a.args) < 2:
             p.error("replicate needs FILE... and an s3:// URL")
         rep = Replicator(a.args[-1], interval=a.interval, poll=a.poll, rate=a.rate,
-                         workers=a.workers)
+                         workers=a.workers, retention=None if a.retention < 0 else a.retention)
         for f in a.args[:-1]:  # a directory: the stores in it (*.mote), as they come and go
             rep.watch(f) if os.path.isdir(f) else rep.add(f)
         if a.once:
@@ -806,6 +978,7 @@ def main(argv=None) -> int:
         except KeyboardInterrupt:
             pass
         print(f"{rep.shipped_objects} object(s), {rep.shipped_bytes} bytes shipped, "
+              f"{rep.pruned['objects'] + rep.pruned['packs']} deleted, "
               f"{len(rep.errors)} error(s) kept", file=sys.stderr)
         for e in rep.errors[-5:]:
             print("error:", e, file=sys.stderr)
@@ -829,6 +1002,16 @@ def main(argv=None) -> int:
             print(f"restore: {e}", file=sys.stderr)
             return 1
         print(f"{file}: store {name} as of commit {at}")
+        return 0
+    if a.cmd == "prune":
+        try:
+            got = prune(a.url, retention=a.retention)
+        except (_core.Error, ValueError, OSError) as e:
+            print(f"prune: {e}", file=sys.stderr)
+            return 1
+        print(f"{got['objects']} object(s) of older generations and {got['packs']} pack(s) "
+              f"deleted, {got['packs_kept']} old pack(s) kept (they hold commits found "
+              f"nowhere else), {got['requests']} request(s)")
         return 0
     if a.cmd == "list":
         bucket, prefix = parse_url(a.url)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from typing import Annotated
 
 import pytest
@@ -491,7 +492,8 @@ def test_restore_by_time(tmp_path, s3):
 
 
 def test_mote_tool_runs_replicate_and_restore(tmp_path, s3, server):
-    """`mote replicate` and `mote restore` (the C tool hands them to this module)."""
+    """`mote replicate`, `mote restore` and `mote prune` (the C tool hands them to this
+    module)."""
     tool = os.path.join(os.path.dirname(__file__), "..", "..", "build", "mote")
     if not os.path.exists(tool):
         pytest.skip("no build/mote (make build makes it)")
@@ -512,6 +514,12 @@ def test_mote_tool_runs_replicate_and_restore(tmp_path, s3, server):
     bad = subprocess.run([tool, "restore", f"{url}/none.mote", str(tmp_path / "n.mote")],
                          env=env, capture_output=True, text=True)
     assert bad.returncode == 1 and "no copy of store" in bad.stderr
+    out = subprocess.run([tool, "prune", url, "--retention", "3600"], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    assert out.startswith("0 object(s) of older generations and 0 pack(s) deleted"), out
+    bad = subprocess.run([tool, "prune", url, "--retention", "-1"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "retention >= 0" in bad.stderr
 
 
 def settle(path):
@@ -764,3 +772,149 @@ def test_a_new_base_when_the_chain_outweighs_the_store(tmp_path, s3):
     assert len(gens["churn.mote"]) >= 2 and len(gens["grow.mote"]) == 1, gens
     assert restored(url, "churn.mote", tmp_path / "rc.mote", c)[1] == want[0]
     assert restored(url, "grow.mote", tmp_path / "rg.mote", c)[1] == want[1]
+
+
+def listing(c, url, under=""):
+    """The keys under the replicated prefix (`under`: a folder of it, e.g. ".packs")."""
+    bucket, prefix = replicate.parse_url(url)
+    top = prefix + "/" + (under + "/" if under else "")
+    return sorted(o["Key"] for page in c.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=top) for o in page.get("Contents", []))
+
+
+def test_prune_deletes_packs_taken_in_and_keeps_an_idle_stores_last_commits(tmp_path, s3):
+    """A pack older than the retention goes once every delta in it was taken in by an
+    object of its store's own uploaded before the cutoff; a pack that holds the newest
+    commits of a store idle since stays (they are nowhere else), and so does everything
+    younger than the retention. Restores give the newest commits before and after; an
+    older commit is restored at the granularity left (the object of its own before it)."""
+    c, url = s3
+    rep = replicate.Replicator(url, client=c)
+    with motedb.open(tmp_path / "a.mote") as a, motedb.open(tmp_path / "b.mote") as b:
+        rep.add(a)
+        rep.add(b)
+        commits = {"a.mote": [], "b.mote": []}
+        for s in (a, b):
+            s.box(Memo).put(Memo(text="alpha base"))
+        assert rep.ship() == 2  # two bases
+        base_a = a.commit
+        for s in (a, b):  # one pack: a's delta and b's
+            s.box(Memo).put(Memo(text="alpha one", level=1))
+            commits[os.path.basename(s.path)].append((s.commit, rows(s)))
+        assert rep.ship() == 1
+        a.box(Memo).put(Memo(text="alpha two", level=2))  # a pack of a's alone
+        commits["a.mote"].append((a.commit, rows(a)))
+        assert rep.ship() == 1
+        assert len(listing(c, url, ".packs")) == 2
+        # a retention of an hour: all of it is younger, nothing goes (and nothing is read)
+        got = rep.prune()  # (a day by default)
+        assert (got["objects"], got["packs"], got["packs_kept"]) == (0, 0, 0)
+        before = c.requests
+        got = replicate.prune(url, retention=3600, client=c)
+        assert got == {"objects": 0, "packs": 0, "packs_kept": 0, "requests": 1}
+        assert c.requests - before == 1 and len(listing(c, url, ".packs")) == 2
+        # a's span is over: its next delta is an object of its own that takes both in
+        time.sleep(1.1)  # (LastModified is to the second)
+        rep.stores["a.mote"]["anchor_time"] -= 3600
+        a.box(Memo).put(Memo(text="alpha three", level=3))
+        assert rep.ship() == 1
+        want_a, want_b = rows(a), rows(b)
+        # a cutoff before that object's upload: a restore to a time between needs the
+        # packs, both stay
+        own = [p for p in replicate.points(url, "a.mote", client=c) if not p.get("packed")]
+        got = replicate.prune(url, retention=0, client=c, now=own[-1]["time"].timestamp() - 0.01)
+        assert (got["packs"], got["packs_kept"]) == (0, 2), got
+        kept = {}
+        got = replicate.prune(url, retention=0, client=c, now=time.time() + 5, kept=kept)
+        assert (got["objects"], got["packs"], got["packs_kept"]) == (0, 1, 1), got
+        packs = listing(c, url, ".packs")
+        assert len(packs) == 1 and list(kept) == packs  # the first pack: b's last commit
+        assert restored(url, "a.mote", tmp_path / "ra.mote", c)[1] == want_a
+        assert restored(url, "b.mote", tmp_path / "rb.mote", c)[1] == want_b
+        one = commits["a.mote"][0][0]  # only in the pack kept for b's sake: still exact
+        assert restored(url, "a.mote", tmp_path / "r1.mote", c, txnid=one) == commits["a.mote"][0]
+        two = commits["a.mote"][1][0]  # its pack is gone: the commit before it that is left
+        assert restored(url, "a.mote", tmp_path / "r2.mote", c, txnid=two)[0] in (one, base_a)
+        # the kept pack is not read again while it holds what it held
+        ranged = []
+        c.c.meta.events.register("before-send.s3", lambda request, **kw: ranged.append(
+            request.headers.get("Range")))
+        got = replicate.prune(url, retention=0, client=c, now=time.time() + 5, kept=kept)
+        assert (got["packs"], got["packs_kept"], got["requests"]) == (0, 1, 1)
+        assert not any(ranged)
+        # b ships an object of its own: its packed commit is taken in, the pack goes
+        rep.stores["b.mote"]["anchor_time"] -= 3600
+        b.box(Memo).put(Memo(text="alpha four", level=4))
+        assert rep.ship() == 1
+        want_b = rows(b)
+        got = replicate.prune(url, retention=0, client=c, now=time.time() + 5, kept=kept)
+        assert (got["packs"], got["packs_kept"]) == (1, 0) and kept == {}
+        assert listing(c, url, ".packs") == []
+    assert restored(url, "b.mote", tmp_path / "rb2.mote", c)[1] == want_b
+    assert restored(url, "a.mote", tmp_path / "ra2.mote", c)[1] == want_a
+
+
+def test_prune_deletes_older_generations_after_the_retention(tmp_path, s3):
+    """A generation goes once the next one's base is older than the retention; the
+    newest stays whole and restores; a commit of a deleted generation is gone; a
+    retention longer than the history deletes nothing."""
+    c, url = s3
+    rep = replicate.Replicator(url, client=c, full_every=3, packs=False)
+    with motedb.open(tmp_path / "g.mote") as s:
+        rep.add(s)
+        box = s.box(Memo)
+        first = None
+        for i in range(8):
+            box.put(Memo(text=f"alpha {i}", level=i))
+            first = first or s.commit
+            rep.ship()
+        want = rows(s)
+    everything = listing(c, url)
+    gens = sorted({p["generation"] for p in replicate.points(url, "g.mote", client=c)})
+    assert len(gens) == 2 and len(everything) == 8
+    assert replicate.prune(url, retention=3600, client=c)["objects"] == 0
+    assert listing(c, url) == everything
+    got = replicate.prune(url, retention=0, client=c, now=time.time() + 5)
+    assert got["objects"] == 4 and got["packs"] == 0, got  # generation 1: base and 3 deltas
+    left = replicate.points(url, "g.mote", client=c)
+    assert {p["generation"] for p in left} == {gens[1]} and len(left) == 4
+    assert restored(url, "g.mote", tmp_path / "r.mote", c)[1] == want
+    with pytest.raises(motedb.NotFoundError):
+        replicate.restore(url, "g.mote", tmp_path / "old.mote", txnid=first, client=c)
+    assert replicate.prune(url, retention=0, client=c, now=time.time() + 5)["objects"] == 0
+
+
+def test_run_prunes_beside_its_passes(tmp_path, s3):
+    """run() prunes every prune_every seconds in a thread of its own, with the rate
+    bound: a pack taken in goes while the replicator ships."""
+    c, url = s3
+    rep = replicate.Replicator(url, client=c, interval=0.05, retention=0)
+    with motedb.open(tmp_path / "r.mote") as s:
+        rep.add(s)
+        s.box(Memo).put(Memo(text="alpha base"))
+        rep.ship()
+        s.box(Memo).put(Memo(text="alpha packed"))
+        assert rep.ship() == 1 and len(listing(c, url, ".packs")) == 1
+        rep.stores["r.mote"]["anchor_time"] -= 3600
+        s.box(Memo).put(Memo(text="alpha own"))
+        assert rep.ship() == 1
+        time.sleep(1.1)  # (LastModified is to the second: the pack before the cutoff)
+        rep.prune_every = 0.2
+        stop = threading.Event()
+        t = threading.Thread(target=rep.run, args=(stop,))
+        t.start()
+        try:
+            for _ in range(100):
+                if not listing(c, url, ".packs"):
+                    break
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            t.join()
+        assert listing(c, url, ".packs") == [] and rep.pruned["packs"] == 1, rep.errors
+        want = rows(s)
+    assert restored(url, "r.mote", tmp_path / "back.mote", c)[1] == want
+    with pytest.raises(ValueError):
+        replicate.Replicator(url, client=c, retention=-1)
+    with pytest.raises(ValueError):
+        replicate.prune(url, retention=-1, client=c)

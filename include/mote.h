@@ -1180,7 +1180,9 @@ int mote_delta(mote_store *store, uint64_t since, const char *out_path, unsigned
  * `since` (MOTE_INVALID names both commits or identities otherwise; it is
  * left as it is). The whole delta is read and
  * checked first (MOTE_CORRUPT if damaged or cut short, MOTE_FORMAT if not a
- * delta): a damaged delta writes nothing. Then the copy's root slots are
+ * delta): a damaged delta writes nothing to a copy (a full one is checked
+ * as it is written, and the new file removed if it fails). Then the copy's
+ * root slots are
  * made unusable (each synced), its pages written and synced, the slots
  * written again and synced, and the copy opens at the delta's commit
  * (checked). An apply

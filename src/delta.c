@@ -34,7 +34,9 @@
  * (u32) and its bytes; then a 32-byte trailer: "MOTEDEND", the number of
  * pages (u64), the hash of every page entry in order (u64; each entry's
  * hash seeds the next) and the hash of the header's 64 bytes (u64).
- * mote_delta_apply reads the whole delta before it writes a byte.
+ * mote_delta_apply reads the whole delta before it writes a byte of an
+ * existing copy; a full delta makes a new file, checked as it is written
+ * and removed if the check fails.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -199,11 +201,47 @@ typedef struct din {
     int fd;
     uint32_t P, pages;
     uint64_t since, to, ident, count, size;
+    uint64_t pages_hash; /* the trailer's hash of every entry */
     const char *path;
 } din;
 
-/* Read and check the whole delta (header, every entry, trailer). */
-static int delta_read(din *d)
+/* Entries are read DELTA_CHUNK bytes at a time (at least one entry), and
+ * written in runs of consecutive page numbers of up to DELTA_RUN pages:
+ * a 139 MB base applied in 0.17 s as a read and a write per page (100,000
+ * system calls). */
+#define DELTA_CHUNK (1u << 20)
+#define DELTA_RUN 64
+
+static uint64_t chunk_entries(const din *d)
+{
+    uint64_t n = DELTA_CHUNK / (8u + d->P);
+    return n ? n : 1;
+}
+
+/* Entries i0 .. i0 + n - 1 into buf, each checked against the store's
+ * page count and chained into *h (the trailer's hash). */
+static int read_entries(const din *d, uint8_t *buf, uint64_t i0, uint64_t n, uint64_t *h,
+                        const char *short_msg)
+{
+    uint64_t entry = 8u + d->P;
+    ssize_t got = d->io->pread(d->io->ctx, d->fd, buf, n * entry, DELTA_HEAD + i0 * entry);
+    if (got != (ssize_t)(n * entry))
+        return got < 0 ? mote__ioerr((int)got, "read", d->path)
+                       : mote__err(MOTE_CORRUPT, "%s: %s", d->path, short_msg);
+    for (uint64_t i = 0; i < n; i++) {
+        const uint8_t *e = buf + i * entry;
+        if (rd32(e) >= d->pages)
+            return mote__err(MOTE_CORRUPT, "%s: page %u of the delta lies past the store's %u "
+                             "pages", d->path, rd32(e), d->pages);
+        *h = mote__hash64(e, entry, *h);
+    }
+    return MOTE_OK;
+}
+
+/* Read and check the delta's header and trailer, and with `entries` every
+ * entry too (a delta into an existing copy is checked whole before a byte
+ * of the copy is written; a full one, into a new file, as it is written). */
+static int delta_read(din *d, int entries)
 {
     uint8_t head[DELTA_HEAD], tail[DELTA_TAIL];
     mote_fileinfo fi;
@@ -239,26 +277,33 @@ static int delta_read(din *d)
     if (memcmp(tail, DELTA_END, 8) || rd64(tail + 8) != d->count ||
         rd64(tail + 24) != mote__hash64(head, DELTA_HEAD, 0))
         return mote__err(MOTE_CORRUPT, "%s: the delta's end is missing or damaged", d->path);
-    uint8_t *buf = mote__malloc(entry);
+    d->pages_hash = rd64(tail + 16);
+    if (!entries)
+        return MOTE_OK;
+    uint64_t per = chunk_entries(d);
+    uint8_t *buf = mote__malloc(per * entry);
     if (!buf)
         return mote__err(MOTE_NOMEM, "out of memory reading %s", d->path);
     uint64_t h = 0;
     int rc = MOTE_OK;
-    for (uint64_t i = 0; i < d->count && !rc; i++) {
-        n = d->io->pread(d->io->ctx, d->fd, buf, entry, DELTA_HEAD + i * entry);
-        if (n != (ssize_t)entry)
-            rc = n < 0 ? mote__ioerr((int)n, "read", d->path)
-                       : mote__err(MOTE_CORRUPT, "%s: the delta is cut short", d->path);
-        else if (rd32(buf) >= d->pages)
-            rc = mote__err(MOTE_CORRUPT, "%s: page %u of the delta lies past the store's %u "
-                           "pages", d->path, rd32(buf), d->pages);
-        else
-            h = mote__hash64(buf, entry, h);
-    }
+    for (uint64_t i = 0; i < d->count && !rc; i += per)
+        rc = read_entries(d, buf, i, d->count - i < per ? d->count - i : per, &h,
+                          "the delta is cut short");
     mote__free(buf);
-    if (!rc && h != rd64(tail + 16))
+    if (!rc && h != d->pages_hash)
         rc = mote__err(MOTE_CORRUPT, "%s: the delta's pages are damaged", d->path);
     return rc;
+}
+
+/* Write the run of pages in iov (consecutive page numbers from pg). */
+static int write_run(const mote_io *io, int fd, const char *path, uint32_t P,
+                     const struct iovec *iov, int cnt, uint32_t pg)
+{
+    if (!cnt)
+        return MOTE_OK;
+    ssize_t w = io->pwritev(io->ctx, fd, iov, cnt, (uint64_t)pg * P);
+    return w == (ssize_t)((size_t)cnt * P) ? MOTE_OK
+                                             : mote__ioerr(w < 0 ? (int)w : -EIO, "write", path);
 }
 
 /* The commit a copy opens at, its page size and identity, read-only and
@@ -313,7 +358,7 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
         return mote__err(MOTE_INVALID, "mote_delta_apply: NULL argument");
     const mote_io *io = opts && opts->io ? opts->io : &mote_io_posix;
     int sync = !(opts && (opts->flags & MOTE_NOSYNC));
-    din d = {io, -1, 0, 0, 0, 0, 0, 0, 0, delta_path};
+    din d = {io, -1, 0, 0, 0, 0, 0, 0, 0, 0, delta_path};
     int rc = MOTE_OK, fd = -1, made = 0;
     uint8_t *buf = NULL;
     d.fd = io->open(io->ctx, delta_path, O_RDONLY, 0);
@@ -321,9 +366,9 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
         return d.fd == -ENOENT ? mote__oserr(MOTE_NOTFOUND, ENOENT, delta_path, "delta %s does "
                                              "not exist", delta_path)
                                : mote__ioerr(d.fd, "open", delta_path);
-    if ((rc = delta_read(&d)))
+    if ((rc = delta_read(&d, 0)))
         goto out;
-    if (d.since == 0) { /* a full delta: a new copy */
+    if (d.since == 0) { /* a full delta: a new copy (removed if anything fails) */
         fd = io->open(io->ctx, path, O_RDWR | O_CREAT | O_EXCL, 0644);
         if (fd < 0) {
             rc = fd == -EEXIST ? mote__err(MOTE_EXISTS, "%s already exists: a full delta makes "
@@ -350,6 +395,8 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
                            (unsigned long long)d.since, d.P);
             goto out;
         }
+        if ((rc = delta_read(&d, 1))) /* all of it checked before the copy is touched */
+            goto out;
         fd = io->open(io->ctx, path, O_RDWR, 0);
         if (fd < 0) {
             rc = mote__ioerr(fd, "open", path);
@@ -362,35 +409,48 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
             goto out;
         }
     }
-    uint64_t entry = 8u + d.P;
-    if (!(buf = mote__malloc(entry + (size_t)4 * d.P))) {
+    uint64_t entry = 8u + d.P, per = chunk_entries(&d);
+    if (!(buf = mote__malloc(per * entry + (size_t)4 * d.P))) {
         rc = mote__err(MOTE_NOMEM, "out of memory applying %s", delta_path);
         goto out;
     }
-    uint8_t *saved = buf + entry, *slots = saved + (size_t)2 * d.P;
+    uint8_t *saved = buf + per * entry, *slots = saved + (size_t)2 * d.P;
     int has[2] = {0, 0};
     int r = 0;
     if (!made && (rc = unslot(io, fd, path, d.P, saved, sync)))
         goto out;
     /* the pages (the slots kept for last) and the size (its pages at the
      * commit, at least), synced; then the slots, synced */
-    for (uint64_t i = 0; i < d.count && !rc; i++) {
-        ssize_t n = io->pread(io->ctx, d.fd, buf, entry, DELTA_HEAD + i * entry);
-        if (n != (ssize_t)entry) {
-            rc = n < 0 ? mote__ioerr((int)n, "read", delta_path)
-                       : mote__err(MOTE_CORRUPT, "%s: the delta changed while applied", delta_path);
+    uint64_t h = 0;
+    for (uint64_t i = 0; i < d.count && !rc; i += per) {
+        uint64_t n = d.count - i < per ? d.count - i : per;
+        if ((rc = read_entries(&d, buf, i, n, &h, "the delta changed while applied")))
             break;
+        struct iovec iov[DELTA_RUN];
+        int cnt = 0;
+        uint32_t run = 0; /* the page number of iov[0] */
+        for (uint64_t k = 0; k < n && !rc; k++) {
+            uint8_t *e = buf + k * entry;
+            uint32_t pg = rd32(e);
+            if (pg < 2) {
+                memcpy(slots + (size_t)pg * d.P, e + 8, d.P);
+                has[pg] = 1;
+                continue;
+            }
+            if (cnt && (cnt == DELTA_RUN || pg != run + (uint32_t)cnt)) {
+                rc = write_run(io, fd, path, d.P, iov, cnt, run);
+                cnt = 0;
+            }
+            if (!cnt)
+                run = pg;
+            iov[cnt++] = (struct iovec){e + 8, d.P};
         }
-        uint32_t pg = rd32(buf);
-        if (pg < 2) {
-            memcpy(slots + (size_t)pg * d.P, buf + 8, d.P);
-            has[pg] = 1;
-            continue;
-        }
-        ssize_t w = io->pwrite(io->ctx, fd, buf + 8, d.P, (uint64_t)pg * d.P);
-        if (w != (ssize_t)d.P)
-            rc = mote__ioerr(w < 0 ? (int)w : -EIO, "write", path);
+        if (!rc)
+            rc = write_run(io, fd, path, d.P, iov, cnt, run);
     }
+    if (!rc && h != d.pages_hash) /* (a full delta: checked as written, then removed) */
+        rc = mote__err(MOTE_CORRUPT, "%s: the delta's pages are %s", delta_path,
+                       made ? "damaged" : "not those checked: it changed while applied");
     mote_fileinfo fi;
     if (!rc && !(r = io->fstat(io->ctx, fd, &fi)) && fi.size < (uint64_t)d.pages * d.P)
         r = io->ftruncate(io->ctx, fd, (uint64_t)d.pages * d.P);

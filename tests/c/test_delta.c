@@ -556,3 +556,53 @@ TEST(delta_of_another_store_refused)
     OK(mote_close(a));
     OK(mote_close(b));
 }
+
+/* A delta of more pages than apply reads at once (1 MB: 255 entries of 4 KB
+ * pages), full and from a commit, applies whole; a full one damaged in its
+ * last read (a byte of a page, or a page number past the store) is refused
+ * and leaves no file: it is checked as it is written. */
+TEST(delta_of_many_pages_applies_in_chunks)
+{
+    PATH(p, "s.mote");
+    PATH(copy, "c.mote");
+    PATH(bad, "bad.delta");
+    PATH(badcopy, "bad.mote");
+    mote_store *s = test_open(p, NULL);
+    uint64_t rs = 11, t1, t2;
+    churn(s, &rs, 400, 20000);
+    OK(mote_delta(s, 0, test_path("1.delta"), 0, &t1));
+    churn(s, &rs, 200, 20000);
+    OK(mote_delta(s, t1, test_path("2.delta"), 0, &t2));
+    struct stat st1, st2;
+    CHECK(stat(test_path("1.delta"), &st1) == 0 && stat(test_path("2.delta"), &st2) == 0);
+    uint64_t entry = 8 + 4096, n1 = (uint64_t)(st1.st_size - 96) / entry;
+    CHECK(n1 > 3 * 255); /* (several reads of 255 entries) */
+    CHECK((uint64_t)(st2.st_size - 96) / entry > 255);
+    OK(mote_delta_apply(copy, test_path("1.delta"), NULL));
+    OK(mote_delta_apply(copy, test_path("2.delta"), NULL));
+    uint64_t n, h = digest(s, &n);
+    check_copy(copy, h, n, t2);
+    /* damaged in the last entry */
+    FILE *f = fopen(test_path("1.delta"), "rb");
+    CHECK(f);
+    uint8_t *img = malloc((size_t)st1.st_size);
+    CHECK(img && fread(img, 1, (size_t)st1.st_size, f) == (size_t)st1.st_size);
+    fclose(f);
+    uint8_t *last = img + 64 + (n1 - 20) * entry; /* (a page: the slots' entries are last) */
+    CHECK(n1 % 255 > 20 && (last[0] | last[1] << 8 | last[2] << 16 | last[3] << 24) >= 2);
+    for (int kind = 0; kind < 2; kind++) {
+        if (kind == 0)
+            last[8 + 2000] ^= 0x40; /* a byte of the page */
+        else
+            memcpy(last, "\xff\xff\xff\x7f", 4); /* its number, past the store */
+        f = fopen(bad, "wb");
+        CHECK(f && fwrite(img, 1, (size_t)st1.st_size, f) == (size_t)st1.st_size);
+        fclose(f);
+        CHECK_RC(mote_delta_apply(badcopy, bad, NULL), MOTE_CORRUPT);
+        CHECK(access(badcopy, F_OK) != 0);
+        if (kind == 0)
+            last[8 + 2000] ^= 0x40;
+    }
+    free(img);
+    OK(mote_close(s));
+}

@@ -98,7 +98,7 @@ build-fuzz/build.ninja: $(VENV)/.ok | deps
 test-fuzz: build-fuzz/build.ninja
 	$(NINJA) -C build-fuzz
 	rm -rf build-fuzz/corpus && cp -r tests/fuzz/corpus build-fuzz/corpus
-	@for f in file api json match; do \
+	@for f in file api json match delta; do \
 	    ./build-fuzz/tests/fuzz/fuzz_$$f -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=2048 \
 	        -artifact_prefix=build-fuzz/ build-fuzz/corpus/$$f > build-fuzz/fuzz_$$f.log 2>&1 \
 	    || { tail -60 build-fuzz/fuzz_$$f.log; echo "fuzz_$$f FAILED"; exit 1; }; \

@@ -329,6 +329,24 @@ static int copy_at(const char *path, const mote_io *io, uint64_t *txnid, uint32_
  * that open refuses (MOTE_CORRUPT, "a delta was being applied"), never one
  * at an older commit. `saved` gets the slots (2 P bytes), written back at
  * the end where the delta brings none. */
+/* Both slots of fd marked MOTE_APPLYING, slot `first` first, each synced
+ * if `sync`: 0 or -errno. */
+static int mark_slots(const mote_io *io, int fd, uint32_t P, int first, int sync)
+{
+    uint8_t *mark = mote__calloc(1, P);
+    if (!mark)
+        return -ENOMEM;
+    memcpy(mark, MOTE_APPLYING, 8);
+    int r = 0;
+    for (int k = 0; k < 2 && !r; k++) {
+        int i = k ? 1 - first : first;
+        ssize_t w = io->pwrite(io->ctx, fd, mark, P, (uint64_t)i * P);
+        r = w < 0 ? (int)w : w != (ssize_t)P ? -EIO : sync ? io->fdatasync(io->ctx, fd) : 0;
+    }
+    mote__free(mark);
+    return r;
+}
+
 static int unslot(const mote_io *io, int fd, const char *path, uint32_t P, uint8_t *saved,
                   int sync)
 {
@@ -336,20 +354,12 @@ static int unslot(const mote_io *io, int fd, const char *path, uint32_t P, uint8
     if (n != (ssize_t)(2 * P))
         return n < 0 ? mote__ioerr((int)n, "read", path)
                      : mote__err(MOTE_CORRUPT, "%s: its root slots are cut short", path);
-    uint8_t *mark = mote__calloc(1, P);
-    if (!mark)
-        return mote__err(MOTE_NOMEM, "out of memory applying a delta to %s", path);
-    memcpy(mark, MOTE_APPLYING, 8);
     uint64_t t0 = mote__slot_valid(saved, P, 0) ? rd64(saved + 24) : 0;
     uint64_t t1 = mote__slot_valid(saved + P, P, 1) ? rd64(saved + P + 24) : 0;
-    int older = t0 <= t1 ? 0 : 1, r = 0;
-    for (int k = 0; k < 2 && !r; k++) {
-        int i = k ? 1 - older : older;
-        ssize_t w = io->pwrite(io->ctx, fd, mark, P, (uint64_t)i * P);
-        r = w < 0 ? (int)w : w != (ssize_t)P ? -EIO : sync ? io->fdatasync(io->ctx, fd) : 0;
-    }
-    mote__free(mark);
-    return r ? mote__ioerr(r, "write", path) : MOTE_OK;
+    int r = mark_slots(io, fd, P, t0 <= t1 ? 0 : 1, sync);
+    return r == -ENOMEM ? mote__err(MOTE_NOMEM, "out of memory applying a delta to %s", path)
+           : r          ? mote__ioerr(r, "write", path)
+                        : MOTE_OK;
 }
 
 int mote_delta_apply(const char *path, const char *delta_path, const mote_options *opts)
@@ -474,13 +484,22 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
         io->close(io->ctx, fd);
         fd = -1;
     }
-    if (!rc) { /* it opens at the delta's commit */
+    if (!rc) { /* it opens at the delta's commit, as the delta's store */
         uint64_t at = 0, ident = 0;
         uint32_t P = 0;
         if (!(rc = copy_at(path, io, &at, &P, &ident)) && (at != d.to || ident != d.ident))
-            rc = mote__err(MOTE_CORRUPT, "%s opens at commit %llu after the delta %s, not %llu",
-                           path, (unsigned long long)at, delta_path,
-                           (unsigned long long)d.to);
+            rc = mote__err(MOTE_CORRUPT, "%s opens at commit %llu (identity %016llx) after the "
+                           "delta %s, not %llu (%016llx)", path, (unsigned long long)at,
+                           (unsigned long long)ident, delta_path, (unsigned long long)d.to,
+                           (unsigned long long)d.ident);
+        /* written, but not what the delta said: the copy is refused at open
+         * (as when an apply stops half way), not left at a commit nobody
+         * asked for */
+        if (rc && rc != MOTE_NOMEM && (fd = io->open(io->ctx, path, O_RDWR, 0)) >= 0) {
+            mark_slots(io, fd, d.P, 0, sync);
+            io->close(io->ctx, fd);
+            fd = -1;
+        }
     }
 out:
     mote__free(buf);

@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "checksum.h"
 #include "memio.h"
+#include "pager.h"
 #include "test.h"
 
 /* A digest of tree "t" (every key and value, in order) and its entries. */
@@ -605,4 +607,41 @@ TEST(delta_of_many_pages_applies_in_chunks)
     }
     free(img);
     OK(mote_close(s));
+}
+
+/* A delta whose pages are whole and checked but do not make the copy it
+ * says (here: a header without the store's identity, its hashes made
+ * right, so that only the copy opened afterwards shows it): the apply
+ * fails after it wrote, and the copy is refused at open ("a delta was
+ * being applied"), not left at the delta's commit as if it had worked. */
+TEST(delta_that_does_not_make_what_it_says_leaves_a_refused_copy)
+{
+    PATH(p, "s.mote");
+    PATH(copy, "c.mote");
+    PATH(bad, "bad.delta");
+    mote_store *s = test_open(p, NULL);
+    uint64_t rs = 3, t1, t2;
+    churn(s, &rs, 5, 200);
+    OK(mote_delta(s, 0, test_path("1.delta"), 0, &t1));
+    churn(s, &rs, 3, 200);
+    OK(mote_delta(s, t1, test_path("2.delta"), 0, &t2));
+    OK(mote_close(s));
+    OK(mote_delta_apply(copy, test_path("1.delta"), NULL));
+    FILE *f = fopen(test_path("2.delta"), "rb");
+    static uint8_t img[1 << 20];
+    size_t len = f ? fread(img, 1, sizeof img, f) : 0;
+    CHECK(f && len > 96 && len < sizeof img);
+    fclose(f);
+    memset(img + 40, 0, 8); /* identity: none */
+    wr64(img + 56, mote__hash64(img, 48, 0));
+    wr64(img + len - 8, mote__hash64(img, 64, 0));
+    f = fopen(bad, "wb");
+    CHECK(f && fwrite(img, 1, len, f) == len);
+    fclose(f);
+    CHECK_RC(mote_delta_apply(copy, bad, NULL), MOTE_CORRUPT);
+    CHECK(strstr(mote_errmsg(NULL), "identity") != NULL);
+    mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
+    mote_store *c = NULL;
+    CHECK_RC(mote_open(copy, &ro, &c), MOTE_CORRUPT);
+    CHECK(strstr(mote_last_open_error(), "delta") != NULL);
 }

@@ -1,15 +1,16 @@
 /*
  * make_corpus.c — writes the fuzzers' seed corpus: store images of several
  * shapes (tiny, multi-level, overflow values, unclean, new, commit chains, a vector
- * index, a full-text index) for fuzz_file, and a
- * few op programs for fuzz_api. Usage: make_corpus DIR (creates DIR/file
- * and DIR/api). The corpus is committed; rerun only when the format changes.
+ * index, a full-text index) for fuzz_file, deltas for fuzz_delta, and a
+ * few op programs for fuzz_api. Usage: make_corpus DIR (creates DIR/file,
+ * DIR/delta and DIR/api; build it as tests/fuzz/meson.build's comment says). The corpus is committed; rerun only when the format changes.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "delta_base.h"
 #include "memio.h"
 #include "mote.h"
 
@@ -279,6 +280,35 @@ static void chain(const char *dir, const char *name, int singles, int clean)
     memio_free(&m);
 }
 
+/* Deltas for fuzz_delta: full ones (of the base, and of the base a few
+ * commits on) and one from the base's commit, with and without the
+ * checksum mode. */
+static void deltas(const char *dir)
+{
+    memio m;
+    mote_store *s = delta_base(&m, "/c/s.mote");
+    mote_stat st;
+    if (mote_store_stat(s, &st) || mote_delta(s, 0, "/c/full.delta", MOTE_NOSYNC, NULL))
+        exit(20);
+    delta_base_commits(s, 3, 4);
+    if (mote_delta(s, st.txnid, "/c/since.delta", MOTE_NOSYNC, NULL) ||
+        mote_delta(s, 0, "/c/full2.delta", MOTE_NOSYNC, NULL))
+        exit(21);
+    const char *names[] = {"full", "since", "full2"};
+    for (int i = 0; i < 3; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "/c/%s.delta", names[i]);
+        size_t len;
+        const uint8_t *img = memio_get(&m, p, &len);
+        if (!img)
+            exit(22);
+        for (uint8_t mode = 0; mode < 2; mode++) /* (a full one as such, the other to the copy) */
+            save(dir, names[i], (uint8_t)(mode | (i == 1 ? 2 : 0)), img, len);
+    }
+    mote_close(s);
+    memio_free(&m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -297,6 +327,9 @@ int main(int argc, char **argv)
     fresh(d);
     chain(d, "chain", 12, 1);
     chain(d, "chain-unclean", 40, 0);
+    snprintf(d, sizeof d, "%s/delta", argv[1]);
+    mkdir(d, 0755);
+    deltas(d);
     snprintf(d, sizeof d, "%s/api", argv[1]);
     mkdir(d, 0755);
     uint64_t rs = 5;

@@ -918,3 +918,35 @@ def test_run_prunes_beside_its_passes(tmp_path, s3):
         replicate.Replicator(url, client=c, retention=-1)
     with pytest.raises(ValueError):
         replicate.prune(url, retention=-1, client=c)
+
+
+def test_restore_skips_a_pack_pruned_after_its_listing(tmp_path, s3):
+    """A prune may delete a pack between a restore's listing and its read of it: a
+    pack it deletes holds nothing the restore needs, so the restore goes on."""
+    c, url = s3
+    rep = replicate.Replicator(url, client=c)
+    with motedb.open(tmp_path / "p.mote") as s:
+        rep.add(s)
+        s.box(Memo).put(Memo(text="alpha base"))
+        rep.ship()
+        s.box(Memo).put(Memo(text="alpha packed"))
+        assert rep.ship() == 1 and len(listing(c, url, ".packs")) == 1
+        rep.stores["p.mote"]["anchor_time"] -= 3600
+        s.box(Memo).put(Memo(text="alpha own"))
+        assert rep.ship() == 1
+        want = rows(s)
+    # an older object of its own, then: the restore looks in the packs of its span
+    first = replicate.points(url, "p.mote", client=c)[0]
+
+    class Pruning:  # deletes each pack just before the restore reads it
+        def __getattr__(self, name):
+            return getattr(c, name)
+
+        def get_object(self, **kw):
+            if "/.packs/" in kw["Key"]:
+                c.delete_object(Bucket=kw["Bucket"], Key=kw["Key"])
+            return c.get_object(**kw)
+
+    assert replicate.restore(url, "p.mote", tmp_path / "r.mote", client=Pruning()) > first["to"]
+    assert rows(str(tmp_path / "r.mote")) == want
+    assert listing(c, url, ".packs") == []

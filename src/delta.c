@@ -323,12 +323,6 @@ static int copy_at(const char *path, const mote_io *io, uint64_t *txnid, uint32_
     return rc;
 }
 
-/* Before a copy's pages are written (they overwrite pages its commit may
- * still use, freed since), both its root slots are made unusable, each
- * synced, the older first: from then on an interrupted apply leaves a copy
- * that open refuses (MOTE_CORRUPT, "a delta was being applied"), never one
- * at an older commit. `saved` gets the slots (2 P bytes), written back at
- * the end where the delta brings none. */
 /* Both slots of fd marked MOTE_APPLYING, slot `first` first, each synced
  * if `sync`: 0 or -errno. */
 static int mark_slots(const mote_io *io, int fd, uint32_t P, int first, int sync)
@@ -347,6 +341,12 @@ static int mark_slots(const mote_io *io, int fd, uint32_t P, int first, int sync
     return r;
 }
 
+/* Before a copy's pages are written (they overwrite pages its commit may
+ * still use, freed since), both its root slots are made unusable, each
+ * synced, the older first: from then on an interrupted apply leaves a copy
+ * that open refuses (MOTE_CORRUPT, "a delta was being applied"), never one
+ * at an older commit. `saved` gets the slots (2 P bytes), written back at
+ * the end where the delta brings none. */
 static int unslot(const mote_io *io, int fd, const char *path, uint32_t P, uint8_t *saved,
                   int sync)
 {
@@ -495,7 +495,8 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
         /* written, but not what the delta said: the copy is refused at open
          * (as when an apply stops half way), not left at a commit nobody
          * asked for */
-        if (rc && rc != MOTE_NOMEM && (fd = io->open(io->ctx, path, O_RDWR, 0)) >= 0) {
+        if (rc && rc != MOTE_NOMEM && rc != MOTE_LOCKED && /* (LOCKED: not ours to mark) */
+            (fd = io->open(io->ctx, path, O_RDWR, 0)) >= 0) {
             mark_slots(io, fd, d.P, 0, sync);
             io->close(io->ctx, fd);
             fd = -1;

@@ -563,18 +563,27 @@ TEST(delta_of_another_store_refused)
  * pages), full and from a commit, applies whole; a full one damaged in its
  * last read (a byte of a page, or a page number past the store) is refused
  * and leaves no file: it is checked as it is written. */
+/* A store at `p` churned in `c1` commits, its full delta (1.delta, commit
+ * *t1), churned in `c2` more, the delta since (2.delta, commit *t2). */
+static mote_store *two_deltas(const char *p, uint64_t seed, int c1, int c2, int keys,
+                              uint64_t *t1, uint64_t *t2)
+{
+    mote_store *s = test_open(p, NULL);
+    churn(s, &seed, c1, keys);
+    OK(mote_delta(s, 0, test_path("1.delta"), 0, t1));
+    churn(s, &seed, c2, keys);
+    OK(mote_delta(s, *t1, test_path("2.delta"), 0, t2));
+    return s;
+}
+
 TEST(delta_of_many_pages_applies_in_chunks)
 {
     PATH(p, "s.mote");
     PATH(copy, "c.mote");
     PATH(bad, "bad.delta");
     PATH(badcopy, "bad.mote");
-    mote_store *s = test_open(p, NULL);
-    uint64_t rs = 11, t1, t2;
-    churn(s, &rs, 400, 20000);
-    OK(mote_delta(s, 0, test_path("1.delta"), 0, &t1));
-    churn(s, &rs, 200, 20000);
-    OK(mote_delta(s, t1, test_path("2.delta"), 0, &t2));
+    uint64_t t1, t2;
+    mote_store *s = two_deltas(p, 11, 400, 200, 20000, &t1, &t2);
     struct stat st1, st2;
     CHECK(stat(test_path("1.delta"), &st1) == 0 && stat(test_path("2.delta"), &st2) == 0);
     uint64_t entry = 8 + 4096, n1 = (uint64_t)(st1.st_size - 96) / entry;
@@ -619,13 +628,8 @@ TEST(delta_that_does_not_make_what_it_says_leaves_a_refused_copy)
     PATH(p, "s.mote");
     PATH(copy, "c.mote");
     PATH(bad, "bad.delta");
-    mote_store *s = test_open(p, NULL);
-    uint64_t rs = 3, t1, t2;
-    churn(s, &rs, 5, 200);
-    OK(mote_delta(s, 0, test_path("1.delta"), 0, &t1));
-    churn(s, &rs, 3, 200);
-    OK(mote_delta(s, t1, test_path("2.delta"), 0, &t2));
-    OK(mote_close(s));
+    uint64_t t1, t2;
+    OK(mote_close(two_deltas(p, 3, 5, 3, 200, &t1, &t2)));
     OK(mote_delta_apply(copy, test_path("1.delta"), NULL));
     FILE *f = fopen(test_path("2.delta"), "rb");
     static uint8_t img[1 << 20];

@@ -782,6 +782,18 @@ def listing(c, url, under=""):
         Bucket=bucket, Prefix=top) for o in page.get("Contents", []))
 
 
+def packed_then_own(rep, c, url, s, name):
+    """Store s (added to rep as `name`): a base, a delta in a pack, then, its pack span
+    made over, a delta of its own that takes the packed one in."""
+    s.box(Memo).put(Memo(text="alpha base"))
+    rep.ship()
+    s.box(Memo).put(Memo(text="alpha packed"))
+    assert rep.ship() == 1 and len(listing(c, url, ".packs")) == 1
+    rep.stores[name]["anchor_time"] -= 3600
+    s.box(Memo).put(Memo(text="alpha own"))
+    assert rep.ship() == 1
+
+
 def test_prune_deletes_packs_taken_in_and_keeps_an_idle_stores_last_commits(tmp_path, s3):
     """A pack older than the retention goes once every delta in it was taken in by an
     object of its store's own uploaded before the cutoff; a pack that holds the newest
@@ -891,13 +903,7 @@ def test_run_prunes_beside_its_passes(tmp_path, s3):
     rep = replicate.Replicator(url, client=c, interval=0.05, retention=0)
     with motedb.open(tmp_path / "r.mote") as s:
         rep.add(s)
-        s.box(Memo).put(Memo(text="alpha base"))
-        rep.ship()
-        s.box(Memo).put(Memo(text="alpha packed"))
-        assert rep.ship() == 1 and len(listing(c, url, ".packs")) == 1
-        rep.stores["r.mote"]["anchor_time"] -= 3600
-        s.box(Memo).put(Memo(text="alpha own"))
-        assert rep.ship() == 1
+        packed_then_own(rep, c, url, s, "r.mote")
         time.sleep(1.1)  # (LastModified is to the second: the pack before the cutoff)
         rep.prune_every = 0.2
         stop = threading.Event()
@@ -927,13 +933,7 @@ def test_restore_skips_a_pack_pruned_after_its_listing(tmp_path, s3):
     rep = replicate.Replicator(url, client=c)
     with motedb.open(tmp_path / "p.mote") as s:
         rep.add(s)
-        s.box(Memo).put(Memo(text="alpha base"))
-        rep.ship()
-        s.box(Memo).put(Memo(text="alpha packed"))
-        assert rep.ship() == 1 and len(listing(c, url, ".packs")) == 1
-        rep.stores["p.mote"]["anchor_time"] -= 3600
-        s.box(Memo).put(Memo(text="alpha own"))
-        assert rep.ship() == 1
+        packed_then_own(rep, c, url, s, "p.mote")
         want = rows(s)
     # an older object of its own, then: the restore looks in the packs of its span
     first = replicate.points(url, "p.mote", client=c)[0]

@@ -355,10 +355,42 @@ def prune(url: str, *, retention: float = RETENTION, client=None, now: float | N
         wait()
         out["requests"] += 1
 
-    # One listing: every store's objects (name -> generation -> [(key, to, since, time)])
-    # and the packs uploaded before the cutoff.
-    gens: dict[str, dict[int, list]] = {}
+    doomed: list[str] = []
+
+    def delete(keys: list[str]) -> None:  # (DeleteObjects: up to 1,000 keys a request)
+        for i in range(0, len(keys), 1000):
+            asked()
+            r = c.delete_objects(Bucket=bucket, Delete={
+                "Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
+            if r.get("Errors"):
+                e = r["Errors"][0]
+                raise OSError(f"prune: {len(r['Errors'])} object(s) not deleted, e.g. "
+                              f"{e.get('Key')}: {e.get('Code')} {e.get('Message')}")
+
+    taken: dict[tuple, int] = {}  # (name, generation) -> the newest commit its objects
+
+    def settle(name: str, by_gen: dict) -> None:  # uploaded before the cutoff reach
+        order = sorted(by_gen)
+        for g, after in zip(order, order[1:]):
+            bases = [t for _, _, since, t in by_gen[after] if since == 0]
+            if bases and min(bases) < cutoff:
+                doomed.extend(key for key, *_ in by_gen[g])
+                out["objects"] += len(by_gen[g])
+            else:
+                taken[(name, g)] = max((to for _, to, _, t in by_gen[g] if t < cutoff),
+                                       default=-1)
+        taken[(name, order[-1])] = max((to for _, to, _, t in by_gen[order[-1]] if t < cutoff),
+                                       default=-1)
+        if len(doomed) >= 1000:
+            delete(doomed)
+            doomed.clear()
+
+    # One listing, in key order: each store's objects come together (they share
+    # "name/"), settled as the next store's begin, the old generations deleted a
+    # thousand at a time (memory: a store's keys at a time, the old packs' keys, a
+    # number per generation); the packs once every store is settled.
     packs = []
+    name, by_gen = None, {}
     token = None
     while True:
         asked()
@@ -371,27 +403,18 @@ def prune(url: str, *, retention: float = RETENTION, client=None, now: float | N
                     packs.append(o["Key"])
                 continue
             k = parse_key(o["Key"])
-            if k and rest.count("/") == 2 and rest.startswith(k["name"] + "/"):
-                gens.setdefault(k["name"], {}).setdefault(k["generation"], []).append(
-                    (o["Key"], k["to"], k["since"], when))
+            if not (k and rest.count("/") == 2 and rest.startswith(k["name"] + "/")):
+                continue
+            if k["name"] != name:
+                if name is not None:
+                    settle(name, by_gen)
+                name, by_gen = k["name"], {}
+            by_gen.setdefault(k["generation"], []).append((o["Key"], k["to"], k["since"], when))
         token = page.get("NextContinuationToken")
         if not token:
             break
-
-    doomed = []
-    taken: dict[tuple, int] = {}  # (name, generation) -> the newest commit its objects
-    for name, by_gen in gens.items():  # uploaded before the cutoff reach (-1: none)
-        order = sorted(by_gen)
-        for g, after in zip(order, order[1:]):
-            bases = [t for _, _, since, t in by_gen[after] if since == 0]
-            if bases and min(bases) < cutoff:
-                doomed += [key for key, *_ in by_gen[g]]
-            else:
-                taken[(name, g)] = max((to for _, to, _, t in by_gen[g] if t < cutoff),
-                                       default=-1)
-        taken[(name, order[-1])] = max((to for _, to, _, t in by_gen[order[-1]] if t < cutoff),
-                                       default=-1)
-    out["objects"] = len(doomed)
+    if name is not None:
+        settle(name, by_gen)
 
     def get(key: str, start: int, end: int) -> bytes:
         asked()
@@ -418,14 +441,7 @@ def prune(url: str, *, retention: float = RETENTION, client=None, now: float | N
     listed = set(packs)
     for key in [k for k in kept if k not in listed]:
         del kept[key]
-    for i in range(0, len(doomed), 1000):  # (DeleteObjects: up to 1,000 keys a request)
-        asked()
-        r = c.delete_objects(Bucket=bucket, Delete={
-            "Objects": [{"Key": k} for k in doomed[i:i + 1000]], "Quiet": True})
-        if r.get("Errors"):
-            e = r["Errors"][0]
-            raise OSError(f"prune: {len(r['Errors'])} object(s) not deleted, e.g. "
-                          f"{e.get('Key')}: {e.get('Code')} {e.get('Message')}")
+    delete(doomed)
     return out
 
 

@@ -950,3 +950,41 @@ def test_restore_skips_a_pack_pruned_after_its_listing(tmp_path, s3):
     assert replicate.restore(url, "p.mote", tmp_path / "r.mote", client=Pruning()) > first["to"]
     assert rows(str(tmp_path / "r.mote")) == want
     assert listing(c, url, ".packs") == []
+
+
+def test_prune_goes_store_by_store_through_a_paged_listing(tmp_path, s3):
+    """Stores' objects listed a few keys a page (as a large bucket is, a thousand): each
+    store's older generations go, its newest stays and restores, whatever the page
+    boundaries."""
+    c, url = s3
+
+    class Paged:  # two keys a listing page
+        def __getattr__(self, name):
+            return getattr(c, name)
+
+        def list_objects_v2(self, **kw):
+            return c.list_objects_v2(MaxKeys=2, **kw)
+
+    rep = replicate.Replicator(url, client=c, full_every=2, packs=False)
+    names = ["a.mote", "a.mote.old", "b.mote"]  # ("a.mote.old/" lists before "a.mote/")
+    stores = [motedb.open(tmp_path / n) for n in names]
+    try:
+        for s in stores:
+            rep.add(s)
+        for i in range(5):
+            for s in stores:
+                s.box(Memo).put(Memo(text=f"alpha {i}", level=i))
+            rep.ship()
+        want = [rows(s) for s in stores]
+    finally:
+        for s in stores:
+            s.close()
+    gens = {n: sorted({p["generation"] for p in replicate.points(url, n, client=c)})
+            for n in names}
+    assert all(len(g) == 2 for g in gens.values()), gens
+    got = replicate.prune(url, retention=0, client=Paged(), now=time.time() + 5)
+    assert got["objects"] == 3 * 3 and got["packs"] == 0, got  # each: a base and 2 deltas
+    assert got["requests"] >= 15 // 2 + 1  # (15 objects, two a page, and a delete)
+    for n, w in zip(names, want):
+        assert {p["generation"] for p in replicate.points(url, n, client=c)} == {gens[n][1]}
+        assert restored(url, n, tmp_path / f"r-{n}", c)[1] == w

@@ -186,7 +186,19 @@ def _pack_index(get, key: str) -> tuple[list[dict], int, bytes]:
         raise _core.CorruptError(f"{key}: not a pack of deltas")
     if 12 + n > len(head):
         head += get(key, len(head), 12 + n)
-    return json.loads(head[12:12 + n]), 12 + n, head
+    try:
+        index = json.loads(head[12:12 + n])
+        ok = isinstance(index, list) and all(
+            isinstance(e, dict) and isinstance(e.get("name"), str)
+            and e.get("comp") in ("", "z", "zd")
+            and all(type(e.get(f)) is int and e[f] >= 0
+                    for f in ("generation", "ident", "to", "since", "off", "len"))
+            for e in index)
+    except ValueError:  # (not JSON, or not UTF-8)
+        ok = False
+    if not ok or len(head) < 12 + n:
+        raise _core.CorruptError(f"{key}: the pack's index is damaged or cut short")
+    return index, 12 + n, head
 
 
 def _chain(objs: list[dict], txnid: int | None) -> list[dict]:
@@ -339,8 +351,9 @@ def prune(url: str, *, retention: float = RETENTION, client=None, now: float | N
     retention stay restorable at the granularity of what is left: the objects of their
     own, not each packed commit. `wait()` is called before each request (a rate
     bound); `kept` (a dict kept between calls) remembers the packs kept and what they
-    hold, so that the next prune does not read their indexes again. Returns the
-    counts: objects (deleted of generations), packs (deleted), packs_kept, requests."""
+    hold, so that the next prune does not read their indexes again. A pack whose index
+    is damaged is left alone. Returns the counts: objects (deleted of generations),
+    packs (deleted), packs_kept, packs_damaged, requests."""
     if retention < 0:
         raise ValueError("prune: retention >= 0 (seconds)")
     bucket, prefix = parse_url(url)
@@ -349,7 +362,7 @@ def prune(url: str, *, retention: float = RETENTION, client=None, now: float | N
     wait = wait or (lambda: None)
     kept = {} if kept is None else kept
     top = prefix + "/" if prefix else ""
-    out = {"objects": 0, "packs": 0, "packs_kept": 0, "requests": 0}
+    out = {"objects": 0, "packs": 0, "packs_kept": 0, "packs_damaged": 0, "requests": 0}
 
     def asked():
         wait()
@@ -427,6 +440,9 @@ def prune(url: str, *, retention: float = RETENTION, client=None, now: float | N
             try:
                 index = _pack_index(get, key)[0]
             except c.exceptions.NoSuchKey:
+                continue
+            except _core.CorruptError:  # kept, as it is: not ours to judge
+                out["packs_damaged"] += 1
                 continue
             held = [(e["name"], e["generation"], e["to"]) for e in index]
         # still needed: a delta whose generation is here and not taken in before the cutoff
@@ -507,7 +523,8 @@ class Replicator:
         # run() prunes this often (seconds), in a thread of its own
         self.prune_every = (None if retention is None
                             else min(max(retention / 4, 60.0), 3600.0))
-        self.pruned = {"objects": 0, "packs": 0, "packs_kept": 0, "requests": 0}
+        self.pruned = {"objects": 0, "packs": 0, "packs_kept": 0, "packs_damaged": 0,
+                       "requests": 0}
         self._kept: dict = {}  # packs kept by the last prune, and what they hold
         self._pruning: threading.Thread | None = None
         self._pruned_at = time.monotonic()
@@ -579,7 +596,7 @@ class Replicator:
                     wait=self._request_wait, kept=self._kept)
         with self._lock:
             for k, v in got.items():
-                self.pruned[k] = v if k == "packs_kept" else self.pruned[k] + v
+                self.pruned[k] = v if k in ("packs_kept", "packs_damaged") else self.pruned[k] + v
         return got
 
     def _prune_quietly(self) -> None:
@@ -1027,7 +1044,9 @@ def main(argv=None) -> int:
             return 1
         print(f"{got['objects']} object(s) of older generations and {got['packs']} pack(s) "
               f"deleted, {got['packs_kept']} old pack(s) kept (they hold commits found "
-              f"nowhere else), {got['requests']} request(s)")
+              f"nowhere else), {got['requests']} request(s)"
+              + (f"; {got['packs_damaged']} damaged pack(s) left alone"
+                 if got["packs_damaged"] else ""))
         return 0
     if a.cmd == "list":
         bucket, prefix = parse_url(a.url)

@@ -3,6 +3,7 @@ tests/python/requirements-integrations.txt): a store shipped and restored equals
 store at the commit restored; an idle store costs no request; a replicator that restarts
 goes on from the bucket; a server that fails is retried. The data is synthetic."""
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import time
 from typing import Annotated
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import motedb
 from motedb import replicate
@@ -823,7 +826,8 @@ def test_prune_deletes_packs_taken_in_and_keeps_an_idle_stores_last_commits(tmp_
         assert (got["objects"], got["packs"], got["packs_kept"]) == (0, 0, 0)
         before = c.requests
         got = replicate.prune(url, retention=3600, client=c)
-        assert got == {"objects": 0, "packs": 0, "packs_kept": 0, "requests": 1}
+        assert got == {"objects": 0, "packs": 0, "packs_kept": 0, "packs_damaged": 0,
+                       "requests": 1}
         assert c.requests - before == 1 and len(listing(c, url, ".packs")) == 2
         # a's span is over: its next delta is an object of its own that takes both in
         time.sleep(1.1)  # (LastModified is to the second)
@@ -988,3 +992,63 @@ def test_prune_goes_store_by_store_through_a_paged_listing(tmp_path, s3):
     for n, w in zip(names, want):
         assert {p["generation"] for p in replicate.points(url, n, client=c)} == {gens[n][1]}
         assert restored(url, n, tmp_path / f"r-{n}", c)[1] == w
+
+
+def pack_bytes(entries):
+    """A pack of (name, body) deltas as the replicator writes it."""
+    index, off = [], 0
+    for name, body in entries:
+        index.append({"name": name, "generation": 1, "ident": 7, "to": 5, "since": 4,
+                      "comp": "z", "off": off, "len": len(body)})
+        off += len(body)
+    head = json.dumps(index).encode()
+    return replicate._PACK_MAGIC + len(head).to_bytes(4, "little") + head + b"".join(
+        b for _, b in entries)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_damaged_pack_is_refused_as_damaged(data):
+    """A pack read from the bucket (its index, by ranged reads) gives its index or
+    CorruptError, whatever its bytes: random ones, or a pack with bytes flipped,
+    cut short or grown."""
+    good = pack_bytes([("a.mote", b"x" * 40), ("b.mote", b"y" * 9)])
+    kind = data.draw(st.sampled_from(["random", "flip", "cut", "grow"]))
+    if kind == "random":
+        raw = data.draw(st.binary(max_size=300))
+    elif kind == "flip":
+        raw = bytearray(good)
+        for _ in range(data.draw(st.integers(1, 4))):
+            i = data.draw(st.integers(0, len(raw) - 1))
+            raw[i] ^= 1 << data.draw(st.integers(0, 7))
+        raw = bytes(raw)
+    elif kind == "cut":
+        raw = good[:data.draw(st.integers(0, len(good) - 1))]
+    else:
+        raw = good[:12] + data.draw(st.binary(min_size=1, max_size=40)) + good[12:]
+
+    def get(key, start, end):
+        return raw[start:end]
+
+    try:
+        index, start, head = replicate._pack_index(get, "p.pack")
+    except motedb.CorruptError:
+        return
+    assert isinstance(index, list) and start <= len(head)
+    for e in index:
+        assert isinstance(e["name"], str) and e["off"] >= 0 and e["len"] >= 0
+
+
+def test_prune_leaves_a_damaged_pack_alone(tmp_path, s3):
+    """A pack whose index cannot be read is counted and kept; the prune goes on."""
+    c, url = s3
+    bucket, prefix = replicate.parse_url(url)
+    rep = replicate.Replicator(url, client=c)
+    with motedb.open(tmp_path / "d.mote") as s:
+        rep.add(s)
+        packed_then_own(rep, c, url, s, "d.mote")
+    bad = f"{prefix}/.packs/0000000000001-00000000.pack"
+    c.put_object(Bucket=bucket, Key=bad, Body=b"MOTEPAK1\x05\x00\x00\x00{oops")
+    got = replicate.prune(url, retention=0, client=c, now=time.time() + 5)
+    assert (got["packs"], got["packs_damaged"]) == (1, 1), got
+    assert listing(c, url, ".packs") == [bad]

@@ -3,7 +3,11 @@
  * shapes (tiny, multi-level, overflow values, unclean, new, commit chains, a vector
  * index, a full-text index) for fuzz_file, deltas for fuzz_delta, and a
  * few op programs for fuzz_api. Usage: make_corpus DIR (creates DIR/file,
- * DIR/delta and DIR/api; build it as tests/fuzz/meson.build's comment says). The corpus is committed; rerun only when the format changes.
+ * DIR/delta and DIR/api). Not built by meson; from the repository, after
+ * `make build`:
+ *   cc -std=c11 -D_GNU_SOURCE -Iinclude -Ibuild/include -Isrc -Itests/c \
+ *      -o make_corpus tests/fuzz/make_corpus.c tests/c/memio.c build/libmote.a -lpthread -lm
+ * The corpus is committed; rerun only when the format changes.
  */
 #include <stdio.h>
 #include <stdlib.h>

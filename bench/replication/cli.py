@@ -203,15 +203,17 @@ class MoteSide:
 
     def held_all(self, rec):
         """[(store name, newest commit)] of every store whose delta the object holds: one for
-        an object of a store's own, each of a pack's (its index: "MOTEPAK1", a 4-byte
-        length, JSON entries with name and to; python/motedb/replicate.py)."""
+        an object of a store's own, each of a pack's (its index, read as a restore reads it:
+        motedb.replicate._pack_index)."""
         k = rec.key
         if k.startswith(PREFIX + "/.packs/"):
+            from motedb import replicate
+
             b = rec.body
-            if not b or b[:8] != b"MOTEPAK1":
+            if not b or b[:8] != replicate._PACK_MAGIC:
                 return []
-            n = int.from_bytes(b[8:12], "little")
-            return [(e["name"], int(e["to"])) for e in json.loads(b[12:12 + n])]
+            index = replicate._pack_index(lambda _key, start, end: b[start:end], k)[0]
+            return [(e["name"], e["to"]) for e in index]
         h = self.held(rec)
         return [h] if h else []
 

@@ -141,9 +141,7 @@ def _packed(c, bucket: str, prefix: str, name: str, after: dict) -> list[dict]:
             continue
         break
 
-    def get(key: str, start: int, end: int) -> bytes:  # bytes start..end-1 of object key
-        return c.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")[
-            "Body"].read()
+    get = _ranged(c, bucket)
 
     def read(item):
         """This store's deltas in one pack: its head (the index, most often within the
@@ -175,6 +173,17 @@ def _packed(c, bucket: str, prefix: str, name: str, after: dict) -> list[dict]:
 # lie after the index: off, len), the deltas' bytes. A restore reads the index and its
 # store's ranges only.
 _PACK_MAGIC = b"MOTEPAK1"
+
+
+def _ranged(c, bucket: str, before=None):
+    """get(key, start, end): bytes start..end-1 of an object, by a ranged GET (`before()`
+    called before each)."""
+    def get(key: str, start: int, end: int) -> bytes:
+        if before:
+            before()
+        return c.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")[
+            "Body"].read()
+    return get
 
 
 def _pack_index(get, key: str) -> tuple[list[dict], int, bytes]:
@@ -271,13 +280,17 @@ def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None =
             def fetch(i: int) -> str:
                 local = os.path.join(tmp, f"{i}.delta")
                 o = chain[i]
-                comp = o["comp"] if "body" in o else parse_key(o["key"])["comp"]
-                if not comp:
+                comp = o["comp"]
+
+                def save(path: str) -> None:  # a packed delta's bytes, or its object's
                     if "body" in o:
-                        with open(local, "wb") as f:
+                        with open(path, "wb") as f:
                             f.write(o["body"])
                     else:
-                        c.download_file(bucket, o["key"], local)
+                        c.download_file(bucket, o["key"], path)
+
+                if not comp:
+                    save(local)
                     return local
                 if comp == "z" and "body" not in o:
                     try:  # inflated as it arrives (a 139 MB base: 0.25-0.33 s, not 0.5-0.7)
@@ -288,11 +301,7 @@ def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None =
                         raise
                     except Exception:  # the connection dropped: s3transfer retries parts
                         pass
-                if "body" in o:
-                    with open(local + ".z", "wb") as f:
-                        f.write(o["body"])
-                else:
-                    c.download_file(bucket, o["key"], local + ".z")
+                save(local + ".z")
                 if comp == "zd":
                     return local + ".z"  # (inflated in order: it needs the one before)
                 _inflate_file(local + ".z", local)
@@ -384,15 +393,13 @@ def prune(url: str, *, retention: float = RETENTION, client=None, now: float | N
 
     def settle(name: str, by_gen: dict) -> None:  # uploaded before the cutoff reach
         order = sorted(by_gen)
-        for g, after in zip(order, order[1:]):
-            bases = [t for _, _, since, t in by_gen[after] if since == 0]
+        for g, after in zip(order, order[1:] + [None]):  # (the newest: no generation after)
+            bases = [t for _, _, since, t in by_gen[after] if since == 0] if after else []
             if bases and min(bases) < cutoff:
                 doomed.extend(key for key, *_ in by_gen[g])
                 out["objects"] += len(by_gen[g])
             else:
                 taken[(name, g)] = max((to for _, to, _, t in by_gen[g] if t < cutoff),
-                                       default=-1)
-        taken[(name, order[-1])] = max((to for _, to, _, t in by_gen[order[-1]] if t < cutoff),
                                        default=-1)
         if len(doomed) >= 1000:
             delete(doomed)
@@ -429,11 +436,7 @@ def prune(url: str, *, retention: float = RETENTION, client=None, now: float | N
     if name is not None:
         settle(name, by_gen)
 
-    def get(key: str, start: int, end: int) -> bytes:
-        asked()
-        return c.get_object(Bucket=bucket, Key=key, Range=f"bytes={start}-{end - 1}")[
-            "Body"].read()
-
+    get = _ranged(c, bucket, asked)
     for key in packs:
         held = kept.get(key)
         if held is None:

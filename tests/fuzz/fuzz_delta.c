@@ -23,6 +23,7 @@
 #include "checksum.h"
 #include "delta_base.h"
 #include "pager.h"
+#include "walk.h"
 
 #define HEAD 64u
 #define TAIL 32u
@@ -105,17 +106,8 @@ static void exercise(memio *m, const char *path, uint64_t a, uint64_t b)
     mote_txn *t;
     uint32_t tree;
     if (!mote_begin(s, MOTE_TXN_RDONLY, &t)) {
-        mote_cursor *c;
-        if (!mote_kv_tree(t, "t", 0, &tree) && !mote_cursor_open(t, tree, &c)) {
-            int n = 0;
-            for (int rc = mote_cursor_first(c); rc == MOTE_OK && n < 100000;
-                 rc = mote_cursor_next(c), n++) {
-                mote_val k, v;
-                if (mote_cursor_get(c, &k, &v))
-                    break;
-            }
-            mote_cursor_close(c);
-        }
+        if (!mote_kv_tree(t, "t", 0, &tree))
+            fuzz_walk_tree(t, tree);
         mote_abort(t);
     }
     mote_close(s);

@@ -16,6 +16,7 @@
 #include "checksum.h"
 #include "pager.h"
 #include "memio.h"
+#include "walk.h"
 
 static uint32_t P;
 static uint8_t *img;
@@ -183,23 +184,7 @@ static void exercise(mote_store *s, int write)
         uint32_t tree;
         if (mote_kv_tree(t, names[i], 0, &tree))
             continue;
-        mote_cursor *c;
-        if (mote_cursor_open(t, tree, &c))
-            continue;
-        int n = 0;
-        for (int rc = mote_cursor_first(c); rc == MOTE_OK && n < 100000;
-             rc = mote_cursor_next(c), n++) {
-            mote_val k, v;
-            if (mote_cursor_get(c, &k, &v))
-                break;
-        }
-        mote_cursor_last(c);
-        mote_cursor_prev(c);
-        mote_cursor_nth(c, 3);
-        uint64_t cnt;
-        mote_kv_count(t, tree, NULL, 0, NULL, 0, &cnt);
-        mote_kv_get(t, tree, "k", 1, NULL);
-        mote_cursor_close(c);
+        fuzz_walk_tree(t, tree);
         if (write) {
             mote_kv_put(t, tree, "fuzz", 4, "value", 5, 0);
             mote_kv_del(t, tree, "k", 1);

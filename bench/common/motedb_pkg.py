@@ -30,22 +30,45 @@ def source_hash(repo=REPO):
     return h.hexdigest()
 
 
-def ensure_installed(python, venv_dir, log=print):
-    """Build and install motedb into the environment of `python` if its sources changed. Raises RuntimeError."""
+def ensure_installed(python, venv_dir, log=print, repo=REPO):
+    """Build and install motedb from `repo` (default this checkout) into the environment of `python` if its
+    sources changed. Raises RuntimeError."""
     stamp = os.path.join(venv_dir, "motedb-stamp")
-    want = source_hash()
+    want = source_hash(repo)
     try:
         with open(stamp) as f:
             if f.read().strip() == want:
                 return
     except OSError:
         pass
-    log("building motedb from this checkout into " + os.path.relpath(venv_dir, REPO))
+    log("building motedb from " + ("this checkout" if repo == REPO else os.path.relpath(repo, REPO)) + " into "
+        + os.path.relpath(venv_dir, REPO))
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1")
     r = subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                        "--force-reinstall", REPO],
+                        "--force-reinstall", repo],
                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
         raise RuntimeError("building motedb failed:\n" + "\n".join(r.stdout.splitlines()[-25:]))
     with open(stamp, "w") as f:
         f.write(want)
+
+
+def baseline_tree(ref):
+    """(directory, commit) of the sources of git revision `ref` of this repository, extracted (git archive)
+    into .bench-tmp/motedb-<commit>/ unless already there: the tree a benchmark's baseline build comes from.
+    Raises RuntimeError if git cannot resolve or extract it."""
+    r = subprocess.run(["git", "-C", REPO, "rev-parse", "--verify", ref + "^{commit}"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"git cannot resolve {ref!r}: {r.stderr.strip()}")
+    commit = r.stdout.strip()
+    path = os.path.join(REPO, ".bench-tmp", "motedb-" + commit[:12])
+    if not os.path.exists(os.path.join(path, ".complete")):
+        os.makedirs(path, exist_ok=True)
+        archive = subprocess.Popen(["git", "-C", REPO, "archive", commit], stdout=subprocess.PIPE)
+        tar = subprocess.run(["tar", "-x", "-C", path], stdin=archive.stdout, stderr=subprocess.PIPE)
+        archive.stdout.close()
+        if archive.wait() != 0 or tar.returncode != 0:
+            raise RuntimeError(f"extracting {commit} into {path} failed: {tar.stderr.decode().strip()}")
+        open(os.path.join(path, ".complete"), "w").close()
+    return path, commit

@@ -139,11 +139,11 @@ class Venv:
             json.dump(stamp, f, indent=2)
         return stamp
 
-    def install_motedb(self, log=print):
-        """Build and install this checkout's motedb package unless its sources are unchanged since the last
-        install here. Raises RuntimeError if the build fails."""
+    def install_motedb(self, log=print, repo=None):
+        """Build and install the motedb package of this checkout (or of the source tree `repo`) unless its
+        sources are unchanged since the last install here. Raises RuntimeError if the build fails."""
         from bench.common.motedb_pkg import ensure_installed
-        ensure_installed(self.python, self.dir, log=log)
+        ensure_installed(self.python, self.dir, log=log, **({"repo": repo} if repo else {}))
 
     def versions(self):
         """{distribution: version} installed here (see package_versions)."""

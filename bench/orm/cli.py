@@ -18,7 +18,7 @@ import time
 from bench.common import REPO, envinfo, loadgate
 from bench.common.venvs import Venv
 from bench.orm import spec
-from bench.orm.backends import BACKENDS, BY_ID, BY_LABEL, PROFILES, SMOKE_BACKENDS
+from bench.orm.backends import BACKENDS, BASELINE_ID, BY_ID, BY_LABEL, PROFILES, SMOKE_BACKENDS, add_baseline
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS_FLAG = "BENCH_ORM_IN_HARNESS"
@@ -48,6 +48,10 @@ def parse_args(argv):
     p.add_argument("--load-timeout", type=float, help="seconds to wait for it (default: quick 60, full 300, "
                                                       "smoke 0)")
     p.add_argument("--no-charts", action="store_true")
+    p.add_argument("--baseline", metavar="REF",
+                   help="also run MoteDB built from git revision REF (a commit, tag or branch of this "
+                        "repository), after MoteDB in every block, as \"MoteDB <commit>\": a before/after "
+                        "comparison in one run (results.md gains MoteDB / MoteDB <commit> per operation)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run whose results are in --out (same options): keep its measured "
                         "backend x mode blocks and run the others")
@@ -58,8 +62,10 @@ def parse_args(argv):
 
 
 def group_venv(group):
-    """A backend group's environment: .bench-venvs/<group>/ from requirements-<group>.txt (pinned)."""
-    return Venv(group, os.path.join(HERE, f"requirements-{group}.txt"))
+    """A backend group's environment: .bench-venvs/<group>/ from requirements-<group>.txt (pinned); the
+    baseline's (--baseline) from MoteDB's."""
+    req = "motedb" if group == BASELINE_ID else group
+    return Venv(group, os.path.join(HERE, f"requirements-{req}.txt"))
 
 
 def in_harness():
@@ -89,6 +95,15 @@ def resolve_config(a):
         ids = list(SMOKE_BACKENDS)
     else:
         ids = list(prof["backends"])
+    if a.baseline:
+        from bench.common.motedb_pkg import baseline_tree
+        try:
+            tree, commit = baseline_tree(a.baseline)
+        except RuntimeError as e:
+            sys.exit(f"--baseline: {e}")
+        add_baseline(commit)
+        ids = [i for i in ids if i != BASELINE_ID]
+        ids.insert(ids.index("motedb") + 1 if "motedb" in ids else 0, BASELINE_ID)
     bad = [i for i in ids if i not in BY_ID]
     if bad:
         sys.exit(f"unknown backend(s): {', '.join(bad)}; known: {', '.join(BY_ID)}")
@@ -119,7 +134,8 @@ def resolve_config(a):
             "iterations": n, "batch_size": batch, "seed": a.seed, "smoke": a.smoke, "timing": a.timing,
             "fidelity": fidelity(a.timing),
             "load_threshold": a.load_threshold, "load_timeout_s": timeout, "out": os.path.abspath(out),
-            "db_dir": os.path.abspath(db_dir), "charts": not a.no_charts}
+            "db_dir": os.path.abspath(db_dir), "charts": not a.no_charts,
+            "baseline": {"ref": a.baseline, "commit": commit, "tree": tree} if a.baseline else None}
 
 
 def fidelity(timing):
@@ -340,6 +356,8 @@ class Orchestrator:
                     venv.ensure(log=self.log)
                     if b.group == "motedb":  # the package of this checkout, rebuilt when its sources changed
                         venv.install_motedb(log=self.log)
+                    elif b.group == BASELINE_ID:  # the package of --baseline's commit
+                        venv.install_motedb(log=self.log, repo=cfg["baseline"]["tree"])
             except Exception as e:  # noqa: BLE001 - reported, the run goes on
                 self.unavailable[b.label] = f"environment '{b.group}' failed: {e}"
                 self.log(f"[red]{b.label}: {self.unavailable[b.label]}[/red]")
@@ -419,6 +437,11 @@ class Orchestrator:
                if partial else ""),
               report.summary_markdown(gms, self.unavailable),
               report.markdown(cells, gms)]
+        base = BY_ID.get(BASELINE_ID)
+        if base and any(c["backend"] == base.label for c in cells):
+            md.append(f"### MoteDB / {base.label} (--baseline {cfg['baseline']['ref']}) per operation\n\n"
+                      "median over median; above 1.0: this checkout is faster\n\n"
+                      + report.ops_table({"cells": cells, "geomean": gms}, "MoteDB", base.label))
         timeouts = [g for g in self.gates if g["timed_out"]]
         if timeouts:
             md.append("Load gate timed out before: " + ", ".join(

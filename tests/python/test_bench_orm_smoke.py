@@ -84,6 +84,28 @@ def test_bench_orm_resume(tmp_path):
     assert other.returncode != 0 and "timing" in other.stdout
 
 
+def test_bench_orm_baseline(tmp_path):
+    """--baseline REF runs MoteDB built from that commit beside this checkout's, in one run,
+    and results.md gives one over the other per operation; an unknown revision is refused."""
+    out = tmp_path / "results"
+    proc = _bench(out, "--mode", "cold", "--backends", "motedb", "--baseline", "HEAD")
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    doc = json.loads((out / "results.json").read_text())
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], stdout=subprocess.PIPE, text=True,
+                            check=True).stdout.strip()
+    label = f"MoteDB {commit[:9]}"
+    assert doc["config"]["baseline"]["commit"] == commit
+    assert doc["config"]["backends"] == ["motedb", "motedb-base"]
+    for b in ("MoteDB", label):
+        assert {c["op"] for c in doc["cells"] if c["backend"] == b} >= set("ABCDEFIJK"), b
+    assert not doc["errors"] and not doc["check_failures"]
+    md = (out / "results.md").read_text()
+    assert f"### MoteDB / {label} (--baseline HEAD) per operation" in md
+    assert "| T1 cold |" in md.split(f"### MoteDB / {label}")[1]
+    bad = _bench(out, "--mode", "cold", "--baseline", "no-such-revision")
+    assert bad.returncode != 0 and "--baseline: git cannot resolve" in bad.stdout
+
+
 def test_bench_orm_upstream_timing(tmp_path):
     """--timing upstream: A-C build their objects inside the timer (the insert paths take
     the objects built there); every operation still processes the expected rows."""

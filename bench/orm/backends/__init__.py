@@ -55,6 +55,22 @@ BACKENDS = [
 ]
 BY_ID = {b.id: b for b in BACKENDS}
 BY_LABEL = {b.label: b for b in BACKENDS}
+BASELINE_ID = "motedb-base"
+
+
+def add_baseline(commit):
+    """Register MoteDB built from another commit (`--baseline REF`): the same backend module, run in its own
+    environment (.bench-venvs/motedb-base) whose motedb package is built from that commit's sources; it
+    reports as "MoteDB <commit>", after MoteDB. Returns its BackendInfo."""
+    b = BackendInfo(BASELINE_ID, f"MoteDB {commit[:9]}", "motedb_backend", BASELINE_ID, "sync", "motedb", False)
+    old = BY_ID.pop(BASELINE_ID, None)
+    if old:
+        BACKENDS.remove(old)
+        BY_LABEL.pop(old.label, None)
+    BACKENDS.insert(1, b)
+    BY_ID[b.id] = b
+    BY_LABEL[b.label] = b
+    return b
 
 PROFILES = {
     "quick": dict(tests=[1, 2, 3], modes=["cold"], runs=1,

@@ -223,10 +223,10 @@ const char *mote_last_open_error(void);
  * (and 1 MB) is free: one more commit (one fdatasync), then the file is
  * truncated, leaving up to 256 KB of free pages past the last page in use
  * so that the next session's first commits do not grow the file again (none
- * with MOTE_REPACK). With MOTE_REPACK, a file of up to 8 MB with a quarter or more
- * of its pages free, whose entries would fill a quarter fewer pages (8 at
- * least), is repacked instead: its entries rewritten in key order (full
- * leaves), then moved below the new end: two more commits (two
+ * with MOTE_REPACK). With MOTE_REPACK, a file of up to 8 MB with a quarter
+ * or more of its pages free, whose entries would fill a quarter fewer pages
+ * (8 at least), is repacked instead: its entries rewritten in key order
+ * (full leaves), then moved below the new end: two more commits (two
  * fdatasyncs), then the truncation. NULL is accepted and does nothing.
  */
 int mote_close(mote_store *store);

@@ -143,7 +143,7 @@ class Venv:
         """Build and install the motedb package of this checkout (or of the source tree `repo`) unless its
         sources are unchanged since the last install here. Raises RuntimeError if the build fails."""
         from bench.common.motedb_pkg import ensure_installed
-        ensure_installed(self.python, self.dir, log=log, **({"repo": repo} if repo else {}))
+        ensure_installed(self.python, self.dir, log=log, repo=repo or REPO)
 
     def versions(self):
         """{distribution: version} installed here (see package_versions)."""

@@ -50,8 +50,14 @@ def parse_args(argv):
     p.add_argument("--no-charts", action="store_true")
     p.add_argument("--baseline", metavar="REF",
                    help="also run MoteDB built from git revision REF (a commit, tag or branch of this "
-                        "repository), after MoteDB in every block, as \"MoteDB <commit>\": a before/after "
+                        "repository), beside MoteDB (--order), as \"MoteDB <commit>\": a before/after "
                         "comparison in one run (results.md gains MoteDB / MoteDB <commit> per operation)")
+    p.add_argument("--order", choices=("ops", "blocks"), default="ops",
+                   help="ops (default): the backends take turns at every operation of every run (each op "
+                        "of each backend one after the other, the order rotated by run), so that a "
+                        "machine whose speed drifts over seconds weighs on all of them alike; blocks: "
+                        "each backend runs all its runs of a mode before the next (the only order until "
+                        "2026-12-06)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run whose results are in --out (same options): keep its measured "
                         "backend x mode blocks and run the others")
@@ -132,6 +138,7 @@ def resolve_config(a):
     db_dir = a.db_dir or os.path.join(REPO, ".bench-tmp", "orm")
     return {"profile": a.profile, "backends": ids, "tests": tests, "modes": modes, "plan": plan, "runs": runs,
             "iterations": n, "batch_size": batch, "seed": a.seed, "smoke": a.smoke, "timing": a.timing,
+            "order": a.order,
             "fidelity": fidelity(a.timing),
             "load_threshold": a.load_threshold, "load_timeout_s": timeout, "out": os.path.abspath(out),
             "db_dir": os.path.abspath(db_dir), "charts": not a.no_charts,
@@ -244,6 +251,7 @@ class Orchestrator:
         self.blocks = []         # {"mode", "backend", "started", "seconds"}: each measured block
         self.blocks_total = 0
         self.sessions = []       # with --resume: the earlier invocations' environments
+        self.failed_creates = set()  # (label, mode, run, test) whose database was not made
 
     def resume_from(self, prev, redo):
         """Take over the measured blocks of an earlier (interrupted) run, except those
@@ -289,7 +297,10 @@ class Orchestrator:
         rc = proc.wait()
         return rc, info, err
 
-    def run_backend(self, b, mode, run, test, py, progress, task):
+    def run_backend(self, b, mode, run, test, py, progress, task, steps=None):
+        """Run one backend's test of one run: its whole sequence (steps None), or some steps of it
+        ("create" and operation ids; --order ops takes the steps one at a time). An async backend
+        runs whole at its "create" step (one process for all its operations)."""
         warm, large = spec.MODES[mode]
         cfg = self.cfg
         base = {"backend": b.id, "module": b.module, "test": test, "mode": mode,
@@ -324,20 +335,23 @@ class Orchestrator:
                 return False
             return True
 
+        steps = ["create"] + ops if steps is None else steps
         if b.kind == "async":
-            job = dict(base, ops=ops, create=True)
-            rc, info, err = self.run_worker(py, job, on_result)
-            done(rc, info, err, ops, "all")
+            if "create" in steps:
+                rc, info, err = self.run_worker(py, dict(base, ops=ops, create=True), on_result)
+                done(rc, info, err, ops, "all")
             return
         # sync: a fresh process to create the database, then one per operation
-        rc, info, err = self.run_worker(py, dict(base, ops=[], create=True), on_result)
-        if not done(rc, info, err, [], "create"):
-            progress.advance(task, len(ops))
-            return
-        for op in ops:
-            rc, info, err = self.run_worker(py, dict(base, ops=[op], create=False), on_result)
-            if not done(rc, info, err, [op], op):
-                progress.advance(task, 1)
+        for step in steps:
+            if step == "create":
+                rc, info, err = self.run_worker(py, dict(base, ops=[], create=True), on_result)
+                if not done(rc, info, err, [], "create"):
+                    self.failed_creates.add((b.label, mode, run, test))
+                    progress.advance(task, len(ops))
+            elif (b.label, mode, run, test) not in self.failed_creates:
+                rc, info, err = self.run_worker(py, dict(base, ops=[step], create=False), on_result)
+                if not done(rc, info, err, [step], step):
+                    progress.advance(task, 1)
 
     def run(self, checkpoint=None):
         """Run the plan; checkpoint() is called after each backend of each mode."""
@@ -376,28 +390,52 @@ class Orchestrator:
             self.blocks_total = len(modes) * len(runnable)
             for mode in modes:
                 tests = [t for m, t in cfg["plan"] if m == mode]
+                todo = []
                 for b, py in runnable:
                     if self.measured(mode, b.label):  # kept from the run resumed
                         progress.advance(task, cfg["runs"] * len(tests) * len(spec.OPS))
-                        continue
-                    t_block = time.monotonic()
-                    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-                    if cfg["load_timeout_s"] > 0:
-                        progress.update(task, description=f"waiting for load < {cfg['load_threshold']}")
-                    gate = load_gate(cfg["load_threshold"], cfg["load_timeout_s"])
-                    gate.update(backend=b.label, mode=mode)
-                    self.gates.append(gate)
-                    if gate["timed_out"]:
-                        self.log(f"[yellow]load gate timed out before {b.label} ({mode}): "
-                                 f"load {gate['load1']}[/yellow]")
-                    for run in range(cfg["runs"]):
-                        for test in tests:
-                            progress.update(task, description=f"{b.label:<15} {mode:<5} T{test} run {run + 1}")
-                            self.run_backend(b, mode, run, test, py, progress, task)
-                    self.blocks.append({"mode": mode, "backend": b.label, "started": started,
-                                        "seconds": round(time.monotonic() - t_block, 1)})
+                    else:
+                        todo.append((b, py))
+                if not todo:
+                    continue
+                if cfg["order"] == "ops":  # one block: the backends take turns
+                    self.run_block(mode, tests, todo, progress, task)
                     if checkpoint:
                         checkpoint()
+                    continue
+                for one in todo:  # a block per backend
+                    self.run_block(mode, tests, [one], progress, task)
+                    if checkpoint:
+                        checkpoint()
+
+    def run_block(self, mode, tests, todo, progress, task):
+        """Measure the backends of todo in one mode: one backend's runs one after the other, or
+        several backends taking turns at every step (create, then each operation) of every run,
+        the order rotated by run."""
+        cfg = self.cfg
+        by_ops = len(todo) > 1
+        labels = ", ".join(b.label for b, _ in todo)
+        t_block = time.monotonic()
+        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        if cfg["load_timeout_s"] > 0:
+            progress.update(task, description=f"waiting for load < {cfg['load_threshold']}")
+        gate = load_gate(cfg["load_threshold"], cfg["load_timeout_s"])
+        gate.update(backend=labels, mode=mode)
+        self.gates.append(gate)
+        if gate["timed_out"]:
+            self.log(f"[yellow]load gate timed out before {labels} ({mode}): load {gate['load1']}[/yellow]")
+        for run in range(cfg["runs"]):
+            turn = todo[run % len(todo):] + todo[:run % len(todo)]
+            for test in tests:
+                who = "in turns" if by_ops else turn[0][0].label
+                progress.update(task, description=f"{who:<15} {mode:<5} T{test} run {run + 1}")
+                for step in ["create"] + list(spec.OPS):
+                    for b, py in turn:
+                        self.run_backend(b, mode, run, test, py, progress, task, steps=[step])
+        seconds = round(time.monotonic() - t_block, 1)
+        for b, _ in todo:
+            self.blocks.append({"mode": mode, "backend": b.label, "started": started, "seconds": seconds,
+                                "in_turns": by_ops})
 
     def write(self, env, partial=False):
         """results.json and results.md (and the charts unless partial) in cfg["out"]. A

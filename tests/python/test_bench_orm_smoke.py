@@ -151,3 +151,32 @@ def test_bench_orm_profile_copies_file_and_directory_snapshots(tmp_path):
     c = copy_snapshot(str(d))
     assert open(os.path.join(c, "data.mdb"), "rb").read() == b"pages"
     assert os.path.exists(os.path.join(c, "sub", "lock"))
+
+
+def test_bench_orm_backends_take_turns(monkeypatch):
+    """--order ops (the default): in a mode, the backends take turns at every step (create,
+    then each operation) of every run, the first of them rotated by run; a backend alone
+    runs its steps in order. Checked on the orchestrator with the workers left out."""
+    from types import SimpleNamespace
+
+    from bench.orm import cli, spec
+
+    calls = []
+    monkeypatch.setattr(cli, "load_gate", lambda threshold, timeout: {"timed_out": False, "load1": 0.0})
+    orch = cli.Orchestrator({"runs": 2, "load_timeout_s": 0, "load_threshold": 1.0}, console=None)
+    orch.run_backend = lambda b, mode, run, test, py, progress, task, steps: calls.append(
+        (run, test, steps, b.label))
+    progress = SimpleNamespace(update=lambda *a, **k: None)
+    one, two = SimpleNamespace(label="one"), SimpleNamespace(label="two")
+    orch.run_block("cold", [1, 3], [(one, "py1"), (two, "py2")], progress, None)
+    steps = ["create"] + list(spec.OPS)
+    expected = [(run, test, [step], b)
+                for run, order in ((0, ("one", "two")), (1, ("two", "one")))
+                for test in (1, 3) for step in steps for b in order]
+    assert calls == expected
+    assert [(b["backend"], b["in_turns"]) for b in orch.blocks] == [("one", True), ("two", True)]
+
+    calls.clear()
+    orch.run_block("warm", [2], [(one, "py1")], progress, None)
+    assert calls == [(run, 2, [step], "one") for run in (0, 1) for step in steps]
+    assert orch.blocks[-1]["in_turns"] is False

@@ -261,6 +261,15 @@ static int map_budget(const mote_io *io)
     return b ? b : -1;
 }
 
+/* May this process map one more segment? Below 64 without reading /proc
+ * (a quarter of vm.max_map_count, which no working system sets below a few
+ * thousand: four system calls off every process's first open). */
+static int may_map(const mote_io *io)
+{
+    int n = atomic_load(&nmapped);
+    return (n < 64 && !getenv("MOTE_SHARED_MAX")) || n < map_budget(io);
+}
+
 static uint64_t now_us(void)
 {
     struct timespec ts;
@@ -734,7 +743,7 @@ int mote__share_open(mote_store *s)
     s->busy_ms = DEFAULT_BUSY_MS;
     s->slot = -1;
     int want = io->lock && io->map && io->unmap && io->unlink && io->chmod &&
-               !(s->flags & MOTE_EXCLUSIVE) && atomic_load(&nmapped) < map_budget(io);
+               !(s->flags & MOTE_EXCLUSIVE) && may_map(io);
     /* A process that may only read the store never takes the flock exclusively
      * (it cannot hold writers up) and never makes the segment. */
     s->outsider = want && !may_write(s);
@@ -1412,7 +1421,7 @@ static uint8_t *page_area(mote_store *s)
         const mote_io *io = s->io;
         char path[80];
         seg_path(s, path, sizeof path);
-        int fd = atomic_load(&nmapped) < map_budget(io)
+        int fd = may_map(io)
                      ? io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0) : -EMFILE;
         mote_fileinfo fi;
         void *map = NULL;
@@ -1588,9 +1597,24 @@ void mote__share_close(mote_store *s)
  * waits for the join. Until it joins, an idle solo process holds back only
  * the snapshots it reads (share_solo_idle_holds_nothing_back).
  *
- * A crash leaves a solo page: the next process to make one removes those of
- * dead processes (its user, its pid namespace). A solo open of a store not
- * closed cleanly removes a segment a crash left.
+ * A crash leaves a solo page: the next process to exit that made one
+ * removes those of dead processes of its user (at exit, not at the first
+ * open, which it made ~20 µs slower: five system calls for an empty
+ * directory). Its maker holds a write lock on the page
+ * file's byte 0 from right after creating it to its exit (the mapping keeps
+ * the file's description, and the lock, after the descriptor is closed), so
+ * a sweeper that gets that lock itself knows nobody alive holds it, and a
+ * maker that finds it taken (a sweeper got there first, and removes the
+ * file) tries another name. A page of a library before 2026-12-06 (no
+ * `kept` mark) is judged by its owner word (pid and start time) in this pid
+ * namespace, as then. Why the lock: the owner word cost every process's
+ * first open two reads of /proc (its pid namespace, its start time), and
+ * those with the directory's scan ~70 µs of a ~230 µs first open (a C
+ * driver forking a process per open of a T1 store, 2026-12-06: 230 -> 140
+ * µs with both changes, the build of 2026-12-01 85 µs): bench/orm's
+ * cold rows open the store in a new process inside the timer, and Filter:
+ * Small (T1, 50 queries) was 0.82x the build of 2026-12-01. A solo open of
+ * a store not closed cleanly removes a segment a crash left.
  */
 #define PP_ENTRIES (1u << 18)
 #define PP_BYTES ((size_t)PP_ENTRIES * sizeof(solo_entry))
@@ -1601,9 +1625,11 @@ _Static_assert(sizeof(solo_entry) == 64, "an entry per cache line");
 /* Entry 0 of a solo page: whose it is. */
 typedef struct solo_head {
     _Atomic uint64_t magic;
-    uint64_t owner, pidns; /* as a slot's */
-    uint8_t pad[40];
+    uint64_t owner, pidns; /* kept: its maker's pid (for messages), 0; else as a slot's */
+    uint64_t kept;         /* PP_KEPT: its maker holds the lock on byte 0 while it lives */
+    uint8_t pad[32];
 } solo_head;
+#define PP_KEPT 0x54504B4B434F4C31ull /* "1LOCKKPT" */
 
 static pthread_mutex_t pp_mu = PTHREAD_MUTEX_INITIALIZER;
 static solo_entry *pp;      /* this process's solo page; NULL: none (yet) */
@@ -1618,7 +1644,7 @@ static uint32_t *pp_free, pp_nfree, pp_cap;
 static int solo_may(const mote_store *s)
 {
     const mote_io *io = s->io;
-    return io->ftruncate && !(s->mode & 022) && s->uid == (unsigned)geteuid();
+    return io->ftruncate && io->lock && !(s->mode & 022) && s->uid == (unsigned)geteuid();
 }
 
 #define PP_ID_BITS 38
@@ -1629,42 +1655,56 @@ static void pp_name(uint64_t id, char *buf, size_t n)
     snprintf(buf, n, "/dev/shm/motedb-solo-%010llx", (unsigned long long)id);
 }
 
-/* At exit, this process's solo page goes (a crash leaves it: the next
- * process to make one removes those of dead processes). */
+static void pp_sweep(const mote_io *io);
+
+/* At exit, this process's solo page goes, and those of processes that died
+ * (a crash leaves its page: the next process to exit that made one removes
+ * it). Not through pp_io: a shim may be gone by now. */
 static void pp_remove(void)
 {
     char path[64];
-    if (pp && pp_id) { /* (not through pp_io: a shim may be gone by now) */
+    if (pp && pp_id) {
         pp_name(pp_id, path, sizeof path);
         unlink(path);
+        pp_sweep(&mote_io_posix);
     }
 }
 
-/* Solo pages of processes that died (of this user, in this pid namespace). */
+/* Solo pages of processes that died (of this user). A page whose maker died
+ * before it wrote the head (no magic) goes too: a live maker locks its byte
+ * 0 before anything else. */
 static void pp_sweep(const mote_io *io)
 {
     DIR *d = opendir("/dev/shm");
     if (!d)
         return;
-    uint64_t ns;
-    self_owner(io, &ns);
+    uint64_t ns = 0;
+    int have_ns = 0;
     struct dirent *de;
     for (int n = 0; n < 4096 && (de = readdir(d)); n++) {
         if (strncmp(de->d_name, "motedb-solo-", 12))
             continue;
         char path[300];
         snprintf(path, sizeof path, "/dev/shm/%s", de->d_name);
-        int fd = io->open(io->ctx, path, O_RDONLY | O_NOFOLLOW, 0);
+        int fd = io->open(io->ctx, path, O_RDWR | O_NOFOLLOW, 0);
         if (fd < 0)
             continue;
         solo_head h;
         mote_fileinfo fi;
-        int stale = !io->fstat(io->ctx, fd, &fi) && fi.uid == (unsigned)geteuid() &&
-                    io->pread(io->ctx, fd, &h, sizeof h, 0) == (ssize_t)sizeof h &&
-                    h.magic == PP_MAGIC && h.pidns == ns;
-        io->close(io->ctx, fd);
-        if (stale && !owner_alive(io, h.owner))
+        int stale = 0;
+        if (!io->fstat(io->ctx, fd, &fi) && fi.uid == (unsigned)geteuid() &&
+            io->pread(io->ctx, fd, &h, sizeof h, 0) == (ssize_t)sizeof h) {
+            if (h.kept == PP_KEPT || h.magic == 0) { /* dead if its lock is ours to take */
+                stale = io->lock(io->ctx, fd, MOTE_LK_WRITE, 0, 1) == 0;
+            } else if (h.magic == PP_MAGIC) { /* an earlier library's */
+                if (!have_ns)
+                    self_owner(io, &ns), have_ns = 1;
+                stale = h.pidns == ns && !owner_alive(io, h.owner);
+            }
+        }
+        if (stale)
             io->unlink(io->ctx, path);
+        io->close(io->ctx, fd); /* (and our lock, if we took it) */
     }
     closedir(d);
 }
@@ -1679,7 +1719,6 @@ static int pp_make(const mote_io *io)
     if (getrlimit(RLIMIT_FSIZE, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY &&
         fl.rlim_cur < PP_BYTES)
         return -1; /* (growing it past the limit would raise SIGXFSZ) */
-    pp_sweep(io);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t id = ((uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 20 ^
@@ -1690,6 +1729,10 @@ static int pp_make(const mote_io *io)
         id = (id + 0x5851F42Dull * (uint64_t)tries) & ((1ull << PP_ID_BITS) - 1);
         pp_name(id ? id : 1, path, sizeof path);
         fd = io->open(io->ctx, path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+        if (fd >= 0 && io->lock(io->ctx, fd, MOTE_LK_WRITE, 0, 1)) {
+            io->close(io->ctx, fd); /* a sweeper has it (and removes the file) */
+            fd = -EEXIST;
+        }
     }
     if (fd < 0)
         return -1;
@@ -1703,9 +1746,9 @@ static int pp_make(const mote_io *io)
         return -1;
     }
     solo_head *h = map;
-    uint64_t ns;
-    h->owner = self_owner(io, &ns);
-    h->pidns = ns;
+    h->owner = (uint64_t)getpid();
+    h->pidns = 0; /* (an earlier library's sweep leaves it: not its pid namespace) */
+    h->kept = PP_KEPT;
     atomic_store(&h->magic, PP_MAGIC);
     pp = map;
     pp_io = io;
@@ -2160,7 +2203,7 @@ static int solo_join(mote_store *s)
     segslot *z = ok > 0 ? seg_slot(seg, 0) : NULL;
     int bad = ok > 0 && (seg->version != SEG_VERSION || seg->dev != s->dev ||
                          seg->ino != s->ino || atomic_load(&seg->solo_off) != s->solo_off ||
-                         atomic_load(&z->owner) != self_owner(io, &ns) ||
+                         (atomic_load(&z->owner) & 0xFFFFFFFFu) != (uint64_t)getpid() ||
                          io->lock(io->ctx, s->fd, MOTE_LK_READ, SLOT_LOCK, 1));
     if (ok <= 0 || bad) {
         if (map)
@@ -2181,6 +2224,11 @@ static int solo_join(mote_store *s)
                           "cannot join the shared memory %s it made%s%s", s->path, path,
                           fd < 0 ? ": " : "", fd < 0 ? strerror(-fd) : "");
     }
+    /* the taker wrote the owner word of the solo page (its pid; pid namespace
+     * 0: alive while its byte is locked); now the whole of it */
+    uint64_t me = self_owner(io, &ns);
+    atomic_store(&z->pidns, ns);
+    atomic_store(&z->owner, me);
     atomic_store(&z->snap, s->readers ? local_oldest(s) : UINT64_MAX);
     if (atomic_load(&seg->solo_writing)) { /* its commits since the takeover: published */
         solo_catch_up(s, seg); /* (the taker's writers wait for solo_writing) */

@@ -205,6 +205,20 @@ def check_db_dir(db_dir, log):
     return db_dir
 
 
+def hold_db_dir(db_dir):
+    """An exclusive lock on db_dir/.lock for this run: a second run on the same directory
+    would recreate and delete the other's databases under it (two runs started four seconds
+    apart on 2026-12-06: one's deletes emptied the other's Test 1 tables). Exits if another
+    run holds it; the open file is returned and must be kept."""
+    import fcntl
+    f = open(os.path.join(db_dir, ".lock"), "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"{db_dir} is in use by another bench.orm run (wait for it, or pass another --db-dir)")
+    return f
+
+
 def load_gate(threshold, timeout):
     """Wait until the 1-minute load average is below threshold (at most timeout s); returns the record."""
     g = loadgate.wait_until_quiet(threshold, timeout, poll_s=5.0)
@@ -505,6 +519,7 @@ def main(argv=None):
     console = Console()
     cfg = resolve_config(a)
     cfg["db_dir"] = check_db_dir(cfg["db_dir"], console.print)
+    lock = hold_db_dir(cfg["db_dir"])  # noqa: F841 - held until the process exits
     env = environment(cfg["db_dir"])
     console.print(f"bench.orm: backends {','.join(cfg['backends'])}; plan {cfg['plan']}; runs {cfg['runs']}; "
                   f"N={cfg['iterations']} BATCH={cfg['batch_size']}; databases in {cfg['db_dir']} "

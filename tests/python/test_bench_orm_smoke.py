@@ -180,3 +180,19 @@ def test_bench_orm_backends_take_turns(monkeypatch):
     orch.run_block("warm", [2], [(one, "py1")], progress, None)
     assert calls == [(run, 2, [step], "one") for run in (0, 1) for step in steps]
     assert orch.blocks[-1]["in_turns"] is False
+
+
+def test_bench_orm_refuses_a_database_directory_in_use(tmp_path):
+    """A second run on a --db-dir that a run is using exits at once instead of recreating
+    and deleting the other's databases (two runs started four seconds apart once emptied
+    each other's tables)."""
+    import fcntl
+    db = tmp_path / "db"
+    db.mkdir()
+    with open(db / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = _bench(tmp_path / "results", "--mode", "cold", "--db-dir", str(db))
+    assert proc.returncode != 0 and "in use by another bench.orm run" in proc.stdout
+    assert not (tmp_path / "results").exists()
+    proc = _bench(tmp_path / "results", "--mode", "cold", "--db-dir", str(db))  # free again
+    assert proc.returncode == 0, proc.stdout[-4000:]

@@ -368,7 +368,8 @@ class Orchestrator:
                     progress.advance(task, 1)
 
     def run(self, checkpoint=None):
-        """Run the plan; checkpoint() is called after each backend of each mode."""
+        """Run the plan; checkpoint() is called after each mode (--order blocks: after each backend
+        of each mode)."""
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
         cfg = self.cfg
         runnable = []

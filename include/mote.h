@@ -389,8 +389,9 @@ int mote_kv_drop(mote_txn *txn, const char *name);
 
 /* Insert or replace key -> value in `tree` (write txn): MOTE_READONLY in a
  * read transaction, MOTE_TOOBIG above MOTE_MAX_KEY / MOTE_MAX_VALUE,
- * MOTE_EXISTS with MOTE_NOOVERWRITE. The bytes are copied. Values larger
- * than a quarter page go to overflow pages. */
+ * MOTE_EXISTS with MOTE_NOOVERWRITE. The bytes are copied. A value whose
+ * key, value and 8 bytes pass a third of a page (less 20 bytes: 1,358 at
+ * 4 KB pages) goes to overflow pages, whole pages of its own. */
 int mote_kv_put(mote_txn *txn, uint32_t tree, const void *key, size_t klen,
                 const void *val, size_t vlen, unsigned flags);
 

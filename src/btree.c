@@ -454,13 +454,30 @@ static int put_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k,
     return node_put(t, n, is_root, idx + 1, ncell, nsz, sp);
 }
 
+/*
+ * Whether a leaf cell of key kl and value vl bytes keeps its value in
+ * overflow pages: when key, value and 8 bytes (the lengths and the cell's
+ * slot, at most) pass a third of a node. Every cell within a third, a split
+ * of a full node by bytes (node_put: the left part up to half) leaves both
+ * halves within a page: the right part is under half the bytes plus one
+ * cell, (P + C) / 2 + C <= P. A quarter of a page until 2026-12-06 (1,024
+ * bytes at 4 KB; now 1,358): values of 1,000-1,350 bytes took a 4 KB
+ * overflow page each, four times their size, and a put ~5x and a get ~3x
+ * as long as one inline. Libraries before it read such cells and split
+ * nodes of them the same way, so the format does not change.
+ */
+static int value_overflows(uint32_t P, size_t kl, size_t vl)
+{
+    return kl + vl + 8 > (P - NH) / 3;
+}
+
 int mote__bt_put(mote_txn *t, const uint8_t *k, size_t kl, const void *v, size_t vl,
                  unsigned flags)
 {
     uint32_t P = t->s->P;
     uint8_t cb[CHILD + 16 + MAX_IKEY + 1024];
     uint8_t optr[PTR12];
-    int ovf = kl + vl + 8 > P / 4 || kl + vl + 8 > sizeof cb;
+    int ovf = value_overflows(P, kl, vl) || kl + vl + 8 > sizeof cb;
     int rc;
     mote__txn_release_held(t);
     if (ovf) {
@@ -709,7 +726,7 @@ static int run_leaf(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t 
             (*delta)--;
             continue;
         }
-        if (op->klen + op->vlen + 8 > P / 4 || (found && c.ovf)) {
+        if (value_overflows(P, op->klen, op->vlen) || (found && c.ovf)) {
             r->stuck = 1; /* overflow values go one at a time */
             return MOTE_OK;
         }

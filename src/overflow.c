@@ -1,5 +1,5 @@
 /*
- * overflow.c — values larger than a quarter page live in a chain of overflow
+ * overflow.c — values larger than a third of a page live in a chain of overflow
  * pages (node.h): the leaf holds a 12-byte pointer {pgno, birth32, crc} to
  * the first page, each page the pointer to the next (pgno 0: the last) and
  * up to P - 32 bytes of the value. Written last page first, so that each

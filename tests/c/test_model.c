@@ -608,6 +608,92 @@ TEST(model_sorted_batches)
 }
 
 /*
+ * Values of 1,000 to 1,400 bytes, on both sides of the inline limit (key,
+ * value and 8 bytes within a third of a node: 1,358 bytes at 4 KB pages),
+ * so that leaves hold two or three cells of up to a third of a node each:
+ * puts, replaces and deletes one at a time on one tree and in sorted
+ * batches on its twin, commits, reopens. Both trees hold the same entries
+ * after every batch; mote_check passes; and values under the limit take no
+ * overflow page (300 of 1,300 bytes: fewer pages than values; each took a
+ * page of its own under the quarter-page limit before 2026-12-06).
+ */
+TEST(model_values_near_the_inline_limit)
+{
+    const char *path = test_path("inl.mote");
+    mote_store *s = test_open(path, NULL);
+    uint64_t rng = 11;
+    enum { MAXB = 200 };
+    mote_kvop ops[MAXB];
+    uint8_t keys[MAXB][8];
+    static uint8_t big[1500];
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (uint8_t)(i * 13 + 5);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    uint32_t one = tree_id(t, "one"), bat = tree_id(t, "batch");
+    for (int round = 0; round < 90; round++) {
+        int phase = round % 9; /* 0-5 mostly puts, 6-8 mostly deletes */
+        size_t n = 1 + test_rand(&rng) % (round % 4 == 0 ? MAXB : 12);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t x = test_rand(&rng) % 700;
+            snprintf((char *)keys[i], sizeof keys[i], "k%06u", (unsigned)x);
+            ops[i].key = keys[i];
+            ops[i].klen = 7;
+            ops[i].del = (int)(test_rand(&rng) % 10) < (phase >= 6 ? 8 : 2);
+            ops[i].val = big + test_rand(&rng) % 100;
+            ops[i].vlen = ops[i].del ? 0 : 1000 + (uint32_t)(test_rand(&rng) % 401);
+        }
+        qsort(ops, n, sizeof *ops, op_cmp);
+        size_t m = 0; /* a batch names each key once */
+        for (size_t i = 0; i < n; i++)
+            if (!m || kcmp(ops[m - 1].key, ops[m - 1].klen, ops[i].key, ops[i].klen))
+                ops[m++] = ops[i];
+        uint64_t miss_one = 0, miss_bat = 0;
+        for (size_t i = 0; i < m; i++) {
+            if (ops[i].del) {
+                int rc = mote_kv_del(t, one, ops[i].key, ops[i].klen);
+                CHECK(rc == MOTE_OK || rc == MOTE_NOTFOUND);
+                miss_one += rc == MOTE_NOTFOUND;
+            } else {
+                OK(mote_kv_put(t, one, ops[i].key, ops[i].klen, ops[i].val, ops[i].vlen, 0));
+            }
+        }
+        OK(mote__kv_apply(t, bat, ops, m, &miss_bat));
+        CHECK(miss_one == miss_bat);
+        trees_equal(t, one, bat);
+        if (round % 10 == 9) {
+            OK(mote_commit(t));
+            OK(mote_check(s, NULL, NULL));
+            if (round % 30 == 29) {
+                OK(mote_close(s));
+                s = test_open(path, NULL);
+            }
+            OK(mote_begin(s, 0, &t));
+        }
+    }
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+
+    s = test_open(test_path("inl2.mote"), NULL);
+    OK(mote_begin(s, 0, &t));
+    uint32_t tr = tree_id(t, "t");
+    for (int i = 0; i < 300; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "k%06d", i);
+        OK(mote_kv_put(t, tr, k, 7, big, 1300, 0));
+    }
+    OK(mote_commit(t));
+    mote_stat st;
+    OK(mote_store_stat(s, &st));
+    printf("300 values of 1,300 bytes: %llu pages in use\n",
+           (unsigned long long)(st.pages - st.pages_free));
+    CHECK(st.pages - st.pages_free < 200); /* three to a leaf: ~100 leaves */
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
+/*
  * mote__cursor_find_id, the object fetch of queries and batches: runs of
  * ascending lookups (hits and misses, short and long steps, jumps back),
  * against a model, on a tree of several levels whose ids are dense in

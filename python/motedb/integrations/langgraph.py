@@ -30,7 +30,7 @@ Each checkpoint holds a thread's whole state, which mostly repeats the one befor
 follow the bytes, so the history shared with the parent is cut the same way), each
 kept once per thread under its hash; the checkpoint or write holds the list of hashes.
 A thread then grows by what each step adds, not by its whole state each step, and no
-record is long enough to need pages of its own (a record over a quarter of a page
+record is long enough to need pages of its own (a record over a third of a page
 gets whole pages in MoteDB). Chunks that nothing of their thread names any more are
 removed by ``delete_thread``, ``prune`` and ``delete_for_runs``.
 

@@ -490,9 +490,10 @@ def _last_puts(ops: list[Op]) -> dict[tuple, PutOp]:
 
 def _vector_page_size(dims: int) -> int:
     """The page size a new store with an index of ``dims`` floats is created with: the
-    smallest (from 4096) that keeps a vector's record inside a leaf (a record over a
-    quarter of a page takes pages of its own: at 4096, every vector of 256 floats took a
-    4 KB page). Measured with bench/agents' memories (4,000 of 256 floats, 8192): the
+    smallest (from 4096) where a vector's record takes at most a quarter of a page, four
+    or more to a leaf (a record over a third of a page takes pages of its own; under the
+    quarter-page rule before 2026-12-06, every vector of 256 floats took a 4 KB page at
+    4096). Measured with bench/agents' memories (4,000 of 256 floats, 8192): the
     file 19.4 MB -> 8.8 MB, a semantic search's p50 125-213 -> 104-107 us, a filter
     search's the same (three alternated runs)."""
     size = 4096

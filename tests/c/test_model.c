@@ -513,6 +513,30 @@ TEST(model_sparse_deletes_pack)
     }
 }
 
+/* Sorted ops (repeated keys allowed: the first of each is kept) done one
+ * at a time on tree `one` and as one batch on its twin `bat`: the same
+ * misses, the same entries after. */
+static void apply_twins(mote_txn *t, uint32_t one, uint32_t bat, mote_kvop *ops, size_t n)
+{
+    size_t m = 0; /* drop repeated keys: a batch names each key once */
+    for (size_t i = 0; i < n; i++)
+        if (!m || kcmp(ops[m - 1].key, ops[m - 1].klen, ops[i].key, ops[i].klen))
+            ops[m++] = ops[i];
+    uint64_t miss_one = 0, miss_bat = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (ops[i].del) {
+            int rc = mote_kv_del(t, one, ops[i].key, ops[i].klen);
+            CHECK(rc == MOTE_OK || rc == MOTE_NOTFOUND);
+            miss_one += rc == MOTE_NOTFOUND;
+        } else {
+            OK(mote_kv_put(t, one, ops[i].key, ops[i].klen, ops[i].val, ops[i].vlen, 0));
+        }
+    }
+    OK(mote__kv_apply(t, bat, ops, m, &miss_bat));
+    CHECK(miss_one == miss_bat);
+    trees_equal(t, one, bat);
+}
+
 TEST(model_sorted_batches)
 {
     const char *path = test_path("b.mote");
@@ -552,23 +576,7 @@ TEST(model_sorted_batches)
             qsort(ops, n, sizeof *ops, op_cmp);
         else
             OK(mote__kvops_sort(ops, n));
-        size_t m = 0; /* drop repeated keys: a batch names each key once */
-        for (size_t i = 0; i < n; i++)
-            if (!m || kcmp(ops[m - 1].key, ops[m - 1].klen, ops[i].key, ops[i].klen))
-                ops[m++] = ops[i];
-        uint64_t miss_one = 0, miss_bat = 0;
-        for (size_t i = 0; i < m; i++) {
-            if (ops[i].del) {
-                int rc = mote_kv_del(t, one, ops[i].key, ops[i].klen);
-                CHECK(rc == MOTE_OK || rc == MOTE_NOTFOUND);
-                miss_one += rc == MOTE_NOTFOUND;
-            } else {
-                OK(mote_kv_put(t, one, ops[i].key, ops[i].klen, ops[i].val, ops[i].vlen, 0));
-            }
-        }
-        OK(mote__kv_apply(t, bat, ops, m, &miss_bat));
-        CHECK(miss_one == miss_bat);
-        trees_equal(t, one, bat);
+        apply_twins(t, one, bat, ops, n);
         if (round % 10 == 9) {
             OK(mote_commit(t));
             if (round % 30 == 29) {
@@ -644,23 +652,7 @@ TEST(model_values_near_the_inline_limit)
             ops[i].vlen = ops[i].del ? 0 : 1000 + (uint32_t)(test_rand(&rng) % 401);
         }
         qsort(ops, n, sizeof *ops, op_cmp);
-        size_t m = 0; /* a batch names each key once */
-        for (size_t i = 0; i < n; i++)
-            if (!m || kcmp(ops[m - 1].key, ops[m - 1].klen, ops[i].key, ops[i].klen))
-                ops[m++] = ops[i];
-        uint64_t miss_one = 0, miss_bat = 0;
-        for (size_t i = 0; i < m; i++) {
-            if (ops[i].del) {
-                int rc = mote_kv_del(t, one, ops[i].key, ops[i].klen);
-                CHECK(rc == MOTE_OK || rc == MOTE_NOTFOUND);
-                miss_one += rc == MOTE_NOTFOUND;
-            } else {
-                OK(mote_kv_put(t, one, ops[i].key, ops[i].klen, ops[i].val, ops[i].vlen, 0));
-            }
-        }
-        OK(mote__kv_apply(t, bat, ops, m, &miss_bat));
-        CHECK(miss_one == miss_bat);
-        trees_equal(t, one, bat);
+        apply_twins(t, one, bat, ops, n);
         if (round % 10 == 9) {
             OK(mote_commit(t));
             OK(mote_check(s, NULL, NULL));

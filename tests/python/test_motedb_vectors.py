@@ -315,7 +315,7 @@ def test_index_refuses_nan_and_writes_nothing(tmp_path):
 
 
 def test_page_size_at_creation(tmp_path):
-    """A 384-float vector (1,536 bytes) is more than a quarter of a 4 KB page, so each one
+    """A 384-float vector (1,536 bytes) is more than a third of a 4 KB page, so each one
     takes an overflow page of its own; with 8 KB pages it stays in the tree's leaves."""
     sizes = {}
     for ps in (None, 8192):

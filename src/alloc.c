@@ -51,11 +51,12 @@ static int txn_alloc(mote_txn *t, uint32_t *out)
             goto found;
         p++;
     }
-    /* past the end: never onto a page in use or pending there. A commit
-     * that shrinks the file (mote__shrink) has npages below the base's, and
-     * the bitmap pages it copied past its new end took the base's bitmap
-     * pages (found by model_sorted_batches once values of 1,200-1,358 bytes
-     * stayed inline: an assertion here, a base page overwritten without it) */
+    /* past the end: never onto a page in use, pending or used by the base.
+     * A commit that shrinks the file (mote__shrink) has npages below the
+     * base's, and the bitmap pages it copied went past its new end onto a
+     * page the base still used (found by model_sorted_batches once values
+     * of 1,200-1,358 bytes stayed inline: the assertion below; without it a
+     * page of the durable state overwritten before the commit's sync) */
     p = np;
     while (p < rd32(t->base->data + 32) &&
            (bit_get(t->bm, p) || bit_get(s->pend, p) || base_uses(t, p)))

@@ -459,8 +459,9 @@ static int put_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k,
  * overflow pages: when key, value and 8 bytes (the lengths and the cell's
  * slot, at most) pass a third of a node. Every cell within a third, a split
  * of a full node by bytes (node_put: the left part up to half) leaves both
- * halves within a page: the right part is under half the bytes plus one
- * cell, (P + C) / 2 + C <= P. A quarter of a page until 2026-12-06 (1,024
+ * halves within a node: the right part is under half the bytes plus one
+ * cell, (U + C) / 2 + C <= U for the U = P - NH bytes a node holds and
+ * C <= U / 3. A quarter of a page until 2026-12-06 (1,024
  * bytes at 4 KB; now 1,358): values of 1,000-1,350 bytes took a 4 KB
  * overflow page each, four times their size, and a put ~5x and a get ~3x
  * as long as one inline. Libraries before it read such cells and split

@@ -516,7 +516,6 @@ void mote__shrink(mote_store *s)
     if (last + room > cut)
         room = last < cut ? (uint32_t)cut - last : 0;
     t->npages = last + room;
-    t->hint = 2; /* the bitmap pages the commit copies go below the new end */
     t->changed = 1;
     if (mote__txn_commit(t))
         return;

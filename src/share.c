@@ -1655,21 +1655,6 @@ static void pp_name(uint64_t id, char *buf, size_t n)
     snprintf(buf, n, "/dev/shm/motedb-solo-%010llx", (unsigned long long)id);
 }
 
-static void pp_sweep(const mote_io *io);
-
-/* At exit, this process's solo page goes, and those of processes that died
- * (a crash leaves its page: the next process to exit that made one removes
- * it). Not through pp_io: a shim may be gone by now. */
-static void pp_remove(void)
-{
-    char path[64];
-    if (pp && pp_id) {
-        pp_name(pp_id, path, sizeof path);
-        unlink(path);
-        pp_sweep(&mote_io_posix);
-    }
-}
-
 /* Solo pages of processes that died (of this user). A page whose maker died
  * before it wrote the head (no magic) goes too: a live maker locks its byte
  * 0 before anything else. */
@@ -1707,6 +1692,19 @@ static void pp_sweep(const mote_io *io)
         io->close(io->ctx, fd); /* (and our lock, if we took it) */
     }
     closedir(d);
+}
+
+/* At exit, this process's solo page goes, and those of processes that died
+ * (a crash leaves its page: the next process to exit that made one removes
+ * it). Not through pp_io: a shim may be gone by now. */
+static void pp_remove(void)
+{
+    char path[64];
+    if (pp && pp_id) {
+        pp_name(pp_id, path, sizeof path);
+        unlink(path);
+        pp_sweep(&mote_io_posix);
+    }
 }
 
 /* This process's solo page (under pp_mu): made once, 16 MB of which only

@@ -3,10 +3,12 @@ tests/python/requirements-integrations.txt): a store shipped and restored equals
 store at the commit restored; an idle store costs no request; a replicator that restarts
 goes on from the bucket; a server that fails is retried. The data is synthetic."""
 
+import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Annotated
@@ -20,6 +22,7 @@ from motedb import replicate
 
 boto3 = pytest.importorskip("boto3")
 moto_server = pytest.importorskip("moto.server")
+zstandard = pytest.importorskip("zstandard")
 
 
 class Memo(motedb.Entity):
@@ -620,32 +623,111 @@ def test_request_rate_is_bounded(tmp_path, s3):
 
 
 def test_compressed_and_plain_objects_restore_alike(tmp_path, s3):
+    """Objects as they are, by zlib (an earlier replicator's, or one without zstandard),
+    by zstd (the default) and by zlib against the delta before (small deltas, in packs)
+    make one chain: a restore to each of them gives the store at that commit."""
     c, url = s3
     src = str(tmp_path / "z.mote")
+    want = {}
     with motedb.open(src) as s:
         box = s.box(Memo)
         box.put_many([Memo(text=f"alpha {k} " * 20, level=k) for k in range(300)])
-        plain = replicate.Replicator(url, client=c, compress=False)
-        plain.add(s)
-        assert plain.ship() == 1
-        box.put(Memo(text="alpha again"))
-        packed = replicate.Replicator(url, client=c)  # (new: no delta before to compress against)
-        packed.add(s)
-        assert packed.ship() == 1
+        for i, compress in enumerate((False, "zlib", True)):
+            if i:
+                box.put(Memo(text=f"alpha again {i}"))
+            rep = replicate.Replicator(url, client=c, compress=compress)
+            rep.add(s)  # (new: no delta before to compress against)
+            assert rep.ship() == 1
+            want[s.commit] = rows(s)
         for k in range(3):
             box.put(Memo(text=f"alpha {k} and more", level=k))
-            assert packed.ship() == 1
-        want = rows(s)
+            assert rep.ship() == 1
+        want[s.commit] = rows(s)
         pts = replicate.points(url, "z.mote", client=c)
         s.delta(tmp_path / "plain.delta", since=pts[0]["to"])
         s.delta(tmp_path / "last.delta", since=pts[-2]["to"])
-    assert [p["comp"] for p in pts] == ["", "z", "zd", "zd", "zd"]
-    assert [p.get("packed", False) for p in pts] == [False, False, True, True, True]
-    assert pts[1]["size"] * 3 < os.path.getsize(tmp_path / "plain.delta")  # pages half empty
+    assert [p["comp"] for p in pts] == ["", "z", "zst", "zd", "zd", "zd"]
+    assert [p.get("packed", False) for p in pts] == [False, False, False, True, True, True]
+    for p in pts[1:3]:
+        assert p["size"] * 3 < os.path.getsize(tmp_path / "plain.delta")  # pages half empty
     # against the delta before it, a small commit's delta is a few hundred bytes
     assert pts[-1]["size"] * 10 < os.path.getsize(tmp_path / "last.delta")
-    assert pts[-1]["size"] * 3 < pts[1]["size"]
-    assert restored(url, "z.mote", tmp_path / "r.mote", c)[1] == want
+    assert pts[-1]["size"] * 3 < pts[2]["size"]
+    for i, at in enumerate(sorted(want)):
+        assert restored(url, "z.mote", tmp_path / f"r{i}.mote", c, txnid=at) == (at, want[at])
+
+
+def test_zstd_missing(tmp_path, s3, monkeypatch):
+    """Without zstandard a Replicator compresses by zlib (or refuses compress="zstd"),
+    and a restore that needs it says how to get it before it downloads a byte."""
+    c, url = s3
+    with motedb.open(tmp_path / "m.mote") as s:
+        s.box(Memo).put(Memo(text="alpha"))
+        rep = replicate.Replicator(url, client=c)
+        rep.add(s)
+        assert rep.codec == "zst" and rep.ship() == 1
+
+        def missing():
+            raise ImportError("motedb.replicate needs zstandard (test)")
+        monkeypatch.setattr(replicate, "_zstd", missing)
+        assert replicate.Replicator(url, client=c).codec == "z"
+        with pytest.raises(ImportError):
+            replicate.Replicator(url, client=c, compress="zstd")
+        with pytest.raises(ValueError):
+            replicate.Replicator(url, client=c, compress="lz4")
+    gets = []
+    c.c.meta.events.register("before-send.s3.GetObject", lambda **kw: gets.append(kw))
+    with pytest.raises(ImportError, match="zstandard"):
+        replicate.restore(url, "m.mote", tmp_path / "r.mote", client=c)
+    assert not gets and not os.path.exists(tmp_path / "r.mote")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_damaged_compressed_object_is_refused_as_damaged(data):
+    """A compressed object inflates to what was compressed, or raises CorruptError,
+    whatever was done to its bytes (flipped, cut short, grown, a frame that says it
+    holds more than a frame can): never another error, never an allocation of what a
+    damaged header says. (A cut at a frame's end inflates to the frames before it: the
+    delta's own trailer refuses that when it is applied.)"""
+    codec = data.draw(st.sampled_from(["zst", "z"]))
+    raw = data.draw(st.binary(min_size=1, max_size=3000)) * data.draw(st.integers(1, 40))
+    frame, replicate._FRAME = replicate._FRAME, 4096  # (several frames, small)
+    try:
+        damaged(data, codec, raw)
+    finally:
+        replicate._FRAME = frame
+
+
+def damaged(data, codec, raw):
+    good = replicate._pack(raw, codec)
+    kind = data.draw(st.sampled_from(["flip", "cut", "grow", "huge", "none"]))
+    obj = bytearray(good)
+    if kind == "flip":
+        for _ in range(data.draw(st.integers(1, 4))):
+            i = data.draw(st.integers(0, len(obj) - 1))
+            obj[i] ^= 1 << data.draw(st.integers(0, 7))
+    elif kind == "cut":
+        del obj[data.draw(st.integers(0, len(obj) - 1)):]
+    elif kind == "grow":
+        i = data.draw(st.integers(0, len(obj)))
+        obj[i:i] = data.draw(st.binary(min_size=1, max_size=40))
+    elif kind == "huge" and codec == "zst":  # a frame that says it holds more than 4 MB
+        z = zstandard.ZstdCompressor().compress(bytes(replicate._FRAME + 1))
+        obj[:0] = len(z).to_bytes(4, "little") + z
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "o.delta")
+        try:
+            replicate._inflate(io.BytesIO(bytes(obj)).read, out, "o", codec=codec)
+        except motedb.CorruptError:
+            assert kind != "none" and not (kind == "huge" and codec == "z")
+            return
+        with open(out, "rb") as f:
+            got = f.read()
+    if kind == "cut":  # (at a frame's end: the frames before it)
+        assert raw.startswith(got)
+    else:
+        assert got == raw
 
 
 def test_run_passes_ship_a_store_once_per_interval(tmp_path, s3):

@@ -1200,6 +1200,28 @@ int mote_delta(mote_store *store, uint64_t since, const char *out_path, unsigned
  */
 int mote_delta_apply(const char *path, const char *delta_path, const mote_options *opts);
 
+/*
+ * What mote_delta_apply_from reads a delta with: up to n bytes into buf,
+ * returning how many (fewer is fine; 0 only at the end) or -errno.
+ */
+typedef long long (*mote_read_fn)(void *ctx, void *buf, size_t n);
+
+/*
+ * mote_delta_apply of a full delta (since 0) whose bytes `read(ctx, ...)`
+ * gives in order, as they come (a download, inflated as it arrives): no
+ * delta file, so a restore needs the room of the copy alone. The new copy
+ * at `path` (MOTE_EXISTS if it exists) is written as the entries come and
+ * checked as the file's is (each entry's page number, the hash of them all
+ * at the trailer, header against trailer, nothing after the trailer, the
+ * copy opening at the delta's commit); if anything fails (MOTE_CORRUPT,
+ * MOTE_FORMAT, MOTE_IO for a read that returned -errno) the copy is removed. A delta
+ * from another commit is MOTE_INVALID: it must be checked whole before a
+ * copy is touched, which a file allows (mote_delta_apply). `opts` as
+ * there.
+ */
+int mote_delta_apply_from(const char *path, mote_read_fn read, void *ctx,
+                          const mote_options *opts);
+
 #ifdef __cplusplus
 }
 #endif

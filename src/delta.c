@@ -218,8 +218,25 @@ static uint64_t chunk_entries(const din *d)
     return n ? n : 1;
 }
 
-/* Entries i0 .. i0 + n - 1 into buf, each checked against the store's
- * page count and chained into *h (the trailer's hash). */
+/* n entries at buf, each checked (its page within the store's, its second
+ * word 0) and chained into *h (the trailer's hash). */
+static int check_entries(const din *d, const uint8_t *buf, uint64_t n, uint64_t *h)
+{
+    uint64_t entry = 8u + d->P;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint8_t *e = buf + i * entry;
+        if (rd32(e) >= d->pages)
+            return mote__err(MOTE_CORRUPT, "%s: page %u of the delta lies past the store's %u "
+                             "pages", d->path, rd32(e), d->pages);
+        if (rd32(e + 4)) /* (0 in every entry: none reads as the trailer's "MOTEDEND") */
+            return mote__err(MOTE_CORRUPT, "%s: entry %llu of the delta is damaged", d->path,
+                             (unsigned long long)i);
+        *h = mote__hash64(e, entry, *h);
+    }
+    return MOTE_OK;
+}
+
+/* Entries i0 .. i0 + n - 1 of the delta file into buf, checked. */
 static int read_entries(const din *d, uint8_t *buf, uint64_t i0, uint64_t n, uint64_t *h,
                         const char *short_msg)
 {
@@ -228,13 +245,36 @@ static int read_entries(const din *d, uint8_t *buf, uint64_t i0, uint64_t n, uin
     if (got != (ssize_t)(n * entry))
         return got < 0 ? mote__ioerr((int)got, "read", d->path)
                        : mote__err(MOTE_CORRUPT, "%s: %s", d->path, short_msg);
-    for (uint64_t i = 0; i < n; i++) {
-        const uint8_t *e = buf + i * entry;
-        if (rd32(e) >= d->pages)
-            return mote__err(MOTE_CORRUPT, "%s: page %u of the delta lies past the store's %u "
-                             "pages", d->path, rd32(e), d->pages);
-        *h = mote__hash64(e, entry, *h);
-    }
+    return check_entries(d, buf, n, h);
+}
+
+/* The header's fields into d, checked (`n`: the bytes of it there are). */
+static int parse_head(din *d, const uint8_t *head, size_t n)
+{
+    if (n != DELTA_HEAD || memcmp(head, DELTA_MAGIC, 8))
+        return mote__err(MOTE_FORMAT, "%s is not a MoteDB delta", d->path);
+    if (rd32(head + 8) != DELTA_VERSION)
+        return mote__err(MOTE_FORMAT, "%s is a delta of format %u; this library reads %u",
+                         d->path, rd32(head + 8), DELTA_VERSION);
+    d->P = rd32(head + 12);
+    d->since = rd64(head + 16);
+    d->to = rd64(head + 24);
+    d->pages = rd32(head + 32);
+    d->ident = rd64(head + 40);
+    if (rd64(head + 56) != mote__hash64(head, 48, 0) || d->P < 4096 || d->P > 65536 ||
+        (d->P & (d->P - 1)) || d->to < d->since || d->pages < 2)
+        return mote__err(MOTE_CORRUPT, "%s: the delta's header is damaged", d->path);
+    return MOTE_OK;
+}
+
+/* The trailer checked against the header and d->count; its hash of the
+ * entries into d->pages_hash. */
+static int parse_tail(din *d, const uint8_t *tail, const uint8_t *head)
+{
+    if (memcmp(tail, DELTA_END, 8) || rd64(tail + 8) != d->count ||
+        rd64(tail + 24) != mote__hash64(head, DELTA_HEAD, 0))
+        return mote__err(MOTE_CORRUPT, "%s: the delta's end is missing or damaged", d->path);
+    d->pages_hash = rd64(tail + 16);
     return MOTE_OK;
 }
 
@@ -252,19 +292,8 @@ static int delta_read(din *d, int entries)
     ssize_t n = d->io->pread(d->io->ctx, d->fd, head, DELTA_HEAD, 0);
     if (n < 0)
         return mote__ioerr((int)n, "read", d->path);
-    if (n != (ssize_t)DELTA_HEAD || memcmp(head, DELTA_MAGIC, 8))
-        return mote__err(MOTE_FORMAT, "%s is not a MoteDB delta", d->path);
-    if (rd32(head + 8) != DELTA_VERSION)
-        return mote__err(MOTE_FORMAT, "%s is a delta of format %u; this library reads %u",
-                         d->path, rd32(head + 8), DELTA_VERSION);
-    d->P = rd32(head + 12);
-    d->since = rd64(head + 16);
-    d->to = rd64(head + 24);
-    d->pages = rd32(head + 32);
-    d->ident = rd64(head + 40);
-    if (rd64(head + 56) != mote__hash64(head, 48, 0) || d->P < 4096 || d->P > 65536 ||
-        (d->P & (d->P - 1)) || d->to < d->since || d->pages < 2)
-        return mote__err(MOTE_CORRUPT, "%s: the delta's header is damaged", d->path);
+    if ((r = parse_head(d, head, (size_t)n)))
+        return r;
     uint64_t entry = 8u + d->P;
     if (d->size < DELTA_HEAD + DELTA_TAIL || (d->size - DELTA_HEAD - DELTA_TAIL) % entry)
         return mote__err(MOTE_CORRUPT, "%s: the delta is cut short or too long (%llu bytes)",
@@ -274,12 +303,8 @@ static int delta_read(din *d, int entries)
     if (n != (ssize_t)DELTA_TAIL)
         return n < 0 ? mote__ioerr((int)n, "read", d->path)
                      : mote__err(MOTE_CORRUPT, "%s: the delta is cut short", d->path);
-    if (memcmp(tail, DELTA_END, 8) || rd64(tail + 8) != d->count ||
-        rd64(tail + 24) != mote__hash64(head, DELTA_HEAD, 0))
-        return mote__err(MOTE_CORRUPT, "%s: the delta's end is missing or damaged", d->path);
-    d->pages_hash = rd64(tail + 16);
-    if (!entries)
-        return MOTE_OK;
+    if ((r = parse_tail(d, tail, head)) || !entries)
+        return r;
     uint64_t per = chunk_entries(d);
     uint8_t *buf = mote__malloc(per * entry);
     if (!buf)
@@ -362,14 +387,142 @@ static int unslot(const mote_io *io, int fd, const char *path, uint32_t P, uint8
                         : MOTE_OK;
 }
 
+/* A copy being written: where its pages go, and its slots, kept for last. */
+typedef struct acopy {
+    const mote_io *io;
+    const char *path;
+    int fd, made, sync;
+    uint32_t P;
+    uint8_t *saved; /* the copy's slots before the apply (2 P bytes) */
+    uint8_t *slots; /* the delta's pages 0 and 1 (2 P bytes), has[i] if it brings it */
+    int has[2];
+} acopy;
+
+/* The pages of n checked entries at buf written, in runs of consecutive
+ * page numbers; pages 0 and 1 (the slots) kept for the end. */
+static int put_entries(acopy *a, uint8_t *buf, uint64_t n)
+{
+    uint64_t entry = 8u + a->P;
+    struct iovec iov[DELTA_RUN];
+    int cnt = 0, rc = MOTE_OK;
+    uint32_t run = 0; /* the page number of iov[0] */
+    for (uint64_t k = 0; k < n && !rc; k++) {
+        uint8_t *e = buf + k * entry;
+        uint32_t pg = rd32(e);
+        if (pg < 2) {
+            memcpy(a->slots + (size_t)pg * a->P, e + 8, a->P);
+            a->has[pg] = 1;
+            continue;
+        }
+        if (cnt && (cnt == DELTA_RUN || pg != run + (uint32_t)cnt)) {
+            rc = write_run(a->io, a->fd, a->path, a->P, iov, cnt, run);
+            cnt = 0;
+        }
+        if (!cnt)
+            run = pg;
+        iov[cnt++] = (struct iovec){e + 8, a->P};
+    }
+    return rc ? rc : write_run(a->io, a->fd, a->path, a->P, iov, cnt, run);
+}
+
+/* After the pages (rc: how writing them went; h: their hash): the copy's
+ * size (its pages at the commit, at least), synced; then the slots, synced;
+ * the copy closed and checked to open at the delta's commit, as the
+ * delta's store. A copy that was written but is not what the delta said is
+ * marked as an interrupted apply's is. Returns rc, or the first failure. */
+static int finish(acopy *a, const din *d, uint64_t h, int rc)
+{
+    const mote_io *io = a->io;
+    int r = 0;
+    if (!rc && h != d->pages_hash) /* (a full delta: checked as written, then removed) */
+        rc = mote__err(MOTE_CORRUPT, "%s: the delta's pages are %s", d->path,
+                       a->made ? "damaged" : "not those checked: it changed while applied");
+    mote_fileinfo fi;
+    if (!rc && !(r = io->fstat(io->ctx, a->fd, &fi)) && fi.size < (uint64_t)d->pages * a->P)
+        r = io->ftruncate(io->ctx, a->fd, (uint64_t)d->pages * a->P);
+    if (!rc && !r && a->sync) /* the pages durable before a slot names them */
+        r = io->fdatasync(io->ctx, a->fd);
+    for (uint32_t i = 0; i < 2 && !rc && !r; i++) {
+        if (!a->has[i] && a->made)
+            continue;
+        ssize_t w = io->pwrite(io->ctx, a->fd, a->has[i] ? a->slots + (size_t)i * a->P
+                                                         : a->saved + (size_t)i * a->P,
+                               a->P, (uint64_t)i * a->P);
+        r = w < 0 ? (int)w : w != (ssize_t)a->P ? -EIO : 0;
+    }
+    if (!rc && !r && a->sync)
+        r = io->fdatasync(io->ctx, a->fd);
+    if (!rc && !r && a->made && a->sync)
+        r = io->fsync_dir(io->ctx, a->path);
+    if (!rc && r)
+        rc = mote__ioerr(r, "write", a->path);
+    io->close(io->ctx, a->fd);
+    a->fd = -1;
+    if (rc)
+        return rc;
+    uint64_t at = 0, ident = 0;
+    uint32_t P = 0;
+    if (!(rc = copy_at(a->path, io, &at, &P, &ident)) && (at != d->to || ident != d->ident))
+        rc = mote__err(MOTE_CORRUPT, "%s opens at commit %llu (identity %016llx) after the "
+                       "delta %s, not %llu (%016llx)", a->path, (unsigned long long)at,
+                       (unsigned long long)ident, d->path, (unsigned long long)d->to,
+                       (unsigned long long)d->ident);
+    /* written, but not what the delta said: the copy is refused at open
+     * (as when an apply stops half way), not left at a commit nobody
+     * asked for */
+    int fd;
+    if (rc && rc != MOTE_NOMEM && rc != MOTE_LOCKED && /* (LOCKED: not ours to mark) */
+        (fd = io->open(io->ctx, a->path, O_RDWR, 0)) >= 0) {
+        mark_slots(io, fd, a->P, 0, a->sync);
+        io->close(io->ctx, fd);
+    }
+    return rc;
+}
+
+/* A new file for a full delta's copy (MOTE_EXISTS if there is one). */
+static int create_copy(acopy *a)
+{
+    a->fd = a->io->open(a->io->ctx, a->path, O_RDWR | O_CREAT | O_EXCL, 0644);
+    if (a->fd < 0)
+        return a->fd == -EEXIST ? mote__err(MOTE_EXISTS, "%s already exists: a full delta "
+                                            "makes a new copy", a->path)
+                                : mote__ioerr(a->fd, "create", a->path);
+    a->made = 1;
+    return MOTE_OK;
+}
+
+/* Buffers for an apply: `bytes` for entries, then the copy's slots and the
+ * delta's (4 P bytes). */
+static uint8_t *apply_buffers(acopy *a, size_t bytes)
+{
+    uint8_t *buf = mote__malloc(bytes + (size_t)4 * a->P);
+    if (buf) {
+        a->saved = buf + bytes;
+        a->slots = a->saved + (size_t)2 * a->P;
+    }
+    return buf;
+}
+
+/* The end of an apply: buffers freed, the copy closed, and a new one
+ * removed if the apply failed. */
+static int apply_end(acopy *a, uint8_t *buf, int rc)
+{
+    mote__free(buf);
+    if (a->fd >= 0)
+        a->io->close(a->io->ctx, a->fd);
+    if (rc && a->made && a->io->unlink)
+        a->io->unlink(a->io->ctx, a->path);
+    return rc;
+}
+
 int mote_delta_apply(const char *path, const char *delta_path, const mote_options *opts)
 {
     if (!path || !delta_path)
         return mote__err(MOTE_INVALID, "mote_delta_apply: NULL argument");
     const mote_io *io = opts && opts->io ? opts->io : &mote_io_posix;
-    int sync = !(opts && (opts->flags & MOTE_NOSYNC));
+    acopy a = {io, path, -1, 0, !(opts && (opts->flags & MOTE_NOSYNC)), 0, NULL, NULL, {0, 0}};
     din d = {io, -1, 0, 0, 0, 0, 0, 0, 0, 0, delta_path};
-    int rc = MOTE_OK, fd = -1, made = 0;
+    int rc = MOTE_OK;
     uint8_t *buf = NULL;
     d.fd = io->open(io->ctx, delta_path, O_RDONLY, 0);
     if (d.fd < 0)
@@ -379,14 +532,8 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
     if ((rc = delta_read(&d, 0)))
         goto out;
     if (d.since == 0) { /* a full delta: a new copy (removed if anything fails) */
-        fd = io->open(io->ctx, path, O_RDWR | O_CREAT | O_EXCL, 0644);
-        if (fd < 0) {
-            rc = fd == -EEXIST ? mote__err(MOTE_EXISTS, "%s already exists: a full delta makes "
-                                           "a new copy", path)
-                               : mote__ioerr(fd, "create", path);
+        if ((rc = create_copy(&a)))
             goto out;
-        }
-        made = 1;
     } else {
         uint64_t at = 0, ident = 0;
         uint32_t P = 0;
@@ -407,107 +554,126 @@ int mote_delta_apply(const char *path, const char *delta_path, const mote_option
         }
         if ((rc = delta_read(&d, 1))) /* all of it checked before the copy is touched */
             goto out;
-        fd = io->open(io->ctx, path, O_RDWR, 0);
-        if (fd < 0) {
-            rc = mote__ioerr(fd, "open", path);
+        a.fd = io->open(io->ctx, path, O_RDWR, 0);
+        if (a.fd < 0) {
+            rc = mote__ioerr(a.fd, "open", path);
             goto out;
         }
-        if (io->flock && (rc = io->flock(io->ctx, fd, LOCK_EX | LOCK_NB))) {
+        if (io->flock && (rc = io->flock(io->ctx, a.fd, LOCK_EX | LOCK_NB))) {
             rc = rc == -EWOULDBLOCK ? mote__err(MOTE_LOCKED, "%s is open in another process",
                                                 path)
                                     : mote__ioerr(rc, "lock", path);
             goto out;
         }
     }
+    a.P = d.P;
     uint64_t entry = 8u + d.P, per = chunk_entries(&d);
-    if (!(buf = mote__malloc(per * entry + (size_t)4 * d.P))) {
+    if (!(buf = apply_buffers(&a, per * entry))) {
         rc = mote__err(MOTE_NOMEM, "out of memory applying %s", delta_path);
         goto out;
     }
-    uint8_t *saved = buf + per * entry, *slots = saved + (size_t)2 * d.P;
-    int has[2] = {0, 0};
-    int r = 0;
-    if (!made && (rc = unslot(io, fd, path, d.P, saved, sync)))
+    if (!a.made && (rc = unslot(io, a.fd, path, d.P, a.saved, a.sync)))
         goto out;
-    /* the pages (the slots kept for last) and the size (its pages at the
-     * commit, at least), synced; then the slots, synced */
     uint64_t h = 0;
     for (uint64_t i = 0; i < d.count && !rc; i += per) {
         uint64_t n = d.count - i < per ? d.count - i : per;
-        if ((rc = read_entries(&d, buf, i, n, &h, "the delta changed while applied")))
-            break;
-        struct iovec iov[DELTA_RUN];
-        int cnt = 0;
-        uint32_t run = 0; /* the page number of iov[0] */
-        for (uint64_t k = 0; k < n && !rc; k++) {
-            uint8_t *e = buf + k * entry;
-            uint32_t pg = rd32(e);
-            if (pg < 2) {
-                memcpy(slots + (size_t)pg * d.P, e + 8, d.P);
-                has[pg] = 1;
-                continue;
-            }
-            if (cnt && (cnt == DELTA_RUN || pg != run + (uint32_t)cnt)) {
-                rc = write_run(io, fd, path, d.P, iov, cnt, run);
-                cnt = 0;
-            }
-            if (!cnt)
-                run = pg;
-            iov[cnt++] = (struct iovec){e + 8, d.P};
-        }
-        if (!rc)
-            rc = write_run(io, fd, path, d.P, iov, cnt, run);
+        if (!(rc = read_entries(&d, buf, i, n, &h, "the delta changed while applied")))
+            rc = put_entries(&a, buf, n);
     }
-    if (!rc && h != d.pages_hash) /* (a full delta: checked as written, then removed) */
-        rc = mote__err(MOTE_CORRUPT, "%s: the delta's pages are %s", delta_path,
-                       made ? "damaged" : "not those checked: it changed while applied");
-    mote_fileinfo fi;
-    if (!rc && !(r = io->fstat(io->ctx, fd, &fi)) && fi.size < (uint64_t)d.pages * d.P)
-        r = io->ftruncate(io->ctx, fd, (uint64_t)d.pages * d.P);
-    if (!rc && !r && sync) /* the pages durable before a slot names them */
-        r = io->fdatasync(io->ctx, fd);
-    for (uint32_t i = 0; i < 2 && !rc && !r; i++) {
-        if (!has[i] && made)
-            continue;
-        ssize_t w = io->pwrite(io->ctx, fd, has[i] ? slots + (size_t)i * d.P
-                                                  : saved + (size_t)i * d.P, d.P,
-                               (uint64_t)i * d.P);
-        r = w < 0 ? (int)w : w != (ssize_t)d.P ? -EIO : 0;
-    }
-    if (!rc && !r && sync)
-        r = io->fdatasync(io->ctx, fd);
-    if (!rc && !r && made && sync)
-        r = io->fsync_dir(io->ctx, path);
-    if (!rc && r)
-        rc = mote__ioerr(r, "write", path);
-    if (fd >= 0) {
-        io->close(io->ctx, fd);
-        fd = -1;
-    }
-    if (!rc) { /* it opens at the delta's commit, as the delta's store */
-        uint64_t at = 0, ident = 0;
-        uint32_t P = 0;
-        if (!(rc = copy_at(path, io, &at, &P, &ident)) && (at != d.to || ident != d.ident))
-            rc = mote__err(MOTE_CORRUPT, "%s opens at commit %llu (identity %016llx) after the "
-                           "delta %s, not %llu (%016llx)", path, (unsigned long long)at,
-                           (unsigned long long)ident, delta_path, (unsigned long long)d.to,
-                           (unsigned long long)d.ident);
-        /* written, but not what the delta said: the copy is refused at open
-         * (as when an apply stops half way), not left at a commit nobody
-         * asked for */
-        if (rc && rc != MOTE_NOMEM && rc != MOTE_LOCKED && /* (LOCKED: not ours to mark) */
-            (fd = io->open(io->ctx, path, O_RDWR, 0)) >= 0) {
-            mark_slots(io, fd, d.P, 0, sync);
-            io->close(io->ctx, fd);
-            fd = -1;
-        }
-    }
+    rc = finish(&a, &d, h, rc);
 out:
-    mote__free(buf);
-    if (fd >= 0)
-        io->close(io->ctx, fd);
-    if (rc && made && io->unlink)
-        io->unlink(io->ctx, path);
     io->close(io->ctx, d.fd);
-    return rc;
+    return apply_end(&a, buf, rc);
+}
+
+/* Fill buf with up to n bytes from the stream: the bytes read (fewer only
+ * at its end), or -errno. */
+static long long read_full(mote_read_fn read, void *ctx, uint8_t *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        long long r = read(ctx, buf + got, n - got);
+        if (r < 0)
+            return r;
+        if (r == 0)
+            break;
+        got += (size_t)r > n - got ? n - got : (size_t)r;
+    }
+    return (long long)got;
+}
+
+int mote_delta_apply_from(const char *path, mote_read_fn read, void *ctx,
+                          const mote_options *opts)
+{
+    if (!path || !read)
+        return mote__err(MOTE_INVALID, "mote_delta_apply_from: NULL argument");
+    const mote_io *io = opts && opts->io ? opts->io : &mote_io_posix;
+    acopy a = {io, path, -1, 0, !(opts && (opts->flags & MOTE_NOSYNC)), 0, NULL, NULL, {0, 0}};
+    din d = {io, -1, 0, 0, 0, 0, 0, 0, 0, 0, "the delta stream"};
+    uint8_t head[DELTA_HEAD], *buf = NULL;
+    long long got = read_full(read, ctx, head, DELTA_HEAD);
+    int rc = got < 0 ? mote__ioerr((int)got, "read", d.path) : parse_head(&d, head, (size_t)got);
+    if (rc)
+        return rc;
+    if (d.since)
+        return mote__err(MOTE_INVALID, "a delta from commit %llu is applied from a file "
+                         "(mote_delta_apply: checked whole before the copy is touched); only "
+                         "a full delta is read as it comes", (unsigned long long)d.since);
+    if ((rc = create_copy(&a)))
+        return rc;
+    a.P = d.P;
+    /* Entries as they come, a chunk at a time: room for a chunk of entries
+     * and the trailer, which follows the last entry. An entry never starts
+     * as the trailer does: its second word is 0 (check_entries), "DEND" is
+     * not. */
+    uint64_t entry = 8u + d.P, cap = chunk_entries(&d) * entry + DELTA_TAIL, have = 0, h = 0;
+    if (!(buf = apply_buffers(&a, cap))) {
+        rc = mote__err(MOTE_NOMEM, "out of memory applying %s", d.path);
+        goto out;
+    }
+    int end = 0; /* the stream ended */
+    for (;;) {
+        if (!end) {
+            got = read_full(read, ctx, buf + have, cap - have);
+            if (got < 0) {
+                rc = mote__ioerr((int)got, "read", d.path);
+                break;
+            }
+            end = have + (uint64_t)got < cap;
+            have += (uint64_t)got;
+        }
+        uint64_t n = 0, off = 0;
+        while (have - off >= entry && memcmp(buf + off, DELTA_END, 8)) {
+            n++;
+            off += entry;
+        }
+        if ((rc = check_entries(&d, buf, n, &h)) || (rc = put_entries(&a, buf, n)))
+            break;
+        d.count += n;
+        if (have - off >= 8 && !memcmp(buf + off, DELTA_END, 8)) { /* the trailer */
+            uint64_t left = have - off;
+            uint8_t more;
+            if (left == DELTA_TAIL && !end) { /* the stream must end with it */
+                if ((got = read_full(read, ctx, &more, 1)) < 0) {
+                    rc = mote__ioerr((int)got, "read", d.path);
+                    break;
+                }
+                left += (uint64_t)got;
+            }
+            rc = left < DELTA_TAIL   ? mote__err(MOTE_CORRUPT, "%s: the delta is cut short", d.path)
+                 : left > DELTA_TAIL ? mote__err(MOTE_CORRUPT, "%s: bytes after the delta's end",
+                                                 d.path)
+                                     : parse_tail(&d, buf + off, head);
+            break;
+        }
+        if (end) {
+            rc = mote__err(MOTE_CORRUPT, "%s: the delta is cut short", d.path);
+            break;
+        }
+        memmove(buf, buf + off, have - off);
+        have -= off;
+    }
+    rc = finish(&a, &d, h, rc);
+out:
+    return apply_end(&a, buf, rc);
 }

@@ -143,7 +143,48 @@ done:
     return out;
 }
 
-/* apply_delta(copy, delta): mote_delta_apply, the GIL released. */
+/* A full delta read as it comes from a Python binary stream (its
+ * readinto), for mote_delta_apply_from, which runs with the GIL released:
+ * each read takes the GIL back for the call. The stream's own exception,
+ * the first, is kept and raised as it was. */
+typedef struct pyreader {
+    PyObject *stream;
+    PyThreadState *ts;
+    PyObject *type, *value, *tb; /* the stream's exception */
+} pyreader;
+
+static long long pyreader_read(void *ctx, void *buf, size_t n)
+{
+    pyreader *r = ctx;
+    PyEval_RestoreThread(r->ts);
+    long long got = -EIO;
+    /* (a view of the C buffer for the call, dropped after it, as CPython's
+     * own buffered reader does) */
+    PyObject *view = PyMemoryView_FromMemory(buf, n > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX
+                                                                      : (Py_ssize_t)n, PyBUF_WRITE);
+    PyObject *res = view ? PyObject_CallMethod(r->stream, "readinto", "O", view) : NULL;
+    if (res == Py_None)
+        PyErr_SetString(PyExc_ValueError, "apply_delta: the stream's readinto returned None "
+                        "(a non-blocking stream): give it a blocking one");
+    else if (res) {
+        Py_ssize_t k = PyLong_AsSsize_t(res);
+        if (k >= 0 && (size_t)k <= n)
+            got = k;
+        else if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "apply_delta: the stream's readinto returned %zd "
+                         "for a buffer of %zu bytes", k, n);
+    }
+    Py_XDECREF(res);
+    Py_XDECREF(view);
+    if (got < 0 && !r->type)
+        PyErr_Fetch(&r->type, &r->value, &r->tb);
+    PyErr_Clear();
+    r->ts = PyEval_SaveThread();
+    return got;
+}
+
+/* apply_delta(copy, delta): mote_delta_apply (or, from a stream,
+ * mote_delta_apply_from), the GIL released. */
 static PyObject *mod_apply_delta(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
@@ -152,17 +193,30 @@ static PyObject *mod_apply_delta(PyObject *self, PyObject *args, PyObject *kw)
     int sync = 1;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$p:apply_delta", kwlist, &copy, &delta, &sync))
         return NULL;
-    if (!PyUnicode_FSConverter(copy, &bc) || !PyUnicode_FSConverter(delta, &bd)) {
+    int stream = !PyUnicode_Check(delta) && !PyBytes_Check(delta) &&
+                 PyObject_HasAttrString(delta, "readinto");
+    if (!PyUnicode_FSConverter(copy, &bc) || (!stream && !PyUnicode_FSConverter(delta, &bd))) {
         Py_XDECREF(bc);
         return NULL;
     }
     int rc;
-    Py_BEGIN_ALLOW_THREADS
     mote_options o = {sync ? 0u : MOTE_NOSYNC, 0, 0, NULL};
-    rc = mote_delta_apply(PyBytes_AS_STRING(bc), PyBytes_AS_STRING(bd), &o);
-    Py_END_ALLOW_THREADS
+    pyreader r = {delta, NULL, NULL, NULL, NULL};
+    if (stream) {
+        r.ts = PyEval_SaveThread();
+        rc = mote_delta_apply_from(PyBytes_AS_STRING(bc), pyreader_read, &r, &o);
+        PyEval_RestoreThread(r.ts);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        rc = mote_delta_apply(PyBytes_AS_STRING(bc), PyBytes_AS_STRING(bd), &o);
+        Py_END_ALLOW_THREADS
+    }
     Py_DECREF(bc);
-    Py_DECREF(bd);
+    Py_XDECREF(bd);
+    if (r.type) { /* the stream failed: its error, not the read's MOTE_IO */
+        PyErr_Restore(r.type, r.value, r.tb);
+        return NULL;
+    }
     if (rc) {
         raise_rc(rc);
         return NULL;
@@ -178,7 +232,11 @@ static PyMethodDef module_methods[] = {
      "a copy at exactly the delta's `since` commit. A damaged or cut short delta raises\n"
      "CorruptError and writes nothing. The copy must not be open anywhere meanwhile.\n"
      "sync=False syncs nothing: for a file of your own that you sync once at the end\n"
-     "(a crash may leave it at another commit)."},
+     "(a crash may leave it at another commit). `delta` may also be a binary stream (an\n"
+     "object with readinto, read to its end) of a full delta, applied as it comes: no\n"
+     "delta file; a damaged or cut short one leaves no copy, and an error of the stream's\n"
+     "is raised as it is. A delta from a commit needs a file (motedb.Error otherwise):\n"
+     "it is checked whole before the copy is touched."},
     {"_chunk_ends", mod_chunk_ends, METH_VARARGS,
      "_chunk_ends(data, min, max, bits) -> list[int]\n\n"
      "The end offsets of data's content-defined chunks (mote.h, mote_chunk)."},

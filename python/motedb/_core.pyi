@@ -2,8 +2,8 @@
 
 import os
 from types import EllipsisType
-from typing import (Any, Callable, Generic, Iterable, Iterator, Literal, Mapping, Sequence, TypeVar,
-                    overload)
+from typing import (Any, BinaryIO, Callable, Generic, Iterable, Iterator, Literal, Mapping,
+                    Sequence, TypeVar, overload)
 
 version: str
 
@@ -228,7 +228,7 @@ class Store:
     def __enter__(self) -> Store: ...
     def __exit__(self, *exc: Any) -> Literal[False]: ...
 
-def apply_delta(copy: str | os.PathLike[str], delta: str | os.PathLike[str], *,
+def apply_delta(copy: str | os.PathLike[str], delta: str | os.PathLike[str] | BinaryIO, *,
                 sync: bool = True) -> None: ...
 def tokenize(text: str, *, keep_diacritics: bool = False, stem: bool = False) -> list[str]: ...
 def _init(*, prepare: Callable[..., Any], Decimal: type, dumps: Callable[[Any], str],

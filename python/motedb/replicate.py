@@ -313,14 +313,37 @@ def restore(url: str, name: str, path: str | os.PathLike, *, txnid: int | None =
                 _inflate_file(local + ".z", local, codec=comp)
                 os.unlink(local + ".z")
                 return local
-            # Downloaded a few ahead (at most 8 files on disk), applied in order,
-            # unsynced: the file is ours until renamed.
-            ahead = [pool.submit(fetch, i) for i in range(min(8, len(chain)))]
-            tail = None  # the end of the delta applied last: a .zd's dictionary
-            for i in range(len(chain)):
-                local = ahead[i].result()
-                if i + 8 < len(chain):
-                    ahead.append(pool.submit(fetch, i + 8))
+            def stream_base() -> bytes | None:
+                """The base (a full delta, the chain's first) applied as it downloads
+                and inflates: no delta file, and the apply beside the download. Its
+                last _DICT bytes; None if the connection dropped (then downloaded
+                whole, by s3transfer, which retries parts)."""
+                o = chain[0]
+                if "body" in o or o["comp"] == "zd":
+                    return None
+                try:
+                    body = c.get_object(Bucket=bucket, Key=o["key"])["Body"]
+                    src = _Stream(_inflated(body.read, o["key"], codec=o["comp"])
+                                  if o["comp"] else iter(lambda: body.read(1 << 20), b""))
+                    _core.apply_delta(building, src, sync=False)
+                    return src.tail
+                except _core.Error:
+                    raise
+                except Exception:
+                    if os.path.exists(building):
+                        os.unlink(building)
+                    return None
+            # The deltas downloaded a few ahead (at most 8 files on disk) while the
+            # base streams in, applied in order, unsynced: the file is ours until
+            # renamed.
+            ahead = {i: pool.submit(fetch, i) for i in range(1, min(9, len(chain)))}
+            tail = stream_base()  # the end of the delta applied last: a .zd's dictionary
+            if tail is None:
+                ahead[0] = pool.submit(fetch, 0)
+            for i in range(0 if tail is None else 1, len(chain)):
+                local = ahead.pop(i).result()
+                if i + 8 < len(chain) and i + 8 not in ahead:
+                    ahead[i + 8] = pool.submit(fetch, i + 8)
                 if local.endswith(".z"):
                     if tail is None:
                         raise _core.CorruptError(f"{chain[i]['key']} is compressed against "
@@ -966,11 +989,11 @@ def _deflate(src: str, dst: str, codec: str) -> None:
             o.write(z)
 
 
-def _inflate(read, dst: str, what: str, zdict: bytes | None = None,
-             codec: str = "z") -> None:
-    """Inflate a compressed object, whose bytes read(n) gives (a file's, or a download's
-    as they arrive), into the delta file dst: frames of `codec` ("zst" or "z"), or a
-    ``.zd`` object against `zdict`, the end of the delta before it in its chain."""
+def _inflated(read, what: str, zdict: bytes | None = None, codec: str = "z"):
+    """The delta a compressed object holds, whose bytes read(n) gives (a file's, or a
+    download's as they arrive), a frame at a time (two threads inflate ahead): frames
+    of `codec` ("zst" or "z"), or a ``.zd`` object against `zdict`, the end of the delta
+    before it in its chain."""
     zstd = _zstd() if codec == "zst" and zdict is None else None
 
     def take(n: int) -> bytes:  # (a network stream may give fewer bytes than asked)
@@ -1006,9 +1029,37 @@ def _inflate(read, dst: str, what: str, zdict: bytes | None = None,
         except (zlib.error, *((zstd.ZstdError,) if zstd else ())) as e:
             raise _core.CorruptError(f"{what}: compressed delta damaged ({e})") from None
 
+    return _in_order(one, frames())
+
+
+def _inflate(read, dst: str, what: str, zdict: bytes | None = None,
+             codec: str = "z") -> None:
+    """_inflated's delta into the file dst."""
     with open(dst, "wb") as o:
-        for raw in _in_order(one, frames()):
+        for raw in _inflated(read, what, zdict, codec):
             o.write(raw)
+
+
+class _Stream:
+    """A binary stream (readinto) over chunks of bytes, for ``apply_delta`` to read a
+    full delta from as it downloads and inflates; ``tail``: its last _DICT bytes."""
+
+    def __init__(self, chunks):
+        self._chunks = iter(chunks)
+        self._left = memoryview(b"")
+        self.tail = b""
+
+    def readinto(self, b) -> int:
+        while not self._left:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._left = memoryview(chunk)
+            self.tail = (self.tail + chunk if len(chunk) < _DICT else chunk)[-_DICT:]
+        n = min(len(b), len(self._left))
+        b[:n] = self._left[:n]
+        self._left = self._left[n:]
+        return n
 
 
 def _inflate_file(src: str, dst: str, zdict: bytes | None = None, codec: str = "z") -> None:

@@ -202,6 +202,18 @@ static int m_fsync_dir(void *ctx, const char *path)
     return r;
 }
 
+/* The name goes; descriptors open on the file keep it (its slot stays). */
+static int m_unlink(void *ctx, const char *path)
+{
+    memio *m = ctx;
+    int r = op(m);
+    memio_file *f = r ? NULL : find(m, path);
+    if (r || !f)
+        return r ? r : -ENOENT;
+    f->path[0] = 0;
+    return 0;
+}
+
 static int m_flock(void *ctx, int fd, int opn)
 {
     memio *m = ctx;
@@ -257,7 +269,7 @@ void memio_init(memio *m)
     /* no lock/map/...: stores on these files open exclusively (share.c) */
     m->io = (mote_io){m, m_open, m_close, m_pread, m_pwrite, m_pwritev,
                       m_fdatasync, m_fsync_dir, m_flock, m_fstat, m_ftruncate,
-                      NULL, NULL, NULL, NULL, NULL};
+                      NULL, NULL, NULL, m_unlink, NULL};
 }
 
 void memio_free(memio *m)

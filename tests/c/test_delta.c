@@ -649,3 +649,129 @@ TEST(delta_that_does_not_make_what_it_says_leaves_a_refused_copy)
     CHECK_RC(mote_open(copy, &ro, &c), MOTE_CORRUPT);
     CHECK(strstr(mote_last_open_error(), "delta") != NULL);
 }
+
+/* A delta read as it comes (mote_delta_apply_from): the bytes of a delta
+ * image given in pieces of random sizes (from 1 byte), or an error. */
+typedef struct stream {
+    const uint8_t *img;
+    size_t len, at, fail_at; /* fail_at: -EIO once `at` reaches it (0: never) */
+    uint64_t rs;
+} stream;
+
+static long long stream_read(void *ctx, void *buf, size_t n)
+{
+    stream *st = ctx;
+    if (st->fail_at && st->at >= st->fail_at)
+        return -EIO;
+    size_t k = st->len - st->at, r = 1 + (size_t)(test_rand(&st->rs) % 3 == 0
+                                                       ? test_rand(&st->rs) % 64
+                                                       : test_rand(&st->rs) % (3 << 20));
+    k = k < n ? k : n;
+    k = k < r ? k : r;
+    memcpy(buf, st->img + st->at, k);
+    st->at += k;
+    return (long long)k;
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    CHECK(f && fseek(f, 0, SEEK_END) == 0);
+    *len = (size_t)ftell(f);
+    uint8_t *img = malloc(*len + 64);
+    rewind(f);
+    CHECK(img && fread(img, 1, *len, f) == *len);
+    fclose(f);
+    return img;
+}
+
+/* A full delta read as it comes makes the same file as the delta file
+ * does (byte for byte), whatever the pieces it comes in; a stream cut
+ * anywhere, grown after its end, damaged in a page, its trailer or its
+ * header, or failing, is refused and leaves no file; a delta from a commit
+ * is refused (it must be checked whole first), and so is an existing
+ * copy. */
+TEST(delta_applied_as_it_comes)
+{
+    PATH(p, "s.mote");
+    PATH(byfile, "f.mote");
+    PATH(copy, "c.mote");
+    uint64_t t1, t2;
+    mote_store *s = two_deltas(p, 5, 300, 20, 20000, &t1, &t2);
+    OK(mote_delta_apply(byfile, test_path("1.delta"), NULL));
+    size_t len, flen;
+    uint8_t *img = read_file(test_path("1.delta"), &len);
+    CHECK(len > 3 * (1 << 20));
+    uint64_t rs = 99;
+    for (int round = 0; round < 3; round++) {
+        stream st = {img, len, 0, 0, test_rand(&rs)};
+        OK(mote_delta_apply_from(copy, stream_read, &st, NULL));
+        CHECK(st.at == len);
+        size_t clen;
+        uint8_t *a = read_file(byfile, &flen), *b = read_file(copy, &clen);
+        CHECK(clen == flen && memcmp(a, b, clen) == 0);
+        free(a);
+        free(b);
+        if (round < 2)
+            CHECK(unlink(copy) == 0);
+    }
+    mote_stat mst;
+    mote_options ro = {MOTE_RDONLY, 0, 0, NULL};
+    mote_store *c;
+    OK(mote_open(copy, &ro, &c));
+    OK(mote_store_stat(c, &mst));
+    CHECK(mst.txnid == t1);
+    OK(mote_check(c, NULL, NULL));
+    OK(mote_close(c));
+    stream st = {img, len, 0, 0, 1};
+    CHECK_RC(mote_delta_apply_from(copy, stream_read, &st, NULL), MOTE_EXISTS);
+    CHECK(unlink(copy) == 0);
+    /* damaged: each kind refused, no file left */
+    uint64_t entry = 8 + 4096;
+    size_t cuts[] = {0, 10, 63, 64, 64 + 100, 64 + entry, len / 2, len - 32, len - 31, len - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts + 6; i++) {
+        uint8_t *bad = malloc(len + 64);
+        memcpy(bad, img, len);
+        size_t blen = len, fail = 0;
+        int want = MOTE_CORRUPT;
+        if (i < sizeof cuts / sizeof *cuts) {
+            blen = cuts[i];
+            if (blen < 64)
+                want = MOTE_FORMAT; /* (not even a header) */
+        } else {
+            switch (i - sizeof cuts / sizeof *cuts) {
+            case 0: /* grown after its end */
+                memcpy(bad + len, "x", 1);
+                blen = len + 1;
+                break;
+            case 1: /* a byte of a page */
+                bad[64 + 3 * entry + 8 + 100] ^= 1;
+                break;
+            case 2: /* the trailer's count */
+                bad[len - 24] ^= 1;
+                break;
+            case 3: /* the header (its hash no longer matches) */
+                bad[30] ^= 1;
+                break;
+            case 4: /* a page number past the store */
+                memcpy(bad + 64 + 2 * entry, "\xff\xff\xff\x7f", 4);
+                break;
+            default: /* the reader fails half way */
+                fail = len / 2;
+                want = MOTE_IO;
+            }
+        }
+        stream bs = {bad, blen, 0, fail, test_rand(&rs)};
+        CHECK_RC(mote_delta_apply_from(copy, stream_read, &bs, NULL), want);
+        CHECK(access(copy, F_OK) != 0);
+        free(bad);
+    }
+    free(img);
+    /* a delta from a commit: from a file only */
+    img = read_file(test_path("2.delta"), &len);
+    stream inc = {img, len, 0, 0, 3};
+    CHECK_RC(mote_delta_apply_from(copy, stream_read, &inc, NULL), MOTE_INVALID);
+    CHECK(access(copy, F_OK) != 0 && inc.at == 64);
+    free(img);
+    OK(mote_close(s));
+}

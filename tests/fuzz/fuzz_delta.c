@@ -14,7 +14,10 @@
  * numbers within the store, the trailer's count and hashes, the header's
  * hash; to a copy: its commit and identity as the delta's since and
  * identity), so that mutations reach the pages behind the checks; bit 1 =
- * apply to the copy (else as a full delta, to a new file).
+ * apply to the copy (else as a full delta, to a new file). A full delta
+ * is also applied as it comes (mote_delta_apply_from, read in pieces whose
+ * sizes bits 2-7 choose): it must work exactly when the file's apply does
+ * and then make the same file, and leave no file when it fails.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -80,6 +83,7 @@ static size_t fix(const uint8_t *in, size_t n, int to_copy, uint8_t **out)
     for (uint64_t i = 0; i < count; i++) {
         uint8_t *e = b + HEAD + i * entry;
         wr32(e, rd32(e) % pages);
+        wr32(e + 4, 0);
         h = mote__hash64(e, entry, h);
     }
     uint8_t *tail = b + len - TAIL;
@@ -113,6 +117,23 @@ static void exercise(memio *m, const char *path, uint64_t a, uint64_t b)
     mote_close(s);
 }
 
+/* A delta's bytes given in pieces of `piece` bytes at most. */
+typedef struct piecewise {
+    const uint8_t *d;
+    size_t len, at, piece;
+} piecewise;
+
+static long long read_pieces(void *ctx, void *buf, size_t n)
+{
+    piecewise *p = ctx;
+    size_t k = p->len - p->at;
+    k = k < n ? k : n;
+    k = k < p->piece ? k : p->piece;
+    memcpy(buf, p->d + p->at, k);
+    p->at += k;
+    return (long long)k;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2 || size > (4u << 20))
@@ -138,6 +159,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mote_options o = {MOTE_NOSYNC, 0, 0, &m.io};
     int rc = mote_delta_apply(copy, "/z/d.delta", &o);
     uint64_t to = len >= HEAD ? rd64(d + 24) : 0;
+    if (!to_copy && len >= HEAD && rd64(d + 16) == 0) { /* a full delta, as it comes */
+        piecewise src = {d, len, 0, 1 + (size_t)(data[0] >> 2) * 97};
+        int rs = mote_delta_apply_from("/z/s.mote", read_pieces, &src, &o);
+        size_t a_len, b_len;
+        const uint8_t *a = memio_get(&m, copy, &a_len), *b = memio_get(&m, "/z/s.mote", &b_len);
+        if ((rs == MOTE_OK) != (rc == MOTE_OK) || (rs && b) ||
+            (!rs && (!a || a_len != b_len || memcmp(a, b, a_len))))
+            abort(); /* the stream's apply differs from the file's */
+    }
     if (to_copy || rc == MOTE_OK)
         exercise(&m, copy, to_copy ? base_txnid : to, rc == MOTE_OK ? to : base_txnid);
     memio_free(&m);

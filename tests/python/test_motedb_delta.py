@@ -4,6 +4,7 @@ The data is synthetic (random objects from hypothesis and a fixed seed): what is
 that the copy equals the store at each delta's commit, whatever the objects hold.
 """
 
+import io
 import os
 import subprocess
 import sys
@@ -97,6 +98,67 @@ def test_refused_deltas_leave_the_copy(tmp_path):
     assert rows(copy) == rows(src)
     with motedb.open(tmp_path / "new.mote") as fresh, pytest.raises(motedb.NotFoundError):
         fresh.delta(tmp_path / "new.delta")
+
+
+class Pieces:
+    """A binary stream of `data` that gives at most `most` bytes a read, and raises
+    `fail` once `fail_at` bytes are read (if given)."""
+
+    def __init__(self, data, most=1000, fail_at=None, fail=None, answer=None):
+        self.data, self.at, self.most = data, 0, most
+        self.fail_at, self.fail, self.answer = fail_at, fail, answer
+
+    def readinto(self, b):
+        if self.answer is not None:
+            return self.answer(b)
+        if self.fail_at is not None and self.at >= self.fail_at:
+            raise self.fail
+        n = min(len(b), self.most, len(self.data) - self.at)
+        b[:n] = self.data[self.at:self.at + n]
+        self.at += n
+        return n
+
+
+def test_full_delta_applied_as_it_comes(tmp_path):
+    """A full delta read from a stream (no delta file) makes the same file as the delta
+    file does; a damaged or cut stream leaves no copy; the stream's own error is raised
+    as it is; a delta from a commit needs a file."""
+    src = str(tmp_path / "src.mote")
+    with motedb.open(src) as s:
+        s.box(Memo).put_many([Memo(text=f"alpha {i}", level=i, blob=os.urandom(i * 13 % 5000))
+                              for i in range(400)])
+        t1 = s.delta(tmp_path / "1.delta")
+        want = rows(s)
+        s.box(Memo).put(Memo(text="two"))
+        s.delta(tmp_path / "2.delta", since=t1)
+    data = (tmp_path / "1.delta").read_bytes()
+    assert len(data) > 1 << 20  # (more than one of the apply's reads)
+    motedb.apply_delta(tmp_path / "byfile.mote", tmp_path / "1.delta")
+    for i, stream in enumerate((io.BytesIO(data), Pieces(data, 999), Pieces(data, 1 << 20))):
+        copy = tmp_path / f"c{i}.mote"
+        motedb.apply_delta(copy, stream)
+        assert copy.read_bytes() == (tmp_path / "byfile.mote").read_bytes()
+    assert rows(copy) == want
+    copy = tmp_path / "x.mote"
+    damaged = bytearray(data)
+    damaged[64 + 8 + 300] ^= 1
+    for bad in (bytes(damaged), data[:-1], data[:len(data) // 2], data + b"!"):
+        with pytest.raises(motedb.CorruptError):
+            motedb.apply_delta(copy, io.BytesIO(bad))
+        assert not copy.exists()
+    with pytest.raises(ConnectionResetError):
+        motedb.apply_delta(copy, Pieces(data, 5000, fail_at=len(data) // 2,
+                                        fail=ConnectionResetError("the download dropped")))
+    assert not copy.exists()
+    for answer in (lambda b: None, lambda b: len(b) + 1):
+        with pytest.raises(ValueError, match="readinto"):
+            motedb.apply_delta(copy, Pieces(data, answer=answer))
+        assert not copy.exists()
+    with pytest.raises(motedb.Error, match="from a file"):
+        motedb.apply_delta(copy, io.BytesIO((tmp_path / "2.delta").read_bytes()))
+    assert not copy.exists()
+    with pytest.raises(motedb.ExistsError):
+        motedb.apply_delta(tmp_path / "byfile.mote", io.BytesIO(data))
 
 
 def test_delta_of_a_store_open_read_only_while_another_process_writes(tmp_path):

@@ -657,6 +657,43 @@ def test_compressed_and_plain_objects_restore_alike(tmp_path, s3):
         assert restored(url, "z.mote", tmp_path / f"r{i}.mote", c, txnid=at) == (at, want[at])
 
 
+def test_restore_goes_on_when_the_base_download_drops(tmp_path, s3):
+    """The base goes into the copy as it downloads (no delta file); when the connection
+    drops mid-way, the copy begun is removed and the base downloaded whole instead."""
+    c, url = s3
+    with motedb.open(tmp_path / "b.mote") as s:
+        box = s.box(Memo)
+        box.put_many([Memo(text=f"alpha {i} " * 30, level=i) for i in range(3000)])
+        rep = replicate.Replicator(url, client=c)
+        rep.add(s)
+        assert rep.ship() == 1
+        box.put(Memo(text="alpha two"))
+        assert rep.ship() == 1
+        want = rows(s)
+    real, dropped = c.c.get_object, []
+
+    class Dropping:
+        def __init__(self, body):
+            self.body, self.n = body, 0
+
+        def read(self, n=-1):
+            if self.n > 5000:
+                dropped.append(self.n)
+                raise ConnectionResetError("the connection dropped (test)")
+            b = self.body.read(n)
+            self.n += len(b)
+            return b
+
+    def get_object(**kw):
+        r = real(**kw)
+        if ".00000000000000000000.delta" in kw["Key"] and not dropped:
+            r["Body"] = Dropping(r["Body"])
+        return r
+    c.get_object = get_object
+    assert restored(url, "b.mote", tmp_path / "r.mote", c)[1] == want
+    assert dropped and not os.path.exists(tmp_path / "r.mote.restoring")
+
+
 def test_zstd_missing(tmp_path, s3, monkeypatch):
     """Without zstandard a Replicator compresses by zlib (or refuses compress="zstd"),
     and a restore that needs it says how to get it before it downloads a byte."""

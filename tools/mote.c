@@ -10,7 +10,9 @@
  *   mote delta FILE SINCE OUT what a copy of FILE at commit SINCE lacks to be
  *                             FILE now (SINCE 0: a full copy), into OUT; prints
  *                             the commit it brings a copy to
- *   mote apply COPY DELTA     put a delta into a copy (a full one makes COPY)
+ *   mote apply COPY DELTA     put a delta into a copy (a full one makes COPY;
+ *                             DELTA "-": a full one read from standard input,
+ *                             as it comes, e.g. from a download)
  *   mote replicate FILE... s3://BUCKET/PREFIX [--interval S] [--once]
  *   mote restore s3://BUCKET/PREFIX/STORE FILE [--txn N | --time T]
  *   mote prune s3://BUCKET/PREFIX [--retention S]
@@ -150,7 +152,7 @@ static int usage(void)
                     "       mote check FILE\n"
                     "       mote compact FILE [OUT]\n"
                     "       mote delta FILE SINCE OUT\n"
-                    "       mote apply COPY DELTA\n"
+                    "       mote apply COPY DELTA|-\n"
                     "       mote replicate FILE... s3://BUCKET/PREFIX [--interval S] [--once]\n"
                     "       mote restore s3://BUCKET/PREFIX/STORE FILE [--txn N | --time T]\n"
                     "       mote prune s3://BUCKET/PREFIX [--retention S]\n"
@@ -645,6 +647,17 @@ static void print_problem(void *ctx, const char *msg)
     printf("problem: %s\n", msg);
 }
 
+/* mote apply COPY -: the delta's bytes from standard input. */
+static long long read_stdin(void *ctx, void *buf, size_t n)
+{
+    (void)ctx;
+    for (;;) {
+        ssize_t r = read(0, buf, n);
+        if (r >= 0 || errno != EINTR)
+            return r < 0 ? -errno : (long long)r;
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "--version")) {
@@ -744,7 +757,8 @@ int main(int argc, char **argv)
         return rc ? 1 : 0;
     }
     if (!strcmp(cmd, "apply") && argc == 4) {
-        int rc = mote_delta_apply(path, argv[3], NULL);
+        int rc = strcmp(argv[3], "-") ? mote_delta_apply(path, argv[3], NULL)
+                                      : mote_delta_apply_from(path, read_stdin, NULL, NULL);
         if (rc) {
             fprintf(stderr, "mote: apply failed: %s\n", mote_errmsg(NULL));
             return 1;

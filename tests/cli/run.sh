@@ -174,6 +174,10 @@ t "apply refuses a delta that does not start at the copy's commit" exit_is 1 "$B
 t "apply refuses a full delta onto an existing copy" exit_is 1 "$B/mote" apply "$D/ecopy.mote" "$D/e0.delta"
 head -c 5000 "$D/e1.delta" > "$D/cut.delta"
 t "apply refuses a delta cut short" exit_is 1 "$B/mote" apply "$D/ecopy.mote" "$D/cut.delta"
+t "apply -: a full delta from standard input" bash -c "cat '$D/e0.delta' | '$B/mote' apply '$D/pcopy.mote' - | grep -q 'at commit'"
+t "apply -: the same file as from the delta file" bash -c "'$B/mote' apply '$D/q.mote' '$D/e0.delta' >/dev/null && cmp '$D/pcopy.mote' '$D/q.mote'"
+t "apply -: a cut stream leaves no copy" bash -c "head -c 20000 '$D/e0.delta' | '$B/mote' apply '$D/rcopy.mote' -; test \$? = 1 && test ! -e '$D/rcopy.mote'"
+t "apply -: a delta from a commit needs a file" bash -c "cat '$D/e1.delta' | '$B/mote' apply '$D/scopy.mote' -; test \$? = 1 && test ! -e '$D/scopy.mote'"
 t "delta refuses an existing output" exit_is 1 "$B/mote" delta "$D/e.mote" 0 "$D/e0.delta"
 t "delta: SINCE must be a number" exit_is 2 "$B/mote" delta "$D/e.mote" x "$D/x.delta"
 t "replicate without a Python that has motedb: exit 2" exit_is 2 env MOTE_PYTHON=/nonexistent "$B/mote" replicate "$D/e.mote" s3://bucket/prefix

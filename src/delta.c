@@ -399,13 +399,16 @@ typedef struct acopy {
 } acopy;
 
 /* The pages of n checked entries at buf written, in runs of consecutive
- * page numbers; pages 0 and 1 (the slots) kept for the end. */
+ * page numbers; pages 0 and 1 (the slots) kept for the end. Their writeback
+ * is begun (a hint): the sync at the end (the apply's, or a restore's once
+ * every delta is in) then waits for the last ones only, not for a base's
+ * hundred megabytes. */
 static int put_entries(acopy *a, uint8_t *buf, uint64_t n)
 {
     uint64_t entry = 8u + a->P;
     struct iovec iov[DELTA_RUN];
     int cnt = 0, rc = MOTE_OK;
-    uint32_t run = 0; /* the page number of iov[0] */
+    uint32_t run = 0, lo = UINT32_MAX, hi = 0; /* the page number of iov[0]; pages written */
     for (uint64_t k = 0; k < n && !rc; k++) {
         uint8_t *e = buf + k * entry;
         uint32_t pg = rd32(e);
@@ -421,8 +424,14 @@ static int put_entries(acopy *a, uint8_t *buf, uint64_t n)
         if (!cnt)
             run = pg;
         iov[cnt++] = (struct iovec){e + 8, a->P};
+        lo = pg < lo ? pg : lo;
+        hi = pg > hi ? pg : hi;
     }
-    return rc ? rc : write_run(a->io, a->fd, a->path, a->P, iov, cnt, run);
+    if (!rc && !(rc = write_run(a->io, a->fd, a->path, a->P, iov, cnt, run)) && hi &&
+        a->io->writeback)
+        a->io->writeback(a->io->ctx, a->fd, (uint64_t)lo * a->P,
+                         (uint64_t)(hi - lo + 1) * a->P);
+    return rc;
 }
 
 /* After the pages (rc: how writing them went; h: their hash): the copy's

@@ -237,8 +237,14 @@ static int px_chmod(void *ctx, int fd, unsigned mode)
     return fchmod(fd, (mode_t)mode) < 0 ? -errno : 0;
 }
 
+static int px_writeback(void *ctx, int fd, uint64_t off, uint64_t len)
+{
+    (void)ctx;
+    return sync_file_range(fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE) ? -errno : 0;
+}
+
 const mote_io mote_io_posix = {
     NULL,        px_open,  px_close, px_pread,  px_pwrite,    px_pwritev,
     px_fdatasync, px_fsync_dir, px_flock, px_fstat, px_ftruncate,
-    px_lock,     px_map,   px_unmap, px_unlink, px_chmod,
+    px_lock,     px_map,   px_unmap, px_unlink, px_chmod,     px_writeback,
 };

@@ -55,6 +55,10 @@ typedef struct mote_io {
     int (*unlink)(void *ctx, const char *path);
     /* Set the permission bits of an open file. */
     int (*chmod)(void *ctx, int fd, unsigned mode);
+    /* Start writing bytes [off, off + len) of fd back to the disk without
+     * waiting for it, so that a later sync has less left to wait for: a
+     * hint (NULL, or a failure, changes nothing). */
+    int (*writeback)(void *ctx, int fd, uint64_t off, uint64_t len);
 } mote_io;
 
 enum { MOTE_LK_READ, MOTE_LK_UNLOCK, MOTE_LK_TEST, MOTE_LK_WRITE };

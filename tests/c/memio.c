@@ -269,7 +269,7 @@ void memio_init(memio *m)
     /* no lock/map/...: stores on these files open exclusively (share.c) */
     m->io = (mote_io){m, m_open, m_close, m_pread, m_pwrite, m_pwritev,
                       m_fdatasync, m_fsync_dir, m_flock, m_fstat, m_ftruncate,
-                      NULL, NULL, NULL, m_unlink, NULL};
+                      NULL, NULL, NULL, m_unlink, NULL, NULL};
 }
 
 void memio_free(memio *m)

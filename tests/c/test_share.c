@@ -1955,7 +1955,7 @@ static int c_chmod(void *c, int fd, unsigned m) { calls[C_CHMOD]++; return P.chm
 #undef P
 static const mote_io counting = {NULL,    c_open,  c_close, c_pread,  c_pwrite, c_pwritev,
                                  c_sync,  c_dsync, c_flock, c_fstat,  c_trunc,  c_lock,
-                                 c_map,   c_unmap, c_unlink, c_chmod};
+                                 c_map,   c_unmap, c_unlink, c_chmod, NULL};
 
 static long total_calls(void)
 {

@@ -828,7 +828,7 @@ class Replicator:
             return len(body), data[-_DICT:]
         comp = key.rpartition(".delta")[2][1:]
         if comp:
-            _deflate(local, local + ".z", comp)
+            _deflate(local, local + ".z", comp, zdict)
             os.replace(local + ".z", local)
         self.client.upload_file(local, self.bucket, key)
         return os.path.getsize(local), None
@@ -981,10 +981,12 @@ def _pack(data: bytes, codec: str) -> bytes:
                     for i in range(0, len(data), _FRAME))
 
 
-def _deflate(src: str, dst: str, codec: str) -> None:
-    """Compress the delta file src into dst."""
+def _deflate(src: str, dst: str, comp: str, zdict: bytes | None) -> None:
+    """Compress the delta file src into dst as `comp` says: "zst" or "z" frames, or
+    "zd" (a delta too large to hold in memory after a small one): each frame against
+    `zdict`, as a restore inflates each."""
     with open(src, "rb") as i, open(dst, "wb") as o:
-        for z in _in_order(lambda raw: _frame(raw, codec=codec),
+        for z in _in_order(lambda raw: _frame(raw, zdict if comp == "zd" else None, comp),
                            iter(lambda: i.read(_FRAME), b"")):
             o.write(z)
 

@@ -694,6 +694,31 @@ def test_restore_goes_on_when_the_base_download_drops(tmp_path, s3):
     assert dropped and not os.path.exists(tmp_path / "r.mote.restoring")
 
 
+def test_a_large_delta_after_a_small_one(tmp_path, s3, monkeypatch):
+    """A delta too large to hold in memory (here over 64 KB) that follows a small object
+    of the store's own goes through a file, compressed against the small one's end as
+    a small one is (its frames each against it), and restores."""
+    monkeypatch.setattr(replicate, "_IN_MEMORY", 64 << 10)
+    c, url = s3
+    with motedb.open(tmp_path / "l.mote") as s:
+        box = s.box(Memo)
+        box.put_many([Memo(text=f"alpha {i}", level=i) for i in range(50)])
+        rep = replicate.Replicator(url, client=c, packs=False)
+        rep.add(s)
+        assert rep.ship() == 1
+        box.put(Memo(text="alpha one more"))
+        assert rep.ship() == 1  # (small: its end is the next one's dictionary)
+        small = rows(s)
+        box.put_many([Memo(text=f"alpha {i} " + "words " * (i % 50), level=i)
+                      for i in range(3000)])
+        assert rep.ship() == 1
+        want = rows(s)
+    pts = replicate.points(url, "l.mote", client=c)
+    assert [p["comp"] for p in pts] == ["zst", "zd", "zd"] and pts[2]["size"] > 64 << 10
+    assert restored(url, "l.mote", tmp_path / "r.mote", c)[1] == want
+    assert restored(url, "l.mote", tmp_path / "r1.mote", c, txnid=pts[1]["to"])[1] == small
+
+
 def test_zstd_missing(tmp_path, s3, monkeypatch):
     """Without zstandard a Replicator compresses by zlib (or refuses compress="zstd"),
     and a restore that needs it says how to get it before it downloads a byte."""

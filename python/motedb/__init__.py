@@ -47,6 +47,7 @@ from ._core import (  # noqa: F401  (re-exported)
     Transaction,
     TransactionError,
     UniqueViolationError,
+    WouldBlockError,
     apply_delta,
     tokenize,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "ExistsError", "Expires", "FileSystemError", "Float32", "ForkedError", "FullText", "Hnsw", "Index", "Int8", "Int16", "Int32",
     "JsonPath", "NotFoundError", "Order", "Property", "Query", "QueryIterator", "ReadOnlyError",
     "SchemaError", "Store", "StoreLockedError", "ToMany", "ToOne", "Transaction",
-    "TransactionError", "Unique", "UniqueViolationError", "Vector", "__version__", "field",
+    "TransactionError", "Unique", "UniqueViolationError", "Vector", "WouldBlockError", "__version__",
+    "field",
     "apply_delta", "open", "tokenize",
 ]

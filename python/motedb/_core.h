@@ -37,7 +37,7 @@ typedef struct motedb_state {
     PyObject *prepare, *Decimal, *dumps, *loads, *scan, *missing, *rel_get, *rel_set,
         *after_put;
     PyObject *Error, *Locked, *Corrupt, *Schema, *Unique, *Closed, *NotFound, *Exists,
-        *ReadOnly, *Busy, *Txn, *FileSystem, *Forked;
+        *ReadOnly, *Busy, *Txn, *FileSystem, *Forked, *WouldBlock;
     PyObject *str_id, *str_utcoffset, *str_code;
 } motedb_state;
 extern motedb_state ST;
@@ -222,6 +222,7 @@ typedef struct {
     StoreObject *store;
     TxnSlot *slot;
     int write;
+    int cached;  /* store.read(cached=True): reads only what the cache holds */
     int state;   /* 0 new, 1 entered, 2 exited */
     int joined;  /* entered inside another transaction of the thread */
     unsigned long tid;

@@ -529,14 +529,15 @@ done:
 }
 
 /* The object with this id, None if there is none, NULL with an exception on
- * error; Ellipsis if txn is a MOTE_TXN_CACHED read that would read the file. */
-static PyObject *get_one(BoxObject *b, mote_txn *txn, uint64_t id)
+ * error (WouldBlockError when txn is a MOTE_TXN_CACHED read that would read
+ * the file: store.read(cached=True)); Ellipsis instead for `soft`. */
+static PyObject *get_one(BoxObject *b, mote_txn *txn, uint64_t id, int soft)
 {
     mote_record r;
     int rc = mote_get(txn, b->e, id, &r);
     if (rc == MOTE_NOTFOUND)
         return Py_NewRef(Py_None);
-    if (rc == MOTE_WOULDBLOCK)
+    if (rc == MOTE_WOULDBLOCK && soft)
         return Py_NewRef(Py_Ellipsis);
     if (rc) {
         raise_rc(rc);
@@ -554,7 +555,7 @@ static PyObject *box_get(PyObject *self, PyObject *arg)
     Op op;
     if (box_op_begin(b, 0, &op) < 0)
         return NULL;
-    PyObject *res = get_one(b, op.ts->txn, id);
+    PyObject *res = get_one(b, op.ts->txn, id, 0);
     if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
         Py_CLEAR(res);
     return res;
@@ -576,7 +577,7 @@ static PyObject *box_get_cached(PyObject *self, PyObject *arg)
     if (began <= 0)
         return began < 0 ? NULL : Py_NewRef(Py_Ellipsis);
     PyObject *res = !b->e || b->pending || b->superseded ? Py_NewRef(Py_Ellipsis)
-                                                         : get_one(b, op.ts->txn, id);
+                                                         : get_one(b, op.ts->txn, id, 1);
     if (op_end(b->store, &op, res ? OP_NOCHANGE : OP_FAIL) < 0)
         Py_CLEAR(res);
     return res;
@@ -603,7 +604,7 @@ static PyObject *box_get_many(PyObject *self, PyObject *arg)
             ok = 0;
             break;
         }
-        PyObject *o = get_one(b, op.ts->txn, id);
+        PyObject *o = get_one(b, op.ts->txn, id, 0);
         if (!o)
             ok = 0;
         else

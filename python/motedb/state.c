@@ -28,6 +28,7 @@ static PyObject *exc_for(int rc)
     case MOTE_READONLY: return ST.ReadOnly;
     case MOTE_BUSY: return ST.Busy;
     case MOTE_FORKED: return ST.Forked;
+    case MOTE_WOULDBLOCK: return ST.WouldBlock;
     case MOTE_RANGE: return PyExc_OverflowError;
     case MOTE_TYPE: return PyExc_TypeError;
     case MOTE_NOMEM: return PyExc_MemoryError;
@@ -185,7 +186,12 @@ int state_exceptions(PyObject *m)
                           "store.read(), or rolled back because a nested block failed.")) ||
         !(ST.Forked = new_exc(m, "ForkedError", ST.Error,
                              "The store was opened in the parent of this process (before a "
-                             "fork): open it again in this process.")))
+                             "fork): open it again in this process.")) ||
+        !(ST.WouldBlock = new_exc(m, "WouldBlockError", ST.Error,
+                                 "An operation in store.read(cached=True) needs a page that "
+                                 "is not in the store's cache (it read nothing): run it "
+                                 "outside such a transaction, where it may wait for the "
+                                 "disk.")))
         return -1;
     PyObject *fs_bases = PyTuple_Pack(2, ST.Error, PyExc_OSError);
     if (!fs_bases)

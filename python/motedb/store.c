@@ -589,7 +589,7 @@ static PyObject *store_drop_property(PyObject *self, PyObject *args)
 
 /* Transactions: store.write() / store.read() */
 
-static PyObject *store_txn(PyObject *self, int write)
+static PyObject *store_txn(PyObject *self, int write, int cached)
 {
     StoreObject *st = (StoreObject *)self;
     if (!st->s) {
@@ -602,6 +602,7 @@ static PyObject *store_txn(PyObject *self, int write)
     t->store = (StoreObject *)Py_NewRef(self);
     t->slot = NULL;
     t->write = write;
+    t->cached = cached;
     t->state = 0;
     t->joined = 0;
     t->tid = 0;
@@ -611,13 +612,16 @@ static PyObject *store_txn(PyObject *self, int write)
 static PyObject *store_write(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return store_txn(self, 1);
+    return store_txn(self, 1, 0);
 }
 
-static PyObject *store_read(PyObject *self, PyObject *unused)
+static PyObject *store_read(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    (void)unused;
-    return store_txn(self, 0);
+    static char *kwlist[] = {"cached", NULL};
+    int cached = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$p:read", kwlist, &cached))
+        return NULL;
+    return store_txn(self, 0, cached);
 }
 
 static PyObject *txn_enter(PyObject *self, PyObject *unused)
@@ -635,6 +639,11 @@ static PyObject *txn_enter(PyObject *self, PyObject *unused)
         return NULL;
     }
     TxnSlot *cur = find_txn(st);
+    if (cur && t->cached) { /* it would join a transaction that may read the file */
+        raise_code(MOTE_WOULDBLOCK, NULL, "store.read(cached=True) inside another "
+                   "transaction of this thread");
+        return NULL;
+    }
     if (cur) {
         if (t->write && !cur->write) {
             PyErr_SetString(ST.Txn, "cannot start store.write() inside store.read()");
@@ -648,7 +657,7 @@ static PyObject *txn_enter(PyObject *self, PyObject *unused)
         if (!ts)
             return PyErr_NoMemory();
         st->nexplicit++;
-        if (begin_txn(st, t->write, 0, &ts->txn) < 0) {
+        if (begin_txn(st, t->write, t->cached ? MOTE_TXN_CACHED : 0, &ts->txn) < 0) {
             st->nexplicit--;
             PyMem_Free(ts);
             return NULL;
@@ -918,7 +927,10 @@ static PyMethodDef store_methods[] = {
      "deltas too. sync=False leaves the file unsynced (one to upload and delete). Apply "
      "with motedb.apply_delta."},
     {"write", store_write, METH_NOARGS, "A write transaction (context manager)."},
-    {"read", store_read, METH_NOARGS, "A read transaction, a snapshot (context manager)."},
+    {"read", (PyCFunction)(void (*)(void))store_read, METH_VARARGS | METH_KEYWORDS,
+     "read(*, cached=False): a read transaction, a snapshot (context manager). cached=True: "
+     "one that never waits for the disk; an operation in it that needs a page the store's "
+     "cache does not hold raises WouldBlockError, having read nothing."},
     {"close", store_close, METH_NOARGS, "Close the store (idempotent)."},
     {"_defer_sync", store_defer_sync, METH_O,
      "_defer_sync(on): the calling thread's commits (single operations and write "

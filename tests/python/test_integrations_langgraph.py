@@ -275,6 +275,47 @@ def test_async_writes_go_to_one_writer_thread_durable_when_awaited(tmp_path):
         assert all(again.get_tuple(c) is not None for c in configs)
 
 
+def test_async_reads_stay_on_the_loop_when_cached(tmp_path, monkeypatch):
+    """aget_tuple and alist run on the loop's thread when the store's cache holds what
+    they read, on a worker thread when it does not (a store just opened) or when the
+    loop's thread is inside a transaction of the store: the same answers either way."""
+    path = tmp_path / "r.mote"
+    with MoteSaver.from_path(path) as saver:
+        for t in range(30):  # enough that a fresh open has most of it uncached
+            cfg = {"configurable": {"thread_id": f"t{t}", "checkpoint_ns": ""}}
+            for i in range(3):
+                cfg = saver.put(cfg, checkpoint(str(uuid6(clock_seq=i)), i), {"step": i}, {})
+                saver.put_writes(cfg, [("log", ["x" * 300])], task_id=f"k{i}")
+        want_tuple = saver.get_tuple({"configurable": {"thread_id": "t7"}})
+        want_list = list(saver.list({"configurable": {"thread_id": "t7"}}))
+    hops = []
+    to_thread = asyncio.to_thread
+
+    async def counted(fn, *a, **k):
+        hops.append(fn)
+        return await to_thread(fn, *a, **k)
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    cfg7 = {"configurable": {"thread_id": "t7"}}
+
+    async def main():
+        with MoteSaver.from_path(path) as saver:
+            assert await saver.aget_tuple(cfg7) == want_tuple
+            assert len(hops) == 1  # the pages were not cached: a worker thread read them
+            assert [t async for t in saver.alist(cfg7)] == want_list
+            assert await saver.aget_tuple(cfg7) == want_tuple
+            n = len(hops)  # (alist may have needed a page more)
+            for _ in range(5):
+                assert await saver.aget_tuple(cfg7) == want_tuple
+                assert [t async for t in saver.alist(cfg7)] == want_list
+            assert len(hops) == n  # cached now: on the loop, no hop
+            with saver.store.read():  # a transaction of the loop's thread: a worker reads
+                assert await saver.aget_tuple(cfg7) == want_tuple
+            assert len(hops) == n + 1
+            assert await saver.aget_tuple({"configurable": {"thread_id": "none"}}) is None
+
+    asyncio.run(main())
+
+
 def test_async_writes_beside_an_async_store_writer(tmp_path):
     """A store the application also uses through motedb.aio: its writer thread defers
     the store's syncs, so the saver's writer syncs each commit itself (no hang, no

@@ -490,6 +490,36 @@ def test_read_transaction_is_a_snapshot(store):
     assert box.count() == 2
 
 
+def test_a_cached_read_never_reads_the_file(tmp_path):
+    """store.read(cached=True): an operation that needs a page the cache does not hold
+    raises WouldBlockError and the transaction goes on; once an ordinary read brought
+    the pages in, the same operations answer alike. Not inside another transaction."""
+    path = tmp_path / "c.mote"
+    with motedb.open(path) as s:
+        s.box(Note).put_many([Note(text="x" * 200 + str(i), level=i % 7) for i in range(3000)])
+    with motedb.open(path) as store:
+        box = store.box(Note)
+        box.get(1)  # (the entity opened: its schema read)
+        q = box.query(Note.level == 3).order_by(Note.text.desc()).limit(5)
+        with store.read(cached=True):
+            with pytest.raises(motedb.WouldBlockError, match="cache"):
+                box.get(2500)
+            with pytest.raises(motedb.WouldBlockError):
+                q.find()
+            assert box.get(1).text.endswith("x0")  # what is cached reads as ever
+        with store.read():
+            want, obj = [o.text for o in q.find()], box.get(2500)
+        with store.read(cached=True):
+            assert [o.text for o in q.find()] == want and box.get(2500) == obj
+        with store.read():
+            with pytest.raises(motedb.WouldBlockError, match="inside another transaction"):
+                with store.read(cached=True):
+                    pass
+        with pytest.raises(TypeError):
+            store.read(True)
+        assert issubclass(motedb.WouldBlockError, motedb.Error)
+
+
 def test_transaction_used_after_exit(store):
     box = store.box(Note)
     txn = store.write()

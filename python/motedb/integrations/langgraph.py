@@ -9,11 +9,12 @@
 One store file holds any number of threads (or give each user or agent a store of
 its own: a tiny store opens in tens of microseconds). Every ``put`` and
 ``put_writes`` is one durable commit; reads see one snapshot. The sync methods and
-the async ones (``aput``, ``aget_tuple``, ``alist``, ...; they run the sync ones on
-worker threads, ``aput`` and ``aput_writes`` on one writer thread that makes every
-write queued durable with one sync, and MoteDB releases the GIL while it syncs and
-queries) can be used together, from any number of threads, and from several
-processes on one store.
+the async ones (``aput``, ``aget_tuple``, ``alist``, ...; ``aget_tuple`` and ``alist``
+run on the event loop's thread when the store's cache holds what they read, else on a
+worker thread, ``aput`` and ``aput_writes`` on one writer thread that makes every
+write queued durable with one sync, the others on worker threads; MoteDB releases the
+GIL while it syncs and queries) can be used together, from any number of threads, and
+from several processes on one store.
 
 How it is stored: three entities, ``LangGraphCheckpoint``, ``LangGraphWrite`` and
 ``LangGraphChunk``, in the same store as the application's own (so a store can hold an
@@ -517,24 +518,38 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             t.join()
         super().close()
 
-    # ---- async: the same operations on a worker thread --------------------------------
-    # Reads go to asyncio.to_thread; the two writes LangGraph makes at every step go to
-    # one writer thread (motedb.aio's), which commits every write queued, each in its
-    # own transaction, and makes them durable with one fdatasync before any of their
-    # tasks resumes: concurrent threads of a graph share their syncs.
+    # ---- async: the same operations, never waiting for the disk on the loop -----------
+    # get_tuple and list run on the loop's thread when every page they read is in the
+    # store's cache (store.read(cached=True)), else on a worker thread (asyncio.to_thread).
+    # Their work is mostly the serializer's decoding, which holds the GIL wherever it runs:
+    # on a worker thread it only adds the trips and the GIL's hand-overs (AsyncSqliteSaver
+    # decodes on the loop too, once aiosqlite's thread has read the rows). The two writes
+    # LangGraph makes at every step go to one writer thread (motedb.aio's), which commits
+    # every write queued, each in its own transaction, and makes them durable with one
+    # fdatasync before any of their tasks resumes: concurrent threads of a graph share
+    # their syncs.
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
         if self._writer is None:
             self._writer = _Workers(1, self.store)
         return await self._writer.submit(fn, args, {})
 
+    async def _read(self, fn: Callable[[], T]) -> T:
+        """fn() on this thread if it reads only what the store's cache holds, else on a
+        worker thread."""
+        try:
+            with self.store.read(cached=True):
+                return fn()
+        except motedb.WouldBlockError:  # (it read nothing; also: inside a transaction)
+            return await asyncio.to_thread(fn)
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
+        return await self._read(lambda: self.get_tuple(config))
 
     async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
                     before: RunnableConfig | None = None,
                     limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
-        found = await asyncio.to_thread(
+        found = await self._read(
             lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
         for tup in found:
             yield tup

@@ -17,10 +17,10 @@ pytestmark = pytest.mark.no_asan  # the benchmark harness in its own environment
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CALLS = {"get_tuple", "put_writes", "put", "list"}
-CONFIGS = {
-    "sync per-thread": {"MoteSaver", "SqliteSaver"},
-    "sync shared": {"MoteSaver", "SqliteSaver"},
-    "async shared": {"MoteSaver", "AsyncSqliteSaver"},
+CONFIGS = {  # beside the two compared, the disk's limit ("limit": InMemorySaver + a 4 KB fdatasync per commit)
+    "sync per-thread": {"MoteSaver", "SqliteSaver", "limit"},
+    "sync shared": {"MoteSaver", "SqliteSaver", "limit"},
+    "async shared": {"MoteSaver", "AsyncSqliteSaver", "limit"},
 }
 AIO_CONFIG, AIO_ENGINES, AIO_KINDS = "async API", {"motedb.aio", "aiosqlite"}, {"get", "write"}
 SEARCH_CONFIG, SEARCH_ENGINES = "store search", {"MoteStore", "SqliteStore"}
@@ -50,6 +50,8 @@ def test_bench_agents_smoke(tmp_path):
                 assert 0 < r["latency_p50_us"][c] <= r["latency_p99_us"][c]
         ra = res["ratios"][cfg]
         assert ra["steps_per_s"] > 0 and ra["bytes_per_checkpoint"] > 0 and set(ra["latency_p50"]) == CALLS
+        assert ra["steps_per_s_vs_limit"] == pytest.approx(
+            res["results"][cfg]["MoteSaver"]["steps_per_s"] / res["results"][cfg]["limit"]["steps_per_s"])
     a = p["async_api"]
     assert a["coroutines"] == 100 and a["ops_per_run"] == a["coroutines"] * a["ops_per_coroutine"]
     assert a["ops_per_run"] == a["gets_per_run"] + a["inserts_per_run"] + a["updates_per_run"]

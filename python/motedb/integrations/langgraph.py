@@ -223,13 +223,8 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         """Checkpoint tuples with their pending writes (in writes_sort_key order: task_path,
         task_id, idx). The chunks of all of them are read in one query, each once: the
         checkpoints of a thread share most of theirs."""
-        W = LangGraphWrite
-        writes, keys, named = [], set(), {}  # named: object key -> its chunk keys
-        for cp in cps:
-            ws = self.writes.query(W.key.startswith(
-                _writes_key(cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id))).find()
-            ws.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
-            writes.append(ws)
+        writes, keys, named = self._writes_of(cps), set(), {}  # named: object key -> its chunk keys
+        for cp, ws in zip(cps, writes):
             for o in (cp, *ws):
                 if o.chunks:
                     keys.update(named.setdefault(o.key, _chunk_keys(o.thread_id, o.chunks)))
@@ -253,6 +248,32 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                     (w.type, self._joined(w.thread_id, w.value, w.chunks, w.key, data,
                                           named.get(w.key)))))
                  for w in ws]))
+        return out
+
+    def _writes_of(self, cps: list[LangGraphCheckpoint]) -> list[list[LangGraphWrite]]:
+        """The pending writes of each checkpoint, in writes_sort_key order (task_path,
+        task_id, idx). One query per thread and namespace among them: the range from the
+        least of their writes' key prefixes to the greatest (list's checkpoints are the
+        newest of a namespace, so that range holds little else)."""
+        W = LangGraphWrite
+        groups: dict[tuple[str, str], set[str]] = {}
+        for cp in cps:
+            groups.setdefault((cp.thread_id, cp.checkpoint_ns), set()).add(cp.checkpoint_id)
+        found: dict[tuple[str, str, str], list[LangGraphWrite]] = {}
+        for (tid, ns), ids in groups.items():
+            prefixes = [_writes_key(tid, ns, cid) for cid in ids]
+            if len(prefixes) == 1:
+                cond = W.key.startswith(prefixes[0])
+            else:  # (every key between two keys of a namespace is of that namespace)
+                cond = W.key.between(min(prefixes), max(prefixes) + "\U0010ffff")
+            for w in self.writes.query(cond).find():
+                if w.checkpoint_id in ids:
+                    found.setdefault((tid, ns, w.checkpoint_id), []).append(w)
+        out = []
+        for cp in cps:
+            ws = found.get((cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id), [])
+            ws.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
+            out.append(ws)
         return out
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -343,14 +364,16 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             run_id=run_id if isinstance(run_id, str) else None,
             type=type_, checkpoint=inline, chunks=refs, metadata=md)
         C = LangGraphCheckpoint
-        with self.store.write():  # the same checkpoint again replaces it
+        with self.store.write():
             self._add_chunks(pieces)
-            old = self.checkpoints.query(C.key == key).first()
-            if old is not None:
+            try:
+                self.checkpoints.put(cp)
+            except motedb.UniqueViolationError:  # the same checkpoint again replaces it
+                old = self.checkpoints.query(C.key == key).first()  # (the failed put wrote nothing)
                 cp.id = old.id
-            self.checkpoints.put(cp)
-            if old is not None and old.chunks:
-                self._collect_chunks({thread_id})
+                self.checkpoints.put(cp)
+                if old.chunks:
+                    self._collect_chunks({thread_id})
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                                  "checkpoint_id": checkpoint["id"]}}
 

@@ -305,9 +305,10 @@ int mote_store_stat(mote_store *store, mote_stat *st);
  * stays usable. For an event loop, which must not wait for the disk: try a
  * read this way on the loop's thread, and run it on a worker thread (in a
  * transaction without the flag) only when it would wait (Python's
- * motedb.aio does so for gets, and store.read(cached=True) is this flag). Beginning such a snapshot after another
- * process committed may read that commit's root page, which it has just
- * written (the operating system's cache holds it). */
+ * motedb.aio does so for gets; store.read(cached=True) is this flag).
+ * Beginning such a snapshot after another process committed may read that
+ * commit's root page, which it has just written (the operating system's
+ * cache holds it). */
 #define MOTE_TXN_CACHED 0x4u
 
 /*

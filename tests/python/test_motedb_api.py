@@ -504,8 +504,10 @@ def test_a_cached_read_never_reads_the_file(tmp_path):
         with store.read(cached=True):
             with pytest.raises(motedb.WouldBlockError, match="cache"):
                 box.get(2500)
-            with pytest.raises(motedb.WouldBlockError):
-                q.find()
+            for op in (q.find, q.count, lambda: q.tuples(Note.text), lambda: list(q),
+                       lambda: box.get_many([1, 2500]), box.count, lambda: q.sum(Note.level)):
+                with pytest.raises(motedb.WouldBlockError):
+                    op()
             assert box.get(1).text.endswith("x0")  # what is cached reads as ever
         with store.read():
             want, obj = [o.text for o in q.find()], box.get(2500)

@@ -469,12 +469,56 @@ def test_chunks_follow_deletes_prunes_and_copies(tmp_path):
         stored, named = chunk_census(saver)
         assert stored == named
         assert saver.get_tuple({"configurable": {"thread_id": "c", "checkpoint_ns": ""}}) is None
-        # a chunk gone from under a checkpoint is reported, not read as something else
+        # a chunk gone from under a checkpoint is reported, not read as something else, by a
+        # saver that has not joined that checkpoint's chunks already (this one remembers
+        # them by their hashes: the bytes it returns are still the ones written)
         from motedb.integrations.langgraph import LangGraphChunk
+        b2 = {"configurable": {"thread_id": "b2"}}
+        before = [t.checkpoint for t in saver.list(b2)]
         saver.chunks.query(LangGraphChunk.key.startswith("2:b2")).limit(1).remove()
+        assert [t.checkpoint for t in saver.list(b2)] == before
+        fresh = MoteSaver(saver.store)
         with pytest.raises(motedb.CorruptError, match="names chunk '2:b2"):
-            for t in saver.list({"configurable": {"thread_id": "b2"}}):
+            for t in fresh.list(b2):
                 pass
+
+
+def test_joined_checkpoints_are_remembered_by_their_hashes(tmp_path, monkeypatch):
+    """A saver keeps the bytes of the chunked checkpoints it cut or joined lately: the
+    get_tuple after a put and a list that repeats the last one read no chunks; another
+    saver reads them, once; the same answers. The memory is bounded (least recently used
+    out first; a blob over an eighth of it is not kept)."""
+    from motedb.integrations.langgraph import _Blobs
+
+    b = _Blobs(800)
+    for k in b"abcdefgh":
+        b.add(bytes([k]), bytes([k]) * 100)  # 800 bytes: all kept
+    assert b.get(b"a") == b"a" * 100  # (now the most recent)
+    b.add(b"i", b"i" * 100)  # over 800: b, the least recently used, goes
+    assert b.get(b"b") is None and b.get(b"a") and b.get(b"i") and b._size == 800
+    b.add(b"j", b"j" * 101)  # over an eighth of the budget: not kept
+    assert not b.has(b"j") and b.has(b"c")
+
+    path = tmp_path / "b.mote"
+    cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    reads = []
+    with MoteSaver.from_path(path) as saver:
+        monkeypatch.setattr(saver, "_chunk_data", lambda keys: reads.append(set(keys)) or
+                            MoteSaver._chunk_data(saver, keys))
+        for i in range(12):
+            big = checkpoint(str(uuid6(clock_seq=i)), i)
+            big["channel_values"] = {"log": [f"entry {k} " * 20 for k in range(i + 3)]}
+            cfg = saver.put(cfg, big, {"step": i}, {})
+            assert saver.get_tuple(cfg).checkpoint == big
+        assert reads == []  # every blob was cut here
+        first = [t.checkpoint for t in saver.list(cfg, limit=10)]
+    with MoteSaver.from_path(path) as other:
+        monkeypatch.setattr(other, "_chunk_data", lambda keys: reads.append(set(keys)) or
+                            MoteSaver._chunk_data(other, keys))
+        assert [t.checkpoint for t in other.list(cfg, limit=10)] == first
+        assert len(reads) == 1 and reads[0]  # one query for all ten
+        assert [t.checkpoint for t in other.list(cfg, limit=10)] == first
+        assert len(reads) == 1  # remembered
 
 
 def test_stores_the_integrations_open_are_repacked_at_close(tmp_path, monkeypatch):

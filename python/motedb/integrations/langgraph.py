@@ -33,7 +33,10 @@ kept once per thread under its hash; the checkpoint or write holds the list of h
 A thread then grows by what each step adds, not by its whole state each step, and no
 record is long enough to need pages of its own (a record over a third of a page
 gets whole pages in MoteDB). Chunks that nothing of their thread names any more are
-removed by ``delete_thread``, ``prune`` and ``delete_for_runs``.
+removed by ``delete_thread``, ``prune`` and ``delete_for_runs``. A saver remembers the
+bytes of the chunked checkpoints and writes it cut or joined lately, by their hashes
+(``BLOBS_BUDGET``, 8 MB): the ``get_tuple`` after a ``put`` and a ``list`` that repeats
+most of the one before read no chunks (a hash names its bytes: never stale).
 
 Besides the base capabilities (``put``, ``put_writes``, ``get_tuple``, ``list``,
 ``delete_thread``) it has ``delete_for_runs``, ``copy_thread`` and ``prune``; the
@@ -47,6 +50,8 @@ import asyncio
 import hashlib
 import os
 import random
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, TypeVar
@@ -80,6 +85,7 @@ __all__ = ["MoteSaver", "LangGraphCheckpoint", "LangGraphWrite", "LangGraphChunk
 INLINE_MAX = 700  # a checkpoint or write value of more bytes than this is kept as chunks
 CHUNK_MIN, CHUNK_MAX, CHUNK_BITS = 192, 768, 9  # about 530 bytes: records inside a leaf
 DIGEST = 16  # bytes of a chunk's hash (BLAKE2b)
+BLOBS_BUDGET = 8 << 20  # bytes of joined checkpoints and writes a saver remembers (_Blobs)
 
 
 class LangGraphCheckpoint(motedb.Entity):
@@ -154,6 +160,42 @@ def _cut(thread_id: str, blob: bytes, pieces: dict[str, bytes]) -> tuple[bytes, 
     return b"", refs
 
 
+class _Blobs:
+    """The serializer's bytes of the chunked checkpoints and writes a saver cut or joined
+    lately, by their chunk hashes, least recently used dropped first beyond ``budget``
+    bytes: a thread's next reads join the same ones again (``list``'s ten checkpoints are
+    nine of the previous step's, ``get_tuple``'s is the one ``put`` just cut). The hashes
+    name the bytes, so what is remembered is never stale: it is what those chunks hold,
+    in any thread, in any snapshot that names them."""
+
+    def __init__(self, budget: int) -> None:
+        self._budget, self._size = budget, 0
+        self._by_refs: OrderedDict[bytes, bytes] = OrderedDict()
+        self._lock = threading.Lock()  # (the sync methods may be called from any thread)
+
+    def has(self, refs: bytes) -> bool:
+        return refs in self._by_refs
+
+    def get(self, refs: bytes) -> bytes | None:
+        with self._lock:
+            blob = self._by_refs.get(refs)
+            if blob is not None:
+                self._by_refs.move_to_end(refs)
+            return blob
+
+    def add(self, refs: bytes, blob: bytes) -> None:
+        if len(blob) > self._budget // 8:  # (one long thread does not push out the others)
+            return
+        with self._lock:
+            if refs in self._by_refs:
+                self._by_refs.move_to_end(refs)
+                return
+            self._by_refs[refs] = blob
+            self._size += len(blob)
+            while self._size > self._budget:
+                self._size -= len(self._by_refs.popitem(last=False)[1])
+
+
 def _metadata_value(metadata: dict, dotted: str) -> Any:
     """metadata's value at a dotted key ("a.b" is metadata["a"]["b"]); None if absent."""
     v: Any = metadata
@@ -177,6 +219,7 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self._hold(store, open_kwargs)
         self._writer: _Workers | None = None  # aput and aput_writes' thread, from the first
+        self._blobs = _Blobs(BLOBS_BUDGET)
         self.checkpoints = self.store.box(LangGraphCheckpoint)
         self.writes = self.store.box(LangGraphWrite)
         self.chunks = self.store.box(LangGraphChunk)
@@ -203,30 +246,36 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
     def _joined(self, thread_id: str, inline: bytes, refs: bytes, what: str,
                 data: dict[str, bytes] | None = None, keys: list[str] | None = None) -> bytes:
         """The serializer's bytes of a checkpoint or write: inline, or its chunks joined
-        (from data when given: chunks read beforehand; keys: refs' chunk keys)."""
+        (remembered by ``self._blobs``; else from data when given: chunks read beforehand;
+        keys: refs' chunk keys)."""
         if not refs:
             return inline
+        blob = self._blobs.get(refs)
+        if blob is not None:
+            return blob
         if keys is None:
             keys = _chunk_keys(thread_id, refs)
         if data is None:
             data = self._chunk_data(keys)
         try:
-            return b"".join([data[k] for k in keys])
+            blob = b"".join([data[k] for k in keys])
         except KeyError as e:
             raise motedb.CorruptError(f"{what!r} names chunk {e.args[0]!r}, which is not "
                                       "stored") from None
+        self._blobs.add(refs, blob)
+        return blob
 
     def _blob(self, cp: LangGraphCheckpoint) -> bytes:
         return self._joined(cp.thread_id, cp.checkpoint, cp.chunks, cp.key)
 
     def _tuples(self, cps: list[LangGraphCheckpoint]) -> list[CheckpointTuple]:
         """Checkpoint tuples with their pending writes (in writes_sort_key order: task_path,
-        task_id, idx). The chunks of all of them are read in one query, each once: the
-        checkpoints of a thread share most of theirs."""
+        task_id, idx). The chunks of all of them that ``self._blobs`` does not hold joined
+        are read in one query, each once: the checkpoints of a thread share most of theirs."""
         writes, keys, named = self._writes_of(cps), set(), {}  # named: object key -> its chunk keys
         for cp, ws in zip(cps, writes):
             for o in (cp, *ws):
-                if o.chunks:
+                if o.chunks and not self._blobs.has(o.chunks):
                     keys.update(named.setdefault(o.key, _chunk_keys(o.thread_id, o.chunks)))
         data = self._chunk_data(keys) if keys else {}
         out = []
@@ -358,6 +407,8 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         key = _ns_key(thread_id, ns) + checkpoint["id"]
         pieces: dict[str, bytes] = {}
         inline, refs = _cut(thread_id, blob, pieces)
+        if refs:
+            self._blobs.add(refs, blob)
         cp = LangGraphCheckpoint(
             key=key, thread_id=thread_id, checkpoint_ns=ns, checkpoint_id=checkpoint["id"],
             parent_checkpoint_id=conf.get("checkpoint_id"),
@@ -393,6 +444,8 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             type_, blob = self.serde.dumps_typed(value)
             pieces: dict[str, bytes] = {}
             inline, refs = _cut(thread_id, blob, pieces)
+            if refs:
+                self._blobs.add(refs, blob)
             new.append((LangGraphWrite(
                 key=task_prefix + str(i), thread_id=thread_id, checkpoint_ns=ns,
                 checkpoint_id=checkpoint_id, task_id=task_id, task_path=task_path, idx=i,

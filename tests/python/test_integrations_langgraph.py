@@ -487,7 +487,8 @@ def test_joined_checkpoints_are_remembered_by_their_hashes(tmp_path, monkeypatch
     """A saver keeps the bytes of the chunked checkpoints it cut or joined lately: the
     get_tuple after a put and a list that repeats the last one read no chunks; another
     saver reads them, once; the same answers. The memory is bounded (least recently used
-    out first; a blob over an eighth of it is not kept)."""
+    out first; a blob over an eighth of it is not kept), and a list whose joins push out
+    a blob it found remembered still reads it (that was a CorruptError)."""
     from motedb.integrations.langgraph import _Blobs
 
     b = _Blobs(800)
@@ -497,7 +498,7 @@ def test_joined_checkpoints_are_remembered_by_their_hashes(tmp_path, monkeypatch
     b.add(b"i", b"i" * 100)  # over 800: b, the least recently used, goes
     assert b.get(b"b") is None and b.get(b"a") and b.get(b"i") and b._size == 800
     b.add(b"j", b"j" * 101)  # over an eighth of the budget: not kept
-    assert not b.has(b"j") and b.has(b"c")
+    assert b.get(b"j") is None and b.get(b"c")
 
     path = tmp_path / "b.mote"
     cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
@@ -519,6 +520,25 @@ def test_joined_checkpoints_are_remembered_by_their_hashes(tmp_path, monkeypatch
         assert len(reads) == 1 and reads[0]  # one query for all ten
         assert [t.checkpoint for t in other.list(cfg, limit=10)] == first
         assert len(reads) == 1  # remembered
+    # a list whose newest checkpoint another saver wrote: joining it pushes out a
+    # remembered one that the same list reads after it (room for 8 here)
+    with MoteSaver.from_path(path) as a:
+        b = MoteSaver(a.store)
+
+        def same(i):  # checkpoints of one size
+            c = checkpoint(str(uuid6(clock_seq=i)), 0)
+            c["channel_values"] = {"log": [f"entry {i:02d} " * 20 for _ in range(14)]}
+            return c
+        size = len(a.serde.dumps_typed(same(0))[1])
+        a._blobs = _Blobs(8 * size + 8 * 64)
+        cfg = {"configurable": {"thread_id": "u", "checkpoint_ns": ""}}
+        for i in range(10):
+            cfg = a.put(cfg, same(i), {"step": i}, {})
+        assert len(a._blobs._by_refs) == 8  # (the test's premise: full)
+        b.put(cfg, same(10), {"step": 10}, {})
+        got = [t.checkpoint["id"] for t in a.list(cfg | {"configurable": {
+            "thread_id": "u", "checkpoint_ns": ""}}, limit=10)]
+        assert len(got) == 10 and got == sorted(got, reverse=True)
 
 
 def test_stores_the_integrations_open_are_repacked_at_close(tmp_path, monkeypatch):

@@ -173,9 +173,6 @@ class _Blobs:
         self._by_refs: OrderedDict[bytes, bytes] = OrderedDict()
         self._lock = threading.Lock()  # (the sync methods may be called from any thread)
 
-    def has(self, refs: bytes) -> bool:
-        return refs in self._by_refs
-
     def get(self, refs: bytes) -> bytes | None:
         with self._lock:
             blob = self._by_refs.get(refs)
@@ -273,11 +270,21 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         task_id, idx). The chunks of all of them that ``self._blobs`` does not hold joined
         are read in one query, each once: the checkpoints of a thread share most of theirs."""
         writes, keys, named = self._writes_of(cps), set(), {}  # named: object key -> its chunk keys
+        held: dict[bytes, bytes] = {}  # (taken now: joining the others may push them out)
         for cp, ws in zip(cps, writes):
             for o in (cp, *ws):
-                if o.chunks and not self._blobs.has(o.chunks):
-                    keys.update(named.setdefault(o.key, _chunk_keys(o.thread_id, o.chunks)))
+                if o.chunks:
+                    blob = self._blobs.get(o.chunks)
+                    if blob is not None:
+                        held[o.chunks] = blob
+                    else:
+                        keys.update(named.setdefault(o.key, _chunk_keys(o.thread_id, o.chunks)))
         data = self._chunk_data(keys) if keys else {}
+
+        def blob_of(o: LangGraphCheckpoint | LangGraphWrite, inline: bytes) -> bytes:
+            got = held.get(o.chunks) if o.chunks else None
+            return got if got is not None else self._joined(
+                o.thread_id, inline, o.chunks, o.key, data, named.get(o.key))
         out = []
         for cp, ws in zip(cps, writes):
             parent = None
@@ -285,17 +292,13 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                 parent = {"configurable": {"thread_id": cp.thread_id,
                                            "checkpoint_ns": cp.checkpoint_ns,
                                            "checkpoint_id": cp.parent_checkpoint_id}}
-            blob = self._joined(cp.thread_id, cp.checkpoint, cp.chunks, cp.key, data,
-                                named.get(cp.key))
             out.append(CheckpointTuple(
                 {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": cp.checkpoint_ns,
                                   "checkpoint_id": cp.checkpoint_id}},
-                self.serde.loads_typed((cp.type, blob)),
+                self.serde.loads_typed((cp.type, blob_of(cp, cp.checkpoint))),
                 cp.metadata,
                 parent,
-                [(w.task_id, w.channel, self.serde.loads_typed(
-                    (w.type, self._joined(w.thread_id, w.value, w.chunks, w.key, data,
-                                          named.get(w.key)))))
+                [(w.task_id, w.channel, self.serde.loads_typed((w.type, blob_of(w, w.value))))
                  for w in ws]))
         return out
 

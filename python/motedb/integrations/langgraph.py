@@ -265,11 +265,14 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
     def _blob(self, cp: LangGraphCheckpoint) -> bytes:
         return self._joined(cp.thread_id, cp.checkpoint, cp.chunks, cp.key)
 
-    def _tuples(self, cps: list[LangGraphCheckpoint]) -> list[CheckpointTuple]:
+    def _tuples(self, cps: list[LangGraphCheckpoint],
+                dense: bool = False) -> list[CheckpointTuple]:
         """Checkpoint tuples with their pending writes (in writes_sort_key order: task_path,
-        task_id, idx). The chunks of all of them that ``self._blobs`` does not hold joined
-        are read in one query, each once: the checkpoints of a thread share most of theirs."""
-        writes, keys, named = self._writes_of(cps), set(), {}  # named: object key -> its chunk keys
+        task_id, idx; dense: see _writes_of). The chunks of all of them that ``self._blobs``
+        does not hold joined are read in one query, each once: the checkpoints of a thread
+        share most of theirs."""
+        writes, keys = self._writes_of(cps, dense), set()
+        named: dict[str, list[str]] = {}  # object key -> its chunk keys
         held: dict[bytes, bytes] = {}  # (taken now: joining the others may push them out)
         for cp, ws in zip(cps, writes):
             for o in (cp, *ws):
@@ -302,11 +305,13 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                  for w in ws]))
         return out
 
-    def _writes_of(self, cps: list[LangGraphCheckpoint]) -> list[list[LangGraphWrite]]:
+    def _writes_of(self, cps: list[LangGraphCheckpoint],
+                   dense: bool = False) -> list[list[LangGraphWrite]]:
         """The pending writes of each checkpoint, in writes_sort_key order (task_path,
-        task_id, idx). One query per thread and namespace among them: the range from the
-        least of their writes' key prefixes to the greatest (list's checkpoints are the
-        newest of a namespace, so that range holds little else)."""
+        task_id, idx). One query per checkpoint; when ``dense`` (the checkpoints of each
+        namespace among them are consecutive ones: list's without a filter), one per
+        thread and namespace instead: the range from the least of their writes' key
+        prefixes to the greatest, which then holds no other checkpoint's."""
         W = LangGraphWrite
         groups: dict[tuple[str, str], set[str]] = {}
         for cp in cps:
@@ -314,13 +319,14 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         found: dict[tuple[str, str, str], list[LangGraphWrite]] = {}
         for (tid, ns), ids in groups.items():
             prefixes = [_writes_key(tid, ns, cid) for cid in ids]
-            if len(prefixes) == 1:
-                cond = W.key.startswith(prefixes[0])
-            else:  # (every key between two keys of a namespace is of that namespace)
-                cond = W.key.between(min(prefixes), max(prefixes) + "\U0010ffff")
-            for w in self.writes.query(cond).find():
-                if w.checkpoint_id in ids:
-                    found.setdefault((tid, ns, w.checkpoint_id), []).append(w)
+            if dense and len(prefixes) > 1:  # (every key between two keys of a namespace is
+                conds = [W.key.between(min(prefixes), max(prefixes) + "\U0010ffff")]  # of it)
+            else:
+                conds = [W.key.startswith(p) for p in prefixes]
+            for cond in conds:
+                for w in self.writes.query(cond).find():
+                    if w.checkpoint_id in ids:
+                        found.setdefault((tid, ns, w.checkpoint_id), []).append(w)
         out = []
         for cp in cps:
             ws = found.get((cp.thread_id, cp.checkpoint_ns, cp.checkpoint_id), [])
@@ -393,7 +399,7 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                 if limit is not None and len(picked) >= limit:
                     break
                 picked.append(cp)
-            out = self._tuples(picked)
+            out = self._tuples(picked, dense=not filter)
         yield from out
 
     # ---- writing --------------------------------------------------------------------

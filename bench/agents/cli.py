@@ -227,7 +227,16 @@ async def chat_async(saver, chat, lat):
 
 # ---- the engines --------------------------------------------------------------------------------------------------
 
-class MoteEngine:
+class SyncOpened:
+    """An engine whose saver serves its async methods itself: the async session opens it as the sync one does."""
+
+    @asynccontextmanager
+    async def asession(self, path, info):
+        with self.session(path, info) as saver:
+            yield saver
+
+
+class MoteEngine(SyncOpened):
     """MoteSaver on MoteDB stores opened with motedb.open's defaults (sync=True: one fdatasync per commit)."""
     ext = ".mote"
 
@@ -236,11 +245,6 @@ class MoteEngine:
         from motedb.integrations.langgraph import MoteSaver
         info["open_options"] = {"sync": True}
         with MoteSaver.from_path(path, sync=True) as saver:
-            yield saver
-
-    @asynccontextmanager
-    async def asession(self, path, info):
-        with self.session(path, info) as saver:
             yield saver
 
 
@@ -279,7 +283,7 @@ class AsyncSqliteEngine:
             info["sqlite"] = _sqlite_settings(sync, journal)
 
 
-class LimitEngine:
+class LimitEngine(SyncOpened):
     """The disk's limit for this workload: LangGraph's InMemorySaver (the same serializer and calls, its state in
     dicts) that makes every put and put_writes durable as the cheapest store could, with one 4 KB pwrite and one
     fdatasync of its file, and fsyncs the file's directory once, at its first commit (a new file's name is durable
@@ -344,11 +348,6 @@ class LimitEngine:
             yield saver
         finally:
             saver.close()
-
-    @asynccontextmanager
-    async def asession(self, path, info):
-        with self.session(path, info) as saver:
-            yield saver
 
 
 LIMIT = "limit"  # the reference engine of every checkpointer configuration, beside the two compared

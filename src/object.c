@@ -7,8 +7,12 @@
  * mote_check in objcheck.c.
  *
  * Ids: automatic ids are one more than both the highest id below 2^63 in
- * the object tree and the last id handed out (kept in "@seq", so ids of
- * removed objects are not reused); explicit ids may be anything from 1. A put
+ * the object tree and the id sequence kept in "@seq", so ids of removed
+ * objects are not reused; explicit ids may be anything from 1. A put does not
+ * write "@seq" (the object tree's last key already says what it handed out):
+ * a transaction that removed objects does, at its end, when the highest id it
+ * handed out or found is no longer in the tree. One leaf less per commit of
+ * puts (the sequence's entry is rarely in the leaf the new objects go to). A put
  * first checks every value and every unique index, then writes: a failed put
  * writes nothing.
  *
@@ -161,16 +165,11 @@ static int write_seq(mote_txn *t, mote_entity *e, uint64_t seq)
     return mote_kv_put(t, e->seq_tree, k, 4, v, 8, 0);
 }
 
-/* The highest id below AUTO_ID_LIMIT in use or handed out. */
-static int last_id(mote_txn *t, mote_entity *e, uint64_t *last)
+/* The highest id below AUTO_ID_LIMIT in the object tree (0: none). */
+static int top_id(mote_txn *t, const mote_entity *e, uint64_t *last)
 {
-    uint64_t seq;
-    int rc = mote__read_seq(t, e, &seq);
-    if (rc)
-        return rc;
-    if (seq >= AUTO_ID_LIMIT) /* written by older versions after a huge explicit id */
-        seq = 0;
     mote_cursor *c;
+    int rc;
     if ((rc = mote_cursor_open(t, e->eid, &c)))
         return rc;
     uint8_t lim[8];
@@ -185,7 +184,7 @@ static int last_id(mote_txn *t, mote_entity *e, uint64_t *last)
     mote_cursor_close(c);
     if (rc && rc != MOTE_NOTFOUND)
         return rc;
-    *last = seq > top ? seq : top;
+    *last = top;
     return MOTE_OK;
 }
 
@@ -393,29 +392,39 @@ static int check_values(const mote_entity *e, const mote_value *vals)
     return MOTE_OK;
 }
 
-/* The entity's id sequence for this write transaction: read once, kept in
- * the handle, saved by mote__entities_flush before the commit. */
+/* The entity's id sequence for this write transaction: the highest id below
+ * AUTO_ID_LIMIT in use or handed out (the stored sequence or the object
+ * tree's last id, whichever is higher), read once and kept in the handle. */
 static int seq_load(mote_txn *t, mote_entity *e)
 {
     if (e->seq_serial == t->serial)
         return MOTE_OK;
-    uint64_t last;
-    int rc = last_id(t, e, &last);
+    uint64_t seq, top;
+    int rc = mote__read_seq(t, e, &seq);
+    if (!rc)
+        rc = top_id(t, e, &top);
     if (rc)
         return rc;
+    if (seq >= AUTO_ID_LIMIT) /* written by older versions after a huge explicit id */
+        seq = 0;
     e->seq_serial = t->serial;
-    e->seq_hi = last;
+    e->seq_stored = seq;
+    e->seq_hi = seq > top ? seq : top;
     e->seq_dirty = 0;
     return MOTE_OK;
 }
 
-static void seq_mark(mote_txn *t, mote_entity *e)
+/* Before objects of e are removed: load the sequence, and have
+ * mote__entities_flush save it if the removal took its highest id away. */
+static int seq_removing(mote_txn *t, mote_entity *e)
 {
-    if (!e->seq_dirty) {
+    int rc = seq_load(t, e);
+    if (!rc && !e->seq_dirty) {
         e->seq_dirty = 1;
         e->seq_next_dirty = OTX(t)->seq_dirty;
         OTX(t)->seq_dirty = e;
     }
+    return rc;
 }
 
 int mote__entities_flush(mote_txn *t)
@@ -424,7 +433,9 @@ int mote__entities_flush(mote_txn *t)
     if (!rc)
         rc = mote__hnsw_flush(t);
     for (mote_entity *e = OTX(t)->seq_dirty; e; e = e->seq_next_dirty) {
-        if (!rc && e->seq_serial == t->serial)
+        uint64_t top;
+        if (!rc && e->seq_serial == t->serial && e->seq_hi > e->seq_stored &&
+            !(rc = top_id(t, e, &top)) && top < e->seq_hi)
             rc = write_seq(t, e, e->seq_hi);
         e->seq_dirty = 0;
     }
@@ -500,7 +511,6 @@ static int put_with_id(mote_txn *t, mote_entity *e, uint64_t id, mote_value *val
         /* ids above the sequence are not reused (those over the automatic
          * range do not move it) */
         e->seq_hi = id;
-        seq_mark(t, e);
     }
     return rc;
 }
@@ -914,10 +924,8 @@ static int put_many_all(mote_txn *t, mote_entity *e, size_t n, const uint64_t *i
         else
             rc = BATCH_NO;
         if (rc != BATCH_NO) {
-            if (!rc && nnew) {
+            if (!rc && nnew)
                 e->seq_hi = next + nnew - 1;
-                seq_mark(t, e);
-            }
             for (size_t i = 0; !rc && ids_out && i < n; i++)
                 ids_out[i] = nnew ? next + i : ids[i];
             if (!rc && done)
@@ -938,10 +946,8 @@ static int put_many_all(mote_txn *t, mote_entity *e, size_t n, const uint64_t *i
             rc = put_with_id(t, e, id, v, mode);
         } else {
             id = next++;
-            if (!(rc = put_one(t, e, id, v, NULL, 0)) && id > e->seq_hi) {
+            if (!(rc = put_one(t, e, id, v, NULL, 0)) && id > e->seq_hi)
                 e->seq_hi = id; /* only written objects use up ids */
-                seq_mark(t, e);
-            }
         }
         if (rc)
             break;
@@ -1140,6 +1146,8 @@ static int remove_one(mote_txn *t, mote_entity *e, uint64_t id)
 {
     size_t oldlen;
     int rc = load_old(t, e, id, &oldlen);
+    if (!rc)
+        rc = seq_removing(t, e);
     if (rc)
         return rc;
     unsigned np = e->nall;
@@ -1195,6 +1203,8 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
     objbatch b;
     mote_cursor *oc = NULL;
     int rc = ob_init(&b, e);
+    if (!rc)
+        rc = seq_removing(t, e);
     if (!rc)
         rc = mote_cursor_open(t, e->eid, &oc);
     for (size_t i = 0; !rc && i < n; i++) {

@@ -4,7 +4,9 @@
  * (object.c) and queries (query.c). Everything is stored in kv trees:
  *
  *   "@schema"        entity name -> schema record (below)
- *   "@seq"           entity id (u32 BE) -> last assigned object id (u64)
+ *   "@seq"           entity id (u32 BE) -> an id at or above every id handed
+ *                    out before the last removal (u64; with the object
+ *                    tree's last id, the sequence: object.c, "Ids")
  *   "@o:<name>"      object id (u64 BE) -> record; its kv tree id is the
  *                    entity id
  *   "@i:<eid>:<pid>" index entries: enc(value) + id (u64 BE) -> "" ;
@@ -139,9 +141,11 @@ struct mote_entity {
      * property): by write transaction stale_serial, or committed (stale) */
     uint64_t stale_serial;
     int stale;
-    /* id sequence cached for one write transaction (serial), saved to @seq
-     * before it commits */
-    uint64_t seq_serial, seq_hi;
+    /* id sequence cached for one write transaction (serial): as stored in
+     * @seq, and the highest id in use or handed out; saved to @seq before
+     * the transaction commits if it removed objects (seq_dirty) and that
+     * highest id is no longer the object tree's last (object.c, "Ids") */
+    uint64_t seq_serial, seq_stored, seq_hi;
     int seq_dirty;
     struct mote_entity *seq_next_dirty;
     /* the backlink tree of this entity ("@b:<eid>", 0 = none) as looked up
@@ -158,7 +162,8 @@ struct mote_entity {
  * buffers are reused. Read transactions need none. */
 typedef struct objtxn {
     mote_entity *new_entities; /* created or evolved by it, until it ends */
-    mote_entity *seq_dirty;    /* entities whose id sequence to save */
+    mote_entity *seq_dirty;    /* entities it removed objects of (id sequences
+                                  to save, see seq_hi) */
     uint8_t *obuf, *oldbuf;    /* an encoded record; a copy of an old one */
     size_t obuf_cap, oldbuf_cap;
     struct textw *text;        /* full-text changes to write before the commit

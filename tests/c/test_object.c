@@ -221,6 +221,100 @@ TEST(obj_ids_and_modes)
     OK(mote_close(s));
 }
 
+/* The "@seq" entry of a store's only entity (0: none). */
+static uint64_t stored_seq(mote_store *s)
+{
+    mote_txn *t;
+    uint32_t tree;
+    uint64_t seq = 0;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    if (mote_kv_tree(t, "@seq", 0, &tree) == MOTE_OK) {
+        mote_cursor *c;
+        OK(mote_cursor_open(t, tree, &c));
+        for (int rc = mote_cursor_first(c); rc == MOTE_OK; rc = mote_cursor_next(c)) {
+            mote_val key, val;
+            OK(mote_cursor_get(c, &key, &val));
+            CHECK(key.size == 4 && val.size == 8 && seq == 0); /* one entity: one entry */
+            for (int i = 7; i >= 0; i--)
+                seq = seq << 8 | ((const uint8_t *)val.data)[i];
+        }
+        mote_cursor_close(c);
+    }
+    mote_abort(t);
+    return seq;
+}
+
+/* Puts leave "@seq" alone (the object tree's last id says what they handed
+ * out: one leaf less to write per commit); a transaction that removes the
+ * highest id writes it, one that removes others does not; ids are never
+ * reused, across commits and reopens, through every way of removing. */
+TEST(obj_id_sequence_written_by_removals_only)
+{
+    const char *path = test_path("seq.mote");
+    mote_store *s = test_open(path, NULL);
+    mote_entity *e = open_notes(s);
+    mote_value v[4] = {I(1), I(10), S("a"), N()}, many[3 * 4];
+    for (int i = 0; i < 3; i++)
+        memcpy(&many[i * 4], v, sizeof v);
+    mote_txn *t;
+    uint64_t id, ids[3], removed;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put_many(t, e, 3, NULL, many, 0, ids, NULL)); /* 1, 2, 3 */
+    OK(mote_commit(t));
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 4);
+    OK(mote_put(t, e, 9, v, MOTE_PUT_INSERT, NULL)); /* explicit, above the others */
+    OK(mote_commit(t));
+    CHECK(stored_seq(s) == 0);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_remove(t, e, 2)); /* not the highest: nothing to remember */
+    OK(mote_commit(t));
+    CHECK(stored_seq(s) == 0);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_remove(t, e, 9));
+    OK(mote_commit(t));
+    CHECK(stored_seq(s) == 9);
+    OK(mote_close(s));
+    s = test_open(path, NULL);
+    e = open_notes(s);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 10);
+    OK(mote_remove(t, e, 10)); /* removed and outgrown in one transaction */
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 11);
+    OK(mote_commit(t));
+    CHECK(stored_seq(s) == 9);
+    OK(mote_begin(s, 0, &t)); /* a batch removal of the highest */
+    uint64_t two[2] = {11, 3};
+    OK(mote_remove_many(t, e, two, 2, &removed));
+    CHECK(removed == 2);
+    OK(mote_commit(t));
+    CHECK(stored_seq(s) == 11);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put_many(t, e, 3, NULL, many, 0, ids, NULL));
+    CHECK(ids[0] == 12 && ids[2] == 14);
+    OK(mote_remove_all(t, e, &removed));
+    CHECK(removed == 5);
+    OK(mote_commit(t));
+    CHECK(stored_seq(s) == 14);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    s = test_open(path, NULL);
+    e = open_notes(s);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 15);
+    mote_abort(t); /* an aborted transaction hands out nothing */
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put(t, e, 0, v, 0, &id));
+    CHECK(id == 15);
+    OK(mote_commit(t));
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+}
+
 TEST(obj_unique_index)
 {
     mote_store *s = test_open(test_path("u.mote"), NULL);
@@ -1501,14 +1595,15 @@ static uint64_t batches_pages(size_t body, int batches, int indexed)
 }
 
 /* Objects appended by several put_many (one transaction each) fill the
- * leaves as one put_many does. Without an index, the id sequence's entry
- * ("@seq") sits after the object tree's last key in its last leaf; a full
- * leaf that got a new id before it split in the middle (the new id and the
- * sequence entry took more than the room left of it), and so did every
- * leaf after: 300-byte objects in 6 batches took 474 pages against 257 in
- * one, 990-byte ones 1,399 against 764 (30 batches: 531 and 1,531). With
- * an index, its keys follow the object tree and the leaf split right after
- * the new id. The used pages also count those that the commit chain keeps
+ * leaves as one put_many does. When every put wrote the id sequence's
+ * entry ("@seq", until 2026-12-07), without an index that entry sat after
+ * the object tree's last key in its last leaf; a full leaf that got a new
+ * id before it split in the middle (the new id and the sequence entry took
+ * more than the room left of it), and so did every leaf after: 300-byte
+ * objects in 6 batches took 474 pages against 257 in one, 990-byte ones
+ * 1,399 against 764 (30 batches: 531 and 1,531). With an index, its keys
+ * follow the object tree and the leaf split right after the new id. The
+ * used pages also count those that the commit chain keeps
  * until its next checkpoint (~1 per commit here: 30 batches of 300-byte
  * objects take 287 with full leaves), so 30 batches only with the larger
  * objects. */

@@ -378,7 +378,7 @@ def test_errors_and_edges(tmp_path):
         assert json.loads(json.dumps(t.metadata)) == t.metadata
 
 
-# ---- chunks: large checkpoints and writes kept as deduplicated pieces ------------------
+# ---- pieces: large checkpoints and writes kept as deduplicated pieces ------------------
 
 DOC_WORDS = open(__file__.replace("tests/python/test_integrations_langgraph.py",
                                   "docs/python.md"), encoding="utf-8").read().split()
@@ -407,25 +407,26 @@ def chat_thread(saver, thread, steps, rnd, run=None):
     return raw, states
 
 
-def chunk_census(saver):
-    """(stored chunk keys, chunk keys named by checkpoints and writes)."""
-    from motedb.integrations.langgraph import LangGraphChunk, LangGraphWrite, _chunk_keys
-    stored = {k for (k,) in saver.chunks.query().tuples(LangGraphChunk.key)}
+def piece_census(saver):
+    """(stored piece ids, piece ids named by checkpoints and writes)."""
+    from motedb.integrations.langgraph import LangGraphWrite, _unpack
+    stored = set(saver.pieces.query().ids())
     named = set()
     for box, E in ((saver.checkpoints, LangGraphCheckpoint), (saver.writes, LangGraphWrite)):
-        for tid, refs in box.query().tuples(E.thread_id, E.chunks):
-            named.update(_chunk_keys(tid, refs))
+        for (p,) in box.query().tuples(E.pieces):
+            named.update(_unpack(p))
     return stored, named
 
 
-def test_chunks_keep_a_thread_once_and_read_back_whole(tmp_path):
+def test_pieces_keep_a_thread_once_and_read_back_whole(tmp_path):
     import random
     rnd = random.Random(5)
     with MoteSaver.from_path(tmp_path / "c.mote", sync=False) as saver:
         raw, states = chat_thread(saver, "chat", 30, rnd)
-        from motedb.integrations.langgraph import LangGraphChunk
-        kept = sum(len(d) for (d,) in saver.chunks.query().tuples(LangGraphChunk.data))
-        # each step adds two messages; its checkpoint repeats all the others
+        from motedb.integrations.langgraph import LangGraphPiece
+        kept = sum(len(d) for (d,) in saver.pieces.query().tuples(LangGraphPiece.data))
+        # each step adds two messages; its checkpoint repeats all the others, and holds
+        # the writes that lead to it
         assert kept < 0.25 * raw, (kept, raw)
         for j, (cid, messages) in enumerate(states):  # every checkpoint reads back whole
             t = saver.get_tuple({"configurable": {"thread_id": "chat", "checkpoint_ns": "",
@@ -434,56 +435,151 @@ def test_chunks_keep_a_thread_once_and_read_back_whole(tmp_path):
             # the next step's writes wait on it: its two new messages
             want = [(f"task-{j + 1}", "messages", states[j + 1][1][-2:])] if j + 1 < len(states) else []
             assert t.pending_writes == want
-        stored, named = chunk_census(saver)
+        stored, named = piece_census(saver)
         assert stored == named and len(stored) > 30
+        # a saver that has not seen the thread finds what the parent has from the store:
+        # the next step stores about what it adds, as this one would
+        fresh = MoteSaver(saver.store)
+        before = len(stored)
+        cfg = {"configurable": {"thread_id": "chat", "checkpoint_ns": "", "checkpoint_id": states[-1][0]}}
+        cp = checkpoint(str(uuid6(clock_seq=99)), 30)
+        cp["channel_values"] = {"messages": states[-1][1] + ["one more message " * 20], "step": 30}
+        fresh.put(cfg, cp, {"step": 30}, {})
+        stored, named = piece_census(saver)
+        assert stored == named and len(stored) - before <= 3
         # a write again under a stored task and index is kept as it was: its new value
-        # leaves no chunk behind
+        # leaves no piece behind
         first = {"configurable": {"thread_id": "chat", "checkpoint_ns": "", "checkpoint_id": states[0][0]}}
         saver.put_writes(first, [("messages", ["other " * 400]), ("messages", ["more " * 400])],
                          "task-1", "agent")
         assert saver.get_tuple(first).pending_writes == [("task-1", "messages", states[1][1][-2:]),
                                                          ("task-1", "messages", ["more " * 400])]
-        stored, named = chunk_census(saver)
+        stored, named = piece_census(saver)
+        assert stored == named
+        # a special write replaces the one stored: the pieces only it named go
+        saver.put_writes(first, [("__error__", "boom " * 400)], "task-e", "agent")
+        saver.put_writes(first, [("__error__", "bang " * 400)], "task-e", "agent")
+        assert saver.get_tuple(first).pending_writes[-1] == ("task-e", "__error__", "bang " * 400)
+        stored, named = piece_census(saver)
         assert stored == named
 
 
-def test_chunks_follow_deletes_prunes_and_copies(tmp_path):
+def test_pieces_follow_deletes_prunes_and_copies(tmp_path):
     import random
     rnd = random.Random(6)
     with MoteSaver.from_path(tmp_path / "g.mote", sync=False) as saver:
         chat_thread(saver, "a", 12, rnd)
         _, b_states = chat_thread(saver, "b", 12, rnd, run="run-b")
         chat_thread(saver, "c", 12, rnd)
-        stored, named = chunk_census(saver)
+        stored, named = piece_census(saver)
         assert stored == named
         saver.prune(["a"])  # no DeltaChannel: the newest only
-        stored, named = chunk_census(saver)
+        stored, named = piece_census(saver)
         assert stored == named
+        of_b = saver._named("b")
         saver.copy_thread("b", "b2")
+        assert not of_b & saver._named("b2")  # copies: its own pieces
+        saver.copy_thread("b", "b2")  # again: what it held is replaced, nothing left over
+        stored, named = piece_census(saver)
+        assert stored == named
         saver.delete_thread("b")
-        stored, named = chunk_census(saver)
-        assert stored == named and not any(k.startswith("1:b") for k in stored)
+        stored, named = piece_census(saver)
+        assert stored == named and not of_b & stored
         t = saver.get_tuple({"configurable": {"thread_id": "b2", "checkpoint_ns": ""}})
         assert t.checkpoint["channel_values"]["messages"] == b_states[-1][1]
         saver.delete_for_runs(["c"])
-        stored, named = chunk_census(saver)
+        stored, named = piece_census(saver)
         assert stored == named
         assert saver.get_tuple({"configurable": {"thread_id": "c", "checkpoint_ns": ""}}) is None
-        # a chunk gone from under a checkpoint is reported, not read as something else, by a
-        # saver that has not joined that checkpoint's chunks already (this one remembers
-        # them by their hashes: the bytes it returns are still the ones written)
-        from motedb.integrations.langgraph import LangGraphChunk
+        # a piece gone from under a checkpoint is reported, not read as something else, by a
+        # saver that has not joined that checkpoint's pieces already (this one remembers
+        # them by their ids: the bytes it returns are still the ones written)
         b2 = {"configurable": {"thread_id": "b2"}}
         before = [t.checkpoint for t in saver.list(b2)]
-        saver.chunks.query(LangGraphChunk.key.startswith("2:b2")).limit(1).remove()
+        gone = min(saver._named("b2"))
+        saver.pieces.remove(gone)
         assert [t.checkpoint for t in saver.list(b2)] == before
         fresh = MoteSaver(saver.store)
-        with pytest.raises(motedb.CorruptError, match="names chunk '2:b2"):
+        with pytest.raises(motedb.CorruptError, match=f"names piece {gone},"):
             for t in fresh.list(b2):
                 pass
+        with pytest.raises(motedb.CorruptError, match=f"names piece {gone},"):
+            fresh.copy_thread("b2", "b3")
 
 
-def test_joined_checkpoints_are_remembered_by_their_hashes(tmp_path, monkeypatch):
+def test_stores_written_with_chunks_still_read(tmp_path):
+    """A store whose checkpoints and writes keep their pieces as LangGraphChunk, under the
+    thread and the hash (MoteSaver before 2026-12-07: written here as it did), reads back
+    whole; new checkpoints on top of them are kept as pieces; prune, copy_thread and
+    delete_thread remove the chunks nothing names any more."""
+    import random
+    from motedb.integrations.langgraph import (LangGraphChunk, LangGraphWrite, _chunk_keys, _cut,
+                                               _ns_key, _writes_key)
+    rnd = random.Random(7)
+    path = tmp_path / "old.mote"
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    serde = JsonPlusSerializer()
+    with motedb.open(path) as store:
+        cps, ws, ks = (store.box(E) for E in (LangGraphCheckpoint, LangGraphWrite, LangGraphChunk))
+        messages, parent, states = [], None, []
+        for s in range(6):
+            new = [" ".join(DOC_WORDS[i:i + 120]) for i in (rnd.randrange(5000) for _ in range(2))]
+            messages = messages + new
+            cid = str(uuid6(clock_seq=s))
+            cp = checkpoint(cid, s)
+            cp["channel_values"] = {"messages": messages, "step": s}
+            with store.write():
+                for kind, obj in (("w", new), ("c", cp)):
+                    if kind == "w" and parent is None:
+                        continue
+                    type_, blob = serde.dumps_typed(obj)
+                    cut = _cut(blob)
+                    refs = b"".join(h for h, _ in cut)
+                    keys = _chunk_keys("t", refs)
+                    have = {k for (k,) in ks.query(LangGraphChunk.key.in_(keys)).tuples(LangGraphChunk.key)}
+                    ks.put_many([LangGraphChunk(key=k, data=d) for k, (_h, d) in zip(keys, cut)
+                                 if k not in have and not have.add(k)])
+                    if kind == "w":
+                        ws.put(LangGraphWrite(key=_writes_key("t", "", parent) + "1:x0", thread_id="t",
+                                              checkpoint_id=parent, task_id="x", channel="messages",
+                                              type=type_, chunks=refs))
+                    else:
+                        cps.put(LangGraphCheckpoint(key=_ns_key("t", "") + cid, thread_id="t",
+                                                    checkpoint_id=cid, parent_checkpoint_id=parent,
+                                                    type=type_, chunks=refs, metadata={"step": s}))
+            parent = cid
+            states.append((cid, messages))
+    with MoteSaver.from_path(path) as saver:
+        assert saver.chunks is not None
+        for cid, msgs in states:
+            t = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "",
+                                                  "checkpoint_id": cid}})
+            assert t.checkpoint["channel_values"]["messages"] == msgs
+        listed = [t.checkpoint["channel_values"]["messages"] for t in saver.list(
+            {"configurable": {"thread_id": "t"}})]
+        assert listed == [m for _, m in reversed(states)]
+        t = saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "",
+                                              "checkpoint_id": states[1][0]}})
+        assert t.pending_writes == [("x", "messages", states[2][1][-2:])]
+        cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": parent}}
+        cp = checkpoint(str(uuid6(clock_seq=9)), 6)
+        cp["channel_values"] = {"messages": messages + ["new " * 300], "step": 6}
+        saver.put(cfg, cp, {"step": 6}, {})
+        saver.copy_thread("t", "u")
+        copied = saver.chunks.query(LangGraphChunk.key.startswith("1:u")).count()
+        assert copied == saver.chunks.query(LangGraphChunk.key.startswith("1:t")).count() > 0
+        saver.prune(["t"])  # the newest only, which is kept as pieces: no chunk of t is left
+        assert saver.chunks.query(LangGraphChunk.key.startswith("1:t")).count() == 0
+        t = saver.get_tuple({"configurable": {"thread_id": "u", "checkpoint_ns": "",
+                                              "checkpoint_id": states[3][0]}})
+        assert t.checkpoint["channel_values"]["messages"] == states[3][1]
+        saver.delete_thread("u")
+        assert saver.chunks.count() == 0
+        stored, named = piece_census(saver)
+        assert stored == named and stored
+
+
+def test_joined_checkpoints_are_remembered_by_their_pieces(tmp_path, monkeypatch):
     """A saver keeps the bytes of the chunked checkpoints it cut or joined lately: the
     get_tuple after a put and a list that repeats the last one read no chunks; another
     saver reads them, once; the same answers. The memory is bounded (least recently used
@@ -504,8 +600,8 @@ def test_joined_checkpoints_are_remembered_by_their_hashes(tmp_path, monkeypatch
     cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
     reads = []
     with MoteSaver.from_path(path) as saver:
-        monkeypatch.setattr(saver, "_chunk_data", lambda keys: reads.append(set(keys)) or
-                            MoteSaver._chunk_data(saver, keys))
+        monkeypatch.setattr(saver, "_piece_data", lambda ids: reads.append(set(ids)) or
+                            MoteSaver._piece_data(saver, ids))
         for i in range(12):
             big = checkpoint(str(uuid6(clock_seq=i)), i)
             big["channel_values"] = {"log": [f"entry {k} " * 20 for k in range(i + 3)]}
@@ -514,8 +610,8 @@ def test_joined_checkpoints_are_remembered_by_their_hashes(tmp_path, monkeypatch
         assert reads == []  # every blob was cut here
         first = [t.checkpoint for t in saver.list(cfg, limit=10)]
     with MoteSaver.from_path(path) as other:
-        monkeypatch.setattr(other, "_chunk_data", lambda keys: reads.append(set(keys)) or
-                            MoteSaver._chunk_data(other, keys))
+        monkeypatch.setattr(other, "_piece_data", lambda ids: reads.append(set(ids)) or
+                            MoteSaver._piece_data(other, ids))
         assert [t.checkpoint for t in other.list(cfg, limit=10)] == first
         assert len(reads) == 1 and reads[0]  # one query for all ten
         assert [t.checkpoint for t in other.list(cfg, limit=10)] == first

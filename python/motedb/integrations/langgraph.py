@@ -582,8 +582,8 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                 put.append((w, blob, cut))
             if put:
                 cut_ones = [(w, cut) for w, _b, cut in put if cut]
-                if cut_ones:
-                    packed = self._add_pieces(thread_id, ns, checkpoint_id,
+                if cut_ones:  # (new values: what they share is with each other, if anything)
+                    packed = self._add_pieces(thread_id, ns, None,
                                               [cut for _w, cut in cut_ones], hashes)
                     for (w, _cut_), pieces in zip(cut_ones, packed):
                         w.pieces = pieces
@@ -628,8 +628,9 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                     hashes: list[dict[bytes, int]]) -> list[bytes]:
         """The piece ids (packed) of each of cuts (a blob's (hash, bytes) pieces), inside a
         write transaction: the pieces that the checkpoint parent_id and its pending
-        writes have (its family), or that come earlier in cuts, are named again; the
-        others are stored. Appends each one's {hash: id} to hashes."""
+        writes have (its family: a put's parent, whose state and writes the new
+        checkpoint repeats), or that come earlier in cuts, are named again; the others
+        are stored. Appends each one's {hash: id} to hashes."""
         family = self._family(thread_id, ns, parent_id)
         new: list[LangGraphPiece] = []
         first: dict[bytes, int] = {}  # hash -> its index in new

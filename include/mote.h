@@ -1062,7 +1062,9 @@ int mote_query_group_count(mote_txn *txn, mote_query *q, unsigned prop, mote_gro
 
 /* How the query runs: "index" (a condition's index), "index order" (walks
  * the index of the order property), "id range" (a scan bounded by id
- * conditions) or "scan"; "invalid" for a NULL query. Static string. */
+ * conditions), "id seeks" (a lookup of each id of an id IN whose ids are
+ * few for the range they span: fewer than one in 8) or "scan"; "invalid"
+ * for a NULL query. Static string. */
 const char *mote_query_plan(mote_txn *txn, mote_query *q);
 
 /* Free memory the library returned (mote_query_ids, mote_links, ...). */

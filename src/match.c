@@ -86,10 +86,16 @@ static int eval_id(const qnode *n, uint64_t id)
     case MOTE_GT: return id > a;
     case MOTE_GE: return id >= a;
     case MOTE_BETWEEN: return id >= a && id <= (uint64_t)v[1].v.i;
-    default: { /* IN, NOT IN */
-        int in = 0;
-        for (size_t i = 0; i < n->nvals && !in; i++)
-            in = id == (uint64_t)v[i].v.i;
+    default: { /* IN, NOT IN: their ids are sorted (mote_query_cond) */
+        size_t lo = 0, hi = n->nvals;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if ((uint64_t)v[mid].v.i < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int in = lo < n->nvals && (uint64_t)v[lo].v.i == id;
         return n->op == MOTE_IN ? in : !in;
     }
     }

@@ -1648,6 +1648,82 @@ TEST(obj_batches_match_single)
     OK(mote_close(s));
 }
 
+/* An id IN whose ids are few for the span they cover looks each one up
+ * ("id seeks"); a dense one walks the range: the same answers, whatever the
+ * order and repeats of the ids, ids of no object, ANDed conditions, offset and
+ * limit, and values set again on a prepared query. NOT IN likewise. */
+TEST(obj_query_id_in_seeks)
+{
+    mote_store *s = test_open(test_path("qs.mote"), NULL);
+    mote_entity *e = open_notes(s);
+    mote_txn *t;
+    OK(mote_begin(s, 0, &t));
+    enum { NOBJ = 3000 };
+    static mote_value rows[NOBJ * 4];
+    for (int i = 0; i < NOBJ; i++) {
+        mote_value v[4] = {I(i % 7), I(i), S("n"), N()};
+        memcpy(&rows[i * 4], v, sizeof v);
+    }
+    OK(mote_put_many(t, e, NOBJ, NULL, rows, 0, NULL, NULL)); /* ids 1..3000 */
+    uint64_t gone[3] = {500, 1500, 2999};
+    OK(mote_remove_many(t, e, gone, 3, NULL));
+    /* unsorted, repeated, removed (500, 2999), past the last (4000) and 0 */
+    mote_value sparse[9] = {I(2999), I(10), I(1500), I(4000), I(10), I(0), I(2500), I(500), I(11)};
+    mote_query *q;
+    int node, both[2];
+    uint64_t *ids, c;
+    size_t n;
+    OK(mote_query_new(e, &q));
+    OK(mote_query_cond(q, MOTE_PROP_ID, MOTE_IN, sparse, 9, 0, &node));
+    OK(mote_query_where(q, node));
+    CHECK(strcmp(mote_query_plan(t, q), "id seeks") == 0);
+    OK(mote_query_ids(t, q, &ids, &n));
+    CHECK(n == 3 && ids[0] == 10 && ids[1] == 11 && ids[2] == 2500);
+    mote_free(ids);
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 3);
+    OK(mote_query_limit(q, 1, 1));
+    OK(mote_query_ids(t, q, &ids, &n));
+    CHECK(n == 1 && ids[0] == 11);
+    mote_free(ids);
+    OK(mote_query_limit(q, 0, UINT64_MAX));
+    /* set again: a dense run of ids walks the range, with the same answers */
+    static mote_value dense[600];
+    for (int i = 0; i < 600; i++)
+        dense[i] = I(2000 - i); /* 1401..2000, 1500 removed */
+    OK(mote_query_set(q, node, dense, 600));
+    CHECK(strcmp(mote_query_plan(t, q), "id range") == 0);
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 599);
+    OK(mote_query_set(q, node, sparse, 9));
+    CHECK(strcmp(mote_query_plan(t, q), "id seeks") == 0);
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == 3);
+    mote_query_free(q);
+    /* AND: level >= 10 (an index range) and a sparse id IN: the ids are
+     * sought, the level checked (object id has level id - 1) */
+    mote_value lv = I(10);
+    OK(mote_query_new(e, &q));
+    OK(mote_query_cond(q, 1, MOTE_GE, &lv, 1, 0, &both[0]));
+    OK(mote_query_cond(q, MOTE_PROP_ID, MOTE_IN, sparse, 9, 0, &both[1]));
+    OK(mote_query_and(q, both, 2, &node));
+    OK(mote_query_where(q, node));
+    CHECK(strcmp(mote_query_plan(t, q), "id seeks") == 0);
+    OK(mote_query_ids(t, q, &ids, &n));
+    CHECK(n == 2 && ids[0] == 11 && ids[1] == 2500);
+    mote_free(ids);
+    mote_query_free(q);
+    /* NOT IN of the same ids: every other object, by bisection of the sorted ids */
+    OK(mote_query_new(e, &q));
+    OK(mote_query_cond(q, MOTE_PROP_ID, MOTE_NOT_IN, sparse, 9, 0, &node));
+    OK(mote_query_where(q, node));
+    OK(mote_query_count(t, q, &c));
+    CHECK(c == NOBJ - 3 - 3);
+    mote_query_free(q);
+    OK(mote_commit(t));
+    OK(mote_close(s));
+}
+
 /* Conditions on the id, case-insensitive equality, bad flag uses, the
  * error message reset. (Random cases: obj_query_differential.) */
 TEST(obj_query_id_and_nocase)

@@ -1115,7 +1115,7 @@ static int run_matches(mote_txn *t, mote_query *q, const plan *pl, visit_fn fn, 
         if (in) { /* a few ids spread out: a seek to each (in order, once) */
             for (size_t i = 0; i < in->nvals && !rc; i++) {
                 uint64_t id = (uint64_t)in->vals[i].v.i;
-                if (id < pl->id_lo || id > pl->id_hi ||
+                if (!id || id < pl->id_lo || id > pl->id_hi || /* (no object has id 0) */
                     (i && id == (uint64_t)in->vals[i - 1].v.i))
                     continue;
                 mote__obj_tree_key(id, lo);

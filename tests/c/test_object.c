@@ -1699,6 +1699,12 @@ TEST(obj_query_id_in_seeks)
     CHECK(strcmp(mote_query_plan(t, q), "id seeks") == 0);
     OK(mote_query_count(t, q, &c));
     CHECK(c == 3);
+    mote_value low[3] = {I(2000), I(1), I(0)}; /* 0: no object, not the next one */
+    OK(mote_query_set(q, node, low, 3));
+    CHECK(strcmp(mote_query_plan(t, q), "id seeks") == 0);
+    OK(mote_query_ids(t, q, &ids, &n));
+    CHECK(n == 2 && ids[0] == 1 && ids[1] == 2000);
+    mote_free(ids);
     mote_query_free(q);
     /* AND: level >= 10 (an index range) and a sparse id IN: the ids are
      * sought, the level checked (object id has level id - 1) */

@@ -176,7 +176,9 @@ int mote__page_write(mote_txn *t, uint8_t *ptr, int level, mpage **out)
 #define PLACE_BMP 2u  /* pages kept for the bitmap pages the commit copies */
 #define PLACE_SLACK 8u  /* free pages may reach 1/8 of the file ... */
 #define PLACE_PIECES 2u /* ... so that a commit needs at most 2 runs */
-#define RESERVE_SLACK 4u /* a record goes into a short run while 1/4 of the file is free */
+#define RESERVE_SLACK 4u /* a record goes into a short run while 1/4 of the file is free, */
+#define RESERVE_HALF 2u  /* if it holds half a commit of CHAIN_RUN + 1 pages or more, or */
+#define RESERVE_CAP 2u   /* while half the file is free */
 
 typedef struct {
     uint32_t start, len;
@@ -493,9 +495,15 @@ uint32_t mote__reserve_record(mote_txn *t, uint32_t want, uint32_t keep)
         uint32_t total = free_runs(t, &pl, 2, want, &tail);
         /* a run that holds the next commit; else, while free pages are
          * plenty (RESERVE_SLACK), the longest (its pages go elsewhere too,
-         * but the file does not grow); else the file's end */
-        if (total && (pl.top[0].len >= want ||
-                      (pl.top[0].len >= 2 && (uint64_t)total * RESERVE_SLACK > t->npages)))
+         * but the file does not grow) unless the next commit is a big one
+         * that it holds less than half of (RESERVE_HALF: the rest would be
+         * many runs elsewhere, a request each) while less than half the file
+         * is free (RESERVE_CAP); else the file's end */
+        uint32_t len = pl.top[0].len;
+        int short_ok = len >= 2 && (uint64_t)total * RESERVE_SLACK > t->npages &&
+                       (want <= CHAIN_RUN || len * RESERVE_HALF >= want ||
+                        (uint64_t)total * RESERVE_CAP > t->npages);
+        if (total && (len >= want || short_ok))
             q = pl.top[0].start;
         else
             q = tail;

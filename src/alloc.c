@@ -499,7 +499,7 @@ uint32_t mote__reserve_record(mote_txn *t, uint32_t want, uint32_t keep)
          * that it holds less than half of (RESERVE_HALF: the rest would be
          * many runs elsewhere, a request each) while less than half the file
          * is free (RESERVE_CAP); else the file's end */
-        uint32_t len = pl.top[0].len;
+        uint32_t len = total ? pl.top[0].len : 0; /* (no run seen: top is unset) */
         int short_ok = len >= 2 && (uint64_t)total * RESERVE_SLACK > t->npages &&
                        (want <= CHAIN_RUN || len * RESERVE_HALF >= want ||
                         (uint64_t)total * RESERVE_CAP > t->npages);

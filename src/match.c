@@ -74,6 +74,20 @@ static int cmp_eq(int type, unsigned flags, const mote_value *x, const mote_valu
     return mote__value_cmp(type, x, v) == 0;
 }
 
+/* Is id in n's sorted set of ids (idset)? */
+static int in_idset(const qnode *n, uint64_t id)
+{
+    size_t lo = 0, hi = n->nidset;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (n->idset[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n->nidset && n->idset[lo] == id;
+}
+
 static int eval_id(const qnode *n, uint64_t id)
 {
     const mote_value *v = n->vals;
@@ -86,16 +100,8 @@ static int eval_id(const qnode *n, uint64_t id)
     case MOTE_GT: return id > a;
     case MOTE_GE: return id >= a;
     case MOTE_BETWEEN: return id >= a && id <= (uint64_t)v[1].v.i;
-    default: { /* IN, NOT IN: their ids are sorted (mote_query_cond) */
-        size_t lo = 0, hi = n->nvals;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if ((uint64_t)v[mid].v.i < id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        int in = lo < n->nvals && (uint64_t)v[lo].v.i == id;
+    default: { /* IN, NOT IN: their ids, sorted (query.c leaf_vals) */
+        int in = in_idset(n, id);
         return n->op == MOTE_IN ? in : !in;
     }
     }
@@ -156,17 +162,8 @@ int mote__query_eval(const mote_query *q, int node, const mote_record *r)
     if (node < 0)
         return 1;
     const qnode *n = &q->nodes[node];
-    if (n->kind == Q_LINK && q->e->props[n->prop].type == MOTE_T_TOMANY) {
-        size_t lo = 0, hi = n->nidset; /* is the object one of the sources? */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (n->idset[mid] < r->id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        return lo < n->nidset && n->idset[lo] == r->id;
-    }
+    if (n->kind == Q_LINK && q->e->props[n->prop].type == MOTE_T_TOMANY)
+        return in_idset(n, r->id); /* is the object one of the sources? */
     if (n->kind == Q_ID)
         return eval_id(n, r->id);
     if (n->kind == Q_JSON && q->defer_json) /* checked later: a superset now */

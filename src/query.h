@@ -24,7 +24,8 @@ typedef struct qnode {
     int *kids;
     size_t nkids;
     /* Q_LINK: the target query; resolved per run into an IN leaf on the
-     * to-one property (op, vals) or, for to-many, the set of source ids */
+     * to-one property (op, vals) or, for to-many, the set of source ids
+     * (idset); Q_ID IN and NOT IN: their ids (idset). Sorted, each once. */
     mote_query *sub;
     uint64_t *idset;
     size_t nidset;

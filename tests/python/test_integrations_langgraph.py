@@ -585,9 +585,9 @@ def test_joined_checkpoints_are_remembered_by_their_pieces(tmp_path, monkeypatch
     saver reads them, once; the same answers. The memory is bounded (least recently used
     out first; a blob over an eighth of it is not kept), and a list whose joins push out
     a blob it found remembered still reads it (that was a CorruptError)."""
-    from motedb.integrations.langgraph import _Blobs
+    from motedb.integrations.langgraph import _Recent
 
-    b = _Blobs(800)
+    b = _Recent(800)
     for k in b"abcdefgh":
         b.add(bytes([k]), bytes([k]) * 100)  # 800 bytes: all kept
     assert b.get(b"a") == b"a" * 100  # (now the most recent)
@@ -626,11 +626,11 @@ def test_joined_checkpoints_are_remembered_by_their_pieces(tmp_path, monkeypatch
             c["channel_values"] = {"log": [f"entry {i:02d} " * 20 for _ in range(14)]}
             return c
         size = len(a.serde.dumps_typed(same(0))[1])
-        a._blobs = _Blobs(8 * size + 8 * 64)
+        a._blobs = _Recent(8 * size + 8 * 64)
         cfg = {"configurable": {"thread_id": "u", "checkpoint_ns": ""}}
         for i in range(10):
             cfg = a.put(cfg, same(i), {"step": i}, {})
-        assert len(a._blobs._by_refs) == 8  # (the test's premise: full)
+        assert len(a._blobs._by_key) == 8  # (the test's premise: full)
         b.put(cfg, same(10), {"step": 10}, {})
         got = [t.checkpoint["id"] for t in a.list(cfg | {"configurable": {
             "thread_id": "u", "checkpoint_ns": ""}}, limit=10)]

@@ -44,9 +44,9 @@ writes it cut or joined lately, by their pieces' ids (``BLOBS_BUDGET``, 8 MB): t
 ``get_tuple`` after a ``put`` and a ``list`` that repeats most of the one before read no
 pieces; and the hashes of the pieces it wrote or read (``HASHES_MAX`` checkpoints and
 writes), so that a ``put`` finds what its parent has without reading the pieces (another
-saver reads and hashes them once). (Stores written before 2026-12-07 keep their checkpoints' pieces as
-``LangGraphChunk``, under the thread and the hash: those are read, copied and removed
-as before; new checkpoints are written as above.)
+saver reads and hashes them once). (Stores written before 2026-12-07 keep their
+checkpoints' pieces as ``LangGraphChunk``, under the thread and the hash: those are
+read, copied and removed as before; new checkpoints are written as above.)
 
 Besides the base capabilities (``put``, ``put_writes``, ``get_tuple``, ``list``,
 ``delete_thread``) it has ``delete_for_runs``, ``copy_thread`` and ``prune``; the
@@ -97,8 +97,8 @@ __all__ = ["MoteSaver", "LangGraphCheckpoint", "LangGraphWrite", "LangGraphPiece
 INLINE_MAX = 700  # a checkpoint or write value of more bytes than this is kept as pieces
 CHUNK_MIN, CHUNK_MAX, CHUNK_BITS = 192, 768, 9  # about 530 bytes: records inside a leaf
 DIGEST = 16  # bytes of a piece's hash (BLAKE2b)
-BLOBS_BUDGET = 8 << 20  # bytes of joined checkpoints and writes a saver remembers (_Blobs)
-HASHES_MAX = 1024  # checkpoints and writes whose pieces' hashes a saver remembers (_Hashes)
+BLOBS_BUDGET = 8 << 20  # bytes of joined checkpoints and writes a saver remembers (_Recent)
+HASHES_MAX = 1024  # checkpoints and writes whose pieces' hashes a saver remembers (_Recent)
 
 
 class LangGraphCheckpoint(motedb.Entity):
@@ -210,65 +210,44 @@ def _blob_key(o: LangGraphCheckpoint | LangGraphWrite) -> bytes:
     return o.pieces or (b"h" + o.chunks if o.chunks else b"")
 
 
-class _Blobs:
-    """The serializer's bytes of the checkpoints and writes kept as pieces that a saver cut
-    or joined lately, by ``_blob_key`` (their pieces' ids), least recently used dropped
-    first beyond ``budget`` bytes: a thread's next reads join the same ones again
-    (``list``'s ten checkpoints are nine of the previous step's, ``get_tuple``'s is the
-    one ``put`` just cut). Ids name the bytes for good, so what is remembered is never
-    stale: it is what those pieces hold in any snapshot that names them. (So only what a
-    committed transaction wrote, or a snapshot read, is added: the ids of a transaction
-    that did not commit may be handed out again.)"""
+class _Recent:
+    """What a saver remembers of the checkpoints and writes kept as pieces that it cut,
+    joined or looked into lately, by ``_blob_key`` (their pieces' ids), least recently
+    used dropped first beyond ``budget``, counted by ``size``: their joined bytes
+    (``len``: a thread's next reads join the same ones again, ``list``'s ten
+    checkpoints are nine of the previous step's, ``get_tuple``'s is the one ``put``
+    just cut), or the hashes of their pieces (1 each: what a ``put`` names again of its
+    parent's pieces without reading them). A value of more than an eighth of the budget
+    is not kept (one long thread does not push out the others). Ids name the bytes for
+    good, so what is remembered is never stale: it is what those pieces hold in any
+    snapshot that names them. (So only what a committed transaction wrote, or a
+    snapshot read, is added: the ids of a transaction that did not commit may be handed
+    out again.)"""
 
-    def __init__(self, budget: int) -> None:
-        self._budget, self._size = budget, 0
-        self._by_refs: OrderedDict[bytes, bytes] = OrderedDict()
+    def __init__(self, budget: int, size: Callable[[Any], int] = len) -> None:
+        self._budget, self._size_of, self._size = budget, size, 0
+        self._by_key: OrderedDict[bytes, Any] = OrderedDict()
         self._lock = threading.Lock()  # (the sync methods may be called from any thread)
 
-    def get(self, refs: bytes) -> bytes | None:
+    def get(self, key: bytes) -> Any:
         with self._lock:
-            blob = self._by_refs.get(refs)
-            if blob is not None:
-                self._by_refs.move_to_end(refs)
-            return blob
+            value = self._by_key.get(key)
+            if value is not None:
+                self._by_key.move_to_end(key)
+            return value
 
-    def add(self, refs: bytes, blob: bytes) -> None:
-        if len(blob) > self._budget // 8:  # (one long thread does not push out the others)
+    def add(self, key: bytes, value: Any) -> None:
+        size = self._size_of(value)
+        if size > self._budget // 8:
             return
         with self._lock:
-            if refs in self._by_refs:
-                self._by_refs.move_to_end(refs)
+            if key in self._by_key:
+                self._by_key.move_to_end(key)
                 return
-            self._by_refs[refs] = blob
-            self._size += len(blob)
+            self._by_key[key] = value
+            self._size += size
             while self._size > self._budget:
-                self._size -= len(self._by_refs.popitem(last=False)[1])
-
-
-class _Hashes:
-    """For the checkpoints and writes kept as pieces that a saver wrote or looked into
-    lately (at most ``most``, least recently used out first): {hash: id} of their pieces,
-    by their piece ids, which name the same pieces for good. What a ``put`` reuses of its
-    parent's pieces without reading them."""
-
-    def __init__(self, most: int) -> None:
-        self._most = most
-        self._by_pieces: OrderedDict[bytes, dict[bytes, int]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, pieces: bytes) -> dict[bytes, int] | None:
-        with self._lock:
-            got = self._by_pieces.get(pieces)
-            if got is not None:
-                self._by_pieces.move_to_end(pieces)
-            return got
-
-    def add(self, pieces: bytes, hashes: dict[bytes, int]) -> None:
-        with self._lock:
-            self._by_pieces[pieces] = hashes
-            self._by_pieces.move_to_end(pieces)
-            if len(self._by_pieces) > self._most:
-                self._by_pieces.popitem(last=False)
+                self._size -= self._size_of(self._by_key.popitem(last=False)[1])
 
 
 def _metadata_value(metadata: dict, dotted: str) -> Any:
@@ -294,8 +273,8 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self._hold(store, open_kwargs)
         self._writer: _Workers | None = None  # aput and aput_writes' thread, from the first
-        self._blobs = _Blobs(BLOBS_BUDGET)
-        self._hashes = _Hashes(HASHES_MAX)
+        self._blobs = _Recent(BLOBS_BUDGET)  # joined bytes
+        self._hashes = _Recent(HASHES_MAX, lambda hashes: 1)  # {hash: piece id}
         self.checkpoints = self.store.box(LangGraphCheckpoint)
         self.writes = self.store.box(LangGraphWrite)
         self.pieces = self.store.box(LangGraphPiece)
@@ -532,11 +511,11 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             run_id=run_id if isinstance(run_id, str) else None,
             type=type_, checkpoint=b"" if cut else blob, metadata=md)
         C = LangGraphCheckpoint
-        hashes: list[dict[bytes, int]] = []
+        learned = []
         with self.store.write():
             if cut:
-                cp.pieces = self._add_pieces(thread_id, ns, cp.parent_checkpoint_id, [cut],
-                                             hashes)[0]
+                learned = self._add_pieces(thread_id, ns, cp.parent_checkpoint_id,
+                                           [(cp, blob, cut)])
             try:
                 self.checkpoints.put(cp)
             except motedb.UniqueViolationError:  # the same checkpoint again replaces it
@@ -544,7 +523,7 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                 cp.id = old.id
                 self.checkpoints.put(cp)
                 self._drop_unnamed(thread_id, [old])
-        self._learned([cp], [blob], hashes)
+        self._remember(learned)
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns,
                                  "checkpoint_id": checkpoint["id"]}}
 
@@ -569,7 +548,7 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                 channel=channel, type=type_, value=b"" if cut else blob), blob, cut))
         W = LangGraphWrite
         put: list[tuple[LangGraphWrite, bytes, list]] = []
-        hashes: list[dict[bytes, int]] = []
+        learned = []
         with self.store.write():
             stored = {o.key: o for o in self.writes.query(W.key.startswith(task_prefix)).find()}
             replaced = []
@@ -581,23 +560,20 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
                     replaced.append(stored[w.key])
                 put.append((w, blob, cut))
             if put:
-                cut_ones = [(w, cut) for w, _b, cut in put if cut]
+                cut_ones = [one for one in put if one[2]]
                 if cut_ones:  # (new values: what they share is with each other, if anything)
-                    packed = self._add_pieces(thread_id, ns, None,
-                                              [cut for _w, cut in cut_ones], hashes)
-                    for (w, _cut_), pieces in zip(cut_ones, packed):
-                        w.pieces = pieces
+                    learned = self._add_pieces(thread_id, ns, None, cut_ones)
                 self.writes.put_many([w for w, _b, _c in put])
                 self._drop_unnamed(thread_id, replaced)
-        cut_put = [(w, blob) for w, blob, cut in put if cut]
-        self._learned([w for w, _ in cut_put], [b for _, b in cut_put], hashes)
+        self._remember(learned)
 
-    def _learned(self, objs: list, blobs: list[bytes], hashes: list[dict[bytes, int]]) -> None:
-        """After the commit that stored objs (checkpoints or writes kept as pieces): remember
-        their bytes and their pieces' hashes by their piece ids (see _Blobs)."""
-        for o, blob, h in zip(objs, blobs, hashes):
-            self._blobs.add(o.pieces, blob)
-            self._hashes.add(o.pieces, h)
+    def _remember(self, learned: list[tuple[bytes, bytes, dict[bytes, int]]]) -> None:
+        """After the commit that stored them: the bytes and the pieces' hashes of
+        checkpoints and writes kept as pieces, (piece ids, bytes, {hash: id}) each (see
+        _Recent)."""
+        for pieces, blob, hashes in learned:
+            self._blobs.add(pieces, blob)
+            self._hashes.add(pieces, hashes)
 
     def _family(self, thread_id: str, ns: str, checkpoint_id: str | None) -> dict[bytes, int]:
         """{hash: id} of the pieces of a checkpoint and of its pending writes as stored now
@@ -624,28 +600,29 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         return family
 
     def _add_pieces(self, thread_id: str, ns: str, parent_id: str | None,
-                    cuts: list[list[tuple[bytes, bytes]]],
-                    hashes: list[dict[bytes, int]]) -> list[bytes]:
-        """The piece ids (packed) of each of cuts (a blob's (hash, bytes) pieces), inside a
-        write transaction: the pieces that the checkpoint parent_id and its pending
-        writes have (its family: a put's parent, whose state and writes the new
-        checkpoint repeats), or that come earlier in cuts, are named again; the others
-        are stored. Appends each one's {hash: id} to hashes."""
+                    cut: list[tuple[Any, bytes, list[tuple[bytes, bytes]]]]
+                    ) -> list[tuple[bytes, bytes, dict[bytes, int]]]:
+        """Give each checkpoint or write of cut, (it, its bytes, their (hash, bytes)
+        pieces), its piece ids, inside a write transaction: the pieces that the checkpoint
+        parent_id and its pending writes have (its family: a put's parent, whose state
+        and writes the new checkpoint repeats), or that come earlier in cut, are named
+        again; the others are stored. Returns what to remember once that commits: (piece
+        ids, bytes, {hash: id}) of each."""
         family = self._family(thread_id, ns, parent_id)
         new: list[LangGraphPiece] = []
         first: dict[bytes, int] = {}  # hash -> its index in new
-        for cut in cuts:
-            for h, data in cut:
+        for _o, _blob, pieces in cut:
+            for h, data in pieces:
                 if h not in family and h not in first:
                     first[h] = len(new)
                     new.append(LangGraphPiece(data=data))
         ids = self.pieces.put_many(new) if new else []
-        out = []
-        for cut in cuts:
-            mine = {h: family[h] if h in family else ids[first[h]] for h, _ in cut}
-            out.append(_pack([mine[h] for h, _ in cut]))
-            hashes.append(mine)
-        return out
+        learned = []
+        for o, blob, pieces in cut:
+            mine = {h: family[h] if h in family else ids[first[h]] for h, _ in pieces}
+            o.pieces = _pack([mine[h] for h, _ in pieces])
+            learned.append((o.pieces, blob, mine))
+        return learned
 
     def _named(self, thread_id: str) -> set[int]:
         """The piece ids the checkpoints and writes of a thread name (inside a transaction)."""

@@ -318,8 +318,7 @@ static int cur_redescend(mote_cursor *c, const uint8_t *k, uint32_t kl)
                           ancestor that has one (none: at the end of the keys) */
         while (a >= 0 && c->idx[a] + 1 >= n_nkeys(cur_node(c, a)))
             a--;
-        uint32_t sl = 0;
-        if (a < 0 || keycmp(k, kl, branch_key(cur_node(c, a), c->idx[a] + 1, &sl), sl) < 0)
+        if (a < 0 || branch_keycmp(cur_node(c, a), c->idx[a] + 1, k, kl) > 0)
             break;
         u = a; /* at or past that separator: node a's range may hold it */
     }
@@ -359,18 +358,42 @@ static int cur_redescend(mote_cursor *c, const uint8_t *k, uint32_t kl)
  * ascending id order (index entries of one value are in id order), so the
  * key is usually a few cells after the current one in the same leaf, or
  * early in the next leaf: those cases gallop from the current cell (or the
- * next leaf's first) instead of descending from the root. MOTE_NOTFOUND if
- * k is absent.
+ * next leaf's first) instead of descending from the root. A walk down (a
+ * sorted query with a limit visits the newest first) finds keys before the
+ * current one: in the same leaf, where dense ids put it, else by bisection
+ * of the cells before it. MOTE_NOTFOUND if k is absent.
  */
 int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
 {
     int d = c->depth - 1, found = 0, rc, ahead = 0; /* ahead: k is after the cursor's key */
-    uint32_t ml, kl32 = (uint32_t)kl;
+    uint32_t ml = 0, kl32 = (uint32_t)kl;
     if (d >= 0 && c->gen == c->t->gen) {
         const uint8_t *leaf = cur_node(c, d);
         unsigned nk = n_nkeys(leaf), from = c->idx[d], hi = nk;
         const uint8_t *ck = from < nk ? leaf_key(leaf, from, &ml) : NULL;
+        uint32_t cl = ml;
         int cmp = ck ? keycmp(ck, ml, k, kl32) : 1;
+        if (cmp > 0 && ck && from > 0 && leaf_keycmp(leaf, 0, k, kl32) <= 0) {
+            mote__txn_release_held(c->t); /* k is in this leaf, before the cursor */
+            c->saved = 0;
+            unsigned back = dense_distance(k, kl32, ck, cl), lo = 0;
+            if (back && back <= from) { /* try where dense ids would put k */
+                int gc = leaf_keycmp(leaf, from - back, k, kl32);
+                if (gc == 0) {
+                    c->idx[d] = from - back;
+                    return cur_value(c, v);
+                }
+                if (gc < 0)
+                    lo = from - back + 1; /* k is after that cell */
+                else
+                    from -= back; /* k is before it */
+            }
+            c->idx[d] = leaf_bisect(leaf, lo, from, k, kl32, &found);
+            if (found)
+                return cur_value(c, v);
+            rc = cur_finish(c);
+            return rc ? rc : MOTE_NOTFOUND;
+        }
         if (cmp <= 0) { /* k is at or after the cursor */
             mote__txn_release_held(c->t);
             c->saved = 0;
@@ -391,13 +414,13 @@ int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
                     from = g; /* k is after g */
             }
             from++;
-            if (hi == nk && keycmp(leaf_key(leaf, nk - 1, &ml), ml, k, kl32) < 0) {
+            if (hi == nk && leaf_keycmp(leaf, nk - 1, k, kl32) < 0) {
                 /* past this leaf: try the next one, unless the parent's
                  * separator after it says k lies further on */
                 if (d > 0) {
                     const uint8_t *parent = cur_node(c, d - 1);
                     unsigned j = c->idx[d - 1] + 2;
-                    if (j < n_nkeys(parent) && keycmp(k, kl32, branch_key(parent, j, &ml), ml) >= 0)
+                    if (j < n_nkeys(parent) && branch_keycmp(parent, j, k, kl32) <= 0)
                         goto descend;
                 }
                 c->idx[d] = nk;
@@ -410,7 +433,7 @@ int mote__cur_find(mote_cursor *c, const uint8_t *k, size_t kl, mote_val *v)
                 leaf = cur_node(c, d);
                 hi = nk = n_nkeys(leaf);
                 from = 0;
-                if (rc || keycmp(leaf_key(leaf, nk - 1, &ml), ml, k, kl32) < 0)
+                if (rc || leaf_keycmp(leaf, nk - 1, k, kl32) < 0)
                     goto descend; /* not there either */
             }
             c->idx[d] = hi < nk ? leaf_bisect(leaf, from, hi, k, kl32, &found)

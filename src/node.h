@@ -238,6 +238,24 @@ static inline int keycmp(const uint8_t *a, uint32_t al, const uint8_t *b, uint32
     return mote__keycmp(a, al, b, bl);
 }
 
+/* Leaf n's key i against k (< 0: before it). Not keycmp(leaf_key(n, i, &l),
+ * l, ...): the order in which a call's arguments are evaluated is
+ * unspecified, so l could be read before leaf_key sets it. */
+static inline int leaf_keycmp(const uint8_t *n, unsigned i, const uint8_t *k, uint32_t kl)
+{
+    uint32_t l;
+    const uint8_t *x = leaf_key(n, i, &l);
+    return keycmp(x, l, k, kl);
+}
+
+/* Branch n's separator i against k, as leaf_keycmp. */
+static inline int branch_keycmp(const uint8_t *n, unsigned i, const uint8_t *k, uint32_t kl)
+{
+    uint32_t l;
+    const uint8_t *x = branch_key(n, i, &l);
+    return keycmp(x, l, k, kl);
+}
+
 /* First index in [lo, hi) with key >= k (hi if none); *found if equal. */
 static inline unsigned leaf_bisect(const uint8_t *n, unsigned lo, unsigned hi, const uint8_t *k,
                             uint32_t kl, int *found)

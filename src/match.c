@@ -184,6 +184,8 @@ int mote__query_eval(const mote_query *q, int node, const mote_record *r)
         return rc ? -rc : eval_leaf(n, q->e, &x);
     }
     for (size_t i = 0; i < n->nkids; i++) {
+        if (node == q->root && n->kids[i] + 1 == q->covered) /* true of every candidate */
+            continue;
         int m = mote__query_eval(q, n->kids[i], r);
         if (m < 0)
             return m;

@@ -80,6 +80,10 @@ struct mote_query {
     int64_t now;      /* the run's transaction's clock, for expiry (object.c) */
     int defer_json;   /* a sorted run's first pass: JSON conditions hold (query.c,
                          "Deferred JSON conditions") */
+    int test_late;    /* a top k run: its visitor tests the candidates (query.c,
+                         "TOP K") */
+    int covered;      /* during a run: 1 + the conjunct of the root AND that
+                         the index ranges walked make true (0: none) */
 };
 
 /* match.c: does the condition tree below `node` hold for record r? 1 = match,

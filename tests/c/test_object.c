@@ -1730,6 +1730,113 @@ TEST(obj_query_id_in_seeks)
     OK(mote_close(s));
 }
 
+/* The ids of q with offset off and limit lim (set on q). */
+static size_t top_ids(mote_txn *t, mote_query *q, uint64_t off, uint64_t lim, uint64_t **ids)
+{
+    size_t n;
+    OK(mote_query_limit(q, off, lim));
+    OK(mote_query_ids(t, q, ids, &n));
+    return n;
+}
+
+/* Sorted queries with a limit (query.c "TOP K": a heap of offset + limit
+ * keys, conditions tested only on candidates that would be kept, the walk
+ * from the highest ids for a descending order) answer as the same query
+ * sorted whole and cut: times rising with the id, falling, tied, NULL;
+ * ascending and descending, NULLs first and last; an index range with
+ * other conditions (the range's conjunct not tested again), JSON, an OR,
+ * sparse ids, a scan; offsets past the matches, and a limit past TOP_MAX
+ * (the sort of all, JSON tested after it). */
+TEST(obj_query_top_k)
+{
+    mote_store *s = test_open(test_path("top.mote"), NULL);
+    static const mote_prop_def props[] = {
+        {"ns", MOTE_T_STRING, MOTE_P_INDEXED, 0, NULL, NULL, {0}, NULL},
+        {"up", MOTE_T_INT64, 0, 0, NULL, NULL, {0}, NULL},
+        {"down", MOTE_T_INT64, 0, 0, NULL, NULL, {0}, NULL},
+        {"tie", MOTE_T_INT64, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL},
+        {"doc", MOTE_T_JSON, 0, 0, NULL, NULL, {0}, NULL},
+    };
+    enum { NOBJ = 1500 };
+    mote_txn *t;
+    mote_entity *e;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_entity_open(t, "Top", props, 5, &e));
+    char doc[160];
+    for (int i = 1; i <= NOBJ; i++) {
+        static const char *const nss[] = {"a", "a.b", "b", "ab"};
+        snprintf(doc, sizeof doc, "{\"text\": \"%0*d\", \"kind\": %d, \"stars\": %d}", 40 + i % 50, i,
+                 i % 4, i % 5);
+        mote_value v[5] = {S(nss[i % 7 % 4]), I(i), I(-i), i % 11 ? I(i % 3) : N(), S(doc)};
+        OK(mote_put(t, e, 0, v, 0, NULL));
+    }
+    OK(mote_remove(t, e, 700)); /* a gap in the ids */
+    OK(mote_commit(t));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    mote_value a = S("a"), a2 = S("a/"), adot = S("a."), k1 = I(1), st = I(2), ids_in[40];
+    for (int i = 0; i < 40; i++)
+        ids_in[i] = I(37 * i + 5);
+    static const uint64_t pages[][2] = {{0, 1}, {0, 10}, {3, 10}, {0, 64}, {100, 20}, {0, 400},
+                                        {2000, 5}, {5, 1100}};
+    long compared = 0;
+    for (int cond = 0; cond < 6; cond++) {
+        for (unsigned prop = 1; prop <= 3; prop++) {
+            for (unsigned flags = 0; flags < 4; flags++) {
+                mote_query *q;
+                int n[4], root = -1;
+                OK(mote_query_new(e, &q));
+                if (cond == 1 || cond == 2 || cond == 3) /* ns in ["a", "a/"): a range */
+                    OK(mote_query_cond(q, 0, MOTE_BETWEEN, (mote_value[]){a, a2}, 2, 0, &n[0]));
+                if (cond == 2 || cond == 4) { /* and doc.kind == 1 and doc.stars >= 2 */
+                    OK(mote_query_json(q, 4, "kind", 4, MOTE_EQ, MOTE_T_INT64, &k1, 1, &n[1]));
+                    OK(mote_query_json(q, 4, "stars", 5, MOTE_GE, MOTE_T_INT64, &st, 1, &n[2]));
+                }
+                if (cond == 3) { /* and (ns == "a" or ns starts with "a.") */
+                    int o[2];
+                    OK(mote_query_cond(q, 0, MOTE_EQ, &a, 1, 0, &o[0]));
+                    OK(mote_query_cond(q, 0, MOTE_STARTS_WITH, &adot, 1, 0, &o[1]));
+                    OK(mote_query_or(q, o, 2, &n[1]));
+                }
+                if (cond == 5) /* a few ids, each sought */
+                    OK(mote_query_cond(q, MOTE_PROP_ID, MOTE_IN, ids_in, 40, 0, &root));
+                if (cond == 1)
+                    root = n[0];
+                else if (cond == 2)
+                    OK(mote_query_and(q, n, 3, &root));
+                else if (cond == 3)
+                    OK(mote_query_and(q, n, 2, &root));
+                else if (cond == 4)
+                    OK(mote_query_and(q, n + 1, 2, &root));
+                if (root >= 0)
+                    OK(mote_query_where(q, root));
+                OK(mote_query_order(q, prop, flags));
+                uint64_t *all, *some;
+                size_t nall = top_ids(t, q, 0, 0, &all);
+                CHECK(nall > 0);
+                for (size_t p = 0; p < sizeof pages / sizeof *pages; p++) {
+                    uint64_t off = pages[p][0], lim = pages[p][1];
+                    size_t want = off < nall ? nall - (size_t)off : 0, got;
+                    want = want < lim ? want : (size_t)lim;
+                    got = top_ids(t, q, off, lim, &some);
+                    if (got != want || (got && memcmp(some, all + off, got * sizeof *some))) {
+                        fprintf(stderr, "cond %d, order %u flags %u, offset %llu limit %llu: %zu ids, "
+                                "want %zu\n", cond, prop, flags, (unsigned long long)off,
+                                (unsigned long long)lim, got, want);
+                        CHECK(0);
+                    }
+                    compared += (long)got;
+                    mote_free(some);
+                }
+                mote_free(all);
+                mote_query_free(q);
+            }
+        }
+    }
+    printf("%ld ids compared\n", compared);
+    OK(mote_commit(t));
+    OK(mote_close(s));
+}
+
 /* Conditions on the id, case-insensitive equality, bad flag uses, the
  * error message reset. (Random cases: obj_query_differential.) */
 TEST(obj_query_id_and_nocase)

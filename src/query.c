@@ -1371,7 +1371,7 @@ static int top_add(void *ctx, uint64_t id, const mote_record *r)
         return MOTE_OK; /* sorts after every kept one: not tested */
     if (full && (m = mote__query_admit(h->q, r)) <= 0)
         return -m;
-    size_t i = h->n == h->k ? 0 : h->n++; /* full: the new key replaces the top */
+    size_t i = full ? 0 : h->n++; /* full: the new key replaces the top */
     memcpy(h->keys + i * h->slot, h->key, l);
     h->klen[i] = (uint32_t)l;
     h->ids[i] = id;
@@ -2055,10 +2055,13 @@ int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
     /* without an order, results come in id order */
     int id_sort = !pl.ordered && q->norder == 0;
     c.sorting = !pl.ordered && !id_sort;
-    if (pl.ordered && q->limit)
-        c.stop_after = off + q->limit;
-    if (c.sorting && q->limit && off + q->limit <= TOP_MAX) {
-        rc = top_matches(t, q, &pl, (size_t)(off + q->limit), &c.ids, &c.n);
+    /* the matches the page needs: offset + limit (0: all; the sum saturates,
+     * as a limit of UINT64_MAX means all) */
+    uint64_t want = !q->limit ? 0 : q->limit > UINT64_MAX - off ? UINT64_MAX : off + q->limit;
+    if (pl.ordered)
+        c.stop_after = want;
+    if (c.sorting && want && want <= TOP_MAX) {
+        rc = top_matches(t, q, &pl, (size_t)want, &c.ids, &c.n);
         mote__free(pl.ranges);
         if (rc)
             return rc;
@@ -2094,7 +2097,7 @@ int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
     if (q->defer_json) {
         q->defer_json = 0;
         if (!rc)
-            rc = check_deferred(t, q, c.ids, &c.n, off + q->limit);
+            rc = check_deferred(t, q, c.ids, &c.n, want);
     }
     mote__free(c.keys);
     mote__free(c.koff);

@@ -1745,8 +1745,9 @@ static size_t top_ids(mote_txn *t, mote_query *q, uint64_t off, uint64_t lim, ui
  * sorted whole and cut: times rising with the id, falling, tied, NULL;
  * ascending and descending, NULLs first and last; an index range with
  * other conditions (the range's conjunct not tested again), JSON, an OR,
- * sparse ids, a scan; offsets past the matches, and a limit past TOP_MAX
- * (the sort of all, JSON tested after it). */
+ * sparse ids, a scan; offsets past the matches, a limit past TOP_MAX (the
+ * sort of all, JSON tested after it) and the largest limit after an offset
+ * (offset + limit overflowed: a page cut short), unsorted too. */
 TEST(obj_query_top_k)
 {
     mote_store *s = test_open(test_path("top.mote"), NULL);
@@ -1777,7 +1778,7 @@ TEST(obj_query_top_k)
     for (int i = 0; i < 40; i++)
         ids_in[i] = I(37 * i + 5);
     static const uint64_t pages[][2] = {{0, 1}, {0, 10}, {3, 10}, {0, 64}, {100, 20}, {0, 400},
-                                        {2000, 5}, {5, 1100}};
+                                        {2000, 5}, {5, 1100}, {3, UINT64_MAX}};
     long compared = 0;
     for (int cond = 0; cond < 6; cond++) {
         for (unsigned prop = 1; prop <= 3; prop++) {
@@ -1809,6 +1810,13 @@ TEST(obj_query_top_k)
                     OK(mote_query_and(q, n + 1, 2, &root));
                 if (root >= 0)
                     OK(mote_query_where(q, root));
+                if (prop == 1 && flags == 0) { /* unsorted (plan order) as well */
+                    uint64_t *all, *some;
+                    size_t nall = top_ids(t, q, 0, 0, &all), got = top_ids(t, q, 3, UINT64_MAX, &some);
+                    CHECK(nall > 3 && got == nall - 3 && !memcmp(some, all + 3, got * sizeof *some));
+                    mote_free(all);
+                    mote_free(some);
+                }
                 OK(mote_query_order(q, prop, flags));
                 uint64_t *all, *some;
                 size_t nall = top_ids(t, q, 0, 0, &all);

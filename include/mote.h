@@ -818,9 +818,12 @@ int mote_query_set(mote_query *q, int node, const mote_value *vals, size_t nvals
  * order. Decimal, JSON, vector and to-many properties have no order:
  * MOTE_TYPE. One order on an indexed property, in either direction, is
  * read from its index (with no condition, or with the index's condition:
- * "the newest 10" reads 10 entries, not every match and a sort). */
+ * "the newest 10" reads 10 entries, not every match and a sort). Other
+ * orders sort; with offset + limit up to 1,024 only that many keys are kept,
+ * and the conditions are tested only on candidates that would be kept. */
 int mote_query_order(mote_query *q, unsigned prop, unsigned flags);
-/* Skip `offset` matches, then return at most `limit` (0 = no limit). */
+/* Skip `offset` matches, then return at most `limit` (0 = no limit;
+ * UINT64_MAX, whatever the offset, too). */
 int mote_query_limit(mote_query *q, uint64_t offset, uint64_t limit);
 
 /* Distances between vectors, for mote_query_nearest. */

@@ -107,6 +107,14 @@ static int eval_id(const qnode *n, uint64_t id)
     }
 }
 
+/* An IN of this many sorted values or more is bisected; fewer are compared
+ * one after another (a few predictable compares against a bisection's
+ * branches, which a CPU cannot guess). Counting a scan of 100,000 objects
+ * (an int IN / a string IN, 2026-12-07): 30 values 11-12 / 18-26 ms one by
+ * one, 7-10 / 9-14 bisected; 300 values 96-117 / 186-240 against 9-14 /
+ * 15-21. */
+#define IN_BISECT_MIN 16
+
 static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
 {
     int type = e->props[n->prop].type;
@@ -128,8 +136,21 @@ static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
         return mote__value_cmp(type, x, &v[0]) >= 0 && mote__value_cmp(type, x, &v[1]) <= 0;
     case MOTE_IN:
     case MOTE_NOT_IN: {
-        int in = 0;
-        for (size_t i = 0; i < n->nvals && !in; i++)
+        int in = 0, bisect = n->sorted && n->nvals >= IN_BISECT_MIN;
+        if (bisect) { /* (query.c leaf_vals) */
+            size_t lo = 0, hi = n->nvals;
+            while (lo < hi && !in) {
+                size_t mid = (lo + hi) / 2;
+                int c = mote__value_cmp(type, &v[mid], x);
+                if (c < 0)
+                    lo = mid + 1;
+                else if (c > 0)
+                    hi = mid;
+                else
+                    in = 1;
+            }
+        }
+        for (size_t i = 0; i < n->nvals && !in && !bisect; i++)
             in = cmp_eq(type, n->flags, x, &v[i]);
         return n->op == MOTE_IN ? in : !in;
     }

@@ -177,9 +177,34 @@ static size_t sort_unique_ids(uint64_t *set, size_t n)
     return w;
 }
 
-/* The values of condition leaf n (its kind and op set), copied; for an id IN
- * or NOT IN also its ids, sorted and each once, in idset (match.c looks an id
- * up there by bisection, run_matches looks each one up in order). */
+/* Sort n values of a type with an order by mote__value_cmp (a merge sort:
+ * qsort takes no context). */
+static int sort_vals(mote_value *v, size_t n, int type)
+{
+    mote_value *tmp = n > 1 ? mote__malloc(n * sizeof *tmp) : NULL;
+    if (n > 1 && !tmp)
+        return mote__err(MOTE_NOMEM, "out of memory");
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo + w < n; lo += 2 * w) {
+            size_t mid = lo + w, hi = lo + 2 * w < n ? lo + 2 * w : n, a = lo, b = mid, k = 0;
+            while (a < mid && b < hi)
+                tmp[k++] = mote__value_cmp(type, &v[b], &v[a]) < 0 ? v[b++] : v[a++];
+            while (a < mid)
+                tmp[k++] = v[a++];
+            while (b < hi)
+                tmp[k++] = v[b++];
+            memcpy(v + lo, tmp, k * sizeof *tmp);
+        }
+    }
+    mote__free(tmp);
+    return MOTE_OK;
+}
+
+/* The values of condition leaf n (its kind, op and flags set), copied; for an
+ * id IN or NOT IN also its ids, sorted and each once, in idset (match.c looks
+ * an id up there by bisection, run_matches looks each one up in order); for
+ * a property IN or NOT IN (not case-insensitive) the values sorted, which
+ * match.c bisects instead of comparing each. */
 static int leaf_vals(qnode *n, int type, const mote_value *vals, size_t nvals)
 {
     int ids = n->kind == Q_ID && (n->op == MOTE_IN || n->op == MOTE_NOT_IN);
@@ -187,6 +212,10 @@ static int leaf_vals(qnode *n, int type, const mote_value *vals, size_t nvals)
     if (ids && !set)
         return mote__err(MOTE_NOMEM, "out of memory");
     int rc = copy_vals(n, type, vals, nvals);
+    n->sorted = 0;
+    if (!rc && n->kind == Q_LEAF && (n->op == MOTE_IN || n->op == MOTE_NOT_IN) &&
+        !(n->flags & MOTE_Q_NOCASE) && type_indexable(type) && !(rc = sort_vals(n->vals, nvals, type)))
+        n->sorted = 1;
     if (rc || !ids) {
         mote__free(set);
         return rc;
@@ -1461,6 +1490,7 @@ static int resolve_links(mote_txn *t, mote_query *q)
             free_vals(n);
             n->vals = v;
             n->nvals = ntarget;
+            n->sorted = 1; /* the matches of a query without an order: in id order */
         } else { /* sources linking to any target, through the backlinks */
             uint64_t *set = NULL;
             size_t nset = 0;

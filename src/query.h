@@ -21,6 +21,8 @@ typedef struct qnode {
     unsigned flags;
     mote_value *vals;
     size_t nvals;
+    int sorted; /* IN / NOT IN on a property: vals in mote__value_cmp's order
+                   (match.c bisects them) */
     int *kids;
     size_t nkids;
     /* Q_LINK: the target query; resolved per run into an IN leaf on the

@@ -1461,12 +1461,6 @@ static void node_key(uint64_t id, uint8_t *k)
     mote__wr_be64(k + 1, id);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* A node's record (at most 1 + HMAXL * (10 + 10 * 256) bytes) from view v. */
 static size_t node_encode(const hview *v, uint32_t s, int lvl, uint8_t *out)
 {
@@ -1477,7 +1471,7 @@ static size_t node_encode(const hview *v, uint32_t s, int lvl, uint8_t *out)
         const uint32_t *L = v_list(v, s, l);
         for (uint32_t i = 0; i < L[0]; i++)
             ids[i] = v_id(v, L[i + 1]);
-        qsort(ids, L[0], 8, cmp_u64);
+        qsort(ids, L[0], 8, mote__cmp_u64);
         p += mote__varint_put(p, L[0]);
         for (uint32_t i = 0; i < L[0]; i++)
             p += mote__varint_put(p, i ? ids[i] - ids[i - 1] : ids[0]);
@@ -2043,7 +2037,7 @@ static int write_out(mote_txn *t, hwrite *w, uint32_t tree)
                 k++;
             }
         }
-        qsort(order, n, 16, cmp_u64); /* by id, the first of each pair */
+        qsort(order, n, 16, mote__cmp_u64); /* by id, the first of each pair */
         uint8_t *p = buf;
         size_t w = 0; /* ops written */
         for (size_t j = 0; j < n; j++) {
@@ -2226,7 +2220,7 @@ typedef struct cnode {
 
 static int cmp_cnode(const void *a, const void *b)
 {
-    return cmp_u64(&((const cnode *)a)->id, &((const cnode *)b)->id);
+    return mote__cmp_u64(&((const cnode *)a)->id, &((const cnode *)b)->id);
 }
 
 int mote__hnsw_check(mote_txn *t, const mote_entity *e, unsigned prop, uint64_t nvec,

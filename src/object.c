@@ -811,17 +811,8 @@ static int sorted_ids(const uint64_t *ids, size_t n, uint64_t **out, size_t *m)
     if (!s)
         return mote__err(MOTE_NOMEM, "out of memory");
     memcpy(s, ids, n * sizeof *s);
-    size_t i = 1;
-    while (i < n && s[i - 1] < s[i]) /* mostly given in order */
-        i++;
-    if (i < n)
-        qsort(s, n, sizeof *s, mote__cmp_u64);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!k || s[k - 1] != s[i])
-            s[k++] = s[i];
     *out = s;
-    *m = k;
+    *m = mote__sort_unique_u64(s, n);
     return MOTE_OK;
 }
 

@@ -326,6 +326,8 @@ int mote__check_objects(mote_txn *t, mote_problems *pr);
 int mote__obj_check(mote_txn *t, mote_entity *e, int write);
 int mote__obj_write_result(mote_txn *t, int rc);
 int mote__cmp_u64(const void *a, const void *b);
+/* Sort n ids in place and keep each once; how many are left. */
+size_t mote__sort_unique_u64(uint64_t *s, size_t n);
 
 /* object.c, for objcheck.c: every property's value of a record (nall of
  * them); the index key of value v of object id (returns its length); the

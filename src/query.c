@@ -158,25 +158,6 @@ static int check_leaf_vals(const mote_query *q, unsigned prop, int op, const mot
     return MOTE_OK;
 }
 
-static int cmp_id(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sort n ids and keep each once; returns how many are left. */
-static size_t sort_unique_ids(uint64_t *set, size_t n)
-{
-    if (n < 2)
-        return n;
-    qsort(set, n, sizeof *set, cmp_id);
-    size_t w = 0;
-    for (size_t k = 0; k < n; k++)
-        if (!w || set[w - 1] != set[k])
-            set[w++] = set[k];
-    return w;
-}
-
 /* Sort n values of a type with an order by mote__value_cmp (a merge sort:
  * qsort takes no context). */
 static int sort_vals(mote_value *v, size_t n, int type)
@@ -224,7 +205,7 @@ static int leaf_vals(qnode *n, int type, const mote_value *vals, size_t nvals)
         set[i] = (uint64_t)vals[i].v.i;
     mote__free(n->idset);
     n->idset = set;
-    n->nidset = sort_unique_ids(set, nvals);
+    n->nidset = mote__sort_unique_u64(set, nvals);
     return MOTE_OK;
 }
 
@@ -1307,18 +1288,12 @@ static int coll_add(void *ctx, uint64_t id, const mote_record *r)
     return MOTE_OK;
 }
 
-static int keys_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
-{
-    int r = memcmp(a, b, la < lb ? la : lb);
-    return r ? r : (la > lb) - (la < lb);
-}
-
 static coll *sort_ctx;
 
 static int cmp_sorted(const void *a, const void *b)
 {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    return keys_cmp(sort_ctx->keys + sort_ctx->koff[x], sort_ctx->klen[x],
+    return mote__keycmp(sort_ctx->keys + sort_ctx->koff[x], sort_ctx->klen[x],
                     sort_ctx->keys + sort_ctx->koff[y], sort_ctx->klen[y]);
 }
 
@@ -1353,7 +1328,7 @@ typedef struct kheap {
 
 static int kheap_cmp(const kheap *h, size_t a, size_t b)
 {
-    return keys_cmp(h->keys + a * h->slot, h->klen[a], h->keys + b * h->slot, h->klen[b]);
+    return mote__keycmp(h->keys + a * h->slot, h->klen[a], h->keys + b * h->slot, h->klen[b]);
 }
 
 /* Swap entries a and b, their keys through the candidate's slot (free
@@ -1396,7 +1371,7 @@ static int top_add(void *ctx, uint64_t id, const mote_record *r)
         return -m;
     if ((rc = sort_key(h->q, id, r, h->key, &l)))
         return rc;
-    if (full && keys_cmp(h->key, l, h->keys, h->klen[0]) >= 0)
+    if (full && mote__keycmp(h->key, (uint32_t)l, h->keys, h->klen[0]) >= 0)
         return MOTE_OK; /* sorts after every kept one: not tested */
     if (full && (m = mote__query_admit(h->q, r)) <= 0)
         return -m;
@@ -1512,7 +1487,7 @@ static int resolve_links(mote_txn *t, mote_query *q)
                 mote__free(src);
             }
             if (!rc)
-                nset = sort_unique_ids(set, nset);
+                nset = mote__sort_unique_u64(set, nset);
             mote__free(n->idset);
             n->idset = set;
             n->nidset = nset;
@@ -2123,7 +2098,7 @@ int mote__query_matches(mote_txn *t, mote_query *q, uint64_t **ids, size_t *n)
         }
     }
     if (!rc && id_sort && c.n > 1)
-        qsort(c.ids, c.n, sizeof *c.ids, cmp_id);
+        qsort(c.ids, c.n, sizeof *c.ids, mote__cmp_u64);
     if (q->defer_json) {
         q->defer_json = 0;
         if (!rc)

@@ -176,6 +176,20 @@ int mote__cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+size_t mote__sort_unique_u64(uint64_t *s, size_t n)
+{
+    size_t i = 1;
+    while (i < n && s[i - 1] < s[i]) /* mostly given in order */
+        i++;
+    if (i < n)
+        qsort(s, n, sizeof *s, mote__cmp_u64);
+    size_t k = 0;
+    for (i = 0; i < n; i++)
+        if (!k || s[k - 1] != s[i])
+            s[k++] = s[i];
+    return k;
+}
+
 int mote_links(mote_txn *t, mote_entity *e, unsigned prop, uint64_t src, uint64_t **ids,
                size_t *n)
 {

@@ -153,6 +153,7 @@ int mote__page_write(mote_txn *t, uint8_t *ptr, int level, mpage **out)
         return rc;
     rc = page_new(t, &pg, 0);
     if (!rc) {
+        t->copied++;
         memcpy(pg->data, old->data, t->s->P);
         wr32(pg->data + 4, pg->pgno);
         wr64(pg->data + 8, t->txnid);

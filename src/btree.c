@@ -590,19 +590,58 @@ static int branch_fix_first(mote_txn *t, uint8_t *n, int is_root)
                : MOTE_OK;
 }
 
-/* After deletes below child idx of n: drop the child if empty, else merge it
- * with a sibling if it is underfull. */
-static int child_fixup(mote_txn *t, uint8_t *n, int is_root, unsigned idx, mpage *child)
+/* Whether key k (a run's next, NULL if none) lands in child idx of n. */
+static int lands_in(const uint8_t *n, const uint8_t *k, uint32_t kl, unsigned idx)
 {
-    unsigned nk = n_nkeys(n);
+    return k && idx < n_nkeys(n) && branch_search(n, k, kl) == idx;
+}
+
+/* Merge child idx of n with its right sibling if child idx is underfull and
+ * the two fit in one node. */
+static int merge_if_underfull(mote_txn *t, uint8_t *n, int is_root, unsigned idx)
+{
+    mpage *L;
+    int merged, rc = mote__page_get(t, branch_ptr(n, idx), (int)n_level(n) - 1, &L);
+    if (rc)
+        return rc;
+    int under = node_underfull(L->data, t->s->P);
+    mote__page_put(t->s, L);
+    return under ? try_merge(t, n, is_root, idx, &merged) : MOTE_OK;
+}
+
+/* Drop child idx of n (page pgno, born in birth32), which has no entries
+ * left; the child before it then meets a new right sibling, and merges with
+ * it if it was left underfull (unless the run goes on into it: nk). */
+static int drop_child(mote_txn *t, uint8_t *n, int is_root, unsigned idx, uint32_t pgno,
+                      uint32_t birth32, const uint8_t *nk, uint32_t nkl)
+{
+    unsigned cnt = n_nkeys(n);
+    int rc = mote__page_free(t, pgno, birth32);
+    if (rc)
+        return rc;
+    node_remove(n, node_cap(t, is_root), idx);
+    if (idx == 0 && cnt > 1)
+        rc = branch_fix_first(t, n, is_root);
+    if (!rc && idx > 0 && idx + 1 < cnt && !lands_in(n, nk, nkl, idx))
+        rc = merge_if_underfull(t, n, is_root, idx - 1);
+    return rc;
+}
+
+/*
+ * After deletes below child idx of n: drop the child if empty, else merge it
+ * with a sibling if it is underfull. nk (a key, or NULL) is where a sorted run
+ * of changes goes next: a sibling it lands in is not merged with yet, as the
+ * run may be about to empty it (deleting every object of a type merged each
+ * next leaf, full, into the first, then emptied it: 18 merges of 19 leaves).
+ */
+static int child_fixup(mote_txn *t, uint8_t *n, int is_root, unsigned idx, mpage *child,
+                       const uint8_t *nk, uint32_t nkl)
+{
+    unsigned cnt = n_nkeys(n);
     int rc = MOTE_OK;
     if (n_nkeys(child->data) == 0) {
-        if ((rc = mote__page_free(t, child->pgno, (uint32_t)child->birth)))
-            return rc;
-        node_remove(n, node_cap(t, is_root), idx);
-        if (idx == 0 && nk > 1)
-            rc = branch_fix_first(t, n, is_root);
-    } else if (node_underfull(child->data, t->s->P) && nk > 1) {
+        rc = drop_child(t, n, is_root, idx, child->pgno, (uint32_t)child->birth, nk, nkl);
+    } else if (node_underfull(child->data, t->s->P) && cnt > 1) {
         /* the left sibling first: a sorted run of deletes has left it as it
          * stays, where the right one still holds keys the run deletes next
          * (merging into the right never fit: keeping every 100th of 10,000
@@ -610,7 +649,7 @@ static int child_fixup(mote_txn *t, uint8_t *n, int is_root, unsigned idx, mpage
         int merged = 0;
         if (idx > 0)
             rc = try_merge(t, n, is_root, idx - 1, &merged);
-        if (!rc && !merged && idx + 1 < nk)
+        if (!rc && !merged && idx + 1 < cnt && !lands_in(n, nk, nkl, idx + 1))
             rc = try_merge(t, n, is_root, idx, &merged);
     }
     return rc;
@@ -637,7 +676,7 @@ static int del_rec(mote_txn *t, uint8_t *n, int is_root, const uint8_t *k, uint3
         return rc;
     ptr = branch_ptr(n, idx);
     wr64(ptr + 12, ptr_count(ptr) - 1);
-    return child_fixup(t, n, is_root, idx, child);
+    return child_fixup(t, n, is_root, idx, child, NULL, 0);
 }
 
 static int root_shrink(mote_txn *t);
@@ -806,6 +845,42 @@ static int run_grow(mote_txn *t, uint8_t *n, int is_root, run *r, unsigned idx,
     return MOTE_OK;
 }
 
+/* The run's next op if it falls below the bound bk (in the node being run). */
+static const mote_kvop *run_next(const run *r, const uint8_t *bk, uint32_t bkl)
+{
+    if (r->i >= r->n || r->stuck)
+        return NULL;
+    const mote_kvop *op = &r->ops[r->i];
+    return bk && keycmp(op->key, op->klen, bk, bkl) >= 0 ? NULL : op;
+}
+
+/* *gone = the entries of leaf ptr (from an earlier commit) if the run's next
+ * ops delete every one of them, none with an overflow value; else 0. Such a
+ * leaf is freed without a copy (bulk removals, delete_for_runs). */
+static int run_clears(mote_txn *t, const uint8_t *ptr, const run *r, unsigned *gone)
+{
+    *gone = 0;
+    if (!r->ops[r->i].del || ptr_birth(ptr) == (uint32_t)t->txnid)
+        return MOTE_OK; /* a put, or a copy already: nothing to save */
+    mpage *pg;
+    int rc = mote__page_get(t, ptr, 0, &pg);
+    if (rc)
+        return rc;
+    const uint8_t *L = pg->data;
+    unsigned nk = n_nkeys(L), j = 0;
+    uint32_t cap = node_cap(t, 0);
+    if (nk && r->n - r->i >= nk)
+        for (cell c; j < nk; j++) {
+            const mote_kvop *op = &r->ops[r->i + j];
+            if (!op->del || mote__cell(L, cap, j, &c) || c.ovf ||
+                keycmp(c.key, c.klen, op->key, op->klen))
+                break;
+        }
+    mote__page_put(t->s, pg);
+    *gone = nk && j == nk ? nk : 0;
+    return MOTE_OK;
+}
+
 /* Apply the run below node n (keys under bound bk), child by child. */
 static int run_rec(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *bk,
                    uint32_t bkl, int64_t *delta)
@@ -823,7 +898,20 @@ static int run_rec(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *
             cbk = branch_key(n, idx + 1, &cbkl);
         uint8_t *ptr = branch_ptr(n, idx);
         mpage *child;
-        int rc = mote__page_write(t, ptr, (int)n_level(n) - 1, &child);
+        unsigned gone = 0;
+        int rc = n_level(n) == 1 ? run_clears(t, ptr, r, &gone) : MOTE_OK;
+        if (!rc && gone) { /* the run deletes the whole leaf: no copy of it */
+            r->i += gone;
+            *delta -= gone;
+            const mote_kvop *nx = run_next(r, bk, bkl);
+            rc = drop_child(t, n, is_root, idx, ptr_pgno(ptr), ptr_birth(ptr),
+                            nx ? nx->key : NULL, nx ? nx->klen : 0);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (!rc)
+            rc = mote__page_write(t, ptr, (int)n_level(n) - 1, &child);
         if (rc)
             return rc;
         size_t before = r->i;
@@ -834,8 +922,12 @@ static int run_rec(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *
         ptr = branch_ptr(n, idx);
         wr64(ptr + 12, (uint64_t)((int64_t)ptr_count(ptr) + d));
         *delta += d;
-        if (d < 0 && (rc = child_fixup(t, n, is_root, idx, child)))
-            return rc;
+        if (d < 0) {
+            const mote_kvop *nx = run_next(r, bk, bkl);
+            if ((rc = child_fixup(t, n, is_root, idx, child, nx ? nx->key : NULL,
+                                  nx ? nx->klen : 0)))
+                return rc;
+        }
         if (d > 0 && (rc = run_pack(t, n, is_root, r, idx, child)))
             return rc;
         if (r->grow) { /* only the leaf's parent starts a leaf */

@@ -702,14 +702,15 @@ static void ob_free(objbatch *b)
     mote__free(b->ib);
 }
 
-/* Reserve room for n objects: their records and one entry per index (sizes
- * are guesses; the batches still grow past them). */
-static int ob_reserve(objbatch *b, const mote_entity *e, size_t n)
+/* Reserve room for n objects: obytes each in the object tree's batch (their
+ * records, or 8-byte keys to delete) and one entry per index (sizes are
+ * guesses; the batches still grow past them). */
+static int ob_reserve(objbatch *b, const mote_entity *e, size_t n, size_t obytes)
 {
-    int rc = kb_reserve(&b->ob, n, n * 64);
+    int rc = kb_reserve(&b->ob, n, n * obytes);
     for (unsigned i = 0; !rc && i < b->np; i++)
         if (e->props[i].index_tree)
-            rc = kb_reserve(&b->ib[i], n, n * 24);
+            rc = kb_reserve(&b->ib[i], n, n * 24 + IDX_MAX_VALUE + 24);
     return rc;
 }
 
@@ -774,7 +775,7 @@ static int put_new_batch(mote_txn *t, mote_entity *e, size_t n, const mote_value
     objbatch b;
     int rc = ob_init(&b, e);
     if (!rc)
-        rc = ob_reserve(&b, e, n);
+        rc = ob_reserve(&b, e, n, 64);
     for (size_t i = 0; !rc && i < n; i++) {
         const mote_value *v = vals + i * np;
         for (unsigned j = 0; !rc && j < np; j++) {
@@ -840,7 +841,7 @@ static int put_existing_batch(mote_txn *t, mote_entity *e, size_t n, const uint6
     mote_cursor *oc = NULL;
     rc = ob_init(&b, e);
     if (!rc)
-        rc = ob_reserve(&b, e, n);
+        rc = ob_reserve(&b, e, n, 64);
     if (!rc)
         rc = mote_cursor_open(t, e->eid, &oc);
     for (size_t i = 0; !rc && i < n; i++) {
@@ -1194,6 +1195,8 @@ static int remove_batch(mote_txn *t, mote_entity *e, const uint64_t *ids, size_t
     objbatch b;
     mote_cursor *oc = NULL;
     int rc = ob_init(&b, e);
+    if (!rc)
+        rc = ob_reserve(&b, e, n, b.ob.prelen + 8);
     if (!rc)
         rc = seq_removing(t, e);
     if (!rc)

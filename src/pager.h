@@ -370,6 +370,7 @@ struct mote_txn {
     uint32_t next_tree;
     mpage **dhash;       /* dirty pages by pgno */
     uint32_t dmask, ndirty;
+    uint32_t copied;     /* pages copied on write (tests count them) */
     uint32_t *freed;     /* pages of the base freed by this txn */
     size_t nfreed, cap_freed;
     uint8_t *scratch;    /* P bytes for node rebuilds */

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "object.h" /* mote__index_enc */
+#include "pager.h"  /* mote_txn.copied */
 #include "test.h"
 
 static mote_value I(int64_t i) { mote_value v = {0}; v.v.i = i; return v; }
@@ -1546,6 +1547,73 @@ TEST(obj_single_put_fill_factor)
     printf("10,000 objects among 300: %llu pages by put_many, %llu by single puts\n",
            (unsigned long long)batch, (unsigned long long)single);
     CHECK(single * 100 <= batch * 110);
+}
+
+/* remove_many of a run of ids copies only the leaves at its ends: a leaf
+ * whose every entry goes is freed without a copy, and a leaf left underfull
+ * at the start of the run is not merged with the next one, which the run
+ * empties next (it did: deleting every object merged each next leaf into
+ * the first, then emptied it). The tree stays whole and as small as before. */
+TEST(obj_remove_many_drops_leaves)
+{
+    enum { TOTAL = 3000 };
+    mote_store *s = test_open(test_path("drop.mote"), NULL);
+    mote_entity *e = open_notes(s);
+    static mote_value v[TOTAL * 4];
+    static char text[TOTAL][24];
+    static uint64_t ids[TOTAL];
+    for (int i = 0; i < TOTAL; i++) {
+        snprintf(text[i], sizeof text[i], "item %05d", i);
+        v[4 * i] = I(i);
+        v[4 * i + 1] = I(i % 5);
+        v[4 * i + 2] = S(text[i]);
+        v[4 * i + 3] = N();
+    }
+    mote_txn *t;
+    mote_stat st;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_put_many(t, e, TOTAL, NULL, v, 0, ids, NULL));
+    OK(mote_commit(t));
+    OK(mote_store_stat(s, &st));
+    uint64_t full = st.pages - st.pages_free;
+    /* a third in the middle, then the rest */
+    uint64_t removed, count;
+    OK(mote_begin(s, 0, &t));
+    OK(mote_remove_many(t, e, ids + 1000, 1000, &removed));
+    unsigned middle = t->copied;
+    OK(mote_count(t, e, &count));
+    OK(mote_commit(t));
+    CHECK(removed == 1000);
+    CHECK(count == 2000);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    mote_record r;
+    OK(mote_get(t, e, ids[999], &r));
+    CHECK_RC(mote_get(t, e, ids[1000], &r), MOTE_NOTFOUND);
+    CHECK_RC(mote_get(t, e, ids[1999], &r), MOTE_NOTFOUND);
+    OK(mote_get(t, e, ids[2000], &r));
+    OK(mote_commit(t));
+    OK(mote_store_stat(s, &st));
+    uint64_t two_thirds = st.pages - st.pages_free;
+    static uint64_t rest[TOTAL];
+    memcpy(rest, ids, 1000 * sizeof *ids);
+    memcpy(rest + 1000, ids + 2000, 1000 * sizeof *ids);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_remove_many(t, e, rest, 2000, &removed));
+    unsigned all = t->copied;
+    OK(mote_commit(t));
+    CHECK(removed == 2000);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_store_stat(s, &st));
+    printf("pages in use: %llu with 3,000 objects, %llu after removing 1,000, %llu after "
+           "all; copied on write by the removals: %u and %u\n",
+           (unsigned long long)full, (unsigned long long)two_thirds,
+           (unsigned long long)(st.pages - st.pages_free), middle, all);
+    CHECK(middle <= 20); /* 30 with every leaf copied */
+    CHECK(all <= 8);     /* 51; 17 merging with the next leaf */
+    CHECK(two_thirds * 100 <= full * 80); /* 54 of 70 pages, as before the change */
+    CHECK(st.pages - st.pages_free <= 8); /* 4 */
+    OK(mote_close(s));
 }
 
 /* Pages used by 3,000 new objects with bodies of `body` bytes put by

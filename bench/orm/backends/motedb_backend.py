@@ -7,8 +7,8 @@ Fastest idiomatic path:
   level index, and the offset is an O(log n) jump. F: box.get(id).
 - G/H: query(...).dicts() / .tuples() (projections are built in C).
 - I: put_many(objs) in one transaction. J: put_many as well (whole objects, one sorted batch;
-  box.update() changes named properties but one object per call). K: box.remove_many(ids) in
-  one transaction.
+  box.update() changes named properties but one object per call). K: box.remove_many(objs)
+  in one transaction.
 - Durability: every write transaction is synced (exactly one fdatasync per commit).
 Deviations:
 - Test 2: real relations: `parent: ToOne["Journal"]` (an indexed id) and
@@ -76,7 +76,7 @@ def _now():
 class Backend(SyncBackend):
     BULK_SETS_IDS = True
     PARTIAL_UPDATE = "whole object (no partial update in the Python API yet)"
-    NOTES = ["C put_many(list) sets ids; I/J put_many(list), K remove_many(ids), one transaction each",
+    NOTES = ["C put_many(list) sets ids; I/J put_many(list), K remove_many(objs), one transaction each",
              "G/H: query(...).dicts() / .tuples()",
              "Test 2: real ToOne parent and ToMany related (link records with backlinks)",
              "Test 3: real Decimal, JSON (dict) and NULL"]
@@ -229,4 +229,4 @@ class Backend(SyncBackend):
         return len(objs)
 
     def delete(self, objs):
-        return self.box.remove_many([o.id for o in objs])
+        return self.box.remove_many(objs)

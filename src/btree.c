@@ -866,14 +866,14 @@ static int run_clears(mote_txn *t, const uint8_t *ptr, const run *r, unsigned *g
     int rc = mote__page_get(t, ptr, 0, &pg);
     if (rc)
         return rc;
-    const uint8_t *L = pg->data;
+    const uint8_t *L = pg->data; /* validated when read */
     unsigned nk = n_nkeys(L), j = 0;
-    uint32_t cap = node_cap(t, 0);
-    if (nk && r->n - r->i >= nk)
+    if (nk && r->n - r->i >= nk && !leaf_keycmp(L, nk - 1, r->ops[r->i + nk - 1].key,
+                                                 r->ops[r->i + nk - 1].klen))
         for (cell c; j < nk; j++) {
             const mote_kvop *op = &r->ops[r->i + j];
-            if (!op->del || mote__cell(L, cap, j, &c) || c.ovf ||
-                keycmp(c.key, c.klen, op->key, op->klen))
+            leaf_cell(L, j, &c);
+            if (!op->del || c.ovf || keycmp(c.key, c.klen, op->key, op->klen))
                 break;
         }
     mote__page_put(t->s, pg);

@@ -611,7 +611,8 @@ static int merge_if_underfull(mote_txn *t, uint8_t *n, int is_root, unsigned idx
 
 /* Drop child idx of n (page pgno, born in birth32), which has no entries
  * left; the child before it then meets a new right sibling, and merges with
- * it if it was left underfull (unless the run goes on into it: nk). */
+ * it if it was left underfull, unless the run of deletes goes on into that
+ * sibling (nk: its next key). */
 static int drop_child(mote_txn *t, uint8_t *n, int is_root, unsigned idx, uint32_t pgno,
                       uint32_t birth32, const uint8_t *nk, uint32_t nkl)
 {
@@ -630,7 +631,7 @@ static int drop_child(mote_txn *t, uint8_t *n, int is_root, unsigned idx, uint32
 /*
  * After deletes below child idx of n: drop the child if empty, else merge it
  * with a sibling if it is underfull. nk (a key, or NULL) is where a sorted run
- * of changes goes next: a sibling it lands in is not merged with yet, as the
+ * of deletes goes next: a sibling it lands in is not merged with yet, as the
  * run may be about to empty it (deleting every object of a type merged each
  * next leaf, full, into the first, then emptied it: 18 merges of 19 leaves).
  */
@@ -845,10 +846,12 @@ static int run_grow(mote_txn *t, uint8_t *n, int is_root, run *r, unsigned idx,
     return MOTE_OK;
 }
 
-/* The run's next op if it falls below the bound bk (in the node being run). */
-static const mote_kvop *run_next(const run *r, const uint8_t *bk, uint32_t bkl)
+/* The run's next op if it is a delete below the bound bk (in the node being
+ * run). A put that goes on into the right sibling merges with the child
+ * left underfull as before: the put fills the merged node. */
+static const mote_kvop *run_next_del(const run *r, const uint8_t *bk, uint32_t bkl)
 {
-    if (r->i >= r->n || r->stuck)
+    if (r->i >= r->n || r->stuck || !r->ops[r->i].del)
         return NULL;
     const mote_kvop *op = &r->ops[r->i];
     return bk && keycmp(op->key, op->klen, bk, bkl) >= 0 ? NULL : op;
@@ -903,7 +906,7 @@ static int run_rec(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *
         if (!rc && gone) { /* the run deletes the whole leaf: no copy of it */
             r->i += gone;
             *delta -= gone;
-            const mote_kvop *nx = run_next(r, bk, bkl);
+            const mote_kvop *nx = run_next_del(r, bk, bkl);
             rc = drop_child(t, n, is_root, idx, ptr_pgno(ptr), ptr_birth(ptr),
                             nx ? nx->key : NULL, nx ? nx->klen : 0);
             if (rc)
@@ -923,7 +926,7 @@ static int run_rec(mote_txn *t, uint8_t *n, int is_root, run *r, const uint8_t *
         wr64(ptr + 12, (uint64_t)((int64_t)ptr_count(ptr) + d));
         *delta += d;
         if (d < 0) {
-            const mote_kvop *nx = run_next(r, bk, bkl);
+            const mote_kvop *nx = run_next_del(r, bk, bkl);
             if ((rc = child_fixup(t, n, is_root, idx, child, nx ? nx->key : NULL,
                                   nx ? nx->klen : 0)))
                 return rc;

@@ -115,6 +115,24 @@ static int eval_id(const qnode *n, uint64_t id)
  * 15-21. */
 #define IN_BISECT_MIN 16
 
+/* Is x among n's values, sorted in mote__value_cmp's order (query.c
+ * leaf_vals)? */
+static int in_sorted_vals(const qnode *n, int type, const mote_value *x)
+{
+    size_t lo = 0, hi = n->nvals;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = mote__value_cmp(type, &n->vals[mid], x);
+        if (c == 0)
+            return 1;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
 static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
 {
     int type = e->props[n->prop].type;
@@ -136,22 +154,12 @@ static int eval_leaf(const qnode *n, const mote_entity *e, const mote_value *x)
         return mote__value_cmp(type, x, &v[0]) >= 0 && mote__value_cmp(type, x, &v[1]) <= 0;
     case MOTE_IN:
     case MOTE_NOT_IN: {
-        int in = 0, bisect = n->sorted && n->nvals >= IN_BISECT_MIN;
-        if (bisect) { /* (query.c leaf_vals) */
-            size_t lo = 0, hi = n->nvals;
-            while (lo < hi && !in) {
-                size_t mid = (lo + hi) / 2;
-                int c = mote__value_cmp(type, &v[mid], x);
-                if (c < 0)
-                    lo = mid + 1;
-                else if (c > 0)
-                    hi = mid;
-                else
-                    in = 1;
-            }
-        }
-        for (size_t i = 0; i < n->nvals && !in && !bisect; i++)
-            in = cmp_eq(type, n->flags, x, &v[i]);
+        int in = 0;
+        if (n->sorted && n->nvals >= IN_BISECT_MIN)
+            in = in_sorted_vals(n, type, x);
+        else
+            for (size_t i = 0; i < n->nvals && !in; i++)
+                in = cmp_eq(type, n->flags, x, &v[i]);
         return n->op == MOTE_IN ? in : !in;
     }
     default: { /* string operations */

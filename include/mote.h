@@ -295,9 +295,10 @@ int mote_store_stat(mote_store *store, mote_stat *st);
  * commit is not synced and becomes durable with the next synced commit (a
  * crash before that loses it, as it loses the store's creation). On any
  * other store it commits as usual. For work that is redone when it is found
- * missing, such as registering an entity (the Python package's
- * store.box()): creating a store, registering and committing once then
- * costs one fdatasync and one directory fsync. */
+ * missing, such as registering an entity (the Python package registers a
+ * new class's entity in the first write that uses its box, and in a lazy
+ * commit when a read comes first): creating a store, registering and
+ * committing once then costs one fdatasync and one directory fsync. */
 #define MOTE_TXN_LAZY 0x2u
 /* With MOTE_TXN_RDONLY: a snapshot that reads only the pages the store's
  * cache holds. An operation that would read a page from the file fails

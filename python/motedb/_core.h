@@ -178,6 +178,7 @@ typedef struct {
     int nexplicit;      /* store.write() / store.read() blocks in progress */
     int nimplicit;      /* single-operation transactions in progress */
     int npending;       /* boxes whose entity was opened in an uncommitted txn */
+    int ndeferred;      /* boxes whose entity is new here and not registered yet */
     int readonly;
     PyObject *weakrefs;
     uint64_t txn_serial;         /* the last explicit transaction's serial */
@@ -198,6 +199,9 @@ typedef struct {
     mote_entity *e;     /* NULL: open it again (its transaction rolled back) */
     mote_txn *pending;  /* opened in this uncommitted write transaction */
     int superseded;     /* its class was redefined: store.box(new class) */
+    int deferred;       /* its entity is new: the first write that uses the box registers
+                           it; a read transaction of the store registers it first (a
+                           commit of its own, MOTE_TXN_LAZY) */
 } BoxObject;
 
 typedef struct {
@@ -314,6 +318,7 @@ int schema_error(StoreObject *st, int rc);
 PyObject *box_build(BoxObject *b, const mote_record *r);
 int after_put(BoxObject *b, PyObject *obj, uint64_t id);
 int box_entity(BoxObject *b, TxnSlot *ts);
+void box_undefer(BoxObject *b);
 int box_op_begin(BoxObject *b, int write, Op *op);
 void release_keep(PyObject **keep, Py_ssize_t nk);
 

@@ -86,6 +86,15 @@ static int box_traverse(PyObject *self, visitproc visit, void *arg)
     return 0;
 }
 
+/* The box is no longer deferred (store_box): registered, retired or closed. */
+void box_undefer(BoxObject *b)
+{
+    if (b->deferred && b->store) {
+        b->deferred = 0;
+        b->store->ndeferred--;
+    }
+}
+
 static int box_clear(PyObject *self)
 {
     BoxObject *b = (BoxObject *)self;
@@ -93,6 +102,7 @@ static int box_clear(PyObject *self)
         b->pending = NULL;
         b->store->npending--;
     }
+    box_undefer(b);
     Py_CLEAR(b->store);
     Py_CLEAR(b->cls);
     return 0;

@@ -49,9 +49,13 @@ static void settle_boxes(StoreObject *st, mote_txn *t, int committed)
             st->npending--;
             if (!committed)
                 b->e = NULL;
+            else if (b->deferred) /* registered */
+                box_undefer(b);
         }
     }
 }
+
+static int register_deferred(StoreObject *st);
 
 /* write: 0 read, 1 write, 2 write with MOTE_TXN_LAZY (registering an entity);
  * rflags: a read's flags beside MOTE_TXN_RDONLY */
@@ -64,6 +68,8 @@ static int begin_txn(StoreObject *st, int write, unsigned rflags, mote_txn **t)
         rc = mote_begin(st->s, flags, t);
         Py_END_ALLOW_THREADS
     } else {
+        if (st->ndeferred && register_deferred(st) < 0)
+            return -1;
         rc = mote_begin(st->s, MOTE_TXN_RDONLY | rflags, t);
     }
     return rc ? raise_rc(rc) : 0;
@@ -345,6 +351,10 @@ static PyObject *store_close(PyObject *self, PyObject *unused)
     }
     if (!st->s)
         Py_RETURN_NONE;
+    /* boxes never used: their entities registered as box() did before (best
+     * effort, like the lazy commit: work redone when found missing) */
+    if (st->ndeferred && register_deferred(st) < 0)
+        PyErr_Clear();
     PyObject *et = NULL, *ev = NULL, *etb = NULL; /* a deferred sync's failure: raised */
     if (wait_tickets(st) < 0)                     /* after the close */
         PyErr_Fetch(&et, &ev, &etb);
@@ -354,8 +364,10 @@ static PyObject *store_close(PyObject *self, PyObject *unused)
     if (st->boxes) {
         PyObject *k, *v;
         Py_ssize_t pos = 0;
-        while (PyDict_Next(st->boxes, &pos, &k, &v))
+        while (PyDict_Next(st->boxes, &pos, &k, &v)) {
             ((BoxObject *)v)->e = NULL;
+            box_undefer((BoxObject *)v);
+        }
         PyDict_Clear(st->boxes);
     }
     int rc;
@@ -454,6 +466,7 @@ static int same_name_box(StoreObject *st, PyTypeObject *cls, const EntityInfo *i
         BoxObject *o = (BoxObject *)PyDict_GetItem(st->boxes, retire);
         o->superseded = 1;
         o->e = NULL;
+        box_undefer(o);
         if (o->pending) {
             o->pending = NULL;
             st->npending--;
@@ -494,6 +507,7 @@ PyObject *store_box(PyObject *self, PyObject *cls)
     box->e = NULL;
     box->pending = NULL;
     box->superseded = 0;
+    box->deferred = 0;
     PyObject_GC_Track(box);
     TxnSlot *cur = find_txn(st);
     if (cur) {
@@ -509,8 +523,14 @@ PyObject *store_box(PyObject *self, PyObject *cls)
         mote_abort(t);
         if (!rc) {
             box->e = e;
-        } else if ((rc == MOTE_NOTFOUND || rc == MOTE_SCHEMA) && !st->readonly) {
-            Op op; /* create or evolve it: on a new store, durable with the first write */
+        } else if (rc == MOTE_NOTFOUND && !st->readonly) {
+            /* a new entity: registered by the first write that uses the box
+             * (creating a store, box() and put_many() then make one commit),
+             * or before the store's next read transaction */
+            box->deferred = 1;
+            st->ndeferred++;
+        } else if (rc == MOTE_SCHEMA && !st->readonly) {
+            Op op; /* evolve it (on a new store, durable with the first write) */
             if (box_op_begin(box, 2, &op) < 0 || op_end(st, &op, OP_COMMIT) < 0)
                 goto fail;
             if (box->pending) { /* committed (the box was not in st->boxes yet) */
@@ -528,6 +548,32 @@ PyObject *store_box(PyObject *self, PyObject *cls)
 fail:
     Py_DECREF(box);
     return NULL;
+}
+
+/* Register the entities of deferred boxes (store_box), each in a commit of
+ * its own (MOTE_TXN_LAZY: on a new store, durable with the first write), as
+ * box() did before: a read transaction about to begin must find them. A box
+ * whose entity an open write transaction registers is left to it. */
+static int register_deferred(StoreObject *st)
+{
+    for (;;) {
+        BoxObject *b = NULL;
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (!b && PyDict_Next(st->boxes, &pos, &k, &v))
+            if (((BoxObject *)v)->deferred && !((BoxObject *)v)->pending)
+                b = (BoxObject *)v;
+        if (!b)
+            return 0;
+        Op op;
+        Py_INCREF(b);
+        int rc = box_op_begin(b, 2, &op) < 0 || op_end(st, &op, OP_COMMIT) < 0 ? -1 : 0;
+        if (!rc) /* (settle_boxes did it: its commit opened the entity) */
+            box_undefer(b);
+        Py_DECREF(b);
+        if (rc < 0)
+            return -1;
+    }
 }
 
 /* _boxed_class(name): the class whose box holds entity `name` here, or None
@@ -912,8 +958,9 @@ static PyObject *store_delta(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyMethodDef store_methods[] = {
     {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class. "
-     "The first call for a class registers it in the store (a commit; on a new store it "
-     "becomes durable with the first write, so it costs no sync of its own)."},
+     "The first call for a class registers it in the store: a new entity with the first "
+     "write that uses the box (or in a commit of its own before a read), a changed one at "
+     "once; on a new store neither costs a sync of its own."},
     {"_boxed_class", store_boxed_class, METH_O,
      "_boxed_class(name) -> the entity class whose box holds entity `name` here, or None."},
     {"drop_property", store_drop_property, METH_VARARGS,

@@ -3,6 +3,7 @@ renames back and forth, explicit drops, and two classes of one entity name."""
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import pytest
@@ -171,3 +172,69 @@ def test_values_an_object_never_had_stay_defaults(tmp_path):
         box = s.box(v2)
         box.update(2, a=20)                    # stars and tag left alone
         assert [(o.a, o.stars, o.tag) for o in box.all()] == [(1, 5, "none"), (20, 5, "none")]
+
+
+# ---- Registering a new entity rides on the first write ------------------------------------------
+# store.box() of a class whose entity the store lacks writes nothing: the first write that uses
+# the box registers it in the same commit (creating a store, box(), put_many() and close() make one
+# commit). A read transaction registers it first, in a commit of its own, as box() did before; so
+# does close() for a box never used.
+
+
+def test_box_of_a_new_entity_writes_nothing_until_the_first_write(tmp_path):
+    path = tmp_path / "new.mote"
+    full = define(FULL)
+    s = motedb.open(path)
+    box = s.box(full)
+    assert os.path.getsize(path) == 4096  # the creation page; a registration would write slot 1
+    box.put_many([full(name="Ada", n=1), full(name="Bob", n=2)])
+    assert os.path.getsize(path) >= 8192  # its commit: both slots
+    s.close()
+    with motedb.open(path, readonly=True) as r:
+        b = r.box(full)
+        assert b.count() == 2 and b.query(full.name == "Bob").find()[0].n == 2
+
+
+def test_a_read_before_any_write_finds_the_new_entity_empty(tmp_path):
+    path = tmp_path / "read-first.mote"
+    full = define(FULL)
+    with motedb.open(path) as s:
+        box = s.box(full)
+        assert box.count() == 0 and box.get(1) is None
+        assert box.query(full.name == "Ada").find() == []
+        with s.read():
+            assert box.count() == 0 and box.all() == []
+        box.put(full(name="Ada"))
+        with s.read():
+            assert [o.name for o in box.all()] == ["Ada"]
+    with motedb.open(path, readonly=True) as r:
+        assert r.box(full).get(1).name == "Ada"
+
+
+def test_a_first_write_rolled_back_leaves_the_box_usable(tmp_path):
+    path = tmp_path / "rollback.mote"
+    full = define(FULL)
+    with motedb.open(path) as s:
+        box = s.box(full)
+        with pytest.raises(KeyError):
+            with s.write():
+                box.put(full(name="gone"))
+                raise KeyError("rolled back")
+        assert box.count() == 0
+        with pytest.raises(KeyError):
+            with s.write():
+                box.put(full(name="gone too"))
+                raise KeyError("rolled back")
+        box.put(full(name="kept"))
+    with motedb.open(path, readonly=True) as r:
+        assert [o.name for o in r.box(full).all()] == ["kept"]
+
+
+def test_a_box_never_used_is_registered_at_close(tmp_path):
+    path = tmp_path / "unused.mote"
+    full, nick = define(FULL, "one"), define(NICK.replace("class C", "class D"), "two")
+    with motedb.open(path) as s:
+        s.box(full)
+        s.box(nick).put(nick(nick="x"))  # registers its own entity only
+    with motedb.open(path, readonly=True) as r:
+        assert r.box(full).count() == 0 and r.box(nick).get(1).nick == "x"

@@ -3,9 +3,9 @@
 One store is one file (store-NNNNNN.mote). The schema lives in the store, so opening an existing store with an
 unchanged entity class is one lookup and a hash compare: there is no model file and nothing like ObjectBox's model
 sync to skip. create(): motedb.open() creates the file and writes its creation page (no sync), store.box()
-registers the entity in a lazy commit (no sync), box.put_many() writes all objects in one transaction, the store's
-first durable commit (one fdatasync and one fsync of the directory), close() writes the clean-close marker (no
-sync). open(): 8 system calls (open, fstat, flock, three byte-lock calls, one pread() of the root slots, flock); the ten
+finds the entity missing and writes nothing, box.put_many() registers it and writes all objects in one
+transaction, the store's first durable commit (one fdatasync and one fsync of the directory), close() writes the
+clean-close marker (no sync). open(): 8 system calls (open, fstat, flock, three byte-lock calls, one pread() of the root slots, flock); the ten
 small objects of the small workload live inside that slot, so reading them needs no further I/O.
 
 The motedb package is built from this checkout into .bench-venvs/stores/ by `python3 -m bench.stores` before the

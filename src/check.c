@@ -453,7 +453,11 @@ static int repack(mote_store *s)
  */
 void mote__shrink(mote_store *s)
 {
-    if (!s->bm || (s->flags & (MOTE_RDONLY | MOTE_NOSYNC)) || s->poisoned ||
+    /* nothing to cut: no zeros past the last page, too small to move pages
+     * (known without asking whether it is alone: two system calls) */
+    int small = !(s->flags & MOTE_REPACK) && s->file_bytes < SHRINK_MIN_BYTES &&
+                s->file_bytes <= (uint64_t)rd32(s->cur->data + 32) << s->page_shift;
+    if (!s->bm || small || (s->flags & (MOTE_RDONLY | MOTE_NOSYNC)) || s->poisoned ||
         !mote__store_alone(s)) /* another process has the store open */
         return;
     if (s->seg) { /* s->bm must be the latest commit's: this process made it */

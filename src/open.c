@@ -12,9 +12,11 @@
  * exits). The child opens the store itself to use it.
  *
  * CLOSE: after writes, a clean-close marker (a copy of the latest state)
- * goes (unsynced) into the slot not holding the checkpoint (the shrink of a
- * file with a large free tail, or with MOTE_REPACK a store's repack, runs
- * before, from store.c: check.c).
+ * goes (unsynced) into the slot not holding the checkpoint, unless it holds
+ * one already (a clean open that wrote nothing; a tiny store's first
+ * commit, pager.h FRESH): then the close asks nothing and writes nothing.
+ * (The shrink of a file with a large free tail, or with MOTE_REPACK a
+ * store's repack, runs before, from store.c: check.c.)
  *
  * OPEN: one pread of both slots, then along the commit chain (pager.h
  * COMMIT CHAIN): from a marker not older than the newest checkpoint W (one
@@ -827,7 +829,10 @@ int mote__store_busy(mote_store *s)
 void mote__store_close(mote_store *s)
 {
     mote__solo_close(s); /* another process took the store over: join it first */
-    int alone = mote__store_alone(s);
+    /* (asked only when a marker may be written: the flock and the lock test
+     * are two system calls of a tiny store's create-write-close) */
+    int alone = !(s->flags & MOTE_RDONLY) && !s->poisoned && !s->fresh &&
+                (s->seg || !s->marker_ok) && mote__store_alone(s);
     if (s->seg && alone) { /* the marker names the latest commit of any process */
         pthread_mutex_lock(&s->mu);
         if (mote__share_refresh(s))
@@ -836,8 +841,8 @@ void mote__store_close(mote_store *s)
     }
     /* (a sync that failed in another process leaves no marker: the next
      * open verifies what it finds) */
-    if (alone && !(s->flags & MOTE_RDONLY) && !s->poisoned && !s->fresh &&
-        store_synced(s) >= s->txnid && !s->marker_ok && !atomic_load(&s->dur->failed)) {
+    if (alone && store_synced(s) >= s->txnid && !s->marker_ok &&
+        !atomic_load(&s->dur->failed)) {
         uint8_t *m = mote__malloc(s->P);
         if (m) { /* best effort: without it the next open verifies */
             mote__marker(m, s->cur->data, s->P, (uint32_t)(1 - s->base_slot), s->base_slot);

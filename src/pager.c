@@ -1034,14 +1034,23 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
     if (!s->fresh)
         slot[63] = (uint8_t)commit_lag(t, store_synced(s));
     mote__slot_seal(slot, s->P);
+    /* a first commit whose state is all in its slot (the file is the two
+     * slots) puts the clean-close marker into slot 0 at once: it vouches for
+     * no page but the slot itself, so the close writes none (pager.h FRESH) */
+    int first_marker = 0;
     if (s->fresh && !lazy) {
         if (!(both = mote__malloc((size_t)2 * s->P))) {
             rc = mote__err(MOTE_NOMEM, "out of memory committing");
             goto fail;
         }
-        memcpy(both, slot, s->P);
-        wr32(both + 16, 0);
-        mote__slot_seal(both, s->P);
+        first_marker = sync && t->npages == 2;
+        if (first_marker) {
+            mote__marker(both, slot, s->P, 0, (int)where);
+        } else {
+            memcpy(both, slot, s->P);
+            wr32(both + 16, 0);
+            mote__slot_seal(both, s->P);
+        }
         memcpy(both + s->P, slot, s->P);
     }
 
@@ -1138,6 +1147,8 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
             atomic_max(&s->dur->synced, txnid);
         pthread_mutex_lock(&s->mu);
         show(s, txnid, sn);
+        if (first_marker && s->txnid == txnid)
+            s->marker_ok = 1;
         pthread_mutex_unlock(&s->mu);
         if (synced_here) {
             sync_ended(s);

@@ -247,6 +247,59 @@ TEST(io_create_register_write_one_sync)
     memio_free(&m);
 }
 
+/* The kind (1 checkpoint, 2 marker) and txnid of root slot i in the file. */
+static void slot_kind(memio *m, int i, uint32_t *kind, uint64_t *txnid)
+{
+    size_t len = 0;
+    const uint8_t *img = memio_get(m, "/m/s.mote", &len);
+    CHECK(img && len >= (size_t)(i + 1) * 4096);
+    uint32_t k = 0;
+    uint64_t t = 0;
+    for (int b = 3; b >= 0; b--)
+        k = k << 8 | img[i * 4096 + 20 + b];
+    for (int b = 7; b >= 0; b--)
+        t = t << 8 | img[i * 4096 + 24 + b];
+    *kind = k;
+    *txnid = t;
+}
+
+/* A new store's first commit whose state is all in its slot (the file is
+ * the two slots) writes the clean-close marker as its second copy: the
+ * close writes nothing and asks nothing, and the next open is clean (its
+ * first commit syncs once). One with pages of its own writes the
+ * checkpoint twice and the marker at close, as before (pager.h FRESH). */
+TEST(io_first_commit_writes_the_marker)
+{
+    for (int big = 0; big < 2; big++) {
+        memio m;
+        memio_init(&m);
+        mote_store *s = mopen(&m, MOTE_CREATE);
+        put_n(s, 0, big ? 200 : 10, 40);
+        uint32_t k0, k1;
+        uint64_t t0, t1;
+        slot_kind(&m, 0, &k0, &t0);
+        slot_kind(&m, 1, &k1, &t1);
+        CHECK(t0 == t1 && t0 == 2 && k1 == 1 && k0 == (big ? 1u : 2u));
+        memio_reset_counts(&m);
+        OK(mote_close(s));
+        printf("first commit of %s: the close makes %ld writes, %ld calls besides close\n",
+               big ? "200 entries" : "10 entries", m.writes, m.ops);
+        CHECK(m.writes == (big ? 1 : 0) && m.closes == 1 && (big || m.ops == 0));
+        slot_kind(&m, 0, &k0, &t0);
+        CHECK(k0 == 2 && t0 == 2);
+        /* reopened clean: the next commit syncs once (an unclean open syncs its base first) */
+        s = mopen(&m, 0);
+        memio_reset_counts(&m);
+        put_n(s, 1000, 1, 40);
+        CHECK(m.syncs == 1);
+        OK(mote_close(s));
+        s = mopen(&m, MOTE_RDONLY);
+        OK(mote_check(s, NULL, NULL));
+        OK(mote_close(s));
+        memio_free(&m);
+    }
+}
+
 TEST(io_open_budget)
 {
     memio m;

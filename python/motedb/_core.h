@@ -179,6 +179,7 @@ typedef struct {
     int nimplicit;      /* single-operation transactions in progress */
     int npending;       /* boxes whose entity was opened in an uncommitted txn */
     int ndeferred;      /* boxes whose entity is new here and not registered yet */
+    int busy_ms;        /* the store's timeout (open's `timeout`) */
     int readonly;
     PyObject *weakrefs;
     uint64_t txn_serial;         /* the last explicit transaction's serial */
@@ -199,9 +200,10 @@ typedef struct {
     mote_entity *e;     /* NULL: open it again (its transaction rolled back) */
     mote_txn *pending;  /* opened in this uncommitted write transaction */
     int superseded;     /* its class was redefined: store.box(new class) */
-    int deferred;       /* its entity is new: the first write that uses the box registers
-                           it; a read transaction of the store registers it first (a
-                           commit of its own, MOTE_TXN_LAZY) */
+    int deferred;       /* its entity is new: the first single write operation that uses
+                           the box registers it; a read, a store.write() block or an
+                           aio writer's write registers it first (a commit of its own,
+                           MOTE_TXN_LAZY: register_deferred in store.c) */
 } BoxObject;
 
 typedef struct {
@@ -319,6 +321,7 @@ PyObject *box_build(BoxObject *b, const mote_record *r);
 int after_put(BoxObject *b, PyObject *obj, uint64_t id);
 int box_entity(BoxObject *b, TxnSlot *ts);
 void box_undefer(BoxObject *b);
+int registering_wait(BoxObject *b, double *deadline);
 int box_op_begin(BoxObject *b, int write, Op *op);
 void release_keep(PyObject **keep, Py_ssize_t nk);
 

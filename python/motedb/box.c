@@ -41,9 +41,16 @@ int after_put(BoxObject *b, PyObject *obj, uint64_t id)
     return r ? 0 : -1;
 }
 
-/* The entity handle of a box, opened in ts if needed. */
+/* The entity handle of a box, opened in ts if needed. A deferred box whose
+ * entity another thread's transaction registers is waited for: its handle
+ * is usable once that commit is durable (or it is opened here again, if
+ * that one rolled back). */
 int box_entity(BoxObject *b, TxnSlot *ts)
 {
+    double deadline = -1;
+    while (b->deferred && b->pending && b->pending != ts->txn)
+        if (registering_wait(b, &deadline) < 0)
+            return -1;
     if (b->e)
         return 0;
     mote_entity *e;

@@ -62,14 +62,17 @@ static int register_deferred(StoreObject *st);
 static int begin_txn(StoreObject *st, int write, unsigned rflags, mote_txn **t)
 {
     int rc;
+    /* (a write of the thread that defers its syncs becomes visible only once
+     * synced: deferred boxes are registered before it, see register_deferred) */
+    if (st->ndeferred && (!write || (write == 1 && st->defer_tid == PyThread_get_thread_ident())) &&
+        register_deferred(st) < 0)
+        return -1;
     if (write) {
         unsigned flags = write == 2 ? MOTE_TXN_LAZY : 0;
         Py_BEGIN_ALLOW_THREADS
         rc = mote_begin(st->s, flags, t);
         Py_END_ALLOW_THREADS
     } else {
-        if (st->ndeferred && register_deferred(st) < 0)
-            return -1;
         rc = mote_begin(st->s, MOTE_TXN_RDONLY | rflags, t);
     }
     return rc ? raise_rc(rc) : 0;
@@ -276,6 +279,7 @@ static PyObject *store_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     st->s = s;
     st->readonly = mote_store_readonly(s); /* also when the file may not be written */
     mote_busy_timeout(s, busy_ms);
+    st->busy_ms = busy_ms;
     Py_DECREF(bpath);
     return (PyObject *)st;
 fail:
@@ -524,9 +528,9 @@ PyObject *store_box(PyObject *self, PyObject *cls)
         if (!rc) {
             box->e = e;
         } else if (rc == MOTE_NOTFOUND && !st->readonly) {
-            /* a new entity: registered by the first write that uses the box
+            /* a new entity: registered by the first single write that uses the box
              * (creating a store, box() and put_many() then make one commit),
-             * or before the store's next read transaction */
+             * or first in a commit of its own (register_deferred) */
             box->deferred = 1;
             st->ndeferred++;
         } else if (rc == MOTE_SCHEMA && !st->readonly) {
@@ -550,24 +554,73 @@ fail:
     return NULL;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Another thread's transaction is registering the entity of deferred box b
+ * (its commit settles the box: settle_boxes): 0.1 ms passes, the GIL
+ * released; -1 with BusyError once the store's timeout is over since the
+ * first wait (*deadline < 0: none yet), or ClosedError. */
+int registering_wait(BoxObject *b, double *deadline)
+{
+    StoreObject *st = b->store;
+    if (*deadline < 0)
+        *deadline = st->busy_ms == INT_MAX ? INFINITY : now_ms() + st->busy_ms;
+    if (now_ms() > *deadline) {
+        PyErr_Format(ST.Busy, "store %U: another thread's write is registering entity %s "
+                     "(waited %d ms)", st->path, b->info->cname, st->busy_ms);
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
+    Py_END_ALLOW_THREADS
+    return st->s ? 0 : closed_error(st);
+}
+
 /* Register the entities of deferred boxes (store_box), each in a commit of
  * its own (MOTE_TXN_LAZY: on a new store, durable with the first write), as
- * box() did before: a read transaction about to begin must find them. A box
- * whose entity an open write transaction registers is left to it. */
+ * box() did before, ahead of a transaction that must find them committed: a
+ * read (its snapshot), an explicit store.write() (which may last, and a
+ * registration inside it would keep other threads' reads waiting), a write
+ * of the thread that defers its syncs (motedb.aio's writer: its commit is
+ * seen only once synced). Only a single write operation of this thread
+ * registers one in its own commit. A box that another thread's write is
+ * registering is waited for (up to the store's timeout): once that commit
+ * is durable the box is settled, or it rolled back and is registered here. */
 static int register_deferred(StoreObject *st)
 {
+    double deadline = -1;
     for (;;) {
-        BoxObject *b = NULL;
+        BoxObject *b = NULL, *busy = NULL;
         PyObject *k, *v;
         Py_ssize_t pos = 0;
-        while (!b && PyDict_Next(st->boxes, &pos, &k, &v))
-            if (((BoxObject *)v)->deferred && !((BoxObject *)v)->pending)
-                b = (BoxObject *)v;
-        if (!b)
+        while (!b && PyDict_Next(st->boxes, &pos, &k, &v)) {
+            BoxObject *o = (BoxObject *)v;
+            if (o->deferred && o->pending)
+                busy = o;
+            else if (o->deferred)
+                b = o;
+        }
+        if (!b && !busy)
             return 0;
+        if (!b) { /* (this thread has no transaction: the pending one is another's) */
+            if (registering_wait(busy, &deadline) < 0)
+                return -1;
+            continue;
+        }
         Op op;
         Py_INCREF(b);
+        /* synced before it returns, also on the thread that defers its syncs:
+         * settled, the box is used by every thread at once */
+        unsigned long defer = st->defer_tid;
+        st->defer_tid = 0;
         int rc = box_op_begin(b, 2, &op) < 0 || op_end(st, &op, OP_COMMIT) < 0 ? -1 : 0;
+        st->defer_tid = defer;
         if (!rc) /* (settle_boxes did it: its commit opened the entity) */
             box_undefer(b);
         Py_DECREF(b);
@@ -699,6 +752,9 @@ static PyObject *txn_enter(PyObject *self, PyObject *unused)
         t->slot = cur;
         t->joined = 1;
     } else {
+        /* (deferred boxes are registered before a write block: register_deferred) */
+        if (t->write && st->ndeferred && register_deferred(st) < 0)
+            return NULL;
         TxnSlot *ts = PyMem_Calloc(1, sizeof *ts);
         if (!ts)
             return PyErr_NoMemory();

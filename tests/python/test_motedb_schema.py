@@ -175,10 +175,10 @@ def test_values_an_object_never_had_stay_defaults(tmp_path):
 
 
 # ---- Registering a new entity rides on the first write ------------------------------------------
-# store.box() of a class whose entity the store lacks writes nothing: the first write that uses
-# the box registers it in the same commit (creating a store, box(), put_many() and close() make one
-# commit). A read transaction registers it first, in a commit of its own, as box() did before; so
-# does close() for a box never used.
+# store.box() of a class whose entity the store lacks writes nothing: the first single write that
+# uses the box registers it in the same commit (creating a store, box(), put_many() and close() make
+# one commit). A read transaction or a store.write() block registers it first, in a commit of its
+# own, as box() did before; so does close() for a box never used. (Threads: test_motedb_threads.)
 
 
 def test_box_of_a_new_entity_writes_nothing_until_the_first_write(tmp_path):

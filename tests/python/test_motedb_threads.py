@@ -132,3 +132,74 @@ def test_no_leaks(tmp_path):
     assert growth < 256 * 1024, f"Python allocations grew by {growth} bytes"
     if "asan" not in os.environ.get("LD_PRELOAD", ""):  # ASan's quarantine holds freed memory
         assert rss1 - rss0 < 20 * 1024, f"RSS grew by {rss1 - rss0} KB"
+
+
+class Fresh(motedb.Entity):
+    id: int = 0
+    x: int = 0
+
+
+def test_threads_on_a_new_box_while_its_first_write_registers_it(tmp_path):
+    """store.box() of a new entity registers it in the first write that uses the box
+    (test_motedb_schema): other threads that read or write the box meanwhile wait for
+    that commit (or register the entity themselves first) instead of meeting an entity
+    whose creation is not committed yet (SchemaError, a tree that does not exist)."""
+    errors, seen = [], set()
+    for i in range(40):
+        s = motedb.open(tmp_path / f"fresh{i}.mote")
+        box = s.box(Fresh)
+        stop, started = threading.Event(), threading.Barrier(3)
+
+        def reader():
+            started.wait()
+            while not stop.is_set():
+                try:
+                    seen.add(box.count())
+                except motedb.Error as e:
+                    errors.append(e)
+
+        def writer():
+            started.wait()
+            try:
+                box.put_many([Fresh(x=k) for k in range(10)])
+            except motedb.Error as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=reader), threading.Thread(target=writer)]
+        for t in threads:
+            t.start()
+        started.wait()
+        try:
+            box.put_many([Fresh(x=k) for k in range(10)])  # a second first write, racing
+        finally:
+            threads[1].join()
+            stop.set()
+            threads[0].join()
+        assert box.count() == 20
+        s.close()
+    assert errors == [] and seen <= {0, 10, 20}
+
+
+def test_a_write_block_registers_a_new_box_before_it_begins(tmp_path):
+    """A store.write() block may last: a new box's entity is registered before it begins
+    (a commit of its own), so another thread reads the box meanwhile (empty) instead of
+    waiting for the block or meeting an uncommitted entity."""
+    with motedb.open(tmp_path / "block.mote") as s:
+        box = s.box(Fresh)
+        inside, done = threading.Event(), threading.Event()
+
+        def writer():
+            with s.write():
+                box.put(Fresh(x=1))
+                inside.set()
+                done.wait(10)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            assert inside.wait(10)
+            assert box.count() == 0 and box.get(1) is None and box.query(Fresh.x == 1).find() == []
+        finally:
+            done.set()
+            t.join()
+        assert box.count() == 1

@@ -518,10 +518,14 @@ PyObject *store_box(PyObject *self, PyObject *cls)
         if (box_entity(box, cur) < 0)
             goto fail;
     } else {
-        /* unchanged schema: a read transaction is enough */
+        /* unchanged schema: a read transaction is enough (and needs no
+         * deferred box registered: several new classes ride on their writes) */
         mote_txn *t;
-        if (begin_txn(st, 0, 0, &t) < 0)
+        int brc = mote_begin(st->s, MOTE_TXN_RDONLY, &t);
+        if (brc) {
+            raise_rc(brc);
             goto fail;
+        }
         mote_entity *e;
         int rc = mote_entity_open(t, in->cname, in->defs, (unsigned)in->nf, &e);
         mote_abort(t);

@@ -235,6 +235,8 @@ def test_a_box_never_used_is_registered_at_close(tmp_path):
     full, nick = define(FULL, "one"), define(NICK.replace("class C", "class D"), "two")
     with motedb.open(path) as s:
         s.box(full)
-        s.box(nick).put(nick(nick="x"))  # registers its own entity only
+        box = s.box(nick)  # (a second new class: the first is not registered for it)
+        assert os.path.getsize(path) == 4096
+        box.put(nick(nick="x"))  # registers its own entity only
     with motedb.open(path, readonly=True) as r:
         assert r.box(full).count() == 0 and r.box(nick).get(1).nick == "x"

@@ -120,7 +120,7 @@
  * clean-close marker instead of a second checkpoint: a marker vouches that
  * the pages its state reaches are on disk, and this one reaches none, so
  * the close has nothing to write (the write of a 4 KB page after the sync,
- * and the two system calls that ask whether the process is alone: ~15 us
+ * and the two system calls that ask whether the process is alone: 6-12 us
  * of a ~0.5 ms create-write-close on our test VM). A crash before the sync
  * that keeps both slots opens clean: nothing to verify, and the next
  * commit's sync covers the file's every page.

@@ -49,7 +49,7 @@ static void settle_boxes(StoreObject *st, mote_txn *t, int committed)
             st->npending--;
             if (!committed)
                 b->e = NULL;
-            else if (b->deferred) /* registered */
+            else /* registered, if it was deferred */
                 box_undefer(b);
         }
     }
@@ -64,8 +64,8 @@ static int begin_txn(StoreObject *st, int write, unsigned rflags, mote_txn **t)
     int rc;
     /* (a write of the thread that defers its syncs becomes visible only once
      * synced: deferred boxes are registered before it, see register_deferred) */
-    if (st->ndeferred && (!write || (write == 1 && st->defer_tid == PyThread_get_thread_ident())) &&
-        register_deferred(st) < 0)
+    int defers = write == 1 && st->defer_tid == PyThread_get_thread_ident();
+    if (st->ndeferred && (!write || defers) && register_deferred(st) < 0)
         return -1;
     if (write) {
         unsigned flags = write == 2 ? MOTE_TXN_LAZY : 0;

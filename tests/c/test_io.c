@@ -287,7 +287,8 @@ TEST(io_first_commit_writes_the_marker)
         CHECK(m.writes == (big ? 1 : 0) && m.closes == 1 && (big || m.ops == 0));
         slot_kind(&m, 0, &k0, &t0);
         CHECK(k0 == 2 && t0 == 2);
-        /* reopened clean: the next commit syncs once (an unclean open syncs its base first) */
+        /* reopened clean: the next commit syncs once (an unclean open syncs
+         * its base first) */
         s = mopen(&m, 0);
         memio_reset_counts(&m);
         put_n(s, 1000, 1, 40);

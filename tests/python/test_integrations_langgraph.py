@@ -18,6 +18,7 @@ from typing import Annotated, TypedDict
 
 import motedb
 import motedb.aio
+import motedb.integrations.langgraph
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -656,3 +657,40 @@ def test_stores_the_integrations_open_are_repacked_at_close(tmp_path, monkeypatc
     with real(tmp_path / "c.mote") as store:
         MoteSaver(store).close()
         assert not store.closed
+
+
+def test_stores_with_the_run_id_index_lose_it_and_still_delete_runs(tmp_path):
+    """MoteSaver indexed LangGraphCheckpoint.run_id until 2026-12-07 (a leaf at a random
+    place in every put's commit); delete_for_runs now scans the checkpoints instead. A
+    store written with the index opens (the saver's box() drops the index), and
+    delete_for_runs removes the same checkpoints as before."""
+    class LangGraphCheckpoint(motedb.Entity):  # (as MoteSaver declared it until then)
+        id: int = 0
+        key: Annotated[str, motedb.Unique]
+        thread_id: str = ""
+        checkpoint_ns: str = ""
+        checkpoint_id: str = ""
+        parent_checkpoint_id: str | None = None
+        run_id: Annotated[str | None, motedb.Index] = None
+        type: str = ""
+        checkpoint: bytes = b""
+        pieces: bytes = b""
+        chunks: bytes = b""
+        metadata: dict = motedb.field(default_factory=dict)
+
+    Old, New = LangGraphCheckpoint, motedb.integrations.langgraph.LangGraphCheckpoint
+    path = tmp_path / "indexed.mote"
+    with motedb.open(path) as store:
+        box = store.box(Old)
+        box.put_many([Old(key=f"1:t1:{i:04}", thread_id="t", checkpoint_id=f"{i:04}",
+                          run_id=f"run-{i % 3}", type="json", checkpoint=b"{}")
+                      for i in range(30)])
+    with motedb.open(path, readonly=True) as store:
+        with pytest.raises(motedb.SchemaError, match="run_id loses its index"):
+            store.box(New)
+    with MoteSaver.from_path(path) as saver:
+        saver.delete_for_runs(["run-1", "nothing"])
+        left = sorted(cp.checkpoint_id for cp in saver.checkpoints.all())
+        assert left == [f"{i:04}" for i in range(30) if i % 3 != 1]
+    with motedb.open(path, readonly=True) as store:  # the stored schema has no index now
+        assert store.box(New).count() == 20

@@ -22,8 +22,11 @@ and the pieces they are made of, ``LangGraphPiece``. The first two are keyed by 
 that starts with the thread id and the namespace, length-prefixed (``"7:thread-13:sub"``),
 so one thread, one namespace of a thread and one checkpoint's writes are each a key range
 of a unique index: the newest checkpoint of a thread is the last key of its range, one
-index entry. A checkpoint is the serializer's bytes, its metadata JSON; the run id is
-indexed for ``delete_for_runs``.
+index entry. A checkpoint is the serializer's bytes, its metadata JSON. Nothing else is
+indexed: an index on the run id (for ``delete_for_runs``, which scans the checkpoints
+instead) put a leaf at a random place into every ``put``'s commit (7-8 % of a chat's
+steps per second on a disk; stores written with it lose it at the saver's first
+``box()``).
 
 Each checkpoint holds a thread's whole state, which mostly repeats the one before it
 (a chat's messages so far, plus one). A checkpoint or a write value of more than
@@ -109,7 +112,7 @@ class LangGraphCheckpoint(motedb.Entity):
     checkpoint_ns: str = ""
     checkpoint_id: str = ""
     parent_checkpoint_id: str | None = None
-    run_id: Annotated[str | None, motedb.Index] = None  # metadata["run_id"]
+    run_id: str | None = None  # metadata["run_id"] (not indexed: see delete_for_runs)
     type: str = ""  # the serializer's type tag of `checkpoint`
     checkpoint: bytes = b""  # the serializer's bytes, or b"" when kept as pieces
     pieces: bytes = b""  # the ids of its pieces (LangGraphPiece), in order: _pack
@@ -690,7 +693,8 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Remove the checkpoints made by these runs (metadata ``run_id``) and their
-        writes, in every thread (one commit)."""
+        writes, in every thread (one commit). It reads every checkpoint's run id (no
+        index: ~70 ns a checkpoint, 7 ms for 100,000), so that ``put`` writes no index."""
         run_ids = [str(r) for r in run_ids]
         if not run_ids:
             return

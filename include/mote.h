@@ -560,6 +560,12 @@ typedef struct mote_prop_def {
 int mote_entity_open(mote_txn *txn, const char *name, const mote_prop_def *props,
                      unsigned nprops, mote_entity **out);
 
+/* 1 while the write transaction that created or changed e's stored schema
+ * (the one e was opened in) has not ended: until then e is usable in that
+ * transaction only (elsewhere MOTE_SCHEMA, "not committed yet"); 0 once it
+ * committed, and for a handle that changed nothing. */
+int mote_entity_pending(const mote_entity *e);
+
 /* Number of properties, and the index of a property by name (-1 if none). */
 unsigned mote_entity_nprops(const mote_entity *e);
 int mote_entity_prop(const mote_entity *e, const char *name);

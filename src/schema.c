@@ -1256,6 +1256,16 @@ int mote_entity_prop_def(const mote_entity *e, unsigned i, mote_prop_def *def)
 
 const char *mote_entity_name(const mote_entity *e) { return e ? e->name : NULL; }
 
+int mote_entity_pending(const mote_entity *e)
+{
+    if (!e)
+        return 0;
+    pthread_mutex_lock(&e->s->mu); /* (cleared at the transaction's end: objects_end) */
+    int pending = e->pending_txn != NULL;
+    pthread_mutex_unlock(&e->s->mu);
+    return pending;
+}
+
 /* The stored schema of `name` decoded into *ss (names in *names, to free),
  * and the hash of its record bytes. */
 static int read_schema(mote_txn *t, const char *name, sschema *ss, char **names, uint64_t *rh)

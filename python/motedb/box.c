@@ -41,14 +41,18 @@ int after_put(BoxObject *b, PyObject *obj, uint64_t id)
     return r ? 0 : -1;
 }
 
-/* The entity handle of a box, opened in ts if needed. A deferred box whose
- * entity another thread's transaction registers is waited for: its handle
- * is usable once that commit is durable (or it is opened here again, if
- * that one rolled back). */
+/* The entity handle of a box, opened in ts if needed (pending in ts if that
+ * created or changed the entity). A box whose entity another thread's write
+ * transaction created or changed is waited for in a write transaction: this
+ * one holds the writer lock, so that one has committed and is settling
+ * (settle_boxes); once settled the handle is usable, or (rolled back) the
+ * box is deferred and its entity opened here. A read transaction does not
+ * wait: its snapshot was taken (an operation of its own waited before it
+ * began: box_op_begin), and the library says the entity is not committed. */
 int box_entity(BoxObject *b, TxnSlot *ts)
 {
     double deadline = -1;
-    while (b->deferred && b->pending && b->pending != ts->txn)
+    while (ts->write && b->pending && b->pending != ts->txn)
         if (registering_wait(b, &deadline) < 0)
             return -1;
     if (b->e)
@@ -59,15 +63,20 @@ int box_entity(BoxObject *b, TxnSlot *ts)
     if (rc)
         return schema_error(b->store, rc);
     b->e = e;
-    if (ts->write) {
+    if (ts->write && mote_entity_pending(e)) {
         b->pending = ts->txn;
         b->store->npending++;
+    } else { /* (stored as defined: by another process, if the box was deferred) */
+        box_undefer(b);
     }
     return 0;
 }
 
 /* An operation on one box: op_begin, then the box's entity handle. Returns 0,
- * or -1 with an exception and nothing left to end. */
+ * or -1 with an exception and nothing left to end. An operation in a
+ * transaction of its own on a box whose entity another thread's write
+ * transaction is creating or changing first waits for that one to end (up to
+ * the store's timeout: BusyError), so that its snapshot has the entity. */
 int box_op_begin(BoxObject *b, int write, Op *op)
 {
     if (b->superseded) {
@@ -76,6 +85,10 @@ int box_op_begin(BoxObject *b, int write, Op *op)
                      b->info->cname);
         return -1;
     }
+    double deadline = -1;
+    while (b->pending && b->store->s && !find_txn(b->store)) /* (not this thread's) */
+        if (registering_wait(b, &deadline) < 0)
+            return -1;
     if (op_begin(b->store, write, op) < 0)
         return -1;
     if (box_entity(b, op->ts) == 0)

@@ -47,10 +47,15 @@ static void settle_boxes(StoreObject *st, mote_txn *t, int committed)
         if (b->pending == t) {
             b->pending = NULL;
             st->npending--;
-            if (!committed)
-                b->e = NULL;
-            else /* registered, if it was deferred */
+            if (committed) { /* registered, if it was deferred */
                 box_undefer(b);
+            } else { /* its entity is as before t: registered again by its next use */
+                b->e = NULL;
+                if (!b->deferred && !b->superseded) {
+                    b->deferred = 1;
+                    st->ndeferred++;
+                }
+            }
         }
     }
 }
@@ -565,18 +570,19 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Another thread's transaction is registering the entity of deferred box b
- * (its commit settles the box: settle_boxes): 0.1 ms passes, the GIL
- * released; -1 with BusyError once the store's timeout is over since the
- * first wait (*deadline < 0: none yet), or ClosedError. */
+/* Another thread's write transaction is creating or changing the entity of
+ * box b (registering a deferred box, or a box() inside it; its end settles
+ * the box: settle_boxes): 0.1 ms passes, the GIL released; -1 with BusyError
+ * once the store's timeout is over since the first wait (*deadline < 0:
+ * none yet), or ClosedError. */
 int registering_wait(BoxObject *b, double *deadline)
 {
     StoreObject *st = b->store;
     if (*deadline < 0)
         *deadline = st->busy_ms == INT_MAX ? INFINITY : now_ms() + st->busy_ms;
     if (now_ms() > *deadline) {
-        PyErr_Format(ST.Busy, "store %U: another thread's write is registering entity %s "
-                     "(waited %d ms)", st->path, b->info->cname, st->busy_ms);
+        PyErr_Format(ST.Busy, "store %U: another thread's write is creating or changing "
+                     "entity %s (waited %d ms)", st->path, b->info->cname, st->busy_ms);
         return -1;
     }
     Py_BEGIN_ALLOW_THREADS
@@ -1020,7 +1026,10 @@ static PyMethodDef store_methods[] = {
     {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class. "
      "The first call for a class registers it in the store: a new entity with the first "
      "write that uses the box (or in a commit of its own before a read), a changed one at "
-     "once; on a new store neither costs a sync of its own."},
+     "once; on a new store neither costs a sync of its own. Inside store.write() it "
+     "registers it in that transaction: other threads that use the box wait for it to end "
+     "(up to the store's timeout), and if it rolls back the box reads empty until a write "
+     "registers it."},
     {"_boxed_class", store_boxed_class, METH_O,
      "_boxed_class(name) -> the entity class whose box holds entity `name` here, or None."},
     {"drop_property", store_drop_property, METH_VARARGS,

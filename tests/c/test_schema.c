@@ -297,25 +297,36 @@ TEST(schema_drop_property)
 }
 
 /* A handle outdated by another definition's change: unusable in that
- * transaction at once, elsewhere after its commit; an abort restores it. */
+ * transaction at once, elsewhere after its commit; an abort restores it.
+ * mote_entity_pending says which handles are their transaction's. */
 TEST(schema_outdated_handles)
 {
     mote_store *s = test_open(test_path("stale.mote"), NULL);
-    mote_entity *e = open_def(s, v1, 4, 1);
+    mote_txn *w, *r;
+    mote_entity *e, *e2;
+    OK(mote_begin(s, 0, &w));
+    OK(mote_entity_open(w, "P", v1, 4, &e)); /* created */
+    CHECK(mote_entity_pending(e) == 1);
+    OK(mote_commit(w));
+    CHECK(mote_entity_pending(e) == 0 && mote_entity_pending(NULL) == 0);
+    OK(mote_begin(s, 0, &w));
+    OK(mote_entity_open(w, "P", v1, 4, &e2)); /* as stored: the same handle */
+    CHECK(e2 == e && mote_entity_pending(e) == 0);
+    mote_abort(w);
     mote_prop_def v[5];
     memcpy(v, v1, sizeof v1);
     v[4] = (mote_prop_def){"email", MOTE_T_STRING, MOTE_P_NULLABLE, 0, NULL, NULL, {0}, NULL};
-    mote_txn *w, *r;
-    mote_entity *e2;
     uint64_t n;
     OK(mote_begin(s, 0, &w));
-    OK(mote_entity_open(w, "P", v, 5, &e2));
+    OK(mote_entity_open(w, "P", v, 5, &e2)); /* changed */
+    CHECK(mote_entity_pending(e2) == 1 && mote_entity_pending(e) == 0);
     CHECK_RC(mote_count(w, e, &n), MOTE_SCHEMA);
     OK(mote_begin(s, MOTE_TXN_RDONLY, &r));
     OK(mote_count(r, e, &n)); /* readers see the committed schema */
     CHECK_RC(mote_count(r, e2, &n), MOTE_SCHEMA);
     mote_abort(r);
     mote_abort(w);
+    CHECK(mote_entity_pending(e2) == 0); /* rolled back: dead, not pending */
     OK(mote_begin(s, MOTE_TXN_RDONLY, &r));
     OK(mote_count(r, e, &n));
     mote_abort(r);

@@ -240,3 +240,22 @@ def test_a_box_never_used_is_registered_at_close(tmp_path):
         box.put(nick(nick="x"))  # registers its own entity only
     with motedb.open(path, readonly=True) as r:
         assert r.box(full).count() == 0 and r.box(nick).get(1).nick == "x"
+
+
+def test_a_box_made_in_a_write_block_rolled_back_reads_empty(tmp_path):
+    """store.box() inside a store.write() block creates the entity in it; if the block
+    rolls back, the box is as one made outside (deferred): reads find it empty (they
+    raised SchemaError "entity ... does not exist" before 2026-12-07), the next write
+    registers it."""
+    path = tmp_path / "block-rollback.mote"
+    full = define(FULL)
+    with motedb.open(path) as s:
+        with pytest.raises(KeyError):
+            with s.write():
+                box = s.box(full)
+                box.put(full(name="gone"))
+                raise KeyError("rolled back")
+        assert box.count() == 0 and box.get(1) is None and s.box(full).all() == []
+        box.put(full(name="kept"))
+    with motedb.open(path, readonly=True) as r:
+        assert [o.name for o in r.box(full).all()] == ["kept"]

@@ -203,3 +203,59 @@ def test_a_write_block_registers_a_new_box_before_it_begins(tmp_path):
             done.set()
             t.join()
         assert box.count() == 1
+
+
+def test_threads_on_a_box_made_inside_another_threads_write_block(tmp_path):
+    """store.box() inside a store.write() block creates the entity in that transaction.
+    Another thread that uses the box (the same object, or its own store.box()) meanwhile
+    waits for the block to end instead of meeting an entity whose creation is not
+    committed (SchemaError before 2026-12-07), and sees what it committed; it gives up
+    with BusyError after the store's timeout. A box() in the block of an entity already
+    stored makes nobody wait (made before the block changes a schema: a handle opened
+    after that is the block's until it ends, mote_entity_pending)."""
+    with motedb.open(tmp_path / "inside.mote") as s:
+        s.box(Item).put(Item(n=1))
+    with motedb.open(tmp_path / "inside.mote", timeout=5.0) as s:
+        made, release = threading.Event(), threading.Event()
+        boxes = {}
+
+        def writer():
+            with s.write():
+                boxes["item"] = s.box(Item)
+                boxes["fresh"] = s.box(Fresh)
+                boxes["fresh"].put(Fresh(x=1))
+                made.set()
+                release.wait(10)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            assert made.wait(10)
+            assert s.box(Item).count() == 1  # stored before: no wait (the block still runs)
+            assert t.is_alive()
+            threading.Timer(0.2, release.set).start()
+            assert boxes["fresh"].count() == 1  # waited for the block
+            assert s.box(Fresh).query(Fresh.x == 1).count() == 1
+        finally:
+            release.set()
+            t.join()
+
+    with motedb.open(tmp_path / "busy.mote", timeout=0.05) as s:
+        made, release = threading.Event(), threading.Event()
+
+        def holder():
+            with s.write():
+                s.box(Fresh).put(Fresh(x=2))
+                made.set()
+                release.wait(10)
+
+        t = threading.Thread(target=holder)
+        t.start()
+        try:
+            assert made.wait(10)
+            with pytest.raises(motedb.BusyError, match="creating or changing entity Fresh"):
+                s.box(Fresh).count()
+        finally:
+            release.set()
+            t.join()
+        assert s.box(Fresh).count() == 1

@@ -177,18 +177,22 @@ typedef struct mote_options {
  * first commit writes format 2 (mote_store_stat: `format`). An earlier
  * library refuses a format 2 store with MOTE_FORMAT.
  *
- * Creating a store syncs nothing: the store's first durable commit makes
- * the file and its directory entry durable (one fdatasync, one directory
- * fsync). A crash before it leaves no file, an empty one, or one whose
- * first page holds (parts of) the creation page: each opens as an empty
- * store. A store that made a commit durable never opens as empty: with its
- * root slots damaged it gives MOTE_CORRUPT.
+ * Creating a store syncs nothing, and with pages of 4096 bytes (the
+ * default) writes nothing: the file stays empty until the first commit,
+ * and the store's first durable commit makes the file and its directory
+ * entry durable (one fdatasync, one directory fsync). A crash before it
+ * leaves no file, an empty one, or one whose first page holds (parts of)
+ * the creation page (written at creation with larger pages, and by a
+ * MOTE_TXN_LAZY commit): each opens as an empty store. A store that made a
+ * commit durable never opens as empty: with its root slots damaged it gives
+ * MOTE_CORRUPT.
  *
- * A zero-byte file is a store that was never initialized (tools that hand
- * out empty temporary files make them too): a writable open initializes
- * it, with or without MOTE_CREATE. A read-only open of it gives MOTE_FORMAT
- * ("store X is empty (0 bytes): it was never initialized; open it writable
- * once to create it").
+ * A zero-byte file is such a store, never committed, of 4096-byte pages
+ * (tools that hand out empty temporary files make them too): any open of
+ * it, read-only too, finds an empty store and writes nothing. A writable
+ * open by the only process that has it uses page_size as creation does,
+ * with or without MOTE_CREATE; beside another process that has it open,
+ * it keeps 4096.
  *
  * A symbolic link is followed, also to create the file it names.
  *

@@ -26,8 +26,9 @@
  * it, else the other checkpoint D and its chain. An unclean writable open
  * syncs once before its first commit so that nothing is built on a
  * non-durable base.
- * CREATE writes the creation page and syncs nothing; a store whose page 0
- * is that page, or its torn remains, is new (pager.h FRESH).
+ * CREATE writes nothing with 4096-byte pages (an empty file is a new store
+ * of them), the creation page with larger ones, and syncs nothing; a store
+ * whose page 0 is that page, or its torn remains, is new (pager.h FRESH).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -166,7 +167,7 @@ static void store_free(mote_store *s)
 
 /* The creation page of page size P: an empty store's commit slot, txnid 1
  * (pager.h FRESH: always the same bytes, so an open can recognise it). */
-static void creation_page(uint8_t *slot, uint32_t P)
+void mote__creation_page(uint8_t *slot, uint32_t P)
 {
     memset(slot, 0, P);
     mote__slot_init(slot, P, 0, SLOT_KIND_COMMIT, 1);
@@ -197,7 +198,7 @@ static int start_fresh(mote_store *s, uint32_t P, uint64_t file_bytes)
     s->cur = mote__snap_new(P);
     if (!s->cur)
         return mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
-    creation_page(s->cur->data, P);
+    mote__creation_page(s->cur->data, P);
     s->txnid = 1;
     s->next_txnid = 2;
     s->base_slot = 0;
@@ -209,16 +210,19 @@ static int start_fresh(mote_store *s, uint32_t P, uint64_t file_bytes)
     return MOTE_OK;
 }
 
-/* Creation writes the creation page and syncs nothing: the first synced
- * commit makes it durable, and fsyncs the directory (pager.h FRESH). */
+/* Creation syncs nothing: the first synced commit makes the store durable,
+ * and fsyncs the directory (pager.h FRESH). With pages of 4096 bytes it
+ * writes nothing either: an empty file is such a store, never committed
+ * (the first commit, lazy or not, writes page 0); with larger pages it
+ * writes the creation page, which tells later openers the page size. */
 static int create_file(mote_store *s, unsigned page_size)
 {
     uint32_t P = page_size ? page_size : 4096;
     if (P < 4096 || P > 65536 || (P & (P - 1)))
         return mote__err(MOTE_INVALID, "page size %u: must be a power of two "
                          "from 4096 to 65536", P);
-    int rc = start_fresh(s, P, P);
-    if (rc)
+    int rc = start_fresh(s, P, P == 4096 ? 0 : P);
+    if (rc || P == 4096)
         return rc;
     ssize_t w = s->io->pwrite(s->io->ctx, s->fd, s->cur->data, P, 0);
     if (w != (ssize_t)P)
@@ -238,7 +242,7 @@ static uint32_t never_committed(const uint8_t *buf, size_t have, uint64_t size,
     for (uint32_t P = 4096; img && P <= 65536 && !found; P *= 2) {
         if (hinted && P != hinted)
             continue;
-        creation_page(img, P);
+        mote__creation_page(img, P);
         size_t n = have < P ? have : P;
         /* no header: only a file of one page of the smallest size (a file
          * of two pages of 4096 bytes, both zeroed, is a damaged store) */
@@ -473,7 +477,7 @@ int mote__recover(mote_store *s, const uint8_t *slots, size_t have, uint64_t siz
         if (rc == MOTE_CORRUPT && k + 1 == n && alone && st_base(st) == 1 &&
             rd32(st + 32) > 2 && !mote__file_size(s, &fsz) &&
             fsz < ((uint64_t)rd32(st + 32) << s->page_shift)) {
-            creation_page(out, P);
+            mote__creation_page(out, P);
             *start_slot = 0;
             *clean = 0;
             rc = MOTE_OK;
@@ -538,9 +542,14 @@ static int open_existing(mote_store *s, uint64_t size)
         hinted = 0;
     if (r >= 0 && size < 4096) { /* creation's page, torn by a crash? */
         uint32_t fp = never_committed(buf, (size_t)r, size, hinted);
+        /* a slot's header: the first commit, under way or cut short (the
+         * file had no page before it: open.c create_file) */
         rc = fp ? start_fresh(s, fp, size)
-                : mote__err(MOTE_FORMAT, "%s is not a MoteDB store (%llu bytes)",
-                            s->path, (unsigned long long)size);
+             : (size_t)r >= 8 && rd64(buf) == MOTE_MAGIC
+                 ? CORRUPT("%s: neither root slot is valid (if the store's first commit "
+                           "was interrupted, nothing in it was acknowledged)", s->path)
+                 : mote__err(MOTE_FORMAT, "%s is not a MoteDB store (%llu bytes)",
+                             s->path, (unsigned long long)size);
         goto out;
     }
     if (r < 0 || (size_t)r < 4096) {
@@ -632,7 +641,7 @@ static int open_existing(mote_store *s, uint64_t size)
             rc = mote__err(MOTE_NOMEM, "out of memory opening %s", s->path);
             goto out;
         }
-        creation_page(cp, P);
+        mote__creation_page(cp, P);
         created = !memcmp(A, cp, P);
         mote__free(cp);
     }
@@ -767,19 +776,20 @@ int mote__store_open(const char *path, const mote_options *opts, size_t extra,
     if ((rc = mote__share_open(s)) ||
         ((s->to_e || s->waited || size <= 4096) && (rc = mote__file_size(s, &size))))
         goto fail;
-    /* A zero-byte file is a store that was never initialized: creation
-     * makes the file, then writes its first page (synced by the first
-     * commit), so a crash in between may leave one (and
-     * tempfile.NamedTemporaryFile hands out such files). A writable open
-     * initializes it, with or without MOTE_CREATE; a read-only open cannot,
-     * and says so. */
+    /* A zero-byte file is a store of 4096-byte pages that was never
+     * committed: creation writes nothing until the first commit (create_file;
+     * a crash before it leaves such a file, and tempfile.NamedTemporaryFile
+     * hands them out). Opened by the only process that has it (writable),
+     * it is created here, with the page size asked for; by any other opener
+     * (a process beside its creator, or one that may not write) it is an
+     * empty store of that page size, and writes nothing: the creator's first
+     * commit may be under way. */
     if (s->seg && !s->init)
         rc = mote__share_join(s, size); /* read and recovered by the first opener */
-    else if (size == 0 && !ro)
+    else if (size == 0 && !ro && s->alone)
         rc = create_file(s, opts ? opts->page_size : 0);
     else if (size == 0)
-        rc = mote__err(MOTE_FORMAT, "store %s is empty (0 bytes): it was never "
-                       "initialized; open it writable once to create it", path);
+        rc = start_fresh(s, 4096, 0);
     else if ((rc = open_existing(s, size)) == MOTE_CORRUPT && s->to_e) {
         int again = mote__share_taken_again(s, &size); /* a torn first commit? */
         if (again > 0) {

@@ -1037,14 +1037,17 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
     /* a first commit whose state is all in its slot (the file is the two
      * slots) puts the clean-close marker into slot 0 at once: it vouches for
      * no page but the slot itself, so the close writes none (pager.h FRESH) */
-    int first_marker = 0;
-    if (s->fresh && !lazy) {
+    int first_marker = 0, first = s->fresh && !lazy;
+    if (s->fresh) { /* (a lazy one: slot 1 after the creation page, which
+                     * creation did not write with 4096-byte pages: open.c) */
         if (!(both = mote__malloc((size_t)2 * s->P))) {
             rc = mote__err(MOTE_NOMEM, "out of memory committing");
             goto fail;
         }
-        first_marker = sync && t->npages == 2;
-        if (first_marker) {
+        first_marker = first && sync && t->npages == 2;
+        if (lazy) {
+            mote__creation_page(both, s->P);
+        } else if (first_marker) {
             mote__marker(both, slot, s->P, 0, (int)where);
         } else {
             memcpy(both, slot, s->P);
@@ -1074,7 +1077,7 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
         if (target < phys + chunk)
             target = phys + chunk > mx ? mx : phys + chunk;
     }
-    if (both && s->seg) /* neither slot holds the latest commit until this one is published */
+    if (first && s->seg) /* neither slot holds the latest commit until this one is published */
         mote__share_keep_base(s);
     if (both)
         poisons = 1; /* the slots go with the pages */
@@ -1115,7 +1118,7 @@ int mote__txn_commit_write(mote_txn *t, uint64_t *txnid_out, snap **sn_out)
         }
         synced_here = 1; /* (the sync lock is held until the commit is shown) */
     }
-    if (both) { /* the store's first durable commit: its directory entry too
+    if (first) { /* the store's first durable commit: its directory entry too
                  * (with MOTE_NOSYNC, the entry alone) */
         int r = (s->flags & MOTE_NODIRSYNC) ? 0 : s->io->fsync_dir(s->io->ctx, s->path);
         if (r) {

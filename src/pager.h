@@ -107,14 +107,18 @@
  * `failed`, or the store's): nothing is built on commits whose durability
  * is unknown; reads go on from the latest durable commit.
  *
- * FRESH: creation, and the store's first durable commit. Creation writes
- * page 0, the creation page (a commit slot of txnid 1: an empty store,
- * always the same bytes for a page size), and syncs nothing. While no commit
- * is durable (s->fresh), slot 0 keeps the creation page: a lazy commit
- * (MOTE_TXN_LAZY: not synced) writes slot 1 only, and the first other
- * commit writes its slot into both slots, in the same write request as its
- * pages when they start at page 2, then one fdatasync (none with
- * MOTE_NOSYNC) and one fsync of the directory. So creation and a first
+ * FRESH: creation, and the store's first durable commit. The state of a new
+ * store is the creation page (a commit slot of txnid 1: an empty store,
+ * always the same bytes for a page size). Creation syncs nothing, and
+ * writes nothing with 4096-byte pages: an empty file is a new store of
+ * them, so the file has no page until the first commit; with larger pages
+ * it writes the creation page as page 0 (another opener learns the page
+ * size there). While no commit is durable (s->fresh), slot 0 keeps the
+ * creation page: a lazy commit (MOTE_TXN_LAZY: not synced) writes it with
+ * slot 1 (one 2-page request), and the first other commit writes its slot
+ * into both slots, in the same write request as its pages when they start
+ * at page 2, then one fdatasync (none with MOTE_NOSYNC) and one fsync of
+ * the directory. So creation and a first
  * commit cost one sync of each. When that commit's state is all in its
  * slot (the file is the two slots: a tiny store), slot 0 gets it as the
  * clean-close marker instead of a second checkpoint: a marker vouches that
@@ -745,6 +749,8 @@ int mote__walk_state(mote_store *s, const uint8_t *st, uint32_t lo, uint32_t spa
  * slot `slot`, naming the chain it copies (a version 1 state becomes its
  * own checkpoint's: `ckpt`), sealed. */
 void mote__marker(uint8_t *m, const uint8_t *st, uint32_t P, uint32_t slot, int ckpt);
+/* The creation page of page size P (FRESH): always the same bytes. */
+void mote__creation_page(uint8_t *slot, uint32_t P);
 /* Verify the pages commit txnid wrote, reached from its slot (open after an
  * unclean shutdown). */
 int mote__verify_commit(mote_store *s, const uint8_t *slot, uint64_t txnid);

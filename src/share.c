@@ -1041,7 +1041,11 @@ static int newest_state(mote_store *s, uint8_t *out)
     if (!buf)
         return mote__err(MOTE_NOMEM, "out of memory reading %s", s->path);
     ssize_t r = s->io->pread(s->io->ctx, s->fd, buf, 2u * s->P, 0);
-    int rc = r < (ssize_t)s->P ? mote__ioerr(r < 0 ? (int)r : -EIO, "read", s->path) : MOTE_OK;
+    /* shorter than a page: a new store's first commit is not written yet
+     * (creation writes nothing: open.c create_file), or is under way */
+    int rc = r < 0 ? mote__ioerr((int)r, "read", s->path)
+             : r < (ssize_t)s->P ? CORRUPT("%s: no root slot yet (%zd bytes)", s->path, r)
+                                 : MOTE_OK;
     int slot, clean;
     uint64_t hi = 0;
     if (!rc)

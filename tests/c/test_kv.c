@@ -489,26 +489,53 @@ TEST(kv_open_errors)
     CHECK(oserror_is(0, NULL));
 }
 
-/* A zero-byte file is a store that was never initialized (a crash during
- * creation leaves one): read-only it is refused with a message that says
- * so, a writable open initializes it, even without MOTE_CREATE. */
+/* A zero-byte file is a store of 4096-byte pages that was never committed
+ * (creation writes nothing until the first commit; a crash before it leaves
+ * one): read-only it opens empty and writes nothing; a writable open
+ * without MOTE_CREATE uses it too, with the page size it asks for; its
+ * first commit makes it a store of two pages or more. */
 TEST(kv_open_empty_file)
 {
     mote_store *s = NULL;
     mote_options none = {0, 0, 0, NULL}, ro = {MOTE_RDONLY, 0, 0, NULL};
-    char path[600], want[1400];
+    mote_options big = {0, 8192, 0, NULL};
+    char path[600];
     snprintf(path, sizeof path, "%s", test_path("empty.mote"));
     FILE *f = fopen(path, "w");
     fclose(f);
-    CHECK_RC(mote_open(path, &ro, &s), MOTE_FORMAT);
-    snprintf(want, sizeof want, "store %s is empty (0 bytes): it was never initialized; "
-             "open it writable once to create it", path);
-    CHECK(!strcmp(mote_last_open_error(), want) && oserror_is(0, NULL));
+    struct stat st;
+    OK(mote_open(path, &ro, &s));
+    mote_txn *t;
+    uint32_t tr;
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    CHECK_RC(mote_kv_tree(t, "t", 0, &tr), MOTE_NOTFOUND);
+    mote_abort(t);
+    OK(mote_check(s, NULL, NULL));
+    OK(mote_close(s));
+    CHECK(stat(path, &st) == 0 && st.st_size == 0);
     s = test_open(path, &none); /* without MOTE_CREATE too */
     OK(mote_close(s));
-    struct stat st;
-    CHECK(stat(path, &st) == 0 && st.st_size >= 4096);
+    CHECK(stat(path, &st) == 0 && st.st_size == 0);
+    s = test_open(path, &big); /* larger pages: the creation page says so at once */
+    OK(mote_close(s));
+    CHECK(stat(path, &st) == 0 && st.st_size == 8192);
     OK(mote_open(path, &ro, &s));
+    OK(mote_close(s));
+    CHECK(unlink(path) == 0);
+    f = fopen(path, "w");
+    fclose(f);
+    s = test_open(path, &none);
+    OK(mote_begin(s, 0, &t));
+    OK(mote_kv_tree(t, "t", MOTE_TREE_CREATE, &tr));
+    OK(mote_kv_put(t, tr, "k", 1, "v", 1, 0));
+    OK(mote_commit(t));
+    OK(mote_close(s));
+    CHECK(stat(path, &st) == 0 && st.st_size >= 8192);
+    OK(mote_open(path, &ro, &s));
+    OK(mote_begin(s, MOTE_TXN_RDONLY, &t));
+    OK(mote_kv_tree(t, "t", 0, &tr));
+    OK(mote_kv_get(t, tr, "k", 1, NULL));
+    mote_abort(t);
     OK(mote_close(s));
 }
 
@@ -529,7 +556,7 @@ TEST(kv_open_through_symlink)
     OK(mote_close(s));
     struct stat st;
     CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
-    CHECK(stat(target, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 4096);
+    CHECK(stat(target, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0);
     s = test_open(target, &none);
     OK(mote_close(s));
 }

@@ -63,23 +63,29 @@ def test_directory(tmp_path):
 
 
 def test_disk_full_dev_full():
-    """/dev/full: every write fails with ENOSPC (creating the store writes its first page)."""
+    """/dev/full: every write fails with ENOSPC. Creating a store writes nothing (its
+    first commit writes its first pages), so the open succeeds and the first write says
+    that the disk is full."""
     if not os.path.exists("/dev/full") or not stat.S_ISCHR(os.stat("/dev/full").st_mode) \
             or not os.access("/dev/full", os.W_OK):
         pytest.skip("no writable /dev/full")
     for _ in range(50):  # the exclusive lock on the device node is shared machine-wide:
         try:             # another process opening /dev/full this very moment holds it
-            motedb.open("/dev/full")
+            s = motedb.open("/dev/full")
         except motedb.StoreLockedError:
             time.sleep(0.01)
             continue
-        except OSError as e:
-            assert isinstance(e, motedb.Error) and e.code == 6  # MOTE_NOSPACE
-            assert e.errno == errno.ENOSPC and e.filename == "/dev/full"
-            assert str(e) == ("[Errno 28] creation of /dev/full failed: "
-                              + os.strerror(errno.ENOSPC))
-            return
-        pytest.fail("opening /dev/full for writing succeeded")
+        try:
+            with pytest.raises(OSError) as ei:
+                s.box(Doc).put(Doc(body="hello"))
+        finally:
+            s.close()
+        e = ei.value
+        assert isinstance(e, motedb.Error)
+        assert e.errno == errno.ENOSPC and e.filename == "/dev/full"
+        assert str(e).startswith("[Errno 28] write of /dev/full failed: "
+                                 + os.strerror(errno.ENOSPC))
+        return
     pytest.fail("/dev/full stayed locked")
 
 
@@ -145,15 +151,14 @@ def test_other_errors_are_not_oserrors(tmp_path):
 
 
 def test_zero_byte_file(tmp_path):
-    """A zero-byte file is a store that was never initialized: a writable open
-    initializes it (create=False too); a read-only one says what to do."""
+    """A zero-byte file is a store that was never committed (creating a store writes
+    nothing until its first commit): it opens empty, read-only too (and stays zero
+    bytes), and a writable open uses it (create=False too)."""
     path = tmp_path / "empty.mote"
     path.write_bytes(b"")
-    with pytest.raises(motedb.CorruptError) as ei:
-        motedb.open(path, readonly=True)
-    assert str(ei.value) == (f"store {path} is empty (0 bytes): it was never initialized; "
-                             "open it writable once to create it")
-    assert not isinstance(ei.value, OSError)
+    with motedb.open(path, readonly=True) as s:  # empty: no entity
+        with pytest.raises(motedb.SchemaError, match="entity Doc does not exist"):
+            s.box(Doc)
     assert path.stat().st_size == 0
     with motedb.open(path, create=False) as s:
         s.box(Doc).put(Doc(body="hello"))

@@ -5,6 +5,7 @@ import gc
 import os
 import threading
 import tracemalloc
+from contextlib import contextmanager
 from typing import Annotated
 
 import pytest
@@ -180,28 +181,36 @@ def test_threads_on_a_new_box_while_its_first_write_registers_it(tmp_path):
     assert errors == [] and seen <= {0, 10, 20}
 
 
+@contextmanager
+def write_block_held(s, body):
+    """Another thread runs body() inside s.write() and holds the block open until the
+    with-block ends (or `release` is set); yields (that thread, release)."""
+    entered, release = threading.Event(), threading.Event()
+
+    def run():
+        with s.write():
+            body()
+            entered.set()
+            release.wait(10)
+
+    t = threading.Thread(target=run)
+    t.start()
+    try:
+        assert entered.wait(10)
+        yield t, release
+    finally:
+        release.set()
+        t.join()
+
+
 def test_a_write_block_registers_a_new_box_before_it_begins(tmp_path):
     """A store.write() block may last: a new box's entity is registered before it begins
     (a commit of its own), so another thread reads the box meanwhile (empty) instead of
     waiting for the block or meeting an uncommitted entity."""
     with motedb.open(tmp_path / "block.mote") as s:
         box = s.box(Fresh)
-        inside, done = threading.Event(), threading.Event()
-
-        def writer():
-            with s.write():
-                box.put(Fresh(x=1))
-                inside.set()
-                done.wait(10)
-
-        t = threading.Thread(target=writer)
-        t.start()
-        try:
-            assert inside.wait(10)
+        with write_block_held(s, lambda: box.put(Fresh(x=1))):
             assert box.count() == 0 and box.get(1) is None and box.query(Fresh.x == 1).find() == []
-        finally:
-            done.set()
-            t.join()
         assert box.count() == 1
 
 
@@ -216,46 +225,22 @@ def test_threads_on_a_box_made_inside_another_threads_write_block(tmp_path):
     with motedb.open(tmp_path / "inside.mote") as s:
         s.box(Item).put(Item(n=1))
     with motedb.open(tmp_path / "inside.mote", timeout=5.0) as s:
-        made, release = threading.Event(), threading.Event()
         boxes = {}
 
-        def writer():
-            with s.write():
-                boxes["item"] = s.box(Item)
-                boxes["fresh"] = s.box(Fresh)
-                boxes["fresh"].put(Fresh(x=1))
-                made.set()
-                release.wait(10)
+        def body():
+            boxes["item"] = s.box(Item)
+            boxes["fresh"] = s.box(Fresh)
+            boxes["fresh"].put(Fresh(x=1))
 
-        t = threading.Thread(target=writer)
-        t.start()
-        try:
-            assert made.wait(10)
+        with write_block_held(s, body) as (t, release):
             assert s.box(Item).count() == 1  # stored before: no wait (the block still runs)
             assert t.is_alive()
             threading.Timer(0.2, release.set).start()
             assert boxes["fresh"].count() == 1  # waited for the block
             assert s.box(Fresh).query(Fresh.x == 1).count() == 1
-        finally:
-            release.set()
-            t.join()
 
     with motedb.open(tmp_path / "busy.mote", timeout=0.05) as s:
-        made, release = threading.Event(), threading.Event()
-
-        def holder():
-            with s.write():
-                s.box(Fresh).put(Fresh(x=2))
-                made.set()
-                release.wait(10)
-
-        t = threading.Thread(target=holder)
-        t.start()
-        try:
-            assert made.wait(10)
+        with write_block_held(s, lambda: s.box(Fresh).put(Fresh(x=2))):
             with pytest.raises(motedb.BusyError, match="creating or changing entity Fresh"):
                 s.box(Fresh).count()
-        finally:
-            release.set()
-            t.join()
         assert s.box(Fresh).count() == 1

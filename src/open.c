@@ -221,8 +221,9 @@ static int create_file(mote_store *s, unsigned page_size)
     if (P < 4096 || P > 65536 || (P & (P - 1)))
         return mote__err(MOTE_INVALID, "page size %u: must be a power of two "
                          "from 4096 to 65536", P);
-    int rc = start_fresh(s, P, P == 4096 ? 0 : P);
-    if (rc || P == 4096)
+    int written = P != 4096; /* (an empty file is a store of 4096-byte pages) */
+    int rc = start_fresh(s, P, written ? P : 0);
+    if (rc || !written)
         return rc;
     ssize_t w = s->io->pwrite(s->io->ctx, s->fd, s->cur->data, P, 0);
     if (w != (ssize_t)P)

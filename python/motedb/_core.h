@@ -178,7 +178,7 @@ typedef struct {
     int nexplicit;      /* store.write() / store.read() blocks in progress */
     int nimplicit;      /* single-operation transactions in progress */
     int npending;       /* boxes whose entity was opened in an uncommitted txn */
-    int ndeferred;      /* boxes whose entity is new here and not registered yet */
+    int ndeferred;      /* boxes whose entity is to be registered (BoxObject.deferred) */
     int busy_ms;        /* the store's timeout (open's `timeout`) */
     int readonly;
     PyObject *weakrefs;
@@ -200,10 +200,12 @@ typedef struct {
     mote_entity *e;     /* NULL: open it again (its transaction rolled back) */
     mote_txn *pending;  /* opened in this uncommitted write transaction */
     int superseded;     /* its class was redefined: store.box(new class) */
-    int deferred;       /* its entity is new: the first single write operation that uses
-                           the box registers it; a read, a store.write() block or an
-                           aio writer's write registers it first (a commit of its own,
-                           MOTE_TXN_LAZY: register_deferred in store.c) */
+    int deferred;       /* its entity is new, or as before a rolled-back transaction that
+                           created or changed it (settle_boxes): the first single write
+                           operation that uses the box registers it; a read, a
+                           store.write() block or an aio writer's write registers it
+                           first (a commit of its own, MOTE_TXN_LAZY: register_deferred
+                           in store.c) */
 } BoxObject;
 
 typedef struct {

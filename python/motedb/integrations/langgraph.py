@@ -24,9 +24,9 @@ so one thread, one namespace of a thread and one checkpoint's writes are each a 
 of a unique index: the newest checkpoint of a thread is the last key of its range, one
 index entry. A checkpoint is the serializer's bytes, its metadata JSON. Nothing else is
 indexed: an index on the run id (for ``delete_for_runs``, which scans the checkpoints
-instead) put a leaf at a random place into every ``put``'s commit (7-8 % of a chat's
-steps per second on a disk; stores written with it lose it at the saver's first
-``box()``).
+instead) put a leaf at a random place into every ``put``'s commit (2-8 % of a chat's
+steps per second on a disk, alternated runs; stores written with it lose it at the
+saver's first ``box()``).
 
 Each checkpoint holds a thread's whole state, which mostly repeats the one before it
 (a chat's messages so far, plus one). A checkpoint or a write value of more than

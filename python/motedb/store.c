@@ -592,16 +592,16 @@ int registering_wait(BoxObject *b, double *deadline)
     return st->s ? 0 : closed_error(st);
 }
 
-/* Register the entities of deferred boxes (store_box), each in a commit of
- * its own (MOTE_TXN_LAZY: on a new store, durable with the first write), as
- * box() did before, ahead of a transaction that must find them committed: a
- * read (its snapshot), an explicit store.write() (which may last, and a
- * registration inside it would keep other threads' reads waiting), a write
- * of the thread that defers its syncs (motedb.aio's writer: its commit is
- * seen only once synced). Only a single write operation of this thread
- * registers one in its own commit. A box that another thread's write is
- * registering is waited for (up to the store's timeout): once that commit
- * is durable the box is settled, or it rolled back and is registered here. */
+/* Register the entities of deferred boxes (store_box), all in one commit
+ * (MOTE_TXN_LAZY: on a new store, durable with the first write), ahead of a
+ * transaction that must find them committed: a read (its snapshot), an
+ * explicit store.write() (which may last, and a registration inside it would
+ * keep other threads' reads waiting), a write of the thread that defers its
+ * syncs (motedb.aio's writer: its commit is seen only once synced). Only a
+ * single write operation of this thread registers one in its own commit. A
+ * box that another thread's write is registering is waited for (up to the
+ * store's timeout): once that commit is durable the box is settled, or it
+ * rolled back and is registered here. */
 static int register_deferred(StoreObject *st)
 {
     double deadline = -1;
@@ -629,7 +629,20 @@ static int register_deferred(StoreObject *st)
          * settled, the box is used by every thread at once */
         unsigned long defer = st->defer_tid;
         st->defer_tid = 0;
-        int rc = box_op_begin(b, 2, &op) < 0 || op_end(st, &op, OP_COMMIT) < 0 ? -1 : 0;
+        int rc = box_op_begin(b, 2, &op);
+        /* every other deferred box that no write is registering, in the same
+         * commit (a new saver's three entities: one commit, not three) */
+        pos = 0;
+        while (!rc && PyDict_Next(st->boxes, &pos, &k, &v)) {
+            BoxObject *o = (BoxObject *)v;
+            if (o != b && o->deferred && !o->pending && !o->superseded &&
+                box_entity(o, op.ts) < 0) {
+                op_end(st, &op, OP_FAIL);
+                rc = -1;
+            }
+        }
+        if (!rc && op_end(st, &op, OP_COMMIT) < 0)
+            rc = -1;
         st->defer_tid = defer;
         if (!rc) /* (settle_boxes did it: its commit opened the entity) */
             box_undefer(b);
@@ -1025,7 +1038,8 @@ static PyObject *store_delta(PyObject *self, PyObject *args, PyObject *kw)
 static PyMethodDef store_methods[] = {
     {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class. "
      "The first call for a class registers it in the store: a new entity with the first "
-     "write that uses the box (or in a commit of its own before a read), a changed one at "
+     "write that uses the box (or, before a read, in one commit with the other new ones), "
+     "a changed one at "
      "once; on a new store neither costs a sync of its own. Inside store.write() it "
      "registers it in that transaction: other threads that use the box wait for it to end "
      "(up to the store's timeout), and if it rolls back the box reads empty until a write "

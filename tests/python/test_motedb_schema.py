@@ -178,7 +178,8 @@ def test_values_an_object_never_had_stay_defaults(tmp_path):
 # store.box() of a class whose entity the store lacks writes nothing: the first single write that
 # uses the box registers it in the same commit (creating a store, box(), put_many() and close() make
 # one commit). A read transaction or a store.write() block registers it first, in a commit of its
-# own, as box() did before; so does close() for a box never used. (Threads: test_motedb_threads.)
+# own with every other new box, as box() did before; so does close() for a box never used.
+# (Threads: test_motedb_threads.)
 
 
 def test_box_of_a_new_entity_writes_nothing_until_the_first_write(tmp_path):
@@ -241,6 +242,23 @@ def test_a_box_never_used_is_registered_at_close(tmp_path):
         box.put(nick(nick="x"))  # registers its own entity only
     with motedb.open(path, readonly=True) as r:
         assert r.box(full).count() == 0 and r.box(nick).get(1).nick == "x"
+
+
+def test_a_read_registers_every_new_box_in_one_commit(tmp_path):
+    """A read (or a write block) after several box() calls of new entities registers them
+    all in one commit (one each before 2026-12-07: a new MoteSaver made three)."""
+    path = tmp_path / "three.mote"
+    classes = [define(FULL, "one"), define(NICK.replace("class C", "class D"), "two"),
+               define(ONLY_N.replace("class C", "class E"), "three")]
+    with motedb.open(path) as s:
+        before = s.commit
+        boxes = [s.box(cls) for cls in classes]
+        with s.read():
+            assert [b.count() for b in boxes] == [0, 0, 0]
+        assert s.commit == before + 1
+        boxes[2].put(classes[2](n=7))
+    with motedb.open(path, readonly=True) as r:
+        assert [r.box(cls).count() for cls in classes] == [0, 0, 1]
 
 
 def test_a_box_made_in_a_write_block_rolled_back_reads_empty(tmp_path):

@@ -513,6 +513,7 @@ def test_stores_written_with_chunks_still_read(tmp_path):
     thread and the hash (MoteSaver before 2026-12-07: written here as it did), reads back
     whole; new checkpoints on top of them are kept as pieces; prune, copy_thread and
     delete_thread remove the chunks nothing names any more."""
+    import hashlib
     import random
     from motedb.integrations.langgraph import (LangGraphChunk, LangGraphWrite, _chunk_keys, _cut,
                                                _ns_key, _writes_key)
@@ -534,7 +535,7 @@ def test_stores_written_with_chunks_still_read(tmp_path):
                     if kind == "w" and parent is None:
                         continue
                     type_, blob = serde.dumps_typed(obj)
-                    cut = _cut(blob)
+                    cut = [(hashlib.blake2b(d, digest_size=16).digest(), d) for d in _cut(blob)]
                     refs = b"".join(h for h, _ in cut)
                     keys = _chunk_keys("t", refs)
                     have = {k for (k,) in ks.query(LangGraphChunk.key.in_(keys)).tuples(LangGraphChunk.key)}

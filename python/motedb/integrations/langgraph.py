@@ -28,28 +28,29 @@ instead) put a leaf at a random place into every ``put``'s commit (2-8 % of a ch
 steps per second on a disk, alternated runs; stores written with it lose it at the
 saver's first ``box()``).
 
-Each checkpoint holds a thread's whole state, which mostly repeats the one before it
-(a chat's messages so far, plus one). A checkpoint or a write value of more than
+Each checkpoint holds a thread's whole state, which mostly repeats the one before it (a
+chat's messages so far, plus one). A checkpoint or a write value of more than
 ``INLINE_MAX`` bytes is cut into content-defined pieces (``mote_chunk``: the cuts follow
 the bytes, so the history shared with the parent is cut the same way); a piece the
-parent checkpoint or the writes between them already have is named again (by its hash),
-the others are stored, and the checkpoint or write holds the ids of its pieces. A
-thread then grows by what each step adds, not by its whole state each step, and no
-record is long enough to need pages of its own (a record over a third of a page gets
-whole pages in MoteDB). A piece is found by its id, not by a key: ids are never reused
-and a piece never changes, so an id names the same bytes for good, and a commit adds
-its new pieces at the end of one tree instead of entries all over a hash index (in
-one shared store, a commit wrote 11.7 pages in 3.6 write requests with a unique index
-of thread and hash, 8.7 in 2.9 without; a fifth fewer bytes per checkpoint). Pieces
-that nothing of their thread names any more are removed by ``delete_thread``,
-``prune`` and ``delete_for_runs``. A saver remembers the bytes of the checkpoints and
-writes it cut or joined lately, by their pieces' ids (``BLOBS_BUDGET``, 8 MB): the
-``get_tuple`` after a ``put`` and a ``list`` that repeats most of the one before read no
-pieces; and the hashes of the pieces it wrote or read (``HASHES_MAX`` checkpoints and
-writes), so that a ``put`` finds what its parent has without reading the pieces (another
-saver reads and hashes them once). (Stores written before 2026-12-07 keep their
-checkpoints' pieces as ``LangGraphChunk``, under the thread and the hash: those are
-read, copied and removed as before; new checkpoints are written as above.)
+parent checkpoint or the writes between them already have is named again (found by its
+bytes, a dict lookup: equal bytes, not a hash that two pieces could share), the others
+are stored, and the checkpoint or write holds the ids of its pieces. A thread then grows
+by what each step adds, not by its whole state each step, and no record is long enough
+to need pages of its own (a record over a third of a page gets whole pages in MoteDB). A
+piece is found by its id, not by a key: ids are never reused and a piece never changes,
+so an id names the same bytes for good, and a commit adds its new pieces at the end of
+one tree instead of entries all over a hash index (in one shared store, a commit wrote
+11.7 pages in 3.6 write requests with a unique index of thread and hash, 8.7 in 2.9
+without; a fifth fewer bytes per checkpoint). Pieces that nothing of their thread names
+any more are removed by ``delete_thread``, ``prune`` and ``delete_for_runs``. A saver
+remembers the bytes of the checkpoints and writes it cut or joined lately, by their
+pieces' ids (``BLOBS_BUDGET``, 8 MB): the ``get_tuple`` after a ``put`` and a ``list``
+that repeats most of the one before read no pieces; and the pieces it wrote or read, by
+their ids (``FAMILIES_BUDGET``, 8 MB), so that a ``put`` finds what its parent has
+without reading the pieces (another saver reads them once). (Stores written before
+2026-12-07 keep their checkpoints' pieces as ``LangGraphChunk``, under the thread and
+the hash: those are read, copied and removed as before; new checkpoints are written as
+above.)
 
 Besides the base capabilities (``put``, ``put_writes``, ``get_tuple``, ``list``,
 ``delete_thread``) it has ``delete_for_runs``, ``copy_thread`` and ``prune``; the
@@ -60,7 +61,6 @@ namespace, the ancestors its ``DeltaChannel`` values are rebuilt from.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import random
 import sys
@@ -99,9 +99,9 @@ __all__ = ["MoteSaver", "LangGraphCheckpoint", "LangGraphWrite", "LangGraphPiece
 
 INLINE_MAX = 700  # a checkpoint or write value of more bytes than this is kept as pieces
 CHUNK_MIN, CHUNK_MAX, CHUNK_BITS = 192, 768, 9  # about 530 bytes: records inside a leaf
-DIGEST = 16  # bytes of a piece's hash (BLAKE2b)
+DIGEST = 16  # bytes of a LangGraphChunk's hash (BLAKE2b; stores written before 2026-12-07)
 BLOBS_BUDGET = 8 << 20  # bytes of joined checkpoints and writes a saver remembers (_Recent)
-HASHES_MAX = 1024  # checkpoints and writes whose pieces' hashes a saver remembers (_Recent)
+FAMILIES_BUDGET = 8 << 20  # bytes of pieces a saver remembers by their ids (_Recent)
 
 
 class LangGraphCheckpoint(motedb.Entity):
@@ -190,20 +190,13 @@ def _unpack(pieces: bytes) -> array:
     return a
 
 
-def _hash(data: bytes | memoryview) -> bytes:
-    return hashlib.blake2b(data, digest_size=DIGEST).digest()
-
-
-def _cut(blob: bytes) -> list[tuple[bytes, bytes]]:
-    """blob's content-defined pieces as (hash, bytes); none when it is short enough to be
-    kept as it is (INLINE_MAX)."""
+def _cut(blob: bytes) -> list[bytes]:
+    """blob's content-defined pieces; none when it is short enough to be kept as it is
+    (INLINE_MAX)."""
     if len(blob) <= INLINE_MAX:
         return []
-    view, start, out, blake2b = memoryview(blob), 0, [], hashlib.blake2b
-    for end in motedb._core._chunk_ends(blob, CHUNK_MIN, CHUNK_MAX, CHUNK_BITS):
-        out.append((blake2b(view[start:end], digest_size=DIGEST).digest(), blob[start:end]))
-        start = end
-    return out
+    ends = motedb._core._chunk_ends(blob, CHUNK_MIN, CHUNK_MAX, CHUNK_BITS)
+    return [blob[start:end] for start, end in zip([0, *ends], ends)]
 
 
 def _blob_key(o: LangGraphCheckpoint | LangGraphWrite) -> bytes:
@@ -219,8 +212,8 @@ class _Recent:
     used dropped first beyond ``budget``, counted by ``size``: their joined bytes
     (``len``: a thread's next reads join the same ones again, ``list``'s ten
     checkpoints are nine of the previous step's, ``get_tuple``'s is the one ``put``
-    just cut), or the hashes of their pieces (1 each: what a ``put`` names again of its
-    parent's pieces without reading them). A value of more than an eighth of the budget
+    just cut), or their pieces ({bytes: id}, counted by their bytes: what a ``put``
+    names again of its parent's pieces without reading them). A value of more than an eighth of the budget
     is not kept (one long thread does not push out the others). Ids name the bytes for
     good, so what is remembered is never stale: it is what those pieces hold in any
     snapshot that names them. (So only what a committed transaction wrote, or a
@@ -238,6 +231,18 @@ class _Recent:
             if value is not None:
                 self._by_key.move_to_end(key)
             return value
+
+    def get_many(self, keys: Iterable[bytes]) -> dict[bytes, Any]:
+        """{key: value} of the keys it holds."""
+        out = {}
+        with self._lock:
+            by_key = self._by_key
+            for key in keys:
+                value = by_key.get(key)
+                if value is not None:
+                    by_key.move_to_end(key)
+                    out[key] = value
+        return out
 
     def add(self, key: bytes, value: Any) -> None:
         size = self._size_of(value)
@@ -277,7 +282,7 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         self._hold(store, open_kwargs)
         self._writer: _Workers | None = None  # aput and aput_writes' thread, from the first
         self._blobs = _Recent(BLOBS_BUDGET)  # joined bytes
-        self._hashes = _Recent(HASHES_MAX, lambda hashes: 1)  # {hash: piece id}
+        self._families = _Recent(FAMILIES_BUDGET, lambda family: sum(map(len, family)))
         self.checkpoints = self.store.box(LangGraphCheckpoint)
         self.writes = self.store.box(LangGraphWrite)
         self.pieces = self.store.box(LangGraphPiece)
@@ -366,16 +371,17 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         does not hold joined are read at once, each once: the checkpoints of a thread
         share most of theirs."""
         writes, parts = self._writes_of(cps, dense), set()
-        held: dict[bytes, bytes] = {}  # (taken now: joining the others may push them out)
+        pieced = {}  # _blob_key -> the checkpoint or write
         for cp, ws in zip(cps, writes):
             for o in (cp, *ws):
                 key = _blob_key(o)
                 if key:
-                    blob = self._blobs.get(key)
-                    if blob is not None:
-                        held[key] = blob
-                    else:
-                        parts.update(self._parts(o))
+                    pieced[key] = o
+        # (taken now: joining the others may push them out)
+        held: dict[bytes, bytes] = self._blobs.get_many(pieced)
+        for key, o in pieced.items():
+            if key not in held:
+                parts.update(self._parts(o))
         data = self._read_parts(parts) if parts else {}
 
         def blob_of(o: LangGraphCheckpoint | LangGraphWrite, inline: bytes) -> bytes:
@@ -411,7 +417,8 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             groups.setdefault((cp.thread_id, cp.checkpoint_ns), set()).add(cp.checkpoint_id)
         found: dict[tuple[str, str, str], list[LangGraphWrite]] = {}
         for (tid, ns), ids in groups.items():
-            prefixes = [_writes_key(tid, ns, cid) for cid in ids]
+            ns_key = _ns_key(tid, ns)
+            prefixes = [ns_key + key_part(cid) for cid in ids]  # (_writes_key)
             if dense and len(prefixes) > 1:  # (every key between two keys of a namespace is
                 conds = [W.key.between(min(prefixes), max(prefixes) + "\U0010ffff")]  # of it)
             else:
@@ -571,19 +578,18 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         self._remember(learned)
 
     def _remember(self, learned: list[tuple[bytes, bytes, dict[bytes, int]]]) -> None:
-        """After the commit that stored them: the bytes and the pieces' hashes of
-        checkpoints and writes kept as pieces, (piece ids, bytes, {hash: id}) each (see
-        _Recent)."""
-        for pieces, blob, hashes in learned:
+        """After the commit that stored them: the bytes and the pieces of checkpoints and
+        writes kept as pieces, (piece ids, bytes, {piece's bytes: id}) each (see _Recent)."""
+        for pieces, blob, family in learned:
             self._blobs.add(pieces, blob)
-            self._hashes.add(pieces, hashes)
+            self._families.add(pieces, family)
 
     def _family(self, thread_id: str, ns: str, checkpoint_id: str | None) -> dict[bytes, int]:
-        """{hash: id} of the pieces of a checkpoint and of its pending writes as stored now
-        (inside a write transaction): what the next checkpoint, and more writes to it,
-        share with them. Those pieces are stored while the snapshot names them, so the
-        ids can be named again in it. Each one's hashes come from ``self._hashes``, else
-        from its pieces, read and hashed (and remembered)."""
+        """{piece's bytes: id} of the pieces of a checkpoint and of its pending writes as
+        stored now (inside a write transaction): what the next checkpoint, and more writes
+        to it, share with them. Those pieces are stored while the snapshot names them, so
+        the ids can be named again in it. Each one's pieces come from ``self._families``,
+        else they are read (and remembered)."""
         if not checkpoint_id:
             return {}
         C, W = LangGraphCheckpoint, LangGraphWrite
@@ -593,37 +599,37 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             _writes_key(thread_id, ns, checkpoint_id))).tuples(W.pieces) if p]
         family: dict[bytes, int] = {}
         for pieces in named:
-            hashes = self._hashes.get(pieces)
-            if hashes is None:
-                ids = _unpack(pieces)
-                data = self._piece_data(ids)
-                hashes = {_hash(data[i]): i for i in ids if i in data}
-                self._hashes.add(pieces, hashes)
-            family.update(hashes)
+            theirs = self._families.get(pieces)
+            if theirs is None:
+                theirs = {data: i for i, data in self._piece_data(_unpack(pieces)).items()}
+                self._families.add(pieces, theirs)
+            family.update(theirs)
         return family
 
     def _add_pieces(self, thread_id: str, ns: str, parent_id: str | None,
-                    cut: list[tuple[Any, bytes, list[tuple[bytes, bytes]]]]
+                    cut: list[tuple[Any, bytes, list[bytes]]]
                     ) -> list[tuple[bytes, bytes, dict[bytes, int]]]:
-        """Give each checkpoint or write of cut, (it, its bytes, their (hash, bytes)
-        pieces), its piece ids, inside a write transaction: the pieces that the checkpoint
-        parent_id and its pending writes have (its family: a put's parent, whose state
-        and writes the new checkpoint repeats), or that come earlier in cut, are named
-        again; the others are stored. Returns what to remember once that commits: (piece
-        ids, bytes, {hash: id}) of each."""
+        """Give each checkpoint or write of cut, (it, its bytes, its pieces), its piece ids,
+        inside a write transaction: the pieces that the checkpoint parent_id and its
+        pending writes have (its family: a put's parent, whose state and writes the new
+        checkpoint repeats), or that come earlier in cut, are named again; the others are
+        stored. A piece is found by its bytes (a dict: equal bytes, not a hash of them).
+        Returns what to remember once that commits: (piece ids, bytes, {piece's bytes:
+        id}) of each."""
         family = self._family(thread_id, ns, parent_id)
         new: list[LangGraphPiece] = []
-        first: dict[bytes, int] = {}  # hash -> its index in new
+        first: dict[bytes, int] = {}  # a new piece's bytes -> its index in new
         for _o, _blob, pieces in cut:
-            for h, data in pieces:
-                if h not in family and h not in first:
-                    first[h] = len(new)
+            for data in pieces:
+                if data not in family and data not in first:
+                    first[data] = len(new)
                     new.append(LangGraphPiece(data=data))
         ids = self.pieces.put_many(new) if new else []
         learned = []
         for o, blob, pieces in cut:
-            mine = {h: family[h] if h in family else ids[first[h]] for h, _ in pieces}
-            o.pieces = _pack([mine[h] for h, _ in pieces])
+            mine = {data: family[data] if data in family else ids[first[data]]
+                    for data in pieces}
+            o.pieces = _pack([mine[data] for data in pieces])
             learned.append((o.pieces, blob, mine))
         return learned
 

@@ -46,11 +46,11 @@ any more are removed by ``delete_thread``, ``prune`` and ``delete_for_runs``. A 
 remembers the bytes of the checkpoints and writes it cut or joined lately, by their
 pieces' ids (``BLOBS_BUDGET``, 8 MB): the ``get_tuple`` after a ``put`` and a ``list``
 that repeats most of the one before read no pieces; and the pieces it wrote or read, by
-their ids (``FAMILIES_BUDGET``, 8 MB), so that a ``put`` finds what its parent has
-without reading the pieces (another saver reads them once). (Stores written before
-2026-12-07 keep their checkpoints' pieces as ``LangGraphChunk``, under the thread and
-the hash: those are read, copied and removed as before; new checkpoints are written as
-above.)
+their ids (``FAMILIES_BUDGET``, 32 MB counted per checkpoint, mostly the same bytes), so
+that a ``put`` finds what its parent has without reading the pieces (another saver reads
+them once). (Stores written before 2026-12-07 keep their checkpoints' pieces as
+``LangGraphChunk``, under the thread and the hash: those are read, copied and removed as
+before; new checkpoints are written as above.)
 
 Besides the base capabilities (``put``, ``put_writes``, ``get_tuple``, ``list``,
 ``delete_thread``) it has ``delete_for_runs``, ``copy_thread`` and ``prune``; the
@@ -101,7 +101,8 @@ INLINE_MAX = 700  # a checkpoint or write value of more bytes than this is kept 
 CHUNK_MIN, CHUNK_MAX, CHUNK_BITS = 192, 768, 9  # about 530 bytes: records inside a leaf
 DIGEST = 16  # bytes of a LangGraphChunk's hash (BLAKE2b; stores written before 2026-12-07)
 BLOBS_BUDGET = 8 << 20  # bytes of joined checkpoints and writes a saver remembers (_Recent)
-FAMILIES_BUDGET = 8 << 20  # bytes of pieces a saver remembers by their ids (_Recent)
+FAMILIES_BUDGET = 32 << 20  # bytes of pieces a saver remembers by their ids (_Recent; a
+# family shares most of its pieces' bytes objects with its parent's, counted in each)
 
 
 class LangGraphCheckpoint(motedb.Entity):
@@ -627,8 +628,13 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
         ids = self.pieces.put_many(new) if new else []
         learned = []
         for o, blob, pieces in cut:
-            mine = {data: family[data] if data in family else ids[first[data]]
-                    for data in pieces}
+            # the family's bytes objects are the keys, not the new ones: the families
+            # remembered of a thread's checkpoints hold one copy of each piece
+            wanted = set(pieces)
+            mine = {data: i for data, i in family.items() if data in wanted}
+            for data in pieces:
+                if data not in mine:
+                    mine[data] = ids[first[data]]
             o.pieces = _pack([mine[data] for data in pieces])
             learned.append((o.pieces, blob, mine))
         return learned

@@ -275,7 +275,8 @@ typedef struct mote_stat {
     unsigned page_size;      /* bytes per page */
     uint64_t pages;          /* logical size of the file in pages */
     uint64_t pages_free;     /* pages not used by the latest commit */
-    uint64_t file_bytes;     /* physical size of the file */
+    uint64_t file_bytes;     /* the file's size now (0: a store of 4 KB pages
+                                never committed, as creation leaves it) */
     uint64_t trees;          /* named trees */
     uint64_t entries;        /* key/value pairs in all trees */
     unsigned depth;          /* levels of the B+tree (1 = root only) */

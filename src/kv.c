@@ -987,7 +987,14 @@ int mote_store_stat(mote_store *s, mote_stat *st)
     st->txnid = t->txnid;
     st->page_size = s->P;
     st->pages = rd32(slot + 32);
-    st->file_bytes = s->file_bytes;
+    /* the file's size now (s->file_bytes counts the two slots of a store
+     * never committed, which creation did not write: open.c) */
+    uint64_t size;
+    if ((rc = mote__file_size(s, &size))) {
+        mote_abort(t);
+        return rc;
+    }
+    st->file_bytes = size;
     st->depth = n_level(slot + SLOT_ROOT_OFF) + 1;
     st->format = rd32(slot + 8);
     st->chain = st_chain_len(slot);

@@ -514,6 +514,9 @@ TEST(kv_open_empty_file)
     OK(mote_close(s));
     CHECK(stat(path, &st) == 0 && st.st_size == 0);
     s = test_open(path, &none); /* without MOTE_CREATE too */
+    mote_stat sst;
+    OK(mote_store_stat(s, &sst)); /* (it said 8192: the slots creation did not write) */
+    CHECK(sst.file_bytes == 0 && sst.pages == 2 && sst.page_size == 4096);
     OK(mote_close(s));
     CHECK(stat(path, &st) == 0 && st.st_size == 0);
     s = test_open(path, &big); /* larger pages: the creation page says so at once */

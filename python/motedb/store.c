@@ -1039,8 +1039,7 @@ static PyMethodDef store_methods[] = {
     {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class. "
      "The first call for a class registers it in the store: a new entity with the first "
      "write that uses the box (or, before a read, in one commit with the other new ones), "
-     "a changed one at "
-     "once; on a new store neither costs a sync of its own. Inside store.write() it "
+     "a changed one at once; on a new store neither costs a sync of its own. Inside store.write() it "
      "registers it in that transaction: other threads that use the box wait for it to end "
      "(up to the store's timeout), and if it rolls back the box reads empty until a write "
      "registers it."},

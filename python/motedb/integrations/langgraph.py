@@ -99,7 +99,7 @@ __all__ = ["MoteSaver", "LangGraphCheckpoint", "LangGraphWrite", "LangGraphPiece
 
 INLINE_MAX = 700  # a checkpoint or write value of more bytes than this is kept as pieces
 CHUNK_MIN, CHUNK_MAX, CHUNK_BITS = 192, 768, 9  # about 530 bytes: records inside a leaf
-DIGEST = 16  # bytes of a LangGraphChunk's hash (BLAKE2b; stores written before 2026-12-07)
+DIGEST = 16  # bytes of a LangGraphChunk's hash (BLAKE2b; written before 2026-12-07)
 BLOBS_BUDGET = 8 << 20  # bytes of joined checkpoints and writes a saver remembers (_Recent)
 FAMILIES_BUDGET = 32 << 20  # bytes of pieces a saver remembers by their ids (_Recent; a
 # family shares most of its pieces' bytes objects with its parent's, counted in each)
@@ -211,15 +211,15 @@ class _Recent:
     """What a saver remembers of the checkpoints and writes kept as pieces that it cut,
     joined or looked into lately, by ``_blob_key`` (their pieces' ids), least recently
     used dropped first beyond ``budget``, counted by ``size``: their joined bytes
-    (``len``: a thread's next reads join the same ones again, ``list``'s ten
-    checkpoints are nine of the previous step's, ``get_tuple``'s is the one ``put``
-    just cut), or their pieces ({bytes: id}, counted by their bytes: what a ``put``
-    names again of its parent's pieces without reading them). A value of more than an eighth of the budget
+    (``len``: a thread's next reads join the same ones again, ``list``'s ten checkpoints
+    are nine of the previous step's, ``get_tuple``'s is the one ``put`` just cut), or
+    their pieces ({bytes: id}, counted by their bytes: what a ``put`` names again of its
+    parent's pieces without reading them). A value of more than an eighth of the budget
     is not kept (one long thread does not push out the others). Ids name the bytes for
     good, so what is remembered is never stale: it is what those pieces hold in any
-    snapshot that names them. (So only what a committed transaction wrote, or a
-    snapshot read, is added: the ids of a transaction that did not commit may be handed
-    out again.)"""
+    snapshot that names them. (So only what a committed transaction wrote, or a snapshot
+    read, is added: the ids of a transaction that did not commit may be handed out
+    again.)"""
 
     def __init__(self, budget: int, size: Callable[[Any], int] = len) -> None:
         self._budget, self._size_of, self._size = budget, size, 0

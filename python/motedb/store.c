@@ -635,8 +635,7 @@ static int register_deferred(StoreObject *st)
         pos = 0;
         while (!rc && PyDict_Next(st->boxes, &pos, &k, &v)) {
             BoxObject *o = (BoxObject *)v;
-            if (o != b && o->deferred && !o->pending && !o->superseded &&
-                box_entity(o, op.ts) < 0) {
+            if (o != b && o->deferred && !o->pending && box_entity(o, op.ts) < 0) {
                 op_end(st, &op, OP_FAIL);
                 rc = -1;
             }
@@ -1039,10 +1038,10 @@ static PyMethodDef store_methods[] = {
     {"box", store_box, METH_O, "box(EntityClass) -> Box: the objects of one entity class. "
      "The first call for a class registers it in the store: a new entity with the first "
      "write that uses the box (or, before a read, in one commit with the other new ones), "
-     "a changed one at once; on a new store neither costs a sync of its own. Inside store.write() it "
-     "registers it in that transaction: other threads that use the box wait for it to end "
-     "(up to the store's timeout), and if it rolls back the box reads empty until a write "
-     "registers it."},
+     "a changed one at once; on a new store neither costs a sync of its own. Inside "
+     "store.write() it registers it in that transaction: other threads that use the box "
+     "wait for it to end (up to the store's timeout), and if it rolls back the box reads "
+     "empty until a write registers it."},
     {"_boxed_class", store_boxed_class, METH_O,
      "_boxed_class(name) -> the entity class whose box holds entity `name` here, or None."},
     {"drop_property", store_drop_property, METH_VARARGS,

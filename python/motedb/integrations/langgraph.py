@@ -227,11 +227,7 @@ class _Recent:
         self._lock = threading.Lock()  # (the sync methods may be called from any thread)
 
     def get(self, key: bytes) -> Any:
-        with self._lock:
-            value = self._by_key.get(key)
-            if value is not None:
-                self._by_key.move_to_end(key)
-            return value
+        return self.get_many((key,)).get(key)
 
     def get_many(self, keys: Iterable[bytes]) -> dict[bytes, Any]:
         """{key: value} of the keys it holds."""
@@ -418,8 +414,7 @@ class MoteSaver(StoreHolder, BaseCheckpointSaver[str]):
             groups.setdefault((cp.thread_id, cp.checkpoint_ns), set()).add(cp.checkpoint_id)
         found: dict[tuple[str, str, str], list[LangGraphWrite]] = {}
         for (tid, ns), ids in groups.items():
-            ns_key = _ns_key(tid, ns)
-            prefixes = [ns_key + key_part(cid) for cid in ids]  # (_writes_key)
+            prefixes = [_writes_key(tid, ns, cid) for cid in ids]
             if dense and len(prefixes) > 1:  # (every key between two keys of a namespace is
                 conds = [W.key.between(min(prefixes), max(prefixes) + "\U0010ffff")]  # of it)
             else:

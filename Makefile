@@ -17,6 +17,9 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
         bench-full clean venv
 
 FUZZ_TIME  ?= 20
+# The Python suites on two workers (pytest-xdist), a test file per worker at a time:
+# a file's tests share its fixtures and scratch directories.
+PYTEST_JOBS ?= -n 2 --dist loadfile
 
 all: build
 
@@ -30,8 +33,13 @@ venv: $(VENV)/.ok
 
 # The frameworks motedb.integrations plugs into, for their tests (pinned).
 INTEGRATIONS_REQ := tests/python/requirements-integrations.txt
-$(VENV)/.integrations-ok: $(VENV)/.ok $(INTEGRATIONS_REQ)
+$(VENV)/.integrations-ok: $(VENV)/.ok $(INTEGRATIONS_REQ) $(VENV)/.xdist-ok
 	$(VPY) -m pip install --quiet -r $(INTEGRATIONS_REQ)
+	touch $@
+
+# pytest-xdist, for PYTEST_JOBS (its own stamp: a venv made before it was added gets it too)
+$(VENV)/.xdist-ok: $(VENV)/.ok
+	$(VPY) -m pip install --quiet pytest-xdist
 	touch $@
 
 build/build.ninja: $(VENV)/.ok
@@ -59,7 +67,7 @@ test-asan: build-asan/build.ninja
 # Builds and installs the motedb package into .venv (meson-python), then pytest.
 test-python: $(VENV)/.integrations-ok
 	$(VPY) -m pip install --quiet .
-	$(VPY) -m pytest -q tests/python
+	$(VPY) -m pytest -q $(PYTEST_JOBS) tests/python
 
 # The Python tests (all but those marked no_asan: the benchmark smoke tests and
 # the million-object interrupt tests) against the extension built with ASan and UBSan, loaded into the ordinary interpreter (the sanitizer
@@ -77,7 +85,7 @@ test-python-asan: $(VENV)/.integrations-ok
 	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	    LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
 	    $(CURDIR)/$(VPY) -m pytest -q -p no:cacheprovider --capture=sys --rootdir=$(CURDIR) \
-	    -m 'not no_asan' $(CURDIR)/tests/python
+	    -m 'not no_asan' $(PYTEST_JOBS) $(CURDIR)/tests/python
 
 # What make test needs besides a C compiler and Python (which make it run at
 # all): clang and its libFuzzer runtime for the fuzzers. Debian's packages.

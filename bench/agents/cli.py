@@ -14,7 +14,7 @@ makes the calls LangGraph makes for it:
 
 A thread starts with LangGraph's input checkpoint (empty_checkpoint(), metadata source "input", step -1). Each
 saver serializes with its own serde (the default JsonPlusSerializer). Configurations, each run --reps times with
-the engines' order alternating:
+the engines' order rotating (each engine first, second, ... in turn):
 
   sync, per-thread   one store / database file per thread, opened at the thread's start and closed at its end
                      (MoteSaver.from_path against SqliteSaver.from_conn_string); threads one after another
@@ -530,7 +530,8 @@ def run(args):
             gates.append({"rep": rep + 1, "load_1m": round(g.after[0], 2), "waited_s": round(g.waited_s, 1),
                           "timed_out": g.timed_out and load_timeout > 0})
             for cfg, (mode, _layout, engines) in CONFIGS.items():
-                order = engines if rep % 2 == 0 else tuple(reversed(engines))
+                k = rep % len(engines)  # (two orders only, reversed, would keep a third engine in the middle)
+                order = engines[k:] + engines[:k]
                 for e in order:
                     work = os.path.join(base, "work")
                     if mode in ("aio", "search"):
@@ -694,7 +695,7 @@ def markdown(res):
     readers = a["sqlite_readers"]
     out = [f"## bench/agents — {env['started']} ({p['profile']})", "",
            f"- {p['threads']} threads × {p['steps_per_thread']} steps ({p['checkpoints_per_run']:,} checkpoints per "
-           f"run), medians of {p['reps']} reps alternating the engines' order; messages of real text "
+           f"run), medians of {p['reps']} reps rotating the engines' order; messages of real text "
            f"({p['message_text_bytes'] / 1e6:.2f} MB); async: {p['concurrency_async']} threads at a time",
            f"- {aio_label(p)} at once, {a['ops_per_coroutine']} operations each ({a['ops_per_run']:,}: "
            f"{a['gets_per_run']:,} gets by id, {a['inserts_per_run']:,} inserts, {a['updates_per_run']:,} updates "

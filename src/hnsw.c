@@ -1545,6 +1545,10 @@ static int object_vector(const mote_entity *e, unsigned prop, mote_cursor *oc, u
     return MOTE_OK;
 }
 
+/* The least a node's cell takes in a leaf: its 9-byte key, a 2-byte value
+ * (level 0, no links), their lengths and its offset in the page. */
+#define NODE_MIN_CELL 12u
+
 /* Build the image of the index in tree (state M) as transaction t sees it. */
 static int graph_load(mote_txn *t, const mote_entity *e, unsigned prop, uint32_t tree,
                       const hmeta *M, hgraph **out)
@@ -1553,8 +1557,14 @@ static int graph_load(mote_txn *t, const mote_entity *e, unsigned prop, uint32_t
     mote_cursor *c = NULL, *oc = NULL;
     uint64_t (*ids)[257] = mote__malloc(sizeof(uint64_t[HMAXL][257]));
     int rc = !g || !ids ? MOTE_NOMEM : MOTE_OK;
-    if (!rc && M->count > 0x7FFFFFF0ull)
-        rc = CORRUPT("vector index: %llu nodes", (unsigned long long)M->count);
+    /* every node is a cell of at least NODE_MIN_CELL bytes, and its object's
+     * vector dim floats, in the snapshot's pages: a state that says more
+     * nodes than those could hold is damaged, and must not size the image
+     * (a damaged file's asked for gigabytes) */
+    uint64_t bytes = mote__kv_bytes(t), per = NODE_MIN_CELL + 4ull * M->P.dim;
+    if (!rc && (M->count > 0x7FFFFFF0ull || M->count > bytes / per))
+        rc = CORRUPT("vector index: %llu nodes of %u dimensions, in a store of %llu bytes",
+                     (unsigned long long)M->count, M->P.dim, (unsigned long long)bytes);
     if (!rc)
         rc = graph_grow(g, (uint32_t)M->count + 1);
     if (!rc)

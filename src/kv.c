@@ -135,6 +135,11 @@ void mote__kv_view_end(mote_txn *v)
     mote__txn_abort(v);
 }
 
+uint64_t mote__kv_bytes(const mote_txn *t)
+{
+    return (uint64_t)(t->write ? t->npages : rd32(t->root->data + 32)) << t->s->page_shift;
+}
+
 uint64_t mote_txn_id(const mote_txn *t) { return t ? t->txnid : 0; }
 
 /* ---- trees ----------------------------------------------------------------- */

@@ -35,6 +35,9 @@ int mote__kv_put_later(mote_txn *t, uint32_t tree, const void *key, size_t klen)
  * changes, readable while w runs (mote__txn_base_view); and its end. */
 int mote__kv_base_view(mote_txn *w, mote_txn **out);
 void mote__kv_view_end(mote_txn *v);
+/* The bytes of the file's pages as t sees it (its snapshot's, or a write's
+ * so far): what bounds how much a tree in it can hold. */
+uint64_t mote__kv_bytes(const mote_txn *t);
 /* The store's identity as t sees it (0 if it has none yet: kv.c), and
  * setting it (a new random one if ident is 0: a compacted copy's). */
 int mote__kv_ident(mote_txn *t, uint64_t *ident);

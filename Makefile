@@ -33,7 +33,7 @@ venv: $(VENV)/.ok
 
 # The frameworks motedb.integrations plugs into, for their tests (pinned).
 INTEGRATIONS_REQ := tests/python/requirements-integrations.txt
-$(VENV)/.integrations-ok: $(VENV)/.ok $(INTEGRATIONS_REQ) $(VENV)/.xdist-ok
+$(VENV)/.integrations-ok: $(VENV)/.ok $(INTEGRATIONS_REQ)
 	$(VPY) -m pip install --quiet -r $(INTEGRATIONS_REQ)
 	touch $@
 
@@ -65,7 +65,7 @@ test-asan: build-asan/build.ninja
 	    bash tests/cli/run.sh build-asan
 
 # Builds and installs the motedb package into .venv (meson-python), then pytest.
-test-python: $(VENV)/.integrations-ok
+test-python: $(VENV)/.integrations-ok $(VENV)/.xdist-ok
 	$(VPY) -m pip install --quiet .
 	$(VPY) -m pytest -q $(PYTEST_JOBS) tests/python
 
@@ -74,7 +74,7 @@ test-python: $(VENV)/.integrations-ok
 # runtimes are preloaded; CPython's own allocations at exit are not leak-checked).
 # --capture=sys leaves file descriptor 2 alone, so a sanitizer report is shown.
 PYASAN_PKG := build-pyasan/pkg
-test-python-asan: $(VENV)/.integrations-ok
+test-python-asan: $(VENV)/.integrations-ok $(VENV)/.xdist-ok
 	test -f build-pyasan/build.ninja || $(MESON) setup build-pyasan -Dpython=true -Dtools=false \
 	    --buildtype=debug -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false
 	$(NINJA) -C build-pyasan
